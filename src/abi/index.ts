@@ -1,0 +1,2 @@
+export * from './layout.js';
+export * from './constants.js';

@@ -1,0 +1,296 @@
+/**
+ * Struct layouts of the C Data, C Stream and C Device Data interfaces, derived
+ * from their field lists by the C alignment rules for a given target.
+ *
+ * Nothing here is typed in by hand as a number: each struct is a list of
+ * fields (copied from the spec's definitions, CDataInterface.rst "Structure
+ * definitions", CStreamInterface.rst, CDeviceDataInterface.rst) and
+ * `layoutOf` computes offsets, size and alignment the way a C compiler does:
+ * each field is placed at the next multiple of its alignment, and the size is
+ * rounded up to the struct's alignment (the largest of its fields').
+ */
+
+/** A C target: only pointer width and the alignment of int64 differ between the ones we support. */
+export interface Target {
+  readonly name: string;
+  /** sizeof(void*) and alignof(void*) */
+  readonly pointerSize: 4 | 8;
+  /** alignof(int64_t) */
+  readonly int64Align: 4 | 8;
+}
+
+/** x86-64 / aarch64 Linux, macOS, Windows: LP64 or LLP64, pointers and int64 are 8 bytes. */
+export const NATIVE64: Target = Object.freeze({ name: 'native64', pointerSize: 8, int64Align: 8 });
+/** wasm32: 4-byte pointers, int64 still 8-byte aligned (the WebAssembly C ABI). */
+export const WASM32: Target = Object.freeze({ name: 'wasm32', pointerSize: 4, int64Align: 8 });
+
+/** The C type of one field. */
+export type FieldType =
+  | { readonly kind: 'int32' }
+  | { readonly kind: 'int64' }
+  | { readonly kind: 'pointer' }
+  | { readonly kind: 'array'; readonly of: FieldType; readonly length: number }
+  | { readonly kind: 'struct'; readonly def: StructDef };
+
+export interface FieldDef {
+  readonly name: string;
+  readonly type: FieldType;
+  /** The C declaration, kept so the C layout proof and docs can show it. */
+  readonly c: string;
+}
+
+export interface StructDef {
+  readonly name: string;
+  readonly fields: readonly FieldDef[];
+}
+
+export interface FieldLayout {
+  readonly name: string;
+  readonly offset: number;
+  readonly size: number;
+  readonly align: number;
+}
+
+export interface StructLayout {
+  readonly name: string;
+  readonly target: Target;
+  readonly size: number;
+  readonly align: number;
+  readonly fields: readonly FieldLayout[];
+  /** Field offsets by name: `layout.offsets.length`. */
+  readonly offsets: Readonly<Record<string, number>>;
+}
+
+const int32: FieldType = { kind: 'int32' };
+const int64: FieldType = { kind: 'int64' };
+const pointer: FieldType = { kind: 'pointer' };
+
+function f(name: string, type: FieldType, c: string): FieldDef {
+  return { name, type, c };
+}
+
+function sizeAlign(type: FieldType, target: Target): { size: number; align: number } {
+  switch (type.kind) {
+    case 'int32':
+      return { size: 4, align: 4 };
+    case 'int64':
+      return { size: 8, align: target.int64Align };
+    case 'pointer':
+      return { size: target.pointerSize, align: target.pointerSize };
+    case 'array': {
+      const el = sizeAlign(type.of, target);
+      return { size: el.size * type.length, align: el.align };
+    }
+    case 'struct': {
+      const l = layoutOf(type.def, target);
+      return { size: l.size, align: l.align };
+    }
+  }
+}
+
+function alignUp(n: number, align: number): number {
+  return Math.ceil(n / align) * align;
+}
+
+const cache = new Map<string, StructLayout>();
+
+/** Offsets, size and alignment of `def` on `target`, by the C rules. */
+export function layoutOf(def: StructDef, target: Target): StructLayout {
+  const key = `${def.name}/${target.name}`;
+  const hit = cache.get(key);
+  if (hit) return hit;
+  let offset = 0;
+  let align = 1;
+  const fields: FieldLayout[] = [];
+  const offsets: Record<string, number> = {};
+  for (const field of def.fields) {
+    const sa = sizeAlign(field.type, target);
+    offset = alignUp(offset, sa.align);
+    fields.push({ name: field.name, offset, size: sa.size, align: sa.align });
+    offsets[field.name] = offset;
+    offset += sa.size;
+    align = Math.max(align, sa.align);
+  }
+  const layout: StructLayout = Object.freeze({
+    name: def.name,
+    target,
+    size: alignUp(offset, align),
+    align,
+    fields: Object.freeze(fields),
+    offsets: Object.freeze(offsets),
+  });
+  cache.set(key, layout);
+  return layout;
+}
+
+// --- The struct definitions, in the spec's field order -------------------------
+
+/** CDataInterface.rst, "The ArrowSchema structure". */
+export const ArrowSchemaDef: StructDef = {
+  name: 'ArrowSchema',
+  fields: [
+    f('format', pointer, 'const char* format'),
+    f('name', pointer, 'const char* name'),
+    f('metadata', pointer, 'const char* metadata'),
+    f('flags', int64, 'int64_t flags'),
+    f('n_children', int64, 'int64_t n_children'),
+    f('children', pointer, 'struct ArrowSchema** children'),
+    f('dictionary', pointer, 'struct ArrowSchema* dictionary'),
+    f('release', pointer, 'void (*release)(struct ArrowSchema*)'),
+    f('private_data', pointer, 'void* private_data'),
+  ],
+};
+
+/** CDataInterface.rst, "The ArrowArray structure". */
+export const ArrowArrayDef: StructDef = {
+  name: 'ArrowArray',
+  fields: [
+    f('length', int64, 'int64_t length'),
+    f('null_count', int64, 'int64_t null_count'),
+    f('offset', int64, 'int64_t offset'),
+    f('n_buffers', int64, 'int64_t n_buffers'),
+    f('n_children', int64, 'int64_t n_children'),
+    f('buffers', pointer, 'const void** buffers'),
+    f('children', pointer, 'struct ArrowArray** children'),
+    f('dictionary', pointer, 'struct ArrowArray* dictionary'),
+    f('release', pointer, 'void (*release)(struct ArrowArray*)'),
+    f('private_data', pointer, 'void* private_data'),
+  ],
+};
+
+/** CStreamInterface.rst, "Structure definition". */
+export const ArrowArrayStreamDef: StructDef = {
+  name: 'ArrowArrayStream',
+  fields: [
+    f('get_schema', pointer, 'int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out)'),
+    f('get_next', pointer, 'int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out)'),
+    f('get_last_error', pointer, 'const char* (*get_last_error)(struct ArrowArrayStream*)'),
+    f('release', pointer, 'void (*release)(struct ArrowArrayStream*)'),
+    f('private_data', pointer, 'void* private_data'),
+  ],
+};
+
+/**
+ * CDeviceDataInterface.rst, "Structure Definitions". `device_type` is an
+ * int32 followed by padding before `sync_event` on 64-bit targets, which
+ * makes the struct 128 bytes there.
+ */
+export const ArrowDeviceArrayDef: StructDef = {
+  name: 'ArrowDeviceArray',
+  fields: [
+    f('array', { kind: 'struct', def: ArrowArrayDef }, 'struct ArrowArray array'),
+    f('device_id', int64, 'int64_t device_id'),
+    f('device_type', int32, 'ArrowDeviceType device_type'),
+    f('sync_event', pointer, 'void* sync_event'),
+    f('reserved', { kind: 'array', of: int64, length: 3 }, 'int64_t reserved[3]'),
+  ],
+};
+
+/** CDeviceDataInterface.rst, "Device Stream Interface". */
+export const ArrowDeviceArrayStreamDef: StructDef = {
+  name: 'ArrowDeviceArrayStream',
+  fields: [
+    f('device_type', int32, 'ArrowDeviceType device_type'),
+    f('get_schema', pointer, 'int (*get_schema)(struct ArrowDeviceArrayStream*, struct ArrowSchema*)'),
+    f('get_next', pointer, 'int (*get_next)(struct ArrowDeviceArrayStream*, struct ArrowDeviceArray*)'),
+    f('get_last_error', pointer, 'const char* (*get_last_error)(struct ArrowDeviceArrayStream*)'),
+    f('release', pointer, 'void (*release)(struct ArrowDeviceArrayStream*)'),
+    f('private_data', pointer, 'void* private_data'),
+  ],
+};
+
+/**
+ * CDeviceDataInterface.rst, "Async Device Stream Interface". The text's
+ * `struct ArrowArrayTask*` parameter is a typo for `struct ArrowAsyncTask*`
+ * (as in Arrow C++'s abi.h); it does not change the layout.
+ */
+export const ArrowAsyncTaskDef: StructDef = {
+  name: 'ArrowAsyncTask',
+  fields: [
+    f('extract_data', pointer, 'int (*extract_data)(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out)'),
+    f('private_data', pointer, 'void* private_data'),
+  ],
+};
+
+/**
+ * The spec text shows a `release` member here, but its field list does not,
+ * and the header Arrow C++ ships and implements (abi.h) has none. Real
+ * producers and consumers use the header's layout, so we do (DESIGN.md, "Two ABI traps").
+ */
+export const ArrowAsyncProducerDef: StructDef = {
+  name: 'ArrowAsyncProducer',
+  fields: [
+    f('device_type', int32, 'ArrowDeviceType device_type'),
+    f('request', pointer, 'void (*request)(struct ArrowAsyncProducer* self, int64_t n)'),
+    f('cancel', pointer, 'void (*cancel)(struct ArrowAsyncProducer* self)'),
+    f('additional_metadata', pointer, 'const char* additional_metadata'),
+    f('private_data', pointer, 'void* private_data'),
+  ],
+};
+
+export const ArrowAsyncDeviceStreamHandlerDef: StructDef = {
+  name: 'ArrowAsyncDeviceStreamHandler',
+  fields: [
+    f('on_schema', pointer, 'int (*on_schema)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* stream_schema)'),
+    f(
+      'on_next_task',
+      pointer,
+      'int (*on_next_task)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowAsyncTask* task, const char* metadata)',
+    ),
+    f(
+      'on_error',
+      pointer,
+      'void (*on_error)(struct ArrowAsyncDeviceStreamHandler* self, int code, const char* message, const char* metadata)',
+    ),
+    f('release', pointer, 'void (*release)(struct ArrowAsyncDeviceStreamHandler* self)'),
+    f('producer', pointer, 'struct ArrowAsyncProducer* producer'),
+    f('private_data', pointer, 'void* private_data'),
+  ],
+};
+
+/** Every struct of the interfaces, in dependency order. */
+export const ALL_STRUCTS: readonly StructDef[] = [
+  ArrowSchemaDef,
+  ArrowArrayDef,
+  ArrowArrayStreamDef,
+  ArrowDeviceArrayDef,
+  ArrowDeviceArrayStreamDef,
+  ArrowAsyncTaskDef,
+  ArrowAsyncProducerDef,
+  ArrowAsyncDeviceStreamHandlerDef,
+];
+
+/** The layouts of every struct for one target, by struct name. */
+export interface Layouts {
+  readonly target: Target;
+  readonly ArrowSchema: StructLayout;
+  readonly ArrowArray: StructLayout;
+  readonly ArrowArrayStream: StructLayout;
+  readonly ArrowDeviceArray: StructLayout;
+  readonly ArrowDeviceArrayStream: StructLayout;
+  readonly ArrowAsyncTask: StructLayout;
+  readonly ArrowAsyncProducer: StructLayout;
+  readonly ArrowAsyncDeviceStreamHandler: StructLayout;
+}
+
+const layoutsCache = new Map<Target, Layouts>();
+
+/** All layouts for `target`. */
+export function layoutsFor(target: Target): Layouts {
+  let l = layoutsCache.get(target);
+  if (!l) {
+    l = Object.freeze({
+      target,
+      ArrowSchema: layoutOf(ArrowSchemaDef, target),
+      ArrowArray: layoutOf(ArrowArrayDef, target),
+      ArrowArrayStream: layoutOf(ArrowArrayStreamDef, target),
+      ArrowDeviceArray: layoutOf(ArrowDeviceArrayDef, target),
+      ArrowDeviceArrayStream: layoutOf(ArrowDeviceArrayStreamDef, target),
+      ArrowAsyncTask: layoutOf(ArrowAsyncTaskDef, target),
+      ArrowAsyncProducer: layoutOf(ArrowAsyncProducerDef, target),
+      ArrowAsyncDeviceStreamHandler: layoutOf(ArrowAsyncDeviceStreamHandlerDef, target),
+    });
+    layoutsCache.set(target, l);
+  }
+  return l;
+}

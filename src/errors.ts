@@ -1,0 +1,92 @@
+/**
+ * One error hierarchy for the whole library. Every error carries an
+ * errno-style code (the value a C callback would return for it, STYLE.md:
+ * "one place maps errors to errno") and the path of the place it names,
+ * such as `schema.children[2].format`. When an error passes up a level, the
+ * parent puts its own segment in front with `prefixPath`.
+ */
+import { Errno, type ErrnoName } from './abi/constants.js';
+
+export type ErrorKind =
+  /** Malformed or inconsistent foreign input (EINVAL). */
+  | 'invalid'
+  /** A read or write at an address the memory backend refuses: NULL, out of range (EINVAL). */
+  | 'memory'
+  /** A struct whose `release` is NULL was used (EINVAL). */
+  | 'released'
+  /** Valid input this library or arrow-js cannot handle, or a missing runtime such as CUDA (ENOSYS). */
+  | 'unsupported'
+  /** Allocation failed (ENOMEM). */
+  | 'nomem'
+  /** A foreign callback returned an error code (the code it returned). */
+  | 'producer'
+  /** Anything else (EIO). */
+  | 'io';
+
+const kindErrno: Record<ErrorKind, number> = {
+  invalid: Errno.EINVAL,
+  memory: Errno.EINVAL,
+  released: Errno.EINVAL,
+  unsupported: Errno.ENOSYS,
+  nomem: Errno.ENOMEM,
+  producer: Errno.EIO,
+  io: Errno.EIO,
+};
+
+export interface ArrowDeviceErrorOptions {
+  /** The errno value; defaults to the kind's. */
+  errno?: number;
+  cause?: unknown;
+}
+
+/** The base class of every error this library throws on purpose. */
+export class ArrowDeviceError extends Error {
+  override name = 'ArrowDeviceError';
+  readonly kind: ErrorKind;
+  /** errno-compatible code, what a C callback returns for this error. */
+  readonly errno: number;
+  /** Where: `schema.children[2].format`; empty when the error names no place. */
+  path: string;
+  /** What, without the path. */
+  readonly detail: string;
+
+  constructor(kind: ErrorKind, path: string, detail: string, options: ArrowDeviceErrorOptions = {}) {
+    super(path ? `${path}: ${detail}` : detail, options.cause === undefined ? undefined : { cause: options.cause });
+    this.kind = kind;
+    this.errno = options.errno ?? kindErrno[kind];
+    this.path = path;
+    this.detail = detail;
+  }
+
+  /** The errno name of `errno`: "EINVAL". */
+  get code(): ErrnoName | string {
+    for (const [k, v] of Object.entries(Errno)) if (v === this.errno) return k;
+    return `E${this.errno}`;
+  }
+}
+
+/** Puts `prefix` in front of the error's path (`children[2]` + `.format`). Returns the same error. */
+export function prefixPath<E>(err: E, prefix: string): E {
+  if (err instanceof ArrowDeviceError) {
+    const path = err.path === '' ? prefix : err.path.startsWith('[') ? prefix + err.path : `${prefix}.${err.path}`;
+    err.path = path;
+    err.message = `${path}: ${err.detail}`;
+  }
+  return err;
+}
+
+export function invalid(path: string, detail: string): ArrowDeviceError {
+  return new ArrowDeviceError('invalid', path, detail);
+}
+
+export function unsupported(path: string, detail: string): ArrowDeviceError {
+  return new ArrowDeviceError('unsupported', path, detail);
+}
+
+/** Maps any thrown value to an errno and a message, for returning from a C callback. */
+export function toErrno(err: unknown): { errno: number; message: string } {
+  if (err instanceof ArrowDeviceError) return { errno: err.errno === 0 ? Errno.EIO : err.errno, message: err.message };
+  if (err instanceof RangeError && /allocat|memory/i.test(err.message)) return { errno: Errno.ENOMEM, message: err.message };
+  if (err instanceof Error) return { errno: Errno.EIO, message: err.message };
+  return { errno: Errno.EIO, message: String(err) };
+}

@@ -1,0 +1,100 @@
+/**
+ * The Memory interface: everything the upper layers need to touch the memory
+ * a C struct lives in. Two backends fit it: native (Node, through koffi) and
+ * wasm32 (a WebAssembly.Memory and the module's exports). Addresses are
+ * always `bigint` (koffi 3's pointer type), whatever the pointer width, and
+ * the width is a property of the memory: `memory.target` and `memory.layouts`
+ * give the struct layouts to use with it.
+ */
+import type { Layouts, Target } from '../abi/layout.js';
+
+/** An address in a Memory. `0n` is NULL. */
+export type Ptr = bigint;
+export const NULL: Ptr = 0n;
+
+/** The C types that appear in the interfaces' callback signatures. */
+export type CType = 'void' | 'int32' | 'int64' | 'pointer';
+
+/** A C function signature, for callbacks we expose and foreign functions we call. */
+export interface Signature {
+  readonly name: string;
+  readonly result: CType;
+  readonly params: readonly CType[];
+}
+
+/** The value of a `CType` on the JS side: pointers and int64 are bigint. */
+export type CValue = number | bigint;
+
+export interface Memory {
+  readonly target: Target;
+  readonly layouts: Layouts;
+  /** A short name for messages: "native", "wasm32". */
+  readonly name: string;
+
+  readU8(addr: Ptr): number;
+  readI8(addr: Ptr): number;
+  readU16(addr: Ptr): number;
+  readI16(addr: Ptr): number;
+  readU32(addr: Ptr): number;
+  readI32(addr: Ptr): number;
+  readI64(addr: Ptr): bigint;
+  readU64(addr: Ptr): bigint;
+  readF32(addr: Ptr): number;
+  readF64(addr: Ptr): number;
+  /** A pointer-width unsigned value; `0n` for NULL. */
+  readPtr(addr: Ptr): Ptr;
+
+  writeU8(addr: Ptr, v: number): void;
+  writeI8(addr: Ptr, v: number): void;
+  writeU16(addr: Ptr, v: number): void;
+  writeI16(addr: Ptr, v: number): void;
+  writeU32(addr: Ptr, v: number): void;
+  writeI32(addr: Ptr, v: number): void;
+  writeI64(addr: Ptr, v: bigint | number): void;
+  writeU64(addr: Ptr, v: bigint | number): void;
+  writeF32(addr: Ptr, v: number): void;
+  writeF64(addr: Ptr, v: number): void;
+  writePtr(addr: Ptr, v: Ptr): void;
+
+  /**
+   * The bytes of a NUL-terminated string, without the NUL. Throws if no NUL
+   * is found within `maxBytes` (a guard against unterminated foreign strings).
+   */
+  readCStringBytes(addr: Ptr, maxBytes?: number): Uint8Array;
+  /** A NUL-terminated UTF-8 string; throws a typed error on invalid UTF-8. */
+  readCString(addr: Ptr, maxBytes?: number): string;
+
+  /**
+   * A zero-copy view of `byteLength` bytes at `addr`. The view is only valid
+   * while the memory behind it is; keeping it valid is the caller's job (the
+   * array layer ties views to the owner of the import). A view of 0 bytes
+   * never touches the address.
+   */
+  view(addr: Ptr, byteLength: number): Uint8Array;
+  /** Copies `byteLength` bytes at `addr` into a new JS-owned array. */
+  copyOut(addr: Ptr, byteLength: number): Uint8Array;
+  /** Copies `bytes` to `addr`. */
+  copyIn(addr: Ptr, bytes: Uint8Array): void;
+
+  /** Allocates `size` zeroed bytes, aligned for any of the interfaces' structs (>= 8). */
+  alloc(size: number): Ptr;
+  /** Frees what `alloc` returned. `free(NULL)` does nothing. */
+  free(addr: Ptr): void;
+
+  /**
+   * The address of the bytes of a JS-owned buffer, for export, if this memory
+   * can point at them directly (native: yes; wasm32: no, the JS heap is not in
+   * the module's memory). The caller must keep `bytes` reachable for as long
+   * as the address is used.
+   */
+  addressOf(bytes: ArrayBufferView): Ptr | undefined;
+
+  /**
+   * A C-callable function pointer that runs `fn`. Registrations are a scarce
+   * resource (koffi allows 8192 in all): register once per signature and
+   * dispatch on the struct's `private_data`.
+   */
+  registerCallback(sig: Signature, fn: (...args: CValue[]) => CValue | void): Ptr;
+  /** Calls the foreign function at `fn`. */
+  call(fn: Ptr, sig: Signature, ...args: CValue[]): CValue | undefined;
+}
