@@ -4,4 +4,13 @@
  */
 export * from './abi/index.js';
 export { ArrowDeviceError, type ErrorKind } from './errors.js';
-export { nativeMemory, NULL, type Memory, type Ptr, type Signature, type CType, type CValue } from './memory/index.js';
+export { nativeMemory, NULL, accounting, type Accounting, type Memory, type Ptr, type Signature, type CType, type CValue } from './memory/index.js';
+export { parseFormat, formatOf, type TypeInfo, type TimeUnit } from './schema/format.js';
+export type { SchemaNode } from './schema/node.js';
+export type { Metadata } from './schema/metadata.js';
+export type { ToArrowOptions } from './schema/arrowjs.js';
+export type { ArrayView } from './array/view.js';
+export { isValid, getBit } from './array/view.js';
+export type { ValidationLevel } from './array/import.js';
+export { viewToArrow } from './array/arrowjs.js';
+export * from './array/api.js';

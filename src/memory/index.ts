@@ -1,2 +1,3 @@
 export * from './memory.js';
 export { nativeMemory } from './native.js';
+export { accounting, type Accounting } from './accounting.js';

@@ -1,0 +1,279 @@
+/**
+ * `ArrayView` <-> arrow-js `Data`.
+ *
+ * arrow-js keeps a different offset convention from C: a `Data`'s `offset`
+ * applies to its bitmaps (validity, and bool values) only; its values, value
+ * offsets and type ids are already sliced (subarrays starting at the first
+ * element), and children of structs, sparse unions and fixed-size lists are
+ * sliced too. On import we slice the same way (zero-copy subarrays). On
+ * export we normalise to C offset 0: sliced buffers are already right, and a
+ * bitmap whose offset is a multiple of 8 is a subarray; only a bitmap at
+ * another bit offset is copied, shifted (counted in `accounting()`).
+ */
+import {
+  Data, DataType, Dictionary, Field, makeBuilder, Null, Type, Vector, type Builder, type FixedSizeList,
+  type Union,
+} from 'apache-arrow';
+import { invalid, unsupported } from '../errors.js';
+import { liveCounters } from '../memory/accounting.js';
+import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
+import { typeToNode } from '../schema/export.js';
+import type { SchemaNode } from '../schema/node.js';
+import type { ArrayView } from './view.js';
+
+type TypedArrayCtor =
+  | Int8ArrayConstructor | Uint8ArrayConstructor | Int16ArrayConstructor | Uint16ArrayConstructor
+  | Int32ArrayConstructor | Uint32ArrayConstructor | Float32ArrayConstructor | Float64ArrayConstructor
+  | BigInt64ArrayConstructor | BigUint64ArrayConstructor;
+
+type AnyTypedArray = InstanceType<TypedArrayCtor>;
+
+/** A typed array over the bytes of `b` (zero-copy; `b` is aligned for `Ctor` by the import). */
+function typed<C extends TypedArrayCtor>(Ctor: C, b: Uint8Array | null | undefined): InstanceType<C> {
+  if (!b || b.byteLength === 0) return new Ctor(0) as InstanceType<C>;
+  return new Ctor(b.buffer as ArrayBuffer, b.byteOffset, Math.floor(b.byteLength / Ctor.BYTES_PER_ELEMENT)) as InstanceType<C>;
+}
+
+const EMPTY = new Uint8Array(0);
+
+// --- import: ArrayView -> Data ---------------------------------------------------------
+
+/** An arrow-js `Data` of `type` over `view` (zero-copy). `type` comes from `nodeToType(view.schema)`. */
+export function viewToData(view: ArrayView, type: DataType, path = 'array', opts: ToArrowOptions = {}): Data {
+  const { offset: O, length: N } = view;
+  const t = view.schema.type;
+  const nullBitmap = view.nullCount === 0 ? EMPTY : (view.buffers[0] ?? EMPTY);
+  const nullCount = nullBitmap.byteLength === 0 ? 0 : view.nullCount;
+  const childType = (i: number): DataType => (type.children[i] as Field).type;
+  const child = (i: number): Data => viewToData(view.children[i]!, childType(i), `${path}.children[${i}]`, opts);
+
+  if (view.schema.dictionary) {
+    const d = type as Dictionary;
+    const Ctor = d.indices.ArrayType as TypedArrayCtor;
+    const indices = typed(Ctor, view.buffers[1]).subarray(O, O + N);
+    const dict = viewToData(view.dictionary!, d.dictionary, `${path}.dictionary`, opts);
+    return new Data(type, O, N, nullCount, [undefined, indices, nullBitmap], [], new Vector([dict]));
+  }
+
+  switch (t.id) {
+    case 'null':
+      return new Data(new Null(), O, N, N);
+    case 'bool':
+      return new Data(type, O, N, nullCount, [undefined, view.buffers[1] ?? EMPTY, nullBitmap]);
+    case 'binary': case 'utf8': {
+      const offsets = typed(Int32Array, view.buffers[1]).subarray(O, O + N + 1);
+      return new Data(type, O, N, nullCount, [offsets.length ? offsets : new Int32Array(1), view.buffers[2] ?? EMPTY, nullBitmap]);
+    }
+    case 'large_binary': case 'large_utf8': {
+      const offsets = typed(BigInt64Array, view.buffers[1]).subarray(O, O + N + 1);
+      return new Data(type, O, N, nullCount, [offsets.length ? offsets : new BigInt64Array(1), view.buffers[2] ?? EMPTY, nullBitmap]);
+    }
+    case 'binary_view': case 'utf8_view': {
+      const views = (view.buffers[1] ?? EMPTY).subarray(O * 16, (O + N) * 16);
+      const variadic = view.buffers.slice(2, view.buffers.length - 1).map((b) => b ?? EMPTY);
+      return new Data(type, O, N, nullCount, [undefined, views, nullBitmap], [], undefined, variadic);
+    }
+    case 'list': case 'map': {
+      const offsets = typed(Int32Array, view.buffers[1]).subarray(O, O + N + 1);
+      return new Data(type, O, N, nullCount, [offsets.length ? offsets : new Int32Array(1), undefined, nullBitmap], [child(0)]);
+    }
+    case 'large_list': {
+      const offsets = typed(BigInt64Array, view.buffers[1]).subarray(O, O + N + 1);
+      return new Data(type, O, N, nullCount, [offsets.length ? offsets : new BigInt64Array(1), undefined, nullBitmap], [child(0)]);
+    }
+    case 'fixed_list': {
+      const size = (type as FixedSizeList).listSize;
+      return new Data(type, O, N, nullCount, [undefined, undefined, nullBitmap], [child(0).slice(O * size, N * size)]);
+    }
+    case 'struct':
+      return new Data(type, O, N, nullCount, [undefined, undefined, nullBitmap], view.children.map((_, i) => child(i).slice(O, N)));
+    case 'union': {
+      const typeIds = typed(Int8Array, view.buffers[0]).subarray(O, O + N);
+      if (t.mode === 'sparse') {
+        return new Data(type, O, N, 0, [undefined, undefined, undefined, typeIds], view.children.map((_, i) => child(i).slice(O, N)));
+      }
+      const offsets = typed(Int32Array, view.buffers[1]).subarray(O, O + N);
+      return new Data(type, O, N, 0, [offsets, undefined, undefined, typeIds], view.children.map((_, i) => child(i)));
+    }
+    case 'list_view': case 'large_list_view':
+      if (!opts.expand) throw unsupported(`${path}`, `arrow-js cannot represent "${view.schema.format}"; pass { expand: true } or use the ArrayView`);
+      return listViewToList(view, type, path, opts);
+    case 'run_end_encoded':
+      if (!opts.expand) throw unsupported(`${path}`, `arrow-js cannot represent "+r"; pass { expand: true } or use the ArrayView`);
+      return expandRunEnds(view, type, path, opts);
+    default: {
+      // Fixed-width types: arrow-js slices their values by `stride` elements of `ArrayType`.
+      const Ctor = type.ArrayType as TypedArrayCtor;
+      const width = byteWidthOf(view.schema);
+      const stride = width / Ctor.BYTES_PER_ELEMENT;
+      const values = typed(Ctor, view.buffers[1]).subarray(O * stride, (O + N) * stride);
+      return new Data(type, O, N, nullCount, [undefined, values, nullBitmap]);
+    }
+  }
+}
+
+function byteWidthOf(node: SchemaNode): number {
+  const t = node.type;
+  switch (t.id) {
+    case 'int': case 'float': case 'decimal': return t.bitWidth / 8;
+    case 'fixed_binary': return t.byteWidth;
+    case 'date': return t.unit === 'day' ? 4 : 8;
+    case 'time': return t.unit === 's' || t.unit === 'ms' ? 4 : 8;
+    case 'timestamp': case 'duration': return 8;
+    case 'interval': return t.unit === 'month' ? 4 : t.unit === 'day_time' ? 8 : 16;
+    default: throw invalid('', `no fixed width for "${node.format}"`);
+  }
+}
+
+function readInt(b: Uint8Array | null, width: number, k: number): number {
+  if (!b) return 0;
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  return width === 2 ? dv.getInt16(k * 2, true) : width === 4 ? dv.getInt32(k * 4, true) : Number(dv.getBigInt64(k * 8, true));
+}
+
+/** Builds `type` from a list of values with arrow-js's builders (a copy, on request only). */
+function build(type: DataType, values: Iterable<unknown>): Data {
+  const b = makeBuilder({ type, nullValues: [null, undefined] }) as Builder;
+  for (const v of values) b.append(v);
+  const d = b.finish().flush();
+  liveCounters.copiedBytes += d.byteLength;
+  return d;
+}
+
+/** Run-end encoded -> its values type, each run repeated (the nearest arrow-js type). */
+function expandRunEnds(view: ArrayView, type: DataType, path: string, opts: ToArrowOptions): Data {
+  const [runEnds, valuesView] = view.children as [ArrayView, ArrayView];
+  const values = new Vector([viewToData(valuesView, type, `${path}.children[1]`, opts)]);
+  const w = (runEnds.schema.type as { bitWidth: number }).bitWidth / 8;
+  const out: unknown[] = [];
+  let run = 0;
+  for (let i = view.offset; i < view.offset + view.length; i++) {
+    while (run < runEnds.length && readInt(runEnds.buffers[1] ?? null, w, runEnds.offset + run) <= i) run++;
+    if (run >= runEnds.length) throw invalid(`${path}.children[0]`, `no run covers element ${i}`);
+    out.push(values.get(run));
+  }
+  return build(type, out);
+}
+
+/** List view -> list with the same elements (the nearest arrow-js type). */
+function listViewToList(view: ArrayView, type: DataType, path: string, opts: ToArrowOptions): Data {
+  const w = view.schema.type.id === 'large_list_view' ? 8 : 4;
+  const childData = viewToData(view.children[0]!, (type.children[0] as Field).type, `${path}.children[0]`, opts);
+  const child = new Vector([childData]);
+  const out: unknown[] = [];
+  for (let i = view.offset; i < view.offset + view.length; i++) {
+    const valid = view.nullCount === 0 || !view.buffers[0] || (view.buffers[0][i >> 3]! & (1 << (i & 7))) !== 0;
+    if (!valid) {
+      out.push(null);
+      continue;
+    }
+    const off = readInt(view.buffers[1] ?? null, w, i);
+    const size = readInt(view.buffers[2] ?? null, w, i);
+    const items: unknown[] = [];
+    for (let k = off; k < off + size; k++) items.push(child.get(k));
+    out.push(items);
+  }
+  return build(type, out);
+}
+
+/** The arrow-js `Data` of an `ArrayView`, with the type its schema gives. */
+export function viewToArrow(view: ArrayView, opts: ToArrowOptions = {}, path = 'array'): Data {
+  return viewToData(view, nodeToType(view.schema, 'schema', opts), path, opts);
+}
+
+// --- export: Data -> ArrayView -----------------------------------------------------------
+
+/** Bytes of a typed array (zero-copy). */
+function bytes(a: ArrayBufferView | null | undefined): Uint8Array | null {
+  if (!a) return null;
+  return a instanceof Uint8Array ? a : new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+}
+
+/**
+ * A bitmap starting at bit `offset`, re-based to bit 0: a subarray when the
+ * offset is a multiple of 8, else a shifted copy.
+ */
+function rebaseBitmap(bitmap: Uint8Array, offset: number, length: number): Uint8Array {
+  const nbytes = Math.ceil(length / 8);
+  if (offset % 8 === 0) return bitmap.subarray(offset >> 3, (offset >> 3) + nbytes);
+  const out = new Uint8Array(nbytes);
+  for (let i = 0; i < length; i++) {
+    const j = offset + i;
+    if (bitmap[j >> 3]! & (1 << (j & 7))) out[i >> 3]! |= 1 << (i & 7);
+  }
+  liveCounters.copiedBytes += nbytes;
+  return out;
+}
+
+/** Concatenates a dictionary Vector of several chunks (a copy; one chunk is zero-copy). */
+function dictionaryData(v: Vector): Data {
+  if (v.data.length === 1) return v.data[0]!;
+  return build(v.type, v.toArray() as Iterable<unknown>);
+}
+
+/**
+ * An `ArrayView` (C offset convention, offset 0) of arrow-js `data`, and
+ * the schema node describing it. Buffers are views of the JS buffers.
+ */
+export function dataToView(data: Data, schema?: SchemaNode): ArrayView {
+  const node = schema ?? typeToNode(data.type, '', true, null);
+  return toView(data, node);
+}
+
+function toView(data: Data, node: SchemaNode): ArrayView {
+  const N = data.length;
+  const type = data.type as DataType;
+  const nullCount = type.typeId === Type.Union ? 0 : type.typeId === Type.Null ? N : data.nullCount;
+  const validity =
+    nullCount > 0 && data.nullBitmap && data.nullBitmap.byteLength > 0 ? rebaseBitmap(data.nullBitmap, data.offset, N) : null;
+  const childView = (d: Data, i: number): ArrayView => toView(d, node.children[i]!);
+
+  if (type.typeId === Type.Dictionary) {
+    const dict = dictionaryData(data.dictionary!);
+    return {
+      schema: node,
+      length: N,
+      offset: 0,
+      nullCount,
+      buffers: [validity, bytes(data.values as AnyTypedArray)],
+      children: [],
+      dictionary: toView(dict, node.dictionary!),
+    };
+  }
+  let buffers: (Uint8Array | null)[];
+  let children: ArrayView[] = [];
+  switch (node.type.id) {
+    case 'null':
+      buffers = [];
+      break;
+    case 'bool':
+      buffers = [validity, rebaseBitmap((data.values as Uint8Array | undefined) ?? EMPTY, data.offset, N)];
+      break;
+    case 'binary': case 'utf8': case 'large_binary': case 'large_utf8':
+      buffers = [validity, bytes(data.valueOffsets as AnyTypedArray), bytes(data.values as Uint8Array)];
+      break;
+    case 'binary_view': case 'utf8_view': {
+      const variadic = data.variadicBuffers.map((b) => bytes(b));
+      const sizes = new BigInt64Array(variadic.map((b) => BigInt(b?.byteLength ?? 0)));
+      buffers = [validity, bytes(data.values as Uint8Array), ...variadic, bytes(sizes)];
+      break;
+    }
+    case 'list': case 'large_list': case 'map':
+      buffers = [validity, bytes(data.valueOffsets as AnyTypedArray)];
+      children = [childView(data.children[0]!, 0)];
+      break;
+    case 'fixed_list': case 'struct':
+      buffers = [validity];
+      children = data.children.map(childView);
+      break;
+    case 'union':
+      buffers = (type as Union).mode === 1
+        ? [bytes(data.typeIds as Int8Array), bytes(data.valueOffsets as Int32Array)]
+        : [bytes(data.typeIds as Int8Array)];
+      children = data.children.map(childView);
+      break;
+    default:
+      buffers = [validity, bytes(data.values as AnyTypedArray)];
+  }
+  return { schema: node, length: N, offset: 0, nullCount, buffers, children, dictionary: null };
+}

@@ -1,0 +1,372 @@
+/**
+ * Import: an `ArrowArray` (with its `SchemaNode`) -> `ArrayView`, validated,
+ * with zero-copy views of the producer's buffers.
+ *
+ * Validation levels (after nanoarrow), each documented by its cost:
+ * - `none`: read what is needed to size the buffers, check nothing else.
+ *   For producers you trust completely.
+ * - `minimal`: what the struct says about itself, O(number of buffers):
+ *   counts of buffers and children against the type, negative or
+ *   inconsistent lengths, offsets and null counts, NULL buffers the type
+ *   needs, released children, a dictionary where the schema has none.
+ * - `default` (the default): minimal, plus the values that size buffers are
+ *   sane, still O(number of buffers): first and last offsets in order and not
+ *   negative, children long enough for what their parent's last offset says,
+ *   view types' variadic sizes not negative.
+ * - `full`: default, plus O(length) checks of the contents: every offset
+ *   monotone and inside its buffer, union type ids declared by the type,
+ *   dense union offsets inside their child, run ends increasing and covering
+ *   the array, view types' views inside their data buffers.
+ */
+import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
+import { liveCounters } from '../memory/accounting.js';
+import type { Memory, Ptr } from '../memory/memory.js';
+import { fixedByteWidth, physicalLayout } from '../schema/format.js';
+import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
+import { ImportOwner } from './owner.js';
+import type { ArrayView } from './view.js';
+
+export type ValidationLevel = 'none' | 'minimal' | 'default' | 'full';
+
+const LEVELS: Record<ValidationLevel, number> = { none: 0, minimal: 1, default: 2, full: 3 };
+
+export interface ImportContext {
+  readonly mem: Memory;
+  readonly owner: ImportOwner;
+  /** Copy every buffer into JS memory instead of viewing it. */
+  readonly copy: boolean;
+  readonly level: number;
+}
+
+export function validationLevel(level: ValidationLevel | undefined): number {
+  if (level === undefined) return LEVELS.default;
+  const n = LEVELS[level];
+  if (n === undefined) throw invalid('options.validate', `unknown validation level "${String(level)}"`);
+  return n;
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+function toCount(v: bigint, path: string, what: string, min = 0n): number {
+  if (v < min) throw invalid(`${path}.${what}`, `negative value ${v}`);
+  if (v > MAX_SAFE) throw invalid(`${path}.${what}`, `value ${v} is too large`);
+  return Number(v);
+}
+
+/** Reads an `ArrowArray` tree whose struct lives at `ptr` (the owner's copy for the root). */
+export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, path: string, depth = 0): ArrayView {
+  const { mem } = ctx;
+  if (ptr === 0n) throw invalid(path, 'NULL pointer');
+  if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
+  const o = mem.layouts.ArrowArray.offsets;
+  const at = (f: string): Ptr => ptr + BigInt(o[f]!);
+  try {
+    if (mem.readPtr(at('release')) === 0n) {
+      throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
+    }
+    const length = toCount(mem.readI64(at('length')), path, 'length');
+    const offset = toCount(mem.readI64(at('offset')), path, 'offset');
+    const nullCount64 = mem.readI64(at('null_count'));
+    if (nullCount64 < -1n) throw invalid(`${path}.null_count`, `negative value ${nullCount64}`);
+    const nullCount = Number(nullCount64);
+    if (nullCount > length) throw invalid(`${path}.null_count`, `${nullCount} is greater than the length ${length}`);
+    if (length + offset > Number.MAX_SAFE_INTEGER) throw invalid(path, `offset + length overflows`);
+    const nBuffers = toCount(mem.readI64(at('n_buffers')), path, 'n_buffers');
+    const nChildren = toCount(mem.readI64(at('n_children')), path, 'n_children');
+    const buffersPtr = mem.readPtr(at('buffers'));
+    const childrenPtr = mem.readPtr(at('children'));
+    const dictPtr = mem.readPtr(at('dictionary'));
+
+    const t = schema.type;
+    const phys = physicalLayout(t);
+    // Minimal checks of the struct against its type. They are cheap and what
+    // keeps the rest of the import from reading out of bounds, so they run
+    // at every level but `none`, which still refuses counts it cannot use.
+    const expectBuffers = phys.nBuffers;
+    if (phys.variadic ? nBuffers < expectBuffers : nBuffers !== expectBuffers && !(t.id === 'null' && nBuffers === 1)) {
+      throw invalid(
+        `${path}.n_buffers`,
+        `type "${schema.format}" needs ${phys.variadic ? 'at least ' : ''}${expectBuffers} buffer${expectBuffers === 1 ? '' : 's'}, got ${nBuffers}`,
+      );
+    }
+    if (nChildren !== schema.children.length) {
+      throw invalid(`${path}.n_children`, `the schema has ${schema.children.length} children, the array ${nChildren}`);
+    }
+    if (nBuffers > 0 && buffersPtr === 0n) throw invalid(`${path}.buffers`, `NULL pointer with n_buffers = ${nBuffers}`);
+    if (nChildren > 0 && childrenPtr === 0n) throw invalid(`${path}.children`, `NULL pointer with n_children = ${nChildren}`);
+    if (schema.dictionary && dictPtr === 0n) throw invalid(`${path}.dictionary`, 'NULL pointer, but the schema is dictionary-encoded');
+    if (!schema.dictionary && dictPtr !== 0n) throw invalid(`${path}.dictionary`, 'present, but the schema is not dictionary-encoded');
+    if (!phys.hasValidity && nullCount > 0 && t.id !== 'null') {
+      throw invalid(`${path}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${nullCount}`);
+    }
+
+    const ps = BigInt(mem.target.pointerSize);
+    const bufPtr = (i: number): Ptr => mem.readPtr(buffersPtr + BigInt(i) * ps);
+    const end = offset + length;
+
+    /** The view of buffer `i`, `size` bytes from its start; `align` is the JS element size. */
+    const buffer = (i: number, size: number, align: number, what: string, nullable = false): Uint8Array | null => {
+      const p = bufPtr(i);
+      if (p === 0n) {
+        if (size > 0 && !nullable) throw invalid(`${path}.buffers[${i}]`, `NULL ${what} buffer, but ${size} bytes are needed`);
+        return null;
+      }
+      if (size === 0) return new Uint8Array(0);
+      let v = ctx.copy ? mem.copyOut(p, size) : ctx.owner.view(p, size);
+      if (ctx.copy || v.byteOffset % align !== 0) {
+        if (!ctx.copy) v = v.slice();
+        liveCounters.copiedBuffers++;
+        liveCounters.copiedBytes += size;
+      }
+      return v;
+    };
+
+    const validity = (): Uint8Array | null => {
+      const v = buffer(0, Math.ceil(end / 8), 1, 'validity', nullCount === 0 || length === 0);
+      if (v === null && nullCount !== 0 && length > 0) {
+        throw invalid(`${path}.buffers[0]`, `NULL validity buffer with null_count ${nullCount}`);
+      }
+      return v;
+    };
+
+    const buffers: (Uint8Array | null)[] = [];
+    const readOffsets = (
+      i: number,
+      wide: boolean,
+      what: string,
+    ): { view: Uint8Array | null; first: number; last: number; at: (k: number) => number } => {
+      const w = wide ? 8 : 4;
+      const size = end === 0 && length === 0 ? 0 : (end + 1) * w;
+      // An empty array may have a NULL offsets buffer; one with elements may not.
+      const view = buffer(i, size, w, what, length === 0);
+      if (!view || view.byteLength === 0) return { view, first: 0, last: 0, at: () => 0 };
+      const dv = new DataView(view.buffer, view.byteOffset, view.byteLength);
+      const get = wide
+        ? (k: number): number => {
+            const v = dv.getBigInt64(k * 8, true);
+            if (v > MAX_SAFE || v < -MAX_SAFE) throw invalid(`${path}.buffers[${i}]`, `offset ${v} at ${k} is out of range`);
+            return Number(v);
+          }
+        : (k: number): number => dv.getInt32(k * 4, true);
+      const first = get(offset);
+      const last = get(end);
+      if (ctx.level >= LEVELS.default) {
+        if (first < 0) throw invalid(`${path}.buffers[${i}]`, `first ${what} ${first} is negative`);
+        if (last < first) throw invalid(`${path}.buffers[${i}]`, `last ${what} ${last} is less than the first ${first}`);
+      }
+      if (ctx.level >= LEVELS.full) {
+        let prev = get(offset);
+        for (let k = offset + 1; k <= end; k++) {
+          const cur = get(k);
+          if (cur < prev) throw invalid(`${path}.buffers[${i}]`, `${what}s are not monotone at ${k}: ${cur} after ${prev}`);
+          prev = cur;
+        }
+      }
+      return { view, first, last: Math.max(last, 0), at: get };
+    };
+
+    const children: ArrayView[] = [];
+    const readChild = (k: number, minLength: number): ArrayView => {
+      const cp = mem.readPtr(childrenPtr + BigInt(k) * ps);
+      const child = readArrayView(ctx, cp, schema.children[k]!, `${path}.children[${k}]`, depth + 1);
+      if (ctx.level >= LEVELS.default && child.length < minLength) {
+        throw invalid(`${path}.children[${k}].length`, `${child.length} is less than the ${minLength} its parent needs`);
+      }
+      return child;
+    };
+
+    switch (t.id) {
+      case 'null':
+        if (nBuffers === 1) buffers.push(null); // tolerate a legacy, unused validity slot
+        break;
+      case 'bool':
+        buffers.push(validity(), buffer(1, Math.ceil(end / 8), 1, 'values'));
+        break;
+      case 'binary': case 'utf8': case 'large_binary': case 'large_utf8': {
+        const wide = t.id === 'large_binary' || t.id === 'large_utf8';
+        const v = validity();
+        const offs = readOffsets(1, wide, 'offset');
+        const data = buffer(2, offs.last, 1, 'data', offs.last === 0);
+        buffers.push(v, offs.view, data);
+        break;
+      }
+      case 'binary_view': case 'utf8_view': {
+        const v = validity();
+        const views = buffer(1, end * 16, 8, 'views');
+        const nVariadic = nBuffers - 3;
+        const sizesView = buffer(nBuffers - 1, nVariadic * 8, 8, 'variadic sizes', nVariadic === 0);
+        const sizes: number[] = [];
+        if (sizesView && nVariadic > 0) {
+          const dv = new DataView(sizesView.buffer, sizesView.byteOffset, sizesView.byteLength);
+          for (let k = 0; k < nVariadic; k++) {
+            const s = dv.getBigInt64(k * 8, true);
+            if (s < 0n || s > MAX_SAFE) throw invalid(`${path}.buffers[${nBuffers - 1}]`, `variadic buffer ${k} has size ${s}`);
+            sizes.push(Number(s));
+          }
+        }
+        buffers.push(v, views);
+        for (let k = 0; k < nVariadic; k++) buffers.push(buffer(2 + k, sizes[k]!, 1, `variadic data ${k}`, sizes[k] === 0));
+        buffers.push(sizesView);
+        if (ctx.level >= LEVELS.full && views) checkViews(views, offset, length, sizes, buffers[0] ?? null, nullCount, path);
+        break;
+      }
+      case 'list': case 'large_list': case 'map': {
+        const v = validity();
+        const offs = readOffsets(1, t.id === 'large_list', 'offset');
+        buffers.push(v, offs.view);
+        children.push(readChild(0, offs.last));
+        break;
+      }
+      case 'list_view': case 'large_list_view': {
+        const w = t.id === 'large_list_view' ? 8 : 4;
+        const v = validity();
+        const offs = buffer(1, end * w, w, 'offsets');
+        const sizes = buffer(2, end * w, w, 'sizes');
+        buffers.push(v, offs, sizes);
+        const child = readChild(0, 0);
+        children.push(child);
+        if (ctx.level >= LEVELS.full && offs && sizes) {
+          const get = (b: Uint8Array, k: number): number => {
+            const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+            return w === 8 ? Number(dv.getBigInt64(k * 8, true)) : dv.getInt32(k * 4, true);
+          };
+          for (let k = offset; k < end; k++) {
+            const off = get(offs, k);
+            const size = get(sizes, k);
+            if (off < 0 || size < 0 || off + size > child.length) {
+              throw invalid(`${path}.buffers[1]`, `list view ${k} (offset ${off}, size ${size}) is outside the child of length ${child.length}`);
+            }
+          }
+        }
+        break;
+      }
+      case 'fixed_list':
+        buffers.push(validity());
+        children.push(readChild(0, end * t.size));
+        break;
+      case 'struct':
+        buffers.push(validity());
+        for (let k = 0; k < nChildren; k++) children.push(readChild(k, end));
+        break;
+      case 'union': {
+        const typeIds = buffer(0, end, 1, 'type ids');
+        buffers.push(typeIds);
+        let offs: Uint8Array | null = null;
+        if (t.mode === 'dense') {
+          offs = buffer(1, end * 4, 4, 'offsets');
+          buffers.push(offs);
+        }
+        for (let k = 0; k < nChildren; k++) children.push(readChild(k, t.mode === 'sparse' ? end : 0));
+        if (ctx.level >= LEVELS.full && typeIds) {
+          const index = new Map(t.typeIds.map((id, k) => [id, k]));
+          const dv = offs ? new DataView(offs.buffer, offs.byteOffset, offs.byteLength) : null;
+          for (let k = offset; k < end; k++) {
+            const id = (typeIds[k]! << 24) >> 24;
+            const c = index.get(id);
+            if (c === undefined) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${t.typeIds.join(',')})`);
+            if (dv) {
+              const off = dv.getInt32(k * 4, true);
+              if (off < 0 || off >= children[c]!.length) {
+                throw invalid(`${path}.buffers[1]`, `offset ${off} at ${k} is outside child ${c} of length ${children[c]!.length}`);
+              }
+            }
+          }
+        }
+        break;
+      }
+      case 'run_end_encoded': {
+        const runEnds = readChild(0, 0);
+        const values = readChild(1, 0);
+        children.push(runEnds, values);
+        if (ctx.level >= LEVELS.default && runEnds.length !== values.length) {
+          throw invalid(`${path}.children[1].length`, `run ends (${runEnds.length}) and values (${values.length}) differ in length`);
+        }
+        if (ctx.level >= LEVELS.full) checkRunEnds(runEnds, end, path);
+        break;
+      }
+      default: {
+        const width = fixedByteWidth(t)!;
+        const align = t.id === 'decimal' || t.id === 'interval' ? 4 : Math.min(width, 8);
+        buffers.push(validity(), buffer(1, end * width, t.id === 'fixed_binary' ? 1 : align, 'values'));
+      }
+    }
+
+    let dictionary: ArrayView | null = null;
+    if (schema.dictionary) {
+      dictionary = readArrayView(ctx, dictPtr, schema.dictionary, `${path}.dictionary`, depth + 1);
+      if (ctx.level >= LEVELS.full) checkIndices(buffers[1] ?? null, t, offset, length, dictionary.length, buffers[0] ?? null, nullCount, path);
+    }
+    return { schema, length, offset, nullCount, buffers, children, dictionary };
+  } catch (e) {
+    if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, path);
+    throw e;
+  }
+}
+
+function checkRunEnds(runEnds: ArrayView, end: number, path: string): void {
+  const b = runEnds.buffers[1];
+  if (!b || runEnds.length === 0) {
+    if (end > 0) throw invalid(`${path}.children[0]`, `no run ends for ${end} elements`);
+    return;
+  }
+  const w = (runEnds.schema.type as { bitWidth: number }).bitWidth / 8;
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const get = (k: number): number =>
+    w === 2 ? dv.getInt16(k * 2, true) : w === 4 ? dv.getInt32(k * 4, true) : Number(dv.getBigInt64(k * 8, true));
+  let prev = 0;
+  for (let k = runEnds.offset; k < runEnds.offset + runEnds.length; k++) {
+    const cur = get(k);
+    if (cur <= prev) throw invalid(`${path}.children[0]`, `run ends must be positive and strictly increasing: ${cur} after ${prev} at ${k}`);
+    prev = cur;
+  }
+  if (prev < end) throw invalid(`${path}.children[0]`, `the last run end ${prev} is less than offset + length ${end}`);
+}
+
+function checkViews(
+  views: Uint8Array,
+  offset: number,
+  length: number,
+  sizes: number[],
+  validity: Uint8Array | null,
+  nullCount: number,
+  path: string,
+): void {
+  const dv = new DataView(views.buffer, views.byteOffset, views.byteLength);
+  for (let k = offset; k < offset + length; k++) {
+    if (validity && nullCount !== 0 && (validity[k >> 3]! & (1 << (k & 7))) === 0) continue;
+    const len = dv.getInt32(k * 16, true);
+    if (len < 0) throw invalid(`${path}.buffers[1]`, `view ${k} has negative length ${len}`);
+    if (len > 12) {
+      const buf = dv.getInt32(k * 16 + 8, true);
+      const off = dv.getInt32(k * 16 + 12, true);
+      if (buf < 0 || buf >= sizes.length) throw invalid(`${path}.buffers[1]`, `view ${k} refers to data buffer ${buf} of ${sizes.length}`);
+      if (off < 0 || off + len > sizes[buf]!) {
+        throw invalid(`${path}.buffers[1]`, `view ${k} (offset ${off}, length ${len}) is outside data buffer ${buf} of ${sizes[buf]} bytes`);
+      }
+    }
+  }
+}
+
+function checkIndices(
+  values: Uint8Array | null,
+  t: SchemaNode['type'],
+  offset: number,
+  length: number,
+  dictLength: number,
+  validity: Uint8Array | null,
+  nullCount: number,
+  path: string,
+): void {
+  if (!values || t.id !== 'int') return;
+  const dv = new DataView(values.buffer, values.byteOffset, values.byteLength);
+  const w = t.bitWidth / 8;
+  for (let k = offset; k < offset + length; k++) {
+    if (validity && nullCount !== 0 && (validity[k >> 3]! & (1 << (k & 7))) === 0) continue;
+    const i =
+      w === 1 ? (t.signed ? dv.getInt8(k) : dv.getUint8(k))
+      : w === 2 ? (t.signed ? dv.getInt16(k * 2, true) : dv.getUint16(k * 2, true))
+      : w === 4 ? (t.signed ? dv.getInt32(k * 4, true) : dv.getUint32(k * 4, true))
+      : Number(t.signed ? dv.getBigInt64(k * 8, true) : dv.getBigUint64(k * 8, true));
+    if (i < 0 || i >= dictLength) throw invalid(`${path}.buffers[1]`, `dictionary index ${i} at ${k} is outside the dictionary of length ${dictLength}`);
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * `ImportOwner`: the one owner of an imported `ArrowArray` tree (STYLE.md,
+ * "one owner per import", after arrow-rs). Every zero-copy view made of the
+ * producer's memory is registered with a FinalizationRegistry; when the last
+ * one has been collected, no JS object can reach the memory any more and the
+ * producer's `release` runs, exactly once.
+ *
+ * The struct itself is moved into memory we own at import time
+ * (CDataInterface.rst, "Moving an array": bitwise copy, then mark the source
+ * released), so the caller may free or reuse its struct at once.
+ */
+import { liveCounters } from '../memory/accounting.js';
+import type { Memory, Ptr } from '../memory/memory.js';
+
+const registry = new FinalizationRegistry<ImportOwner>((owner) => owner.viewCollected());
+
+/** The layout name of the struct an owner holds: the release callback is at the same place in both. */
+export type OwnedStruct = 'ArrowArray' | 'ArrowDeviceArray';
+
+export class ImportOwner {
+  private live = 0;
+  private released = false;
+  /** Set while the import is being built, so views collected early do not release it. */
+  private building = true;
+
+  /** `ptr` is our own copy of the struct, allocated with `mem.alloc`; the owner frees it. */
+  constructor(
+    readonly mem: Memory,
+    readonly ptr: Ptr,
+  ) {
+    liveCounters.liveImports++;
+  }
+
+  /** Moves the struct at `src` into a new allocation and returns its owner. */
+  static move(mem: Memory, src: Ptr, struct: OwnedStruct = 'ArrowArray'): ImportOwner {
+    const size = mem.layouts[struct].size;
+    const ptr = mem.alloc(size);
+    mem.copyIn(ptr, mem.view(src, size));
+    // Mark the source released: its release is now ours to call.
+    mem.writePtr(src + BigInt(mem.layouts.ArrowArray.offsets.release!), 0n);
+    return new ImportOwner(mem, ptr);
+  }
+
+  /** A zero-copy view of producer memory that keeps the producer's data alive. */
+  view(addr: Ptr, byteLength: number): Uint8Array {
+    const v = this.mem.view(addr, byteLength);
+    if (byteLength > 0) {
+      this.live++;
+      registry.register(v.buffer, this);
+    }
+    return v;
+  }
+
+  /** Called by the FinalizationRegistry. */
+  viewCollected(): void {
+    this.live--;
+    if (this.live === 0 && !this.building) this.release();
+  }
+
+  /**
+   * Marks the import complete. Without live views (an empty array, or a
+   * copy), the producer is released at once.
+   */
+  done(): void {
+    this.building = false;
+    if (this.live === 0) this.release();
+  }
+
+  get isReleased(): boolean {
+    return this.released;
+  }
+
+  /** Calls the producer's release (once) and frees our copy of the struct. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    const relOff = BigInt(this.mem.layouts.ArrowArray.offsets.release!);
+    try {
+      const rel = this.mem.readPtr(this.ptr + relOff);
+      if (rel !== 0n) this.mem.call(rel, { name: 'release', result: 'void', params: ['pointer'] }, this.ptr);
+    } finally {
+      this.mem.free(this.ptr);
+      liveCounters.liveImports--;
+      liveCounters.releasedImports++;
+    }
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * Format strings (CDataInterface.rst, "Data type description -- format
+ * strings") parsed into a `TypeInfo`, our own description of a type that
+ * covers the whole spec, including the types arrow-js cannot represent
+ * (list views, run-end encoded). Also the physical layout each type implies:
+ * how many buffers and children an `ArrowArray` of it must have.
+ */
+import { invalid } from '../errors.js';
+
+export type TimeUnit = 's' | 'ms' | 'us' | 'ns';
+
+export type TypeInfo =
+  | { readonly id: 'null' }
+  | { readonly id: 'bool' }
+  | { readonly id: 'int'; readonly bitWidth: 8 | 16 | 32 | 64; readonly signed: boolean }
+  | { readonly id: 'float'; readonly bitWidth: 16 | 32 | 64 }
+  | { readonly id: 'binary' | 'utf8' | 'large_binary' | 'large_utf8' | 'binary_view' | 'utf8_view' }
+  | { readonly id: 'fixed_binary'; readonly byteWidth: number }
+  | { readonly id: 'decimal'; readonly bitWidth: 32 | 64 | 128 | 256; readonly precision: number; readonly scale: number }
+  | { readonly id: 'date'; readonly unit: 'day' | 'ms' }
+  | { readonly id: 'time'; readonly unit: TimeUnit }
+  | { readonly id: 'timestamp'; readonly unit: TimeUnit; readonly timezone: string | null }
+  | { readonly id: 'duration'; readonly unit: TimeUnit }
+  | { readonly id: 'interval'; readonly unit: 'month' | 'day_time' | 'month_day_nano' }
+  | { readonly id: 'list' | 'large_list' | 'list_view' | 'large_list_view' }
+  | { readonly id: 'fixed_list'; readonly size: number }
+  | { readonly id: 'struct' }
+  | { readonly id: 'map' }
+  | { readonly id: 'union'; readonly mode: 'sparse' | 'dense'; readonly typeIds: readonly number[] }
+  | { readonly id: 'run_end_encoded' };
+
+export type TypeId = TypeInfo['id'];
+
+const simple: Record<string, TypeInfo> = {
+  n: { id: 'null' },
+  b: { id: 'bool' },
+  c: { id: 'int', bitWidth: 8, signed: true },
+  C: { id: 'int', bitWidth: 8, signed: false },
+  s: { id: 'int', bitWidth: 16, signed: true },
+  S: { id: 'int', bitWidth: 16, signed: false },
+  i: { id: 'int', bitWidth: 32, signed: true },
+  I: { id: 'int', bitWidth: 32, signed: false },
+  l: { id: 'int', bitWidth: 64, signed: true },
+  L: { id: 'int', bitWidth: 64, signed: false },
+  e: { id: 'float', bitWidth: 16 },
+  f: { id: 'float', bitWidth: 32 },
+  g: { id: 'float', bitWidth: 64 },
+  z: { id: 'binary' },
+  Z: { id: 'large_binary' },
+  vz: { id: 'binary_view' },
+  u: { id: 'utf8' },
+  U: { id: 'large_utf8' },
+  vu: { id: 'utf8_view' },
+  tdD: { id: 'date', unit: 'day' },
+  tdm: { id: 'date', unit: 'ms' },
+  tts: { id: 'time', unit: 's' },
+  ttm: { id: 'time', unit: 'ms' },
+  ttu: { id: 'time', unit: 'us' },
+  ttn: { id: 'time', unit: 'ns' },
+  tDs: { id: 'duration', unit: 's' },
+  tDm: { id: 'duration', unit: 'ms' },
+  tDu: { id: 'duration', unit: 'us' },
+  tDn: { id: 'duration', unit: 'ns' },
+  tiM: { id: 'interval', unit: 'month' },
+  tiD: { id: 'interval', unit: 'day_time' },
+  tin: { id: 'interval', unit: 'month_day_nano' },
+  '+l': { id: 'list' },
+  '+L': { id: 'large_list' },
+  '+vl': { id: 'list_view' },
+  '+vL': { id: 'large_list_view' },
+  '+s': { id: 'struct' },
+  '+m': { id: 'map' },
+  '+r': { id: 'run_end_encoded' },
+};
+
+const tsUnits: Record<string, TimeUnit> = { s: 's', m: 'ms', u: 'us', n: 'ns' };
+
+/** A decimal integer without sign, leading '+', spaces or exponent. */
+function parseUint(text: string, path: string, format: string, what: string): number {
+  if (!/^(0|[1-9][0-9]{0,9})$/.test(text)) throw invalid(path, `malformed ${what} in format "${format}"`);
+  return Number(text);
+}
+
+/** Parses a format string. `path` names the place for errors (`schema.children[2].format`). */
+export function parseFormat(format: string, path = 'format'): TypeInfo {
+  const hit = simple[format];
+  if (hit) return hit;
+  if (format.startsWith('w:')) {
+    const byteWidth = parseUint(format.slice(2), path, format, 'byte width');
+    return { id: 'fixed_binary', byteWidth };
+  }
+  if (format.startsWith('+w:')) {
+    const size = parseUint(format.slice(3), path, format, 'list size');
+    return { id: 'fixed_list', size };
+  }
+  if (format.startsWith('d:')) {
+    const parts = format.slice(2).split(',');
+    if (parts.length < 2 || parts.length > 3) throw invalid(path, `malformed decimal format "${format}"`);
+    const precision = parseUint(parts[0]!, path, format, 'decimal precision');
+    const scale = parts[1]!.startsWith('-')
+      ? -parseUint(parts[1]!.slice(1), path, format, 'decimal scale')
+      : parseUint(parts[1]!, path, format, 'decimal scale');
+    const bw = parts.length === 3 ? parseUint(parts[2]!, path, format, 'decimal bit width') : 128;
+    if (bw !== 32 && bw !== 64 && bw !== 128 && bw !== 256) {
+      throw invalid(path, `decimal bit width must be 32, 64, 128 or 256 in format "${format}"`);
+    }
+    const maxPrecision = { 32: 9, 64: 18, 128: 38, 256: 76 }[bw];
+    if (precision < 1 || precision > maxPrecision) {
+      throw invalid(path, `decimal${bw} precision must be in 1..${maxPrecision}, got ${precision} in format "${format}"`);
+    }
+    return { id: 'decimal', bitWidth: bw, precision, scale };
+  }
+  if (format.startsWith('ts') && format.length >= 4 && format[3] === ':') {
+    const unit = tsUnits[format[2]!];
+    if (!unit) throw invalid(path, `unknown timestamp unit in format "${format}"`);
+    const tz = format.slice(4);
+    return { id: 'timestamp', unit, timezone: tz === '' ? null : tz };
+  }
+  if (format.startsWith('+ud:') || format.startsWith('+us:') || format === '+ud' || format === '+us') {
+    const mode = format[2] === 'd' ? 'dense' : 'sparse';
+    const list = format.slice(4);
+    const typeIds = list === '' ? [] : list.split(',').map((t) => parseUint(t, path, format, 'union type id'));
+    const seen = new Set<number>();
+    for (const id of typeIds) {
+      if (id > 127) throw invalid(path, `union type id ${id} is out of range 0..127 in format "${format}"`);
+      if (seen.has(id)) throw invalid(path, `union type id ${id} is repeated in format "${format}"`);
+      seen.add(id);
+    }
+    return { id: 'union', mode, typeIds };
+  }
+  throw invalid(path, `unknown format "${format}"`);
+}
+
+const unitChar: Record<TimeUnit, string> = { s: 's', ms: 'm', us: 'u', ns: 'n' };
+
+/** The format string of a `TypeInfo` (the inverse of `parseFormat`). */
+export function formatOf(t: TypeInfo): string {
+  switch (t.id) {
+    case 'null': return 'n';
+    case 'bool': return 'b';
+    case 'int': return ({ 8: 'c', 16: 's', 32: 'i', 64: 'l' } as const)[t.bitWidth][t.signed ? 'toLowerCase' : 'toUpperCase']();
+    case 'float': return ({ 16: 'e', 32: 'f', 64: 'g' } as const)[t.bitWidth];
+    case 'binary': return 'z';
+    case 'large_binary': return 'Z';
+    case 'binary_view': return 'vz';
+    case 'utf8': return 'u';
+    case 'large_utf8': return 'U';
+    case 'utf8_view': return 'vu';
+    case 'fixed_binary': return `w:${t.byteWidth}`;
+    case 'decimal': return t.bitWidth === 128 ? `d:${t.precision},${t.scale}` : `d:${t.precision},${t.scale},${t.bitWidth}`;
+    case 'date': return t.unit === 'day' ? 'tdD' : 'tdm';
+    case 'time': return `tt${unitChar[t.unit]}`;
+    case 'timestamp': return `ts${unitChar[t.unit]}:${t.timezone ?? ''}`;
+    case 'duration': return `tD${unitChar[t.unit]}`;
+    case 'interval': return t.unit === 'month' ? 'tiM' : t.unit === 'day_time' ? 'tiD' : 'tin';
+    case 'list': return '+l';
+    case 'large_list': return '+L';
+    case 'list_view': return '+vl';
+    case 'large_list_view': return '+vL';
+    case 'fixed_list': return `+w:${t.size}`;
+    case 'struct': return '+s';
+    case 'map': return '+m';
+    case 'union': return `+u${t.mode === 'dense' ? 'd' : 's'}:${t.typeIds.join(',')}`;
+    case 'run_end_encoded': return '+r';
+  }
+}
+
+/**
+ * What an `ArrowArray` of a type must look like (Columnar.rst, "Buffer
+ * listing for each layout"; CDataInterface.rst, "Buffers"): the number of
+ * buffers (for view types the minimum: variadic data buffers and the sizes
+ * buffer follow) and of children (undefined: any number).
+ */
+export interface PhysicalLayout {
+  readonly nBuffers: number;
+  readonly variadic: boolean;
+  readonly nChildren: number | undefined;
+  /** Whether buffer 0 is a validity bitmap. */
+  readonly hasValidity: boolean;
+}
+
+export function physicalLayout(t: TypeInfo): PhysicalLayout {
+  switch (t.id) {
+    case 'null':
+      return { nBuffers: 0, variadic: false, nChildren: 0, hasValidity: false };
+    case 'binary': case 'utf8': case 'large_binary': case 'large_utf8':
+      return { nBuffers: 3, variadic: false, nChildren: 0, hasValidity: true };
+    case 'binary_view': case 'utf8_view':
+      // validity, views, then N variadic data buffers, then the int64 sizes buffer.
+      return { nBuffers: 3, variadic: true, nChildren: 0, hasValidity: true };
+    case 'list': case 'large_list': case 'map':
+      return { nBuffers: 2, variadic: false, nChildren: 1, hasValidity: true };
+    case 'list_view': case 'large_list_view':
+      return { nBuffers: 3, variadic: false, nChildren: 1, hasValidity: true };
+    case 'fixed_list':
+      return { nBuffers: 1, variadic: false, nChildren: 1, hasValidity: true };
+    case 'struct':
+      return { nBuffers: 1, variadic: false, nChildren: undefined, hasValidity: true };
+    case 'union':
+      // Unions have no validity bitmap (Columnar.rst, "Union Layout").
+      return { nBuffers: t.mode === 'dense' ? 2 : 1, variadic: false, nChildren: t.typeIds.length, hasValidity: false };
+    case 'run_end_encoded':
+      return { nBuffers: 0, variadic: false, nChildren: 2, hasValidity: false };
+    default:
+      return { nBuffers: 2, variadic: false, nChildren: 0, hasValidity: true };
+  }
+}
+
+/** The byte width of one value of a fixed-width type (bool: undefined, it is bits). */
+export function fixedByteWidth(t: TypeInfo): number | undefined {
+  switch (t.id) {
+    case 'int': return t.bitWidth / 8;
+    case 'float': return t.bitWidth / 8;
+    case 'decimal': return t.bitWidth / 8;
+    case 'fixed_binary': return t.byteWidth;
+    case 'date': return t.unit === 'day' ? 4 : 8;
+    case 'time': return t.unit === 's' || t.unit === 'ms' ? 4 : 8;
+    case 'timestamp': case 'duration': return 8;
+    case 'interval': return t.unit === 'month' ? 4 : t.unit === 'day_time' ? 8 : 16;
+    default: return undefined;
+  }
+}

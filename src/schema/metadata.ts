@@ -1,0 +1,82 @@
+/**
+ * The binary metadata encoding of `ArrowSchema.metadata`
+ * (CDataInterface.rst, "ArrowSchema.metadata"): an int32 count of pairs, then
+ * for each pair an int32 key length, the key's UTF-8 bytes, an int32 value
+ * length and the value's bytes; integers in native byte order (little-endian
+ * on every platform we run on). No terminator: the reader must know where
+ * the blob ends from the lengths alone, so every length is checked against
+ * `maxBytes` before it is followed.
+ */
+import { invalid } from '../errors.js';
+import type { Memory, Ptr } from '../memory/memory.js';
+
+export type Metadata = Map<string, string>;
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+const encoder = new TextEncoder();
+
+/** Upper bound on a metadata blob we are willing to read (64 MiB). */
+export const MAX_METADATA_BYTES = 64 << 20;
+
+function readUtf8(mem: Memory, addr: Ptr, n: number, path: string, what: string): string {
+  try {
+    return decoder.decode(mem.view(addr, n));
+  } catch {
+    throw invalid(path, `${what} is not valid UTF-8`);
+  }
+}
+
+/** Reads the metadata blob at `addr` (NULL: no metadata). */
+export function readMetadata(mem: Memory, addr: Ptr, path = 'metadata', maxBytes = MAX_METADATA_BYTES): Metadata | null {
+  if (addr === 0n) return null;
+  let pos = 0;
+  const need = (n: number, what: string): void => {
+    if (n < 0 || pos + n > maxBytes) throw invalid(path, `${what} runs past the end of the metadata (${maxBytes} bytes at most)`);
+  };
+  need(4, 'pair count');
+  const count = mem.readI32(addr);
+  pos += 4;
+  if (count < 0) throw invalid(path, `negative pair count ${count}`);
+  const out: Metadata = new Map();
+  for (let i = 0; i < count; i++) {
+    need(4, `key length of pair ${i}`);
+    const klen = mem.readI32(addr + BigInt(pos));
+    pos += 4;
+    if (klen < 0) throw invalid(path, `negative key length ${klen} in pair ${i}`);
+    need(klen, `key of pair ${i}`);
+    const key = readUtf8(mem, addr + BigInt(pos), klen, path, `key of pair ${i}`);
+    pos += klen;
+    need(4, `value length of pair ${i}`);
+    const vlen = mem.readI32(addr + BigInt(pos));
+    pos += 4;
+    if (vlen < 0) throw invalid(path, `negative value length ${vlen} in pair ${i}`);
+    need(vlen, `value of pair ${i}`);
+    const value = readUtf8(mem, addr + BigInt(pos), vlen, path, `value of pair ${i}`);
+    pos += vlen;
+    out.set(key, value);
+  }
+  return out;
+}
+
+/** Encodes metadata into the binary form; null/empty -> null (export writes NULL). */
+export function encodeMetadata(md: ReadonlyMap<string, string> | null | undefined): Uint8Array | null {
+  if (!md || md.size === 0) return null;
+  const parts: Uint8Array[] = [];
+  let size = 4;
+  for (const [k, v] of md) {
+    const kb = encoder.encode(k);
+    const vb = encoder.encode(v);
+    parts.push(kb, vb);
+    size += 8 + kb.length + vb.length;
+  }
+  const out = new Uint8Array(size);
+  const dv = new DataView(out.buffer);
+  dv.setInt32(0, md.size, true);
+  let pos = 4;
+  for (const p of parts) {
+    dv.setInt32(pos, p.length, true);
+    out.set(p, pos + 4);
+    pos += 4 + p.length;
+  }
+  return out;
+}

@@ -1,0 +1,139 @@
+/**
+ * `SchemaNode`: an `ArrowSchema` tree read into JS, with its format parsed.
+ * It describes every type of the spec, including those arrow-js cannot
+ * represent, and is what the array layer validates arrays against.
+ */
+import { Flag, ALL_FLAGS } from '../abi/constants.js';
+import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
+import type { Memory, Ptr } from '../memory/memory.js';
+import { parseFormat, type TypeInfo } from './format.js';
+import { readMetadata, type Metadata } from './metadata.js';
+
+export interface SchemaNode {
+  readonly format: string;
+  readonly type: TypeInfo;
+  readonly name: string | null;
+  readonly metadata: Metadata | null;
+  /** The raw `flags` bits. */
+  readonly flags: number;
+  readonly children: readonly SchemaNode[];
+  /** For a dictionary-encoded field, the type of the dictionary values; `type` is then the index type. */
+  readonly dictionary: SchemaNode | null;
+}
+
+export const MAX_NESTING_DEPTH = 64;
+
+function checkNode(node: SchemaNode, path: string): void {
+  const t = node.type;
+  const n = node.children.length;
+  const expectChildren = (k: number): void => {
+    if (n !== k) throw invalid(`${path}.n_children`, `type "${node.format}" needs ${k} child${k === 1 ? '' : 'ren'}, got ${n}`);
+  };
+  switch (t.id) {
+    case 'list': case 'large_list': case 'list_view': case 'large_list_view': case 'fixed_list':
+      expectChildren(1);
+      break;
+    case 'map': {
+      expectChildren(1);
+      const entries = node.children[0]!;
+      if (entries.type.id !== 'struct' || entries.children.length !== 2) {
+        throw invalid(`${path}.children[0]`, `a map's child must be a struct of (key, value), got "${entries.format}" with ${entries.children.length} children`);
+      }
+      break;
+    }
+    case 'union':
+      if (n !== t.typeIds.length) {
+        throw invalid(`${path}.n_children`, `union "${node.format}" declares ${t.typeIds.length} type ids but has ${n} children`);
+      }
+      break;
+    case 'run_end_encoded': {
+      expectChildren(2);
+      const re = node.children[0]!.type;
+      if (re.id !== 'int' || !re.signed || re.bitWidth === 8) {
+        throw invalid(`${path}.children[0].format`, `run ends must be int16, int32 or int64, got "${node.children[0]!.format}"`);
+      }
+      break;
+    }
+    case 'struct':
+      break;
+    default:
+      expectChildren(0);
+  }
+  if (node.dictionary && t.id !== 'int') {
+    throw invalid(`${path}.dictionary`, `a dictionary needs an integer index type, but the format is "${node.format}"`);
+  }
+}
+
+/**
+ * Reads the `ArrowSchema` at `ptr` without taking ownership (the caller
+ * releases it). `path` prefixes error places; `depth` guards nesting.
+ */
+export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', depth = 0): SchemaNode {
+  if (ptr === 0n) throw invalid(path, 'NULL pointer');
+  if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
+  const o = mem.layouts.ArrowSchema.offsets;
+  try {
+    if (mem.readPtr(ptr + BigInt(o.release!)) === 0n) {
+      throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
+    }
+    const formatPtr = mem.readPtr(ptr + BigInt(o.format!));
+    if (formatPtr === 0n) throw invalid(`${path}.format`, 'NULL pointer');
+    let format: string;
+    try {
+      format = mem.readCString(formatPtr, 1 << 16);
+    } catch (e) {
+      throw prefixPath(e, `${path}.format`);
+    }
+    const type = parseFormat(format, `${path}.format`);
+    const namePtr = mem.readPtr(ptr + BigInt(o.name!));
+    let name: string | null = null;
+    if (namePtr !== 0n) {
+      try {
+        name = mem.readCString(namePtr, 1 << 20);
+      } catch (e) {
+        throw prefixPath(e, `${path}.name`);
+      }
+    }
+    const metadata = readMetadata(mem, mem.readPtr(ptr + BigInt(o.metadata!)), `${path}.metadata`);
+    const flags64 = mem.readI64(ptr + BigInt(o.flags!));
+    if (flags64 < 0n || (flags64 & ~BigInt(ALL_FLAGS)) !== 0n) {
+      throw invalid(`${path}.flags`, `unknown flag bits 0x${BigInt.asUintN(64, flags64).toString(16)}`);
+    }
+    const flags = Number(flags64);
+    const n64 = mem.readI64(ptr + BigInt(o.n_children!));
+    if (n64 < 0n) throw invalid(`${path}.n_children`, `negative value ${n64}`);
+    if (n64 > 1_000_000n) throw invalid(`${path}.n_children`, `implausible value ${n64}`);
+    const n = Number(n64);
+    const childrenPtr = mem.readPtr(ptr + BigInt(o.children!));
+    if (n > 0 && childrenPtr === 0n) throw invalid(`${path}.children`, `NULL pointer with n_children = ${n}`);
+    const children: SchemaNode[] = [];
+    for (let i = 0; i < n; i++) {
+      const cp = mem.readPtr(childrenPtr + BigInt(i * mem.target.pointerSize));
+      children.push(readSchemaNode(mem, cp, `${path}.children[${i}]`, depth + 1));
+    }
+    const dictPtr = mem.readPtr(ptr + BigInt(o.dictionary!));
+    const dictionary = dictPtr === 0n ? null : readSchemaNode(mem, dictPtr, `${path}.dictionary`, depth + 1);
+    const node: SchemaNode = { format, type, name, metadata, flags, children, dictionary };
+    checkNode(node, path);
+    return node;
+  } catch (e) {
+    if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, path);
+    throw e;
+  }
+}
+
+/** Calls the `release` of the `ArrowSchema` at `ptr` if it is not released yet. */
+export function releaseSchemaStruct(mem: Memory, ptr: Ptr): void {
+  if (ptr === 0n) return;
+  const rel = mem.readPtr(ptr + BigInt(mem.layouts.ArrowSchema.offsets.release!));
+  if (rel !== 0n) {
+    mem.call(rel, { name: 'release', result: 'void', params: ['pointer'] }, ptr);
+    // A conforming release sets release to NULL itself; make sure of it so we never call it twice.
+    mem.writePtr(ptr + BigInt(mem.layouts.ArrowSchema.offsets.release!), 0n);
+  }
+}
+
+/** Whether the `nullable` flag is set. */
+export function isNullable(node: SchemaNode): boolean {
+  return (node.flags & Flag.NULLABLE) !== 0;
+}
