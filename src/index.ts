@@ -12,5 +12,5 @@ export type { ToArrowOptions } from './schema/arrowjs.js';
 export type { ArrayView } from './array/view.js';
 export { isValid, getBit } from './array/view.js';
 export type { ValidationLevel } from './array/import.js';
-export { viewToArrow } from './array/arrowjs.js';
+export { viewToArrow, dataToView, viewToData } from './array/arrowjs.js';
 export * from './array/api.js';

@@ -24,8 +24,25 @@ export function koffi(): Koffi {
         cause,
       });
     }
+    raiseAsyncStack(koffiModule);
   }
   return koffiModule;
+}
+
+/**
+ * koffi runs async calls (`fn.async`) on stacks of its own, 128 KiB by
+ * default: too small for native consumers such as DuckDB, which crash there
+ * on deep queries. koffi only accepts a config change before the first
+ * library is loaded, so raise it as soon as koffi is loaded (if someone
+ * loaded a library first, leave it and carry on).
+ */
+export const ASYNC_STACK_SIZE = 8 << 20;
+function raiseAsyncStack(k: Koffi): void {
+  try {
+    if ((k.config().async_stack_size ?? 0) < ASYNC_STACK_SIZE) k.config({ async_stack_size: ASYNC_STACK_SIZE });
+  } catch {
+    // "Cannot change Koffi configuration once a library has been loaded": keep koffi's setting.
+  }
 }
 
 /**
