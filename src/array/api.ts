@@ -261,7 +261,7 @@ export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: Ex
 }
 
 function toExportView(x: Data | Vector | RecordBatch | ArrayView): ArrayView {
-  if (x instanceof RecordBatch) return dataToView(x.data, schemaToNode(x.schema));
+  if (x instanceof RecordBatch) return dataToView(x.data, schemaToNode(batchSchema(x)));
   if (x instanceof Vector) {
     if (x.data.length !== 1) {
       throw invalid('array', `a Vector of ${x.data.length} chunks is not one array: export each chunk, or a Table as a stream`);
@@ -272,9 +272,19 @@ function toExportView(x: Data | Vector | RecordBatch | ArrayView): ArrayView {
   return x;
 }
 
+/**
+ * The schema of a batch as its data says. arrow-js 21 can give a batch (and
+ * its table) a `schema` that disagrees with the data when field names repeat
+ * (gold case generated_duplicate_fieldnames: an int8 column reported as
+ * int32); the struct type of `batch.data` is right, so export from that.
+ */
+function batchSchema(batch: RecordBatch): Schema {
+  return new Schema((batch.data.type as Struct).children, batch.schema.metadata);
+}
+
 /** Exports a `RecordBatch` as a schema and a struct array. */
 export function exportRecordBatch(batch: RecordBatch, opts: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr } = {}): { schema: Ptr; array: Ptr } {
-  const schema = exportSchema(batch.schema, { ...opts, into: opts.schemaInto });
+  const schema = exportSchema(batchSchema(batch), { ...opts, into: opts.schemaInto });
   try {
     return { schema, array: exportArray(batch, { ...opts, into: opts.arrayInto }) };
   } catch (e) {
@@ -286,7 +296,7 @@ export function exportRecordBatch(batch: RecordBatch, opts: MemoryOption & { sch
 
 /** Exports a `Table` as one schema and one struct array per batch. */
 export function exportTable(table: Table, opts: MemoryOption = {}): { schema: Ptr; arrays: Ptr[] } {
-  const schema = exportSchema(table.schema, opts);
+  const schema = exportSchema(table.batches.length > 0 ? batchSchema(table.batches[0]!) : table.schema, opts);
   return { schema, arrays: table.batches.map((b) => exportArray(b, opts)) };
 }
 

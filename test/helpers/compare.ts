@@ -4,7 +4,15 @@
  * tables that hold the same values compare equal whatever their chunking,
  * offsets or buffer sharing.
  */
-import { DataType, Type, Vector, type Field, type RecordBatch, type Table } from 'apache-arrow';
+import { DataType, Type, Vector, type Decimal, type Field, type Schema } from 'apache-arrow';
+
+/** What the comparisons need of a table or record batch. */
+export interface Tabular {
+  readonly schema: Schema;
+  readonly numRows: number;
+  readonly numCols: number;
+  getChildAt(i: number): Vector | null;
+}
 
 export function normalize(v: unknown): unknown {
   if (v === null || v === undefined) return null;
@@ -32,6 +40,58 @@ export function columnValues(v: Vector): unknown[] {
   return Array.from({ length: v.length }, (_, i) => normalize(v.get(i)));
 }
 
+/** A 128/256-bit (or narrower) little-endian two's complement decimal in uint32 words, as text with `scale` decimals. */
+export function decimalText(words: ArrayLike<number>, scale: number): string {
+  let n = 0n;
+  for (let k = words.length - 1; k >= 0; k--) n = (n << 32n) | BigInt(words[k]! >>> 0);
+  n = BigInt.asIntN(words.length * 32, n);
+  const neg = n < 0n;
+  let s = (neg ? -n : n).toString().padStart(scale + 1, '0');
+  if (scale > 0) s = `${s.slice(0, -scale)}.${s.slice(-scale)}`;
+  return neg ? `-${s}` : s;
+}
+
+/** The int64 storage value of element i of a column of 64-bit values. */
+function storageAt(v: Vector, i: number): bigint {
+  let k = i;
+  for (const d of v.data) {
+    if (k < d.length) return BigInt((d.values as unknown as ArrayLike<bigint | number>)[k]!);
+    k -= d.length;
+  }
+  throw new RangeError(`index ${i} out of range`);
+}
+
+const toNanos: Record<number, bigint> = { 0: 1_000_000_000n, 1: 1_000_000n, 2: 1_000n, 3: 1n };
+
+/**
+ * Values of a column in a form independent of the physical type, for peers
+ * that map types (DuckDB: decimal32 -> decimal128, time32[s] -> time64[us]):
+ * decimals as text, times and durations as nanoseconds. Nested values are
+ * compared as `normalize` gives them.
+ */
+export function logicalValues(v: Vector): unknown[] {
+  const t = v.type as DataType;
+  const raw = (i: number): bigint => {
+    const x = v.get(i) as number | bigint;
+    return typeof x === 'bigint' ? x : BigInt(Math.round(x));
+  };
+  return Array.from({ length: v.length }, (_, i) => {
+    if (!v.isValid(i)) return null;
+    switch (t.typeId) {
+      case Type.Decimal:
+        return decimalText(v.get(i) as Uint32Array, (t as Decimal).scale);
+      case Type.Time:
+      case Type.Duration:
+        return raw(i) * toNanos[(t as unknown as { unit: number }).unit]!;
+      case Type.Timestamp:
+        // get() converts to float milliseconds and loses precision: read the int64 storage.
+        return storageAt(v, i) * toNanos[(t as unknown as { unit: number }).unit]!;
+      default:
+        return normalize(v.get(i));
+    }
+  });
+}
+
 /** A type's description for comparison (arrow-js prints types consistently; dictionary ids ignored). */
 export function typeString(t: DataType): string {
   if (t.typeId === Type.Dictionary) {
@@ -48,8 +108,8 @@ export function fieldString(f: Field): string {
   return `${f.name}${f.nullable ? '?' : ''}: ${typeString(f.type)}${md}`;
 }
 
-/** Describes the first difference between two tables, or returns undefined when equal. */
-export function diffTables(a: Table | RecordBatch, b: Table | RecordBatch): string | undefined {
+/** Describes the first difference between two tables (types, metadata, values), or returns undefined when equal. */
+export function diffTables(a: Tabular, b: Tabular): string | undefined {
   const fa = a.schema.fields.map(fieldString);
   const fb = b.schema.fields.map(fieldString);
   for (let i = 0; i < Math.max(fa.length, fb.length); i++) {
@@ -58,10 +118,19 @@ export function diffTables(a: Table | RecordBatch, b: Table | RecordBatch): stri
   const ma = JSON.stringify([...a.schema.metadata]);
   const mb = JSON.stringify([...b.schema.metadata]);
   if (ma !== mb) return `schema metadata: ${ma} != ${mb}`;
+  return diffValues(a, b, true);
+}
+
+/** The first difference in column names or values, types ignored (for peers that map types). */
+export function diffValues(a: Tabular, b: Tabular, typesEqual = false): string | undefined {
+  const na = a.schema.fields.map((f) => f.name).join(',');
+  const nb = b.schema.fields.map((f) => f.name).join(',');
+  if (na !== nb) return `field names: ${na} != ${nb}`;
   if (a.numRows !== b.numRows) return `rows: ${a.numRows} != ${b.numRows}`;
+  const values = typesEqual ? columnValues : logicalValues;
   for (let c = 0; c < a.numCols; c++) {
-    const va = columnValues(a.getChildAt(c)!);
-    const vb = columnValues(b.getChildAt(c)!);
+    const va = values(a.getChildAt(c)!);
+    const vb = values(b.getChildAt(c)!);
     for (let r = 0; r < va.length; r++) {
       const x = stringify(va[r]);
       const y = stringify(vb[r]);

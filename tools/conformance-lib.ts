@@ -1,0 +1,215 @@
+/**
+ * The conformance runner's machinery: reading cases, exporting and
+ * importing them, comparing, and running one case through a peer in both
+ * directions. tools/conformance.ts is the command line around it.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { RecordBatch, Schema, Struct, tableFromIPC, Vector, type Data, type Table } from 'apache-arrow';
+import {
+  accounting, dataToView, exportArray, exportSchema, importArrayView, importSchemaNode, type ArrayView, type SchemaNode,
+} from '../src/index.js';
+import { nodeToSchema } from '../src/schema/arrowjs.js';
+import { schemaToNode } from '../src/schema/export.js';
+import { viewToData } from '../src/array/arrowjs.js';
+import { collectUntil } from '../test/helpers/gc.js';
+import { diffTables, diffValues, type Tabular } from '../test/helpers/compare.js';
+import { readIntegrationJsonFile } from './integration/json.js';
+import type { CaseData, CasePtrs, Peer } from './peers/peer.js';
+
+const EXTS = ['.arrow_file', '.arrow', '.stream', '.arrows', '.json.gz', '.json'];
+
+/** Cases by name, each with the files that hold it. */
+export function discover(paths: string[]): Map<string, string[]> {
+  const cases = new Map<string, string[]>();
+  const add = (file: string): void => {
+    const ext = EXTS.find((e) => file.endsWith(e));
+    if (!ext) return;
+    const name = basename(file).slice(0, -ext.length);
+    cases.set(name, [...(cases.get(name) ?? []), file]);
+  };
+  for (const p of paths) {
+    if (!existsSync(p)) throw new Error(`no such file or folder: ${p}`);
+    if (statSync(p).isDirectory()) for (const f of readdirSync(p).sort()) add(join(p, f));
+    else add(p);
+  }
+  return cases;
+}
+
+/** Reads a case from the first of its files that can be read: IPC through arrow-js, else integration JSON. */
+export function load(files: string[]): CaseData & { source: string } {
+  const byPreference = [...files].sort((a, b) => EXTS.findIndex((e) => a.endsWith(e)) - EXTS.findIndex((e) => b.endsWith(e)));
+  const errors: string[] = [];
+  for (const f of byPreference) {
+    try {
+      if (f.endsWith('.json.gz') || f.endsWith('.json')) {
+        const c = readIntegrationJsonFile(f);
+        return { schema: c.schema, batches: c.batches, source: basename(f) };
+      }
+      const table: Table = tableFromIPC(readFileSync(f));
+      // arrow-js 21 may report a wrong table schema when field names repeat; the batches' data types are right.
+      const first = table.batches[0];
+      const schema = schemaToNode(first ? new Schema((first.data.type as Struct).children, table.schema.metadata) : table.schema);
+      return { schema, batches: table.batches.map((b) => dataToView(b.data, schema)), source: basename(f) };
+    } catch (e) {
+      errors.push(`${basename(f)}: ${(e as Error).message}`);
+    }
+  }
+  throw new Error(`no readable file: ${errors.join('; ')}`);
+}
+
+/** Same schema node: formats, names, flags, metadata, recursively. */
+export function diffSchemaNodes(a: SchemaNode, b: SchemaNode, path = 'schema'): string | undefined {
+  if (a.format !== b.format) return `${path}.format: ${a.format} != ${b.format}`;
+  if ((a.name ?? '') !== (b.name ?? '')) return `${path}.name: ${a.name} != ${b.name}`;
+  if (a.flags !== b.flags) return `${path}.flags: ${a.flags} != ${b.flags}`;
+  const ma = JSON.stringify([...(a.metadata ?? [])]);
+  const mb = JSON.stringify([...(b.metadata ?? [])]);
+  if (ma !== mb) return `${path}.metadata: ${ma} != ${mb}`;
+  if (a.children.length !== b.children.length) return `${path}.n_children: ${a.children.length} != ${b.children.length}`;
+  for (let i = 0; i < a.children.length; i++) {
+    const d = diffSchemaNodes(a.children[i]!, b.children[i]!, `${path}.children[${i}]`);
+    if (d) return d;
+  }
+  if (!!a.dictionary !== !!b.dictionary) return `${path}.dictionary: present on one side only`;
+  if (a.dictionary && b.dictionary) return diffSchemaNodes(a.dictionary, b.dictionary, `${path}.dictionary`);
+  return undefined;
+}
+
+/** Compares two cases: schemas exactly (unless the peer maps types), then every value. */
+export function diffCases(expected: CaseData, actual: CaseData, exactTypes: boolean): string | undefined {
+  if (exactTypes) {
+    const d = diffSchemaNodes(expected.schema, actual.schema);
+    if (d) return d;
+  }
+  const rowsE = expected.batches.reduce((n, b) => n + b.length, 0);
+  const rowsA = actual.batches.reduce((n, b) => n + b.length, 0);
+  if (rowsE !== rowsA) return `rows: ${rowsE} != ${rowsA}`;
+  const e = toTable(expected);
+  const a = toTable(actual);
+  if (!exactTypes) {
+    // Peers that map types (DuckDB: large -> regular, etc.) are compared on names and values.
+    return diffValues(e, a);
+  }
+  return diffTables(e, a);
+}
+
+/**
+ * The case as something table-like. Not an arrow-js `Table`: its
+ * constructor compares schemas by field name and rejects repeated names
+ * (gold case generated_duplicate_fieldnames), so columns are joined by hand.
+ */
+function toTable(c: CaseData): Tabular {
+  const arrow = nodeToSchema(c.schema, 'schema', { expand: true });
+  const type = new Struct(arrow.fields);
+  const views = c.batches.length > 0 ? c.batches : [emptyBatch(c.schema)];
+  const batches = views.map((v) => new RecordBatch(arrow, viewToData(v, type, 'array', { expand: true }) as Data<Struct>));
+  const columns = arrow.fields.map((f, i) => new Vector(batches.map((b) => b.data.children[i]!) as Data[]));
+  return {
+    schema: arrow,
+    numRows: batches.reduce((n, b) => n + b.numRows, 0),
+    numCols: arrow.fields.length,
+    getChildAt: (i: number) => columns[i] ?? null,
+  };
+}
+
+export async function settle(): Promise<string | undefined> {
+  const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0, 100);
+  return ok ? undefined : `leak: ${JSON.stringify(accounting())}`;
+}
+
+/** Exports a case (schema node + views) as C structs. */
+export function exportCase(c: CaseData): CasePtrs {
+  const schema = exportSchema(c.schema);
+  return { schema, arrays: c.batches.map((b) => exportArray(b)) };
+}
+
+/**
+ * Imports C structs as a case (views). Import consumes the structs (their
+ * release is NULL afterwards, success or failure); `free` then frees the
+ * struct memory itself, with the allocator of whoever allocated it.
+ */
+export function importCase(ptrs: CasePtrs, free: (p: bigint) => void): CaseData {
+  try {
+    const schema = importSchemaNode(ptrs.schema);
+    return { schema, batches: ptrs.arrays.map((p) => importArrayView(p, schema, { validate: 'full' })) };
+  } finally {
+    free(ptrs.schema);
+    for (const p of ptrs.arrays) free(p);
+  }
+}
+
+export async function runCase(peer: Peer, name: string, files: string[]): Promise<{ status: 'pass' | 'fail' | 'skip'; detail: string }> {
+  let data: CaseData & { source: string };
+  try {
+    data = load(files);
+  } catch (e) {
+    return { status: 'fail', detail: (e as Error).message };
+  }
+  const why = peer.unsupported(data);
+  if (why) return { status: 'skip', detail: why };
+  const notes: string[] = [data.source];
+  // Direction 1: ours first.
+  try {
+    const d = await (async () => {
+      const back = await peer.roundTrip(data, exportCase(data));
+      return diffCases(data, back.data, peer.exactTypes) ?? (back.note ? (notes.push(back.note), undefined) : undefined);
+    })();
+    if (d) return { status: 'fail', detail: `ours first: ${d}` };
+    const leak = await settle();
+    if (leak) return { status: 'fail', detail: `ours first: ${leak}` };
+  } catch (e) {
+    const skip = peer.skipReason?.(e);
+    if (skip) return { status: 'skip', detail: skip };
+    return { status: 'fail', detail: `ours first: ${(e as Error).stack ?? String(e)}` };
+  }
+  // Direction 2: peer first.
+  try {
+    const d = await peer.peerFirst(data, async (ptrs, free) => {
+      const c = importCase(ptrs, free);
+      return exportCase(c);
+    });
+    if (d) return { status: 'fail', detail: `peer first: ${d}` };
+    const leak = await settle();
+    if (leak) return { status: 'fail', detail: `peer first: ${leak}` };
+  } catch (e) {
+    const skip = peer.skipReason?.(e);
+    if (skip) return { status: 'skip', detail: skip };
+    return { status: 'fail', detail: `peer first: ${(e as Error).stack ?? String(e)}` };
+  }
+  void name;
+  return { status: 'pass', detail: notes.join('; ') };
+}
+
+
+/** An empty batch (length 0) of a struct schema: what a peer needs to create a table with no rows. */
+export function emptyBatch(schema: SchemaNode): ArrayView {
+  return emptyView(schema);
+}
+
+function emptyView(node: SchemaNode): ArrayView {
+  const t = node.type;
+  const offsets = (w: number): Uint8Array => new Uint8Array(w);
+  let buffers: (Uint8Array | null)[];
+  switch (t.id) {
+    case 'null': case 'run_end_encoded': buffers = []; break;
+    case 'binary': case 'utf8': buffers = [null, offsets(4), new Uint8Array(0)]; break;
+    case 'large_binary': case 'large_utf8': buffers = [null, offsets(8), new Uint8Array(0)]; break;
+    case 'binary_view': case 'utf8_view': buffers = [null, new Uint8Array(0), new Uint8Array(0)]; break;
+    case 'list': case 'map': buffers = [null, offsets(4)]; break;
+    case 'large_list': buffers = [null, offsets(8)]; break;
+    case 'list_view': case 'large_list_view': buffers = [null, new Uint8Array(0), new Uint8Array(0)]; break;
+    case 'fixed_list': case 'struct': buffers = [null]; break;
+    case 'union': buffers = t.mode === 'dense' ? [new Uint8Array(0), new Uint8Array(0)] : [new Uint8Array(0)]; break;
+    default: buffers = [null, new Uint8Array(0)];
+  }
+  return {
+    schema: node,
+    length: 0,
+    offset: 0,
+    nullCount: 0,
+    buffers,
+    children: node.children.map(emptyView),
+    dictionary: node.dictionary ? emptyView(node.dictionary) : null,
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * The conformance runner: round-trips Arrow IPC files (and integration JSON
+ * where arrow-js cannot read the IPC form) through a peer implementation of
+ * the C Data Interface, in both directions, and compares types and values
+ * with the original.
+ *
+ *   npm run conformance -- [--peer self|duckdb] [--verbose] <files or folders>
+ *
+ * Direction "ours first": we export -> the peer imports -> the peer exports
+ * -> we import -> compare with the original. Direction "peer first": the
+ * peer exports -> we import -> we export -> the peer imports and compares
+ * with its own copy. After each case the accounting must be back to zero
+ * (every import released, every export released by its consumer).
+ *
+ * Prints one line per case and a final `N passed, N failed, N skipped`;
+ * exits non-zero on any failure.
+ */
+import { discover, runCase } from './conformance-lib.js';
+import { duckdbPeer } from './peers/duckdb.js';
+import { selfPeer } from './peers/self.js';
+import type { Peer } from './peers/peer.js';
+
+interface Options {
+  peer: string;
+  verbose: boolean;
+  paths: string[];
+}
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = { peer: 'self', verbose: false, paths: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--peer') o.peer = argv[++i] ?? '';
+    else if (a.startsWith('--peer=')) o.peer = a.slice(7);
+    else if (a === '--verbose' || a === '-v') o.verbose = true;
+    else if (a === '--help' || a === '-h') {
+      console.log('usage: npm run conformance -- [--peer self|duckdb] [--verbose] <files or folders>');
+      process.exit(0);
+    } else o.paths.push(a);
+  }
+  if (o.paths.length === 0) throw new Error('no files or folders given (try ../shared/testdata/arrow-testing)');
+  return o;
+}
+
+async function main(): Promise<void> {
+  const o = parseArgs(process.argv.slice(2));
+  const peers: Record<string, () => Promise<Peer>> = { self: selfPeer, duckdb: duckdbPeer };
+  const make = peers[o.peer];
+  if (!make) throw new Error(`unknown peer "${o.peer}" (known: ${Object.keys(peers).join(', ')})`);
+  const peer = await make();
+  const cases = discover(o.paths);
+  let passed = 0;
+  let failed = 0;
+  let skipped = 0;
+  console.log(`conformance: peer ${peer.name}, ${cases.size} cases`);
+  for (const [name, files] of cases) {
+    const t0 = performance.now();
+    const r = await runCase(peer, name, files);
+    const ms = (performance.now() - t0).toFixed(0);
+    if (r.status === 'pass') passed++;
+    else if (r.status === 'fail') failed++;
+    else skipped++;
+    const label = r.status === 'pass' ? 'PASS' : r.status === 'fail' ? 'FAIL' : 'SKIP';
+    console.log(`${label} ${name} (${ms} ms)${r.status !== 'pass' || o.verbose ? `: ${r.detail}` : ''}`);
+  }
+  await peer.close();
+  console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
+  process.exitCode = failed > 0 ? 1 : 0;
+}
+
+main().catch((e: unknown) => {
+  console.error((e as Error).stack ?? String(e));
+  process.exitCode = 2;
+});

@@ -1,0 +1,36 @@
+/** The interface the conformance runner drives a peer implementation through. */
+import type { ArrayView, SchemaNode } from '../../src/index.js';
+
+/** A case in our own form: a struct schema and its batches. */
+export interface CaseData {
+  schema: SchemaNode;
+  batches: ArrayView[];
+}
+
+/** C structs holding a case: one ArrowSchema and one ArrowArray per batch. */
+export interface CasePtrs {
+  schema: bigint;
+  arrays: bigint[];
+}
+
+export interface Peer {
+  readonly name: string;
+  /** Whether the comparison is of exact types (false for peers that map types to their own). */
+  readonly exactTypes: boolean;
+  /** A reason to skip a case the peer cannot take, or undefined. */
+  unsupported(data: CaseData): string | undefined;
+  /** A reason to skip when the peer threw this error (its own "not supported"), or undefined: a failure. */
+  skipReason?(e: unknown): string | undefined;
+  /**
+   * Ours first: the peer imports `ptrs` (it takes ownership), exports its own
+   * structs, and we import them. Returns what we imported.
+   */
+  roundTrip(original: CaseData, ptrs: CasePtrs): Promise<{ data: CaseData; note?: string }>;
+  /**
+   * Peer first: the peer exports `original` in its own structs, `through`
+   * (we import and export again) hands back ours, and the peer imports and
+   * compares them with its own copy. Returns a difference, or undefined.
+   */
+  peerFirst(original: CaseData, through: (ptrs: CasePtrs, free: (p: bigint) => void) => Promise<CasePtrs>): Promise<string | undefined>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,32 @@
+/**
+ * The "self" peer: our own importer and exporter on the other side. It
+ * proves the two agree with each other and with the files; real peers
+ * (duckdb, arrow-cpp) prove they agree with the rest of the world.
+ */
+import { nativeMemory } from '../../src/index.js';
+import { diffCases, exportCase, importCase } from '../conformance-lib.js';
+import type { Peer } from './peer.js';
+
+/** Frees struct memory we allocated (import has already consumed the struct). */
+const free = (p: bigint): void => nativeMemory().free(p);
+
+export async function selfPeer(): Promise<Peer> {
+  return {
+    name: 'self',
+    exactTypes: true,
+    unsupported: () => undefined,
+    async roundTrip(_original, ptrs) {
+      // The "peer" imports ours and exports its own.
+      const mid = importCase(ptrs, free);
+      const again = exportCase(mid);
+      return { data: importCase(again, free) };
+    },
+    async peerFirst(original, through) {
+      const theirs = exportCase(original);
+      const ours = await through(theirs, free);
+      const back = importCase(ours, free);
+      return diffCases(original, back, true);
+    },
+    async close() {},
+  };
+}
