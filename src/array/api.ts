@@ -234,7 +234,9 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
       throw e;
     }
   }
-  return new Table(arrow, batches);
+  // With repeated field names arrow-js rejects new Table(schema, batches) (its schema comparison
+  // goes by name), so a table of batches takes its schema from them.
+  return batches.length > 0 ? new Table(batches) : new Table(arrow);
 }
 
 /**
