@@ -69,15 +69,16 @@ const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory()
  */
 export function importSchemaNode(ptr: Ptr, opts: SchemaImportOptions = {}): SchemaNode {
   const m = mem(opts);
-  let released = false;
+  if (ptr === 0n) throw invalid('schema', 'NULL pointer');
+  if (m.readPtr(ptr + BigInt(m.layouts.ArrowSchema.offsets.release!)) === 0n) {
+    throw new ArrowDeviceError('released', 'schema', 'the struct is released (release is NULL)');
+  }
   try {
-    if (ptr === 0n) throw invalid('schema', 'NULL pointer');
     return readSchemaNode(m, ptr, 'schema');
-  } catch (e) {
-    if (e instanceof ArrowDeviceError && e.kind === 'released') released = true;
-    throw e;
   } finally {
-    if (!opts.keep && !released && ptr !== 0n) releaseSchemaStruct(m, ptr);
+    // Import consumes the struct, on success and on failure (a released child
+    // deeper down does not make the root released).
+    if (!opts.keep) releaseSchemaStruct(m, ptr);
   }
 }
 
@@ -136,7 +137,7 @@ function importView(ptr: Ptr, node: SchemaNode, opts: ArrayImportOptions, path =
   if (m.readPtr(ptr + BigInt(m.layouts.ArrowArray.offsets.release!)) === 0n) {
     throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
   }
-  const level = validationLevel(opts.validate);
+  const level = consumeOnFailure(ptr, opts, () => validationLevel(opts.validate));
   const owner = ImportOwner.move(m, ptr);
   try {
     const view = readArrayView({ mem: m, owner, copy: opts.copy ?? false, level }, owner.ptr, node, path);
@@ -153,7 +154,7 @@ function importView(ptr: Ptr, node: SchemaNode, opts: ArrayImportOptions, path =
  * no longer reachable (or at once with `copy`).
  */
 export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): ArrayView {
-  const node = schemaNodeOf(schema, opts);
+  const node = consumeOnFailure(ptr, opts, () => schemaNodeOf(schema, opts));
   const { view, owner } = importView(ptr, node, opts);
   owner.done();
   return view;
@@ -167,14 +168,40 @@ export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayI
  * const copy = importData(arrayPtr2, new Int32(), { copy: true }); // released at once
  */
 export function importData(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): Data {
-  const node = schemaNodeOf(schema, opts);
-  const type =
-    schema instanceof DataType ? schema : schema instanceof Field ? schema.type : nodeToType(node, 'schema', opts);
+  const { node, type } = consumeOnFailure(ptr, opts, () => {
+    const node = schemaNodeOf(schema, opts);
+    const type =
+      schema instanceof DataType ? schema : schema instanceof Field ? schema.type : nodeToType(node, 'schema', opts);
+    return { node, type };
+  });
   const { view, owner } = importView(ptr, node, opts);
+  return finish(owner, () => viewToData(view, type, 'array', opts));
+}
+
+/**
+ * Runs `fn` (which builds JS objects over the owner's views) and marks the
+ * import complete. If `fn` fails, no view has escaped, so the producer is
+ * released at once rather than at some later garbage collection.
+ */
+function finish<T>(owner: ImportOwner, fn: () => T): T {
+  let result: T;
   try {
-    return viewToData(view, type, 'array', opts);
-  } finally {
-    owner.done();
+    result = fn();
+  } catch (e) {
+    owner.release();
+    throw e;
+  }
+  owner.done();
+  return result;
+}
+
+/** Import consumes the array even when it fails before reading it (a bad schema, bad options). */
+function consumeOnFailure<T>(ptr: Ptr, opts: ArrayImportOptions, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (ptr !== 0n) releaseArrowArray(ptr, opts);
+    throw e;
   }
 }
 
@@ -191,12 +218,7 @@ function schemaOf(schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions): 
 
 function batchFrom(ptr: Ptr, node: SchemaNode, arrow: Schema, opts: ArrayImportOptions, path: string): RecordBatch {
   const { view, owner } = importView(ptr, node, opts, path);
-  try {
-    const data = viewToData(view, new Struct(arrow.fields), path, opts);
-    return new RecordBatch(arrow, data as Data<Struct>);
-  } finally {
-    owner.done();
-  }
+  return finish(owner, () => new RecordBatch(arrow, viewToData(view, new Struct(arrow.fields), path, opts) as Data<Struct>));
 }
 
 /**
@@ -207,7 +229,7 @@ function batchFrom(ptr: Ptr, node: SchemaNode, arrow: Schema, opts: ArrayImportO
  * batch.getChild('x')?.toArray();
  */
 export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): RecordBatch {
-  const { node, arrow } = schemaOf(schema, opts);
+  const { node, arrow } = consumeOnFailure(ptr, opts, () => schemaOf(schema, opts));
   return batchFrom(ptr, node, arrow, opts, 'array');
 }
 

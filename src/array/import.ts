@@ -46,6 +46,8 @@ export function validationLevel(level: ValidationLevel | undefined): number {
 }
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+/** Upper bound on n_buffers (view types: 3 + variadic buffers). */
+const MAX_BUFFERS = 1 << 20;
 
 function toCount(v: bigint, path: string, what: string, min = 0n): number {
   if (v < min) throw invalid(`${path}.${what}`, `negative value ${v}`);
@@ -73,6 +75,9 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
     if (length + offset > Number.MAX_SAFE_INTEGER) throw invalid(path, `offset + length overflows`);
     const nBuffers = toCount(mem.readI64(at('n_buffers')), path, 'n_buffers');
     const nChildren = toCount(mem.readI64(at('n_children')), path, 'n_children');
+    // View types take any number of variadic buffers; refuse counts no producer
+    // could have allocated before following the pointer array that far.
+    if (nBuffers > MAX_BUFFERS) throw invalid(`${path}.n_buffers`, `implausible value ${nBuffers}`);
     const buffersPtr = mem.readPtr(at('buffers'));
     const childrenPtr = mem.readPtr(at('children'));
     const dictPtr = mem.readPtr(at('dictionary'));
@@ -122,7 +127,8 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
     };
 
     const validity = (): Uint8Array | null => {
-      const v = buffer(0, Math.ceil(end / 8), 1, 'validity', nullCount === 0 || length === 0);
+      // CDataInterface.rst: the validity buffer MAY be NULL only if null_count is 0.
+      const v = buffer(0, Math.ceil(end / 8), 1, 'validity', true);
       if (v === null && nullCount !== 0 && length > 0) {
         throw invalid(`${path}.buffers[0]`, `NULL validity buffer with null_count ${nullCount}`);
       }
@@ -136,9 +142,8 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
       what: string,
     ): { view: Uint8Array | null; first: number; last: number; at: (k: number) => number } => {
       const w = wide ? 8 : 4;
-      const size = end === 0 && length === 0 ? 0 : (end + 1) * w;
-      // An empty array may have a NULL offsets buffer; one with elements may not.
-      const view = buffer(i, size, w, what, length === 0);
+      // offset + length + 1 offsets; an empty array may have a NULL offsets buffer, one with elements may not.
+      const view = buffer(i, (end + 1) * w, w, what, length === 0);
       if (!view || view.byteLength === 0) return { view, first: 0, last: 0, at: () => 0 };
       const dv = new DataView(view.buffer, view.byteOffset, view.byteLength);
       const get = wide

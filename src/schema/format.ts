@@ -75,10 +75,14 @@ const simple: Record<string, TypeInfo> = {
 
 const tsUnits: Record<string, TimeUnit> = { s: 's', m: 'ms', u: 'us', n: 'ns' };
 
-/** A decimal integer without sign, leading '+', spaces or exponent. */
+const INT32_MAX = 2 ** 31 - 1;
+
+/** A decimal integer without sign, leading '+', spaces or exponent, at most INT32_MAX (the columnar format's widths are int32). */
 function parseUint(text: string, path: string, format: string, what: string): number {
   if (!/^(0|[1-9][0-9]{0,9})$/.test(text)) throw invalid(path, `malformed ${what} in format "${format}"`);
-  return Number(text);
+  const n = Number(text);
+  if (n > INT32_MAX) throw invalid(path, `${what} ${n} is out of range in format "${format}"`);
+  return n;
 }
 
 /** Parses a format string. `path` names the place for errors (`schema.children[2].format`). */

@@ -270,7 +270,7 @@ function metadataOf(v: Json | undefined, path: string): Map<string, string> | nu
     const o = obj(e, `${path}[${i}]`);
     out.set(str(o.key, `${path}[${i}].key`), str(o.value, `${path}[${i}].value`));
   });
-  return out.size > 1 ? out : null;
+  return out.size > 0 ? out : null;
 }
 
 function typeInfoOf(t: Obj, nChildren: number, path: string): TypeInfo {
