@@ -140,7 +140,7 @@ function importView(ptr: Ptr, node: SchemaNode, opts: ArrayImportOptions, path =
   const level = consumeOnFailure(ptr, opts, () => validationLevel(opts.validate));
   const owner = ImportOwner.move(m, ptr);
   try {
-    const view = readArrayView({ mem: m, owner, copy: opts.copy ?? false, level }, owner.ptr, node, path);
+    const view = readArrayView({ mem: m, owner, token: {}, copy: opts.copy ?? false, level }, owner.ptr, node, path);
     return { view, owner };
   } catch (e) {
     owner.release();

@@ -20,6 +20,7 @@ import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { typeToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from './view.js';
+import { ImportedView } from './import.js';
 
 type TypedArrayCtor =
   | Int8ArrayConstructor | Uint8ArrayConstructor | Int16ArrayConstructor | Uint16ArrayConstructor
@@ -38,62 +39,132 @@ const EMPTY = new Uint8Array(0);
 
 // --- import: ArrayView -> Data ---------------------------------------------------------
 
+/** Thunks for the buffers of an arrow-js `Data`, in arrow-js's slicing convention. */
+interface Parts {
+  valueOffsets?: () => ArrayBufferView;
+  values?: () => ArrayBufferView;
+  nullBitmap?: () => Uint8Array;
+  typeIds?: () => Int8Array;
+  variadicBuffers?: () => Uint8Array[];
+}
+
+const PARTS = Symbol('arrow-device.parts');
+const LAZY_KEYS = ['valueOffsets', 'values', 'nullBitmap', 'typeIds', 'variadicBuffers'] as const;
+
+/**
+ * A `Data` whose buffers are made on first read: prototype getters call the
+ * part's thunk (which views the producer's buffer) and replace themselves
+ * with a plain own property. Building arrow-js objects over an import so
+ * views nothing, and costs no per-instance property definitions.
+ */
+class LazyData extends Data {
+  declare [PARTS]: Parts;
+  constructor(parts: Parts, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
+    super(type, O, N, nullCount, [] as never, children, dictionary, []);
+    this[PARTS] = parts;
+    // The Data constructor has set variadicBuffers; let the getter make it when there is a thunk.
+    if (parts.variadicBuffers) delete (this as { variadicBuffers?: unknown }).variadicBuffers;
+  }
+}
+for (const key of LAZY_KEYS) {
+  const own = (self: object, value: unknown): void => {
+    Object.defineProperty(self, key, { value, writable: true, configurable: true, enumerable: true });
+  };
+  Object.defineProperty(LazyData.prototype, key, {
+    configurable: true,
+    get(this: LazyData) {
+      const thunk = this[PARTS]?.[key];
+      const value = thunk ? thunk() : key === 'variadicBuffers' ? [] : undefined;
+      own(this, value);
+      return value;
+    },
+    set(this: LazyData, value: unknown) {
+      own(this, value);
+    },
+  });
+}
+
+/** A `Data` from `parts`: lazy over an import, evaluated now otherwise. */
+function makeData(
+  lazy: boolean,
+  type: DataType,
+  O: number,
+  N: number,
+  nullCount: number,
+  parts: Parts,
+  children: Data[] = [],
+  dictionary?: Vector,
+): Data {
+  if (lazy) return new LazyData(parts, type, O, N, nullCount, children, dictionary);
+  const b = [parts.valueOffsets?.(), parts.values?.(), parts.nullBitmap?.(), parts.typeIds?.()];
+  return new Data(type, O, N, nullCount, b as never, children, dictionary, parts.variadicBuffers?.() ?? []);
+}
+
+/** `data.slice(O, N)` unless that is the whole of it (slicing views every buffer of a lazy child). */
+function sliceIf(data: Data, O: number, N: number): Data {
+  return O === 0 && N === data.length ? data : data.slice(O, N);
+}
+
 /** An arrow-js `Data` of `type` over `view` (zero-copy). `type` comes from `nodeToType(view.schema)`. */
 export function viewToData(view: ArrayView, type: DataType, path = 'array', opts: ToArrowOptions = {}): Data {
   const { offset: O, length: N } = view;
   const t = view.schema.type;
-  const nullBitmap = view.nullCount === 0 ? EMPTY : (view.buffers[0] ?? EMPTY);
-  const nullCount = nullBitmap.byteLength === 0 ? 0 : view.nullCount;
+  // An import's buffers are read one at a time, on first access; any other view's are there already.
+  const lazy = view instanceof ImportedView;
+  const buf = lazy ? (i: number) => view.buffer(i) : (i: number) => view.buffers[i] ?? null;
+  const hasBitmap = view.nullCount !== 0 && (lazy ? view.present(0) : (view.buffers[0]?.byteLength ?? 0) > 0);
+  const nullCount = hasBitmap ? view.nullCount : 0;
+  const nullBitmap = (): Uint8Array => (hasBitmap ? buf(0)! : EMPTY);
   const childType = (i: number): DataType => (type.children[i] as Field).type;
   const child = (i: number): Data => viewToData(view.children[i]!, childType(i), `${path}.children[${i}]`, opts);
+  const offsets32 = (): Int32Array => {
+    const o = typed(Int32Array, buf(1)).subarray(O, O + N + 1);
+    return o.length ? o : new Int32Array(1);
+  };
+  const offsets64 = (): BigInt64Array => {
+    const o = typed(BigInt64Array, buf(1)).subarray(O, O + N + 1);
+    return o.length ? o : new BigInt64Array(1);
+  };
+  const bytes = (i: number) => (): Uint8Array => buf(i) ?? EMPTY;
+  const data = (parts: Parts, children: Data[] = [], dictionary?: Vector, nc = nullCount): Data =>
+    makeData(lazy, type, O, N, nc, parts, children, dictionary);
 
   if (view.schema.dictionary) {
-    const d = type as Dictionary;
-    const Ctor = d.indices.ArrayType as TypedArrayCtor;
-    const indices = typed(Ctor, view.buffers[1]).subarray(O, O + N);
-    const dict = viewToData(view.dictionary!, d.dictionary, `${path}.dictionary`, opts);
-    return new Data(type, O, N, nullCount, [undefined, indices, nullBitmap], [], new Vector([dict]));
+    const Ctor = (type as Dictionary).indices.ArrayType as TypedArrayCtor;
+    const dict = viewToData(view.dictionary!, (type as Dictionary).dictionary, `${path}.dictionary`, opts);
+    return data({ values: () => typed(Ctor, buf(1)).subarray(O, O + N), nullBitmap }, [], new Vector([dict]));
   }
 
   switch (t.id) {
     case 'null':
       return new Data(new Null(), O, N, N);
     case 'bool':
-      return new Data(type, O, N, nullCount, [undefined, view.buffers[1] ?? EMPTY, nullBitmap]);
-    case 'binary': case 'utf8': {
-      const offsets = typed(Int32Array, view.buffers[1]).subarray(O, O + N + 1);
-      return new Data(type, O, N, nullCount, [offsets.length ? offsets : new Int32Array(1), view.buffers[2] ?? EMPTY, nullBitmap]);
-    }
-    case 'large_binary': case 'large_utf8': {
-      const offsets = typed(BigInt64Array, view.buffers[1]).subarray(O, O + N + 1);
-      return new Data(type, O, N, nullCount, [offsets.length ? offsets : new BigInt64Array(1), view.buffers[2] ?? EMPTY, nullBitmap]);
-    }
-    case 'binary_view': case 'utf8_view': {
-      const views = (view.buffers[1] ?? EMPTY).subarray(O * 16, (O + N) * 16);
-      const variadic = view.buffers.slice(2, view.buffers.length - 1).map((b) => b ?? EMPTY);
-      return new Data(type, O, N, nullCount, [undefined, views, nullBitmap], [], undefined, variadic);
-    }
-    case 'list': case 'map': {
-      const offsets = typed(Int32Array, view.buffers[1]).subarray(O, O + N + 1);
-      return new Data(type, O, N, nullCount, [offsets.length ? offsets : new Int32Array(1), undefined, nullBitmap], [child(0)]);
-    }
-    case 'large_list': {
-      const offsets = typed(BigInt64Array, view.buffers[1]).subarray(O, O + N + 1);
-      return new Data(type, O, N, nullCount, [offsets.length ? offsets : new BigInt64Array(1), undefined, nullBitmap], [child(0)]);
-    }
+      return data({ values: bytes(1), nullBitmap });
+    case 'binary': case 'utf8':
+      return data({ valueOffsets: offsets32, values: bytes(2), nullBitmap });
+    case 'large_binary': case 'large_utf8':
+      return data({ valueOffsets: offsets64, values: bytes(2), nullBitmap });
+    case 'binary_view': case 'utf8_view':
+      return data({
+        values: () => bytes(1)().subarray(O * 16, (O + N) * 16),
+        nullBitmap,
+        variadicBuffers: () => Array.from({ length: (lazy ? view.raw.length : view.buffers.length) - 3 }, (_, k) => buf(2 + k) ?? EMPTY),
+      });
+    case 'list': case 'map':
+      return data({ valueOffsets: offsets32, nullBitmap }, [child(0)]);
+    case 'large_list':
+      return data({ valueOffsets: offsets64, nullBitmap }, [child(0)]);
     case 'fixed_list': {
       const size = (type as FixedSizeList).listSize;
-      return new Data(type, O, N, nullCount, [undefined, undefined, nullBitmap], [child(0).slice(O * size, N * size)]);
+      return data({ nullBitmap }, [sliceIf(child(0), O * size, N * size)]);
     }
     case 'struct':
-      return new Data(type, O, N, nullCount, [undefined, undefined, nullBitmap], view.children.map((_, i) => child(i).slice(O, N)));
+      return data({ nullBitmap }, view.children.map((_, i) => sliceIf(child(i), O, N)));
     case 'union': {
-      const typeIds = typed(Int8Array, view.buffers[0]).subarray(O, O + N);
-      if (t.mode === 'sparse') {
-        return new Data(type, O, N, 0, [undefined, undefined, undefined, typeIds], view.children.map((_, i) => child(i).slice(O, N)));
-      }
-      const offsets = typed(Int32Array, view.buffers[1]).subarray(O, O + N);
-      return new Data(type, O, N, 0, [offsets, undefined, undefined, typeIds], view.children.map((_, i) => child(i)));
+      const typeIds = (): Int8Array => typed(Int8Array, buf(0)).subarray(O, O + N);
+      if (t.mode === 'sparse') return data({ typeIds }, view.children.map((_, i) => sliceIf(child(i), O, N)), undefined, 0);
+      const valueOffsets = (): Int32Array => typed(Int32Array, buf(1)).subarray(O, O + N);
+      return data({ typeIds, valueOffsets }, view.children.map((_, i) => child(i)), undefined, 0);
     }
     case 'list_view': case 'large_list_view':
       if (!opts.expand) throw unsupported(`${path}`, `arrow-js cannot represent "${view.schema.format}"; pass { expand: true } or use the ArrayView`);
@@ -104,10 +175,8 @@ export function viewToData(view: ArrayView, type: DataType, path = 'array', opts
     default: {
       // Fixed-width types: arrow-js slices their values by `stride` elements of `ArrayType`.
       const Ctor = type.ArrayType as TypedArrayCtor;
-      const width = byteWidthOf(view.schema);
-      const stride = width / Ctor.BYTES_PER_ELEMENT;
-      const values = typed(Ctor, view.buffers[1]).subarray(O * stride, (O + N) * stride);
-      return new Data(type, O, N, nullCount, [undefined, values, nullBitmap]);
+      const stride = byteWidthOf(view.schema) / Ctor.BYTES_PER_ELEMENT;
+      return data({ values: () => typed(Ctor, buf(1)).subarray(O * stride, (O + N) * stride), nullBitmap });
     }
   }
 }

@@ -13,6 +13,7 @@
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { callbacks, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { encodePointers, StructWriter } from '../memory/struct.js';
 import type { ArrayView } from './view.js';
 
 interface ArrayRecord {
@@ -69,18 +70,19 @@ export function arrayReleaseCallback(mem: Memory): Ptr {
 /** Writes `view` into the `ArrowArray` at `into` (memory the caller owns). */
 export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   const L = mem.layouts.ArrowArray;
-  const o = L.offsets;
   const ps = mem.target.pointerSize;
   const nb = view.buffers.length;
   const nc = view.children.length;
   const ptrBytes = (k: number): number => Math.ceil((k * ps) / 8) * 8;
   const structs = nc + (view.dictionary ? 1 : 0);
-  const block = mem.alloc(ptrBytes(nb) + ptrBytes(nc) + structs * L.size);
+  const headBytes = ptrBytes(nb) + ptrBytes(nc);
+  const block = mem.alloc(headBytes + structs * L.size);
   const buffersPtr = block;
   const childrenPtr = block + BigInt(ptrBytes(nb));
-  let structPos = childrenPtr + BigInt(ptrBytes(nc));
+  const structsPtr = block + BigInt(headBytes);
   const rec: ArrayRecord = { block, pins: [], pinnedBytes: 0, copies: [], children: [], dictionary: 0n };
   try {
+    const bufferPtrs: Ptr[] = [];
     for (let i = 0; i < nb; i++) {
       const b = view.buffers[i];
       let p: Ptr = 0n;
@@ -99,17 +101,20 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
       } else if (b) {
         p = emptyBuffer(mem);
       }
-      mem.writePtr(buffersPtr + BigInt(i * ps), p);
+      bufferPtrs.push(p);
     }
+    const childPtrs = view.children.map((_, i) => structsPtr + BigInt(i * L.size));
+    // The buffers and children pointer arrays in one copy; the child structs follow, written below.
+    const head = new Uint8Array(headBytes);
+    encodePointers(mem, bufferPtrs, head, 0);
+    encodePointers(mem, childPtrs, head, ptrBytes(nb));
+    mem.copyIn(block, head);
     for (let i = 0; i < nc; i++) {
-      const c = structPos;
-      structPos += BigInt(L.size);
-      mem.writePtr(childrenPtr + BigInt(i * ps), c);
-      writeArrayView(mem, view.children[i]!, c);
-      rec.children.push(c);
+      writeArrayView(mem, view.children[i]!, childPtrs[i]!);
+      rec.children.push(childPtrs[i]!);
     }
     if (view.dictionary) {
-      rec.dictionary = structPos;
+      rec.dictionary = structsPtr + BigInt(nc * L.size);
       writeArrayView(mem, view.dictionary, rec.dictionary);
     }
   } catch (e) {
@@ -122,14 +127,16 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   const id = records.add(rec);
   liveCounters.pinnedBytes += rec.pinnedBytes;
   liveCounters.liveExports++;
-  mem.writeI64(into + BigInt(o.length!), BigInt(view.length));
-  mem.writeI64(into + BigInt(o.null_count!), BigInt(view.nullCount));
-  mem.writeI64(into + BigInt(o.offset!), BigInt(view.offset));
-  mem.writeI64(into + BigInt(o.n_buffers!), BigInt(nb));
-  mem.writeI64(into + BigInt(o.n_children!), BigInt(nc));
-  mem.writePtr(into + BigInt(o.buffers!), nb > 0 ? buffersPtr : 0n);
-  mem.writePtr(into + BigInt(o.children!), nc > 0 ? childrenPtr : 0n);
-  mem.writePtr(into + BigInt(o.dictionary!), rec.dictionary);
-  mem.writePtr(into + BigInt(o.private_data!), BigInt(id));
-  mem.writePtr(into + BigInt(o.release!), arrayReleaseCallback(mem));
+  new StructWriter(L)
+    .i64('length', view.length)
+    .i64('null_count', view.nullCount)
+    .i64('offset', view.offset)
+    .i64('n_buffers', nb)
+    .i64('n_children', nc)
+    .ptr('buffers', nb > 0 ? buffersPtr : 0n)
+    .ptr('children', nc > 0 ? childrenPtr : 0n)
+    .ptr('dictionary', rec.dictionary)
+    .ptr('private_data', BigInt(id))
+    .ptr('release', arrayReleaseCallback(mem))
+    .writeTo(mem, into);
 }

@@ -23,6 +23,7 @@ import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { fixedByteWidth, physicalLayout } from '../schema/format.js';
 import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
+import { readPointers, StructReader } from '../memory/struct.js';
 import { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
 
@@ -33,6 +34,13 @@ const LEVELS: Record<ValidationLevel, number> = { none: 0, minimal: 1, default: 
 export interface ImportContext {
   readonly mem: Memory;
   readonly owner: ImportOwner;
+  /**
+   * The import's keep-alive token: every `ImportedView` refers to it, and
+   * it is registered with the owner once (`ImportOwner.hold`) when the first
+   * lazy buffer is made, so the producer's memory stays while any view can
+   * still be created. The owner must not refer to it.
+   */
+  readonly token: object;
   /** Copy every buffer into JS memory instead of viewing it. */
   readonly copy: boolean;
   readonly level: number;
@@ -60,27 +68,26 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
   const { mem } = ctx;
   if (ptr === 0n) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
-  const o = mem.layouts.ArrowArray.offsets;
-  const at = (f: string): Ptr => ptr + BigInt(o[f]!);
   try {
-    if (mem.readPtr(at('release')) === 0n) {
+    const st = StructReader.read(mem, ptr, mem.layouts.ArrowArray);
+    if (st.ptr('release') === 0n) {
       throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
     }
-    const length = toCount(mem.readI64(at('length')), path, 'length');
-    const offset = toCount(mem.readI64(at('offset')), path, 'offset');
-    const nullCount64 = mem.readI64(at('null_count'));
+    const length = toCount(st.i64('length'), path, 'length');
+    const offset = toCount(st.i64('offset'), path, 'offset');
+    const nullCount64 = st.i64('null_count');
     if (nullCount64 < -1n) throw invalid(`${path}.null_count`, `negative value ${nullCount64}`);
     const nullCount = Number(nullCount64);
     if (nullCount > length) throw invalid(`${path}.null_count`, `${nullCount} is greater than the length ${length}`);
     if (length + offset > Number.MAX_SAFE_INTEGER) throw invalid(path, `offset + length overflows`);
-    const nBuffers = toCount(mem.readI64(at('n_buffers')), path, 'n_buffers');
-    const nChildren = toCount(mem.readI64(at('n_children')), path, 'n_children');
+    const nBuffers = toCount(st.i64('n_buffers'), path, 'n_buffers');
+    const nChildren = toCount(st.i64('n_children'), path, 'n_children');
     // View types take any number of variadic buffers; refuse counts no producer
     // could have allocated before following the pointer array that far.
     if (nBuffers > MAX_BUFFERS) throw invalid(`${path}.n_buffers`, `implausible value ${nBuffers}`);
-    const buffersPtr = mem.readPtr(at('buffers'));
-    const childrenPtr = mem.readPtr(at('children'));
-    const dictPtr = mem.readPtr(at('dictionary'));
+    const buffersPtr = st.ptr('buffers');
+    const childrenPtr = st.ptr('children');
+    const dictPtr = st.ptr('dictionary');
 
     const t = schema.type;
     const phys = physicalLayout(t);
@@ -105,28 +112,47 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
       throw invalid(`${path}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${nullCount}`);
     }
 
-    const ps = BigInt(mem.target.pointerSize);
-    const bufPtr = (i: number): Ptr => mem.readPtr(buffersPtr + BigInt(i) * ps);
+    const pointers = (addr: Ptr, n: number, field: string): Ptr[] => {
+      try {
+        return readPointers(mem, addr, n);
+      } catch (e) {
+        throw prefixPath(e, `${path}.${field}`);
+      }
+    };
+    const bufferPtrs = pointers(buffersPtr, nBuffers, 'buffers');
+    const childPtrs = pointers(childrenPtr, nChildren, 'children');
     const end = offset + length;
 
-    /** The view of buffer `i`, `size` bytes from its start; `align` is the JS element size. */
-    const buffer = (i: number, size: number, align: number, what: string, nullable = false): Uint8Array | null => {
-      const p = bufPtr(i);
+    /**
+     * Buffer `i`, `size` bytes from its start; `align` is the JS element size.
+     * Zero-copy views are made lazily (see LazyBytes); with `copy`, at once.
+     */
+    const buffer = (i: number, size: number, align: number, what: string, nullable = false): Buf => {
+      try {
+        return bufferAt(i, size, align, what, nullable);
+      } catch (e) {
+        throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, `${path}.buffers[${i}]`) : e;
+      }
+    };
+    const bufferAt = (i: number, size: number, align: number, what: string, nullable: boolean): Buf => {
+      const p = bufferPtrs[i]!;
       if (p === 0n) {
         if (size > 0 && !nullable) throw invalid(`${path}.buffers[${i}]`, `NULL ${what} buffer, but ${size} bytes are needed`);
         return null;
       }
       if (size === 0) return new Uint8Array(0);
-      let v = ctx.copy ? mem.copyOut(p, size) : ctx.owner.view(p, size);
-      if (ctx.copy || v.byteOffset % align !== 0) {
-        if (!ctx.copy) v = v.slice();
+      if (ctx.copy) {
         liveCounters.copiedBuffers++;
         liveCounters.copiedBytes += size;
+        return mem.read(p, size);
       }
-      return v;
+      // Refuse an address the memory knows is bad now, not when the view is first read.
+      mem.checkAddress(p, size);
+      if (!ctx.owner.holds(ctx.token)) ctx.owner.hold(ctx.token);
+      return new LazyBytes(ctx.owner, p, size, align);
     };
 
-    const validity = (): Uint8Array | null => {
+    const validity = (): Buf => {
       // CDataInterface.rst: the validity buffer MAY be NULL only if null_count is 0.
       const v = buffer(0, Math.ceil(end / 8), 1, 'validity', true);
       if (v === null && nullCount !== 0 && length > 0) {
@@ -135,45 +161,42 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
       return v;
     };
 
-    const buffers: (Uint8Array | null)[] = [];
-    const readOffsets = (
-      i: number,
-      wide: boolean,
-      what: string,
-    ): { view: Uint8Array | null; first: number; last: number; at: (k: number) => number } => {
+    const buffers: Buf[] = [];
+    const readOffsets = (i: number, wide: boolean, what: string): { view: Buf; first: number; last: number } => {
       const w = wide ? 8 : 4;
       // offset + length + 1 offsets; an empty array may have a NULL offsets buffer, one with elements may not.
       const view = buffer(i, (end + 1) * w, w, what, length === 0);
-      if (!view || view.byteLength === 0) return { view, first: 0, last: 0, at: () => 0 };
-      const dv = new DataView(view.buffer, view.byteOffset, view.byteLength);
-      const get = wide
-        ? (k: number): number => {
-            const v = dv.getBigInt64(k * 8, true);
-            if (v > MAX_SAFE || v < -MAX_SAFE) throw invalid(`${path}.buffers[${i}]`, `offset ${v} at ${k} is out of range`);
-            return Number(v);
-          }
-        : (k: number): number => dv.getInt32(k * 4, true);
-      const first = get(offset);
-      const last = get(end);
+      if (!view || byteLength(view) === 0) return { view, first: 0, last: 0 };
+      /** Offset `k`, from `b` holding offsets from `base` on. */
+      const read = (b: Uint8Array, k: number, base = 0): number => {
+        const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+        if (!wide) return dv.getInt32((k - base) * 4, true);
+        const v = dv.getBigInt64((k - base) * 8, true);
+        if (v > MAX_SAFE || v < -MAX_SAFE) throw invalid(`${path}.buffers[${i}]`, `offset ${v} at ${k} is out of range`);
+        return Number(v);
+      };
+      // Only the first and last offsets size the data: read those two without viewing the buffer.
+      const first = read(readSmall(mem, view, offset * w, w), offset, offset);
+      const last = read(readSmall(mem, view, end * w, w), end, end);
       if (ctx.level >= LEVELS.default) {
         if (first < 0) throw invalid(`${path}.buffers[${i}]`, `first ${what} ${first} is negative`);
         if (last < first) throw invalid(`${path}.buffers[${i}]`, `last ${what} ${last} is less than the first ${first}`);
       }
       if (ctx.level >= LEVELS.full) {
-        let prev = get(offset);
+        const b = bytesOf(view)!;
+        let prev = first;
         for (let k = offset + 1; k <= end; k++) {
-          const cur = get(k);
+          const cur = read(b, k);
           if (cur < prev) throw invalid(`${path}.buffers[${i}]`, `${what}s are not monotone at ${k}: ${cur} after ${prev}`);
           prev = cur;
         }
       }
-      return { view, first, last: Math.max(last, 0), at: get };
+      return { view, first, last: Math.max(last, 0) };
     };
 
     const children: ArrayView[] = [];
     const readChild = (k: number, minLength: number): ArrayView => {
-      const cp = mem.readPtr(childrenPtr + BigInt(k) * ps);
-      const child = readArrayView(ctx, cp, schema.children[k]!, `${path}.children[${k}]`, depth + 1);
+      const child = readArrayView(ctx, childPtrs[k]!, schema.children[k]!, `${path}.children[${k}]`, depth + 1);
       if (ctx.level >= LEVELS.default && child.length < minLength) {
         throw invalid(`${path}.children[${k}].length`, `${child.length} is less than the ${minLength} its parent needs`);
       }
@@ -202,7 +225,8 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
         const sizesView = buffer(nBuffers - 1, nVariadic * 8, 8, 'variadic sizes', nVariadic === 0);
         const sizes: number[] = [];
         if (sizesView && nVariadic > 0) {
-          const dv = new DataView(sizesView.buffer, sizesView.byteOffset, sizesView.byteLength);
+          const sb = readSmall(mem, sizesView, 0, nVariadic * 8);
+          const dv = new DataView(sb.buffer, sb.byteOffset, sb.byteLength);
           for (let k = 0; k < nVariadic; k++) {
             const s = dv.getBigInt64(k * 8, true);
             if (s < 0n || s > MAX_SAFE) throw invalid(`${path}.buffers[${nBuffers - 1}]`, `variadic buffer ${k} has size ${s}`);
@@ -212,7 +236,7 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
         buffers.push(v, views);
         for (let k = 0; k < nVariadic; k++) buffers.push(buffer(2 + k, sizes[k]!, 1, `variadic data ${k}`, sizes[k] === 0));
         buffers.push(sizesView);
-        if (ctx.level >= LEVELS.full && views) checkViews(views, offset, length, sizes, buffers[0] ?? null, nullCount, path);
+        if (ctx.level >= LEVELS.full && views) checkViews(bytesOf(views)!, offset, length, sizes, bytesOf(buffers[0] ?? null), nullCount, path);
         break;
       }
       case 'list': case 'large_list': case 'map': {
@@ -235,9 +259,11 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
             const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
             return w === 8 ? Number(dv.getBigInt64(k * 8, true)) : dv.getInt32(k * 4, true);
           };
+          const ob = bytesOf(offs)!;
+          const sb = bytesOf(sizes)!;
           for (let k = offset; k < end; k++) {
-            const off = get(offs, k);
-            const size = get(sizes, k);
+            const off = get(ob, k);
+            const size = get(sb, k);
             if (off < 0 || size < 0 || off + size > child.length) {
               throw invalid(`${path}.buffers[1]`, `list view ${k} (offset ${off}, size ${size}) is outside the child of length ${child.length}`);
             }
@@ -256,7 +282,7 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
       case 'union': {
         const typeIds = buffer(0, end, 1, 'type ids');
         buffers.push(typeIds);
-        let offs: Uint8Array | null = null;
+        let offs: Buf = null;
         if (t.mode === 'dense') {
           offs = buffer(1, end * 4, 4, 'offsets');
           buffers.push(offs);
@@ -264,9 +290,11 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
         for (let k = 0; k < nChildren; k++) children.push(readChild(k, t.mode === 'sparse' ? end : 0));
         if (ctx.level >= LEVELS.full && typeIds) {
           const index = new Map(t.typeIds.map((id, k) => [id, k]));
-          const dv = offs ? new DataView(offs.buffer, offs.byteOffset, offs.byteLength) : null;
+          const ob = bytesOf(offs);
+          const dv = ob ? new DataView(ob.buffer, ob.byteOffset, ob.byteLength) : null;
+          const tb = bytesOf(typeIds)!;
           for (let k = offset; k < end; k++) {
-            const id = (typeIds[k]! << 24) >> 24;
+            const id = (tb[k]! << 24) >> 24;
             const c = index.get(id);
             if (c === undefined) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${t.typeIds.join(',')})`);
             if (dv) {
@@ -299,12 +327,103 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
     let dictionary: ArrayView | null = null;
     if (schema.dictionary) {
       dictionary = readArrayView(ctx, dictPtr, schema.dictionary, `${path}.dictionary`, depth + 1);
-      if (ctx.level >= LEVELS.full) checkIndices(buffers[1] ?? null, t, offset, length, dictionary.length, buffers[0] ?? null, nullCount, path);
+      if (ctx.level >= LEVELS.full) {
+        checkIndices(bytesOf(buffers[1] ?? null), t, offset, length, dictionary.length, bytesOf(buffers[0] ?? null), nullCount, path);
+      }
     }
-    return { schema, length, offset, nullCount, buffers, children, dictionary };
+    return new ImportedView(schema, length, offset, nullCount, buffers, children, dictionary, ctx.token);
   } catch (e) {
     if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, path);
     throw e;
+  }
+}
+
+/**
+ * A producer buffer not viewed yet. Creating a view (an external
+ * ArrayBuffer) makes V8 count its bytes as external memory and collect
+ * garbage in proportion, so views are made on first access: importing costs
+ * O(number of buffers), and only the buffers a program reads are viewed.
+ */
+export class LazyBytes {
+  private cached: Uint8Array | undefined;
+
+  constructor(
+    private readonly owner: ImportOwner,
+    readonly addr: Ptr,
+    readonly size: number,
+    /** The element size the JS view must be aligned to; a misaligned buffer is copied (and counted). */
+    readonly align: number,
+  ) {}
+
+  get materialized(): boolean {
+    return this.cached !== undefined;
+  }
+
+  get(): Uint8Array {
+    if (!this.cached) {
+      let v = this.owner.view(this.addr, this.size);
+      if (v.byteOffset % this.align !== 0) {
+        v = v.slice();
+        liveCounters.copiedBuffers++;
+        liveCounters.copiedBytes += this.size;
+      }
+      this.cached = v;
+    }
+    return this.cached;
+  }
+}
+
+/** A buffer during import: absent, bytes, or not viewed yet. */
+export type Buf = Uint8Array | LazyBytes | null;
+
+export function bytesOf(b: Buf): Uint8Array | null {
+  return b instanceof LazyBytes ? b.get() : b;
+}
+
+function byteLength(b: Uint8Array | LazyBytes): number {
+  return b instanceof LazyBytes ? b.size : b.byteLength;
+}
+
+/** `n` bytes at `at` of a buffer, copied (from the view if there is one, else straight from memory). */
+function readSmall(mem: Memory, b: Uint8Array | LazyBytes, at: number, n: number): Uint8Array {
+  if (b instanceof LazyBytes && !b.materialized) return mem.read(b.addr + BigInt(at), n);
+  return bytesOf(b)!.subarray(at, at + n);
+}
+
+/**
+ * The `ArrayView` of an import. Its buffers are viewed when `buffers` is
+ * first read (all of this node's at once); arrow-js conversion reads `raw`
+ * instead, one buffer at a time, on first access (see viewToData).
+ */
+export class ImportedView implements ArrayView {
+  private cached: (Uint8Array | null)[] | undefined;
+
+  constructor(
+    readonly schema: SchemaNode,
+    readonly length: number,
+    readonly offset: number,
+    readonly nullCount: number,
+    readonly raw: readonly Buf[],
+    readonly children: readonly ArrayView[],
+    readonly dictionary: ArrayView | null,
+    /** Keeps the producer's memory alive while this view is reachable (see ImportContext.token). */
+    readonly token: object,
+  ) {}
+
+  get buffers(): readonly (Uint8Array | null)[] {
+    this.cached ??= this.raw.map(bytesOf);
+    return this.cached;
+  }
+
+  /** Buffer `i`, viewed now if it was not. */
+  buffer(i: number): Uint8Array | null {
+    return bytesOf(this.raw[i] ?? null);
+  }
+
+  /** Whether buffer `i` is present and not empty, without viewing it. */
+  present(i: number): boolean {
+    const b = this.raw[i];
+    return b instanceof LazyBytes ? true : (b?.byteLength ?? 0) > 0;
   }
 }
 

@@ -35,7 +35,7 @@ export class ImportOwner {
   static move(mem: Memory, src: Ptr, struct: OwnedStruct = 'ArrowArray'): ImportOwner {
     const size = mem.layouts[struct].size;
     const ptr = mem.alloc(size);
-    mem.copyIn(ptr, mem.view(src, size));
+    mem.copyIn(ptr, mem.read(src, size));
     // Mark the source released: its release is now ours to call.
     mem.writePtr(src + BigInt(mem.layouts.ArrowArray.offsets.release!), 0n);
     return new ImportOwner(mem, ptr);
@@ -50,6 +50,23 @@ export class ImportOwner {
     }
     return v;
   }
+
+  /**
+   * Keeps the producer's memory alive while `holder` is reachable: an object
+   * that can still create views (the lazy buffers of an ArrayView).
+   */
+  hold(holder: object): void {
+    this.live++;
+    this.holders.add(holder);
+    registry.register(holder, this);
+  }
+
+  /** Whether `holder` is already held (a WeakSet: the owner must not keep it alive). */
+  holds(holder: object): boolean {
+    return this.holders.has(holder);
+  }
+
+  private readonly holders = new WeakSet<object>();
 
   /** Called by the FinalizationRegistry. */
   viewCollected(): void {

@@ -64,6 +64,9 @@ export interface Memory {
   /** A NUL-terminated UTF-8 string; throws a typed error on invalid UTF-8. */
   readCString(addr: Ptr, maxBytes?: number): string;
 
+  /** Throws the typed error a read of `byteLength` bytes at `addr` would, without reading. */
+  checkAddress(addr: Ptr, byteLength: number): void;
+
   /**
    * A zero-copy view of `byteLength` bytes at `addr`. The view is only valid
    * while the memory behind it is; keeping it valid is the caller's job (the
@@ -73,6 +76,8 @@ export interface Memory {
   view(addr: Ptr, byteLength: number): Uint8Array;
   /** Copies `byteLength` bytes at `addr` into a new JS-owned array. */
   copyOut(addr: Ptr, byteLength: number): Uint8Array;
+  /** Copies `byteLength` bytes at `addr` into `into` (or a new array) and returns it. */
+  read(addr: Ptr, byteLength: number, into?: Uint8Array): Uint8Array;
   /** Copies `bytes` to `addr`. */
   copyIn(addr: Ptr, bytes: Uint8Array): void;
 

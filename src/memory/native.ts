@@ -68,13 +68,18 @@ class NativeMemory implements Memory {
   readonly name = 'native';
   private readonly k: Koffi;
   private readonly protos = new Map<string, KoffiType>();
-  private strnlen: ((p: bigint, n: number) => number) | undefined;
+  private readonly libc: LibC;
 
   constructor() {
     this.k = koffi();
     if (this.k.sizeof('void *') !== 8) {
       throw new ArrowDeviceError('unsupported', '', `32-bit native targets are not supported (sizeof(void*) = ${this.k.sizeof('void *')})`);
     }
+    this.libc = loadLibC(this.k);
+  }
+
+  checkAddress(addr: Ptr, byteLength: number): void {
+    this.check(addr, byteLength);
   }
 
   private check(addr: Ptr, size: number): Ptr {
@@ -117,16 +122,12 @@ class NativeMemory implements Memory {
 
   readCStringBytes(addr: Ptr, maxBytes = 1 << 20): Uint8Array {
     this.check(addr, 1);
-    if (!this.strnlen) {
-      // strnlen from the C library already in the process: bounded, unlike strlen.
-      const self = this.k.load(null);
-      this.strnlen = self.func('size_t strnlen(uintptr_t s, size_t maxlen)') as unknown as (p: bigint, n: number) => number;
-    }
-    const n = Number(this.strnlen(addr, maxBytes + 1));
+    // strnlen is bounded, unlike strlen: an unterminated string cannot run us off a page.
+    const n = Number(this.libc.strnlen(addr, maxBytes + 1));
     if (n > maxBytes) {
       throw new ArrowDeviceError('invalid', '', `string at 0x${addr.toString(16)} has no NUL terminator within ${maxBytes} bytes`);
     }
-    return this.view(addr, n);
+    return this.read(addr, n);
   }
 
   readCString(addr: Ptr, maxBytes?: number): string {
@@ -148,25 +149,33 @@ class NativeMemory implements Memory {
   }
 
   copyOut(addr: Ptr, byteLength: number): Uint8Array {
-    return this.view(addr, byteLength).slice();
+    return this.read(addr, byteLength);
+  }
+
+  read(addr: Ptr, byteLength: number, into?: Uint8Array): Uint8Array {
+    const out = into ?? new Uint8Array(byteLength);
+    if (byteLength === 0) return out;
+    if (out.byteLength < byteLength) throw new ArrowDeviceError('memory', '', `read of ${byteLength} bytes into ${out.byteLength}`);
+    // One memcpy into JS memory: no external ArrayBuffer (which V8 counts as
+    // external memory and answers with garbage collections), no per-field FFI calls.
+    this.libc.memcpyOut(out, this.check(addr, byteLength), byteLength);
+    return out;
   }
 
   copyIn(addr: Ptr, bytes: Uint8Array): void {
     if (bytes.byteLength === 0) return;
-    this.view(addr, bytes.byteLength).set(bytes);
+    this.libc.memcpyIn(this.check(addr, bytes.byteLength), bytes, bytes.byteLength);
   }
 
   alloc(size: number): Ptr {
-    const n = Math.max(1, size);
-    const p = BigInt(this.k.alloc('uint8_t', n) as bigint | number);
-    if (p === 0n) throw new ArrowDeviceError('nomem', '', `allocation of ${size} bytes failed`);
-    this.view(p, n).fill(0);
-    return p;
+    const p = this.libc.calloc(1, Math.max(1, size));
+    if (p === null || p === 0n) throw new ArrowDeviceError('nomem', '', `allocation of ${size} bytes failed`);
+    return BigInt(p);
   }
 
   free(addr: Ptr): void {
     if (addr === 0n) return;
-    this.k.free(addr);
+    this.libc.free(addr);
   }
 
   addressOf(bytes: ArrayBufferView): Ptr | undefined {
@@ -204,6 +213,35 @@ class NativeMemory implements Memory {
     if (sig.result === 'pointer' || sig.result === 'int64') return BigInt(r ?? 0);
     return r as number;
   }
+}
+
+interface LibC {
+  calloc(n: number, size: number): bigint | null;
+  free(p: bigint): void;
+  memcpyIn(dst: bigint, src: Uint8Array, n: number): unknown;
+  memcpyOut(dst: Uint8Array, src: bigint, n: number): unknown;
+  strnlen(s: bigint, max: number): number | bigint;
+}
+
+/**
+ * The C library functions we need, from the process's own symbols (the C
+ * library is always loaded in Node). memcpy with a JS typed array on one side
+ * copies without creating an external ArrayBuffer.
+ */
+function loadLibC(k: Koffi): LibC {
+  let self: ReturnType<Koffi['load']>;
+  try {
+    self = k.load(null);
+  } catch (cause) {
+    throw new ArrowDeviceError('unsupported', '', `cannot load the C library's symbols from the process: ${String(cause)}`, { cause });
+  }
+  return {
+    calloc: self.func('void *calloc(size_t n, size_t size)') as LibC['calloc'],
+    free: self.func('void free(uintptr_t p)') as LibC['free'],
+    memcpyIn: self.func('void *memcpy(uintptr_t dst, const uint8_t *src, size_t n)') as LibC['memcpyIn'],
+    memcpyOut: self.func('void *memcpy(uint8_t *dst, uintptr_t src, size_t n)') as LibC['memcpyOut'],
+    strnlen: self.func('size_t strnlen(uintptr_t s, size_t maxlen)') as LibC['strnlen'],
+  };
 }
 
 let native: NativeMemory | undefined;

@@ -14,6 +14,7 @@ import { Flag } from '../abi/constants.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { callbacks, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { encodePointers, StructWriter } from '../memory/struct.js';
 import { typeInfoOf } from './arrowjs.js';
 import { formatOf } from './format.js';
 import { encodeMetadata } from './metadata.js';
@@ -56,7 +57,6 @@ function releaseCallback(mem: Memory): Ptr {
 /** Writes `node` into the `ArrowSchema` at `into` (memory the caller owns). */
 export function writeSchemaNode(mem: Memory, node: SchemaNode, into: Ptr): void {
   const L = mem.layouts.ArrowSchema;
-  const o = L.offsets;
   const ps = mem.target.pointerSize;
   const n = node.children.length;
   const format = encoder.encode(node.format + '\0');
@@ -64,55 +64,49 @@ export function writeSchemaNode(mem: Memory, node: SchemaNode, into: Ptr): void 
   const metadata = encodeMetadata(node.metadata);
   const structs = n + (node.dictionary ? 1 : 0);
   const ptrsBytes = Math.ceil((n * ps) / 8) * 8;
+  const structsBytes = structs * L.size;
   const mdBytes = metadata ? Math.ceil(metadata.length / 8) * 8 : 0;
-  const size = ptrsBytes + structs * L.size + mdBytes + format.length + (name?.length ?? 0);
+  const tailStart = ptrsBytes + structsBytes;
+  const size = tailStart + mdBytes + format.length + (name?.length ?? 0);
   const block = mem.alloc(size);
-  let pos = block + BigInt(ptrsBytes);
-  const children: Ptr[] = [];
-  let dictionary: Ptr = 0n;
+  const childPtrs = node.children.map((_, i) => block + BigInt(ptrsBytes + i * L.size));
+  const dictionary: Ptr = node.dictionary ? block + BigInt(ptrsBytes + n * L.size) : 0n;
+  // Pointer array, metadata and strings in one copy; the child structs between them are written below.
+  const head = new Uint8Array(ptrsBytes);
+  encodePointers(mem, childPtrs, head);
+  const tail = new Uint8Array(size - tailStart);
+  if (metadata) tail.set(metadata, 0);
+  tail.set(format, mdBytes);
+  if (name) tail.set(name, mdBytes + format.length);
+  mem.copyIn(block, head);
+  mem.copyIn(block + BigInt(tailStart), tail);
+  const mdPtr: Ptr = metadata ? block + BigInt(tailStart) : 0n;
+  const formatPtr = block + BigInt(tailStart + mdBytes);
+  const namePtr: Ptr = name ? formatPtr + BigInt(format.length) : 0n;
+  const written: Ptr[] = [];
   try {
     for (let i = 0; i < n; i++) {
-      const c = pos;
-      pos += BigInt(L.size);
-      mem.writePtr(block + BigInt(i * ps), c);
-      writeSchemaNode(mem, node.children[i]!, c);
-      children.push(c);
+      writeSchemaNode(mem, node.children[i]!, childPtrs[i]!);
+      written.push(childPtrs[i]!);
     }
-    if (node.dictionary) {
-      dictionary = pos;
-      pos += BigInt(L.size);
-      writeSchemaNode(mem, node.dictionary, dictionary);
-    }
+    if (node.dictionary) writeSchemaNode(mem, node.dictionary, dictionary);
   } catch (e) {
-    for (const c of children) releaseIfLive(mem, c);
-    if (dictionary !== 0n) releaseIfLive(mem, dictionary);
+    for (const c of written) releaseIfLive(mem, c);
     mem.free(block);
     throw e;
   }
-  let mdPtr: Ptr = 0n;
-  if (metadata) {
-    mdPtr = pos;
-    mem.copyIn(pos, metadata);
-    pos += BigInt(mdBytes);
-  }
-  const formatPtr = pos;
-  mem.copyIn(pos, format);
-  pos += BigInt(format.length);
-  let namePtr: Ptr = 0n;
-  if (name) {
-    namePtr = pos;
-    mem.copyIn(pos, name);
-  }
-  const id = records.add({ mem, block, children, dictionary });
-  mem.writePtr(into + BigInt(o.format!), formatPtr);
-  mem.writePtr(into + BigInt(o.name!), namePtr);
-  mem.writePtr(into + BigInt(o.metadata!), mdPtr);
-  mem.writeI64(into + BigInt(o.flags!), BigInt(node.flags));
-  mem.writeI64(into + BigInt(o.n_children!), BigInt(n));
-  mem.writePtr(into + BigInt(o.children!), n > 0 ? block : 0n);
-  mem.writePtr(into + BigInt(o.dictionary!), dictionary);
-  mem.writePtr(into + BigInt(o.private_data!), BigInt(id));
-  mem.writePtr(into + BigInt(o.release!), releaseCallback(mem));
+  const id = records.add({ mem, block, children: childPtrs, dictionary });
+  new StructWriter(L)
+    .ptr('format', formatPtr)
+    .ptr('name', namePtr)
+    .ptr('metadata', mdPtr)
+    .i64('flags', node.flags)
+    .i64('n_children', n)
+    .ptr('children', n > 0 ? block : 0n)
+    .ptr('dictionary', dictionary)
+    .ptr('private_data', BigInt(id))
+    .ptr('release', releaseCallback(mem))
+    .writeTo(mem, into);
   liveCounters.liveExports++;
 }
 

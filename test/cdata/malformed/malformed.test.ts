@@ -682,14 +682,14 @@ const arrayCases: ArrayCase[] = [
     fn: 'importArrayView',
     schema: S('i'),
     array: patch(i32(1), { buffersPtr: 0x20n }),
-    expect: err('memory', /^array: invalid address 0x20 \(8 bytes\)$/),
+    expect: err('memory', /^array\.buffers: invalid address 0x20 \(16 bytes\)$/),
   },
   {
     name: 'rejects a values buffer at an invalid address',
     fn: 'importArrayView',
     schema: S('i'),
     array: withBuffer(i32(1, 2, 3), 1, 0x30n),
-    expect: err('memory', /^array: invalid address 0x30 \(12 bytes\)$/),
+    expect: err('memory', /^array\.buffers\[1\]: invalid address 0x30 \(12 bytes\)$/),
   },
   // NULL buffers the layout needs.
   {
