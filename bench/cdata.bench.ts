@@ -11,6 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { Int64, RecordBatch, Table, tableFromIPC, tableToIPC, Utf8, vectorFromArray, type Vector } from 'apache-arrow';
 import { accounting, exportRecordBatch, freeArrowArray, freeArrowSchema, importRecordBatch, importSchema } from '../src/index.js';
+import { collectUntil } from '../test/helpers/gc.js';
 
 const args = process.argv.slice(2);
 const jsonOut = args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined;
