@@ -3,12 +3,12 @@
  * with zero-copy views of the producer's buffers.
  *
  * Validation levels (after nanoarrow), each documented by its cost:
- * - `none`: read what is needed to size the buffers, check nothing else.
- *   For producers you trust completely.
  * - `minimal`: what the struct says about itself, O(number of buffers):
  *   counts of buffers and children against the type, negative or
  *   inconsistent lengths, offsets and null counts, NULL buffers the type
  *   needs, released children, a dictionary where the schema has none.
+ *   These checks are what keeps an import from reading out of bounds, so
+ *   they always run: `none` is accepted as an alias of `minimal`.
  * - `default` (the default): minimal, plus the values that size buffers are
  *   sane, still O(number of buffers): first and last offsets in order and not
  *   negative, children long enough for what their parent's last offset says,
@@ -16,7 +16,11 @@
  * - `full`: default, plus O(length) checks of the contents: every offset
  *   monotone and inside its buffer, union type ids declared by the type,
  *   dense union offsets inside their child, run ends increasing and covering
- *   the array, view types' views inside their data buffers.
+ *   the array, view types' views inside their data buffers, dictionary
+ *   indices inside the dictionary.
+ *
+ * Buffers are not viewed here: each becomes a `LazyBytes`, viewed on first
+ * read (full validation reads, and so views, what it checks).
  */
 import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
