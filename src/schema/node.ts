@@ -8,6 +8,7 @@ import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { parseFormat, type TypeInfo } from './format.js';
 import { readMetadata, type Metadata } from './metadata.js';
+import { readPointers, StructReader } from '../memory/struct.js';
 
 export interface SchemaNode {
   readonly format: string;
@@ -71,12 +72,20 @@ function checkNode(node: SchemaNode, path: string): void {
 export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', depth = 0): SchemaNode {
   if (ptr === 0n) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
-  const o = mem.layouts.ArrowSchema.offsets;
   try {
-    if (mem.readPtr(ptr + BigInt(o.release!)) === 0n) {
+    // Every field first, in one copy (the reader's scratch is reused by the reads below).
+    const st = StructReader.read(mem, ptr, mem.layouts.ArrowSchema);
+    const release = st.ptr('release');
+    const formatPtr = st.ptr('format');
+    const namePtr = st.ptr('name');
+    const metadataPtr = st.ptr('metadata');
+    const flags64 = st.i64('flags');
+    const n64 = st.i64('n_children');
+    const childrenPtr = st.ptr('children');
+    const dictPtr = st.ptr('dictionary');
+    if (release === 0n) {
       throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
     }
-    const formatPtr = mem.readPtr(ptr + BigInt(o.format!));
     if (formatPtr === 0n) throw invalid(`${path}.format`, 'NULL pointer');
     let format: string;
     try {
@@ -85,7 +94,6 @@ export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', depth = 0
       throw prefixPath(e, `${path}.format`);
     }
     const type = parseFormat(format, `${path}.format`);
-    const namePtr = mem.readPtr(ptr + BigInt(o.name!));
     let name: string | null = null;
     if (namePtr !== 0n) {
       try {
@@ -94,24 +102,22 @@ export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', depth = 0
         throw prefixPath(e, `${path}.name`);
       }
     }
-    const metadata = readMetadata(mem, mem.readPtr(ptr + BigInt(o.metadata!)), `${path}.metadata`);
-    const flags64 = mem.readI64(ptr + BigInt(o.flags!));
+    const metadata = readMetadata(mem, metadataPtr, `${path}.metadata`);
     if (flags64 < 0n || (flags64 & ~BigInt(ALL_FLAGS)) !== 0n) {
       throw invalid(`${path}.flags`, `unknown flag bits 0x${BigInt.asUintN(64, flags64).toString(16)}`);
     }
     const flags = Number(flags64);
-    const n64 = mem.readI64(ptr + BigInt(o.n_children!));
     if (n64 < 0n) throw invalid(`${path}.n_children`, `negative value ${n64}`);
     if (n64 > 1_000_000n) throw invalid(`${path}.n_children`, `implausible value ${n64}`);
     const n = Number(n64);
-    const childrenPtr = mem.readPtr(ptr + BigInt(o.children!));
     if (n > 0 && childrenPtr === 0n) throw invalid(`${path}.children`, `NULL pointer with n_children = ${n}`);
-    const children: SchemaNode[] = [];
-    for (let i = 0; i < n; i++) {
-      const cp = mem.readPtr(childrenPtr + BigInt(i * mem.target.pointerSize));
-      children.push(readSchemaNode(mem, cp, `${path}.children[${i}]`, depth + 1));
+    let childPtrs: Ptr[];
+    try {
+      childPtrs = readPointers(mem, childrenPtr, n);
+    } catch (e) {
+      throw prefixPath(e, `${path}.children`);
     }
-    const dictPtr = mem.readPtr(ptr + BigInt(o.dictionary!));
+    const children = childPtrs.map((cp, i) => readSchemaNode(mem, cp, `${path}.children[${i}]`, depth + 1));
     const dictionary = dictPtr === 0n ? null : readSchemaNode(mem, dictPtr, `${path}.dictionary`, depth + 1);
     const node: SchemaNode = { format, type, name, metadata, flags, children, dictionary };
     checkNode(node, path);
