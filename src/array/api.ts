@@ -157,7 +157,34 @@ export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayI
   const node = consumeOnFailure(ptr, opts, () => schemaNodeOf(schema, opts));
   const { view, owner } = importView(ptr, node, opts);
   owner.done();
-  return view;
+  return owned(view, [owner]);
+}
+
+/** The owners of each object an import returned, for `disposeImport`. */
+const owners = new WeakMap<object, ImportOwner[]>();
+
+function owned<T extends object>(x: T, by: ImportOwner[]): T {
+  owners.set(x, by);
+  return x;
+}
+
+/**
+ * Releases the producer's memory behind an import now, if that is safe:
+ * `x` is an object an import function returned (`Data`, `Vector`,
+ * `RecordBatch`, `Table`, `ArrayView`). Refused (an `ArrowDeviceError`)
+ * while any zero-copy view of that memory may still be reachable; buffers
+ * not viewed yet can no longer be read afterwards (reading throws). Imports
+ * made with `copy` are released already.
+ *
+ * @example
+ * const batch = importRecordBatch(arrayPtr, schema);
+ * console.log(batch.numRows);   // no buffer read: nothing viewed
+ * disposeImport(batch);         // the producer's release runs now
+ */
+export function disposeImport(x: object): void {
+  const by = owners.get(x);
+  if (!by) throw invalid('disposeImport', 'not an object returned by an import of this library');
+  for (const o of by) o.dispose();
 }
 
 /**
@@ -175,7 +202,7 @@ export function importData(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImport
     return { node, type };
   });
   const { view, owner } = importView(ptr, node, opts);
-  return finish(owner, () => viewToData(view, type, 'array', opts));
+  return owned(finish(owner, () => viewToData(view, type, 'array', opts)), [owner]);
 }
 
 /**
@@ -207,7 +234,8 @@ function consumeOnFailure<T>(ptr: Ptr, opts: ArrayImportOptions, fn: () => T): T
 
 /** Imports an `ArrowArray` as an arrow-js `Vector`. */
 export function importVector(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): Vector {
-  return new Vector([importData(ptr, schema, opts)]);
+  const data = importData(ptr, schema, opts);
+  return owned(new Vector([data]), owners.get(data)!);
 }
 
 function schemaOf(schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions): { node: SchemaNode; arrow: Schema } {
@@ -218,7 +246,8 @@ function schemaOf(schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions): 
 
 function batchFrom(ptr: Ptr, node: SchemaNode, arrow: Schema, opts: ArrayImportOptions, path: string): RecordBatch {
   const { view, owner } = importView(ptr, node, opts, path);
-  return finish(owner, () => new RecordBatch(arrow, viewToData(view, new Struct(arrow.fields), path, opts) as Data<Struct>));
+  const batch = finish(owner, () => new RecordBatch(arrow, viewToData(view, new Struct(arrow.fields), path, opts) as Data<Struct>));
+  return owned(batch, [owner]);
 }
 
 /**
@@ -258,7 +287,8 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
   }
   // With repeated field names arrow-js rejects new Table(schema, batches) (its schema comparison
   // goes by name), so a table of batches takes its schema from them.
-  return batches.length > 0 ? new Table(batches) : new Table(arrow);
+  const table = batches.length > 0 ? new Table(batches) : new Table(arrow);
+  return owned(table, batches.flatMap((b) => owners.get(b)!));
 }
 
 /**

@@ -365,6 +365,7 @@ export class LazyBytes {
 
   get(): Uint8Array {
     if (!this.cached) {
+      // Throws a typed error once the import was disposed (ImportOwner.dispose).
       let v = this.owner.view(this.addr, this.size);
       if (v.byteOffset % this.align !== 0) {
         v = v.slice();

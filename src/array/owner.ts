@@ -11,14 +11,19 @@
  */
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
+import { ArrowDeviceError } from '../errors.js';
 
-const registry = new FinalizationRegistry<ImportOwner>((owner) => owner.viewCollected());
+const viewRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.viewCollected());
+const holderRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.holderCollected());
 
 /** The layout name of the struct an owner holds: the release callback is at the same place in both. */
 export type OwnedStruct = 'ArrowArray' | 'ArrowDeviceArray';
 
 export class ImportOwner {
-  private live = 0;
+  /** Zero-copy views made and not collected yet. */
+  private views = 0;
+  /** Objects that can still make views (see `hold`) and are not collected yet. */
+  private holdersLive = 0;
   private released = false;
   /** Set while the import is being built, so views collected early do not release it. */
   private building = true;
@@ -43,10 +48,13 @@ export class ImportOwner {
 
   /** A zero-copy view of producer memory that keeps the producer's data alive. */
   view(addr: Ptr, byteLength: number): Uint8Array {
+    if (this.released) {
+      throw new ArrowDeviceError('released', '', 'the import was disposed: its buffers can no longer be read');
+    }
     const v = this.mem.view(addr, byteLength);
     if (byteLength > 0) {
-      this.live++;
-      registry.register(v.buffer, this);
+      this.views++;
+      viewRegistry.register(v.buffer, this);
     }
     return v;
   }
@@ -56,9 +64,9 @@ export class ImportOwner {
    * that can still create views (the lazy buffers of an ArrayView).
    */
   hold(holder: object): void {
-    this.live++;
+    this.holdersLive++;
     this.holders.add(holder);
-    registry.register(holder, this);
+    holderRegistry.register(holder, this);
   }
 
   /** Whether `holder` is already held (a WeakSet: the owner must not keep it alive). */
@@ -70,17 +78,46 @@ export class ImportOwner {
 
   /** Called by the FinalizationRegistry. */
   viewCollected(): void {
-    this.live--;
-    if (this.live === 0 && !this.building) this.release();
+    this.views--;
+    this.releaseIfUnreachable();
+  }
+
+  /** Called by the FinalizationRegistry. */
+  holderCollected(): void {
+    this.holdersLive--;
+    this.releaseIfUnreachable();
+  }
+
+  private releaseIfUnreachable(): void {
+    if (this.views === 0 && this.holdersLive === 0 && !this.building) this.release();
   }
 
   /**
-   * Marks the import complete. Without live views (an empty array, or a
-   * copy), the producer is released at once.
+   * Marks the import complete. Without live views or holders (an empty
+   * array, or a copy), the producer is released at once.
    */
   done(): void {
     this.building = false;
-    if (this.live === 0) this.release();
+    this.releaseIfUnreachable();
+  }
+
+  /**
+   * Explicit early release, safe: refused while any zero-copy view of the
+   * producer's memory may still be reachable (JS cannot detach a view of
+   * foreign memory, so releasing then would leave it reading freed memory).
+   * Buffers never viewed cannot be viewed afterwards: reading them throws.
+   */
+  dispose(): void {
+    if (this.released) return;
+    if (this.views > 0) {
+      throw new ArrowDeviceError(
+        'invalid',
+        '',
+        `${this.views} zero-copy view${this.views === 1 ? '' : 's'} of this import may still be reachable: ` +
+          'drop them and let garbage collection run, or import with { copy: true }',
+      );
+    }
+    this.release();
   }
 
   get isReleased(): boolean {

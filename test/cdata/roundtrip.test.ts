@@ -12,7 +12,7 @@ import {
 } from 'apache-arrow';
 import {
   accounting, dataToView, exportArray, exportSchema, exportTable, freeArrowArray, freeArrowSchema, importData,
-  importRecordBatch, importTable, importArrayView,
+  importRecordBatch, importTable, importArrayView, importVector, disposeImport, ArrowDeviceError,
 } from '../../src/index.js';
 import { columnValues, diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
@@ -68,6 +68,40 @@ describe('ownership', () => {
     })();
     await settle();
     assert.equal(accounting().releasedImports, before + 1);
+  });
+
+  test('disposeImport releases at once when nothing was viewed, and reading afterwards throws', () => {
+    const before = accounting();
+    const t = tableFromArrays({ x: Int32Array.from([1, 2, 3]), s: ['a', 'b', 'c'] });
+    const arr = exportArray(t.batches[0]!);
+    const batch = importRecordBatch(arr, t.schema);
+    freeArrowArray(arr);
+    assert.equal(batch.numRows, 3, 'the row count needs no buffer');
+    disposeImport(batch);
+    assert.equal(accounting().liveImports, before.liveImports);
+    assert.equal(accounting().releasedImports, before.releasedImports + 1);
+    assert.equal(accounting().liveExports, before.liveExports, 'our exporter saw the release');
+    assert.throws(() => batch.getChildAt(0)!.get(0), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'released');
+    disposeImport(batch); // a second dispose does nothing
+    assert.equal(accounting().releasedImports, before.releasedImports + 1);
+  });
+
+  test('disposeImport refuses while a zero-copy view may be reachable', async () => {
+    const released = accounting().releasedImports;
+    (() => {
+      const v = vectorFromArray([1, 2, 3], new Int32());
+      const arr = exportArray(v);
+      const imported = importVector(arr, new Int32());
+      freeArrowArray(arr);
+      assert.equal(imported.get(1), 2, 'reading views the buffer');
+      assert.throws(
+        () => disposeImport(imported),
+        /zero-copy view of this import may still be reachable: drop them and let garbage collection run, or import with \{ copy: true \}/,
+      );
+      assert.throws(() => disposeImport(v), /not an object returned by an import/);
+    })();
+    await settle();
+    assert.equal(accounting().releasedImports, released + 1, 'released once, by the garbage collector');
   });
 
   test('the copy option releases the producer at once', () => {

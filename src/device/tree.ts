@@ -1,0 +1,295 @@
+/**
+ * The `ArrowArray` tree of a device array, read without touching a single
+ * buffer byte: only the structs (which the spec puts in CPU memory) are read.
+ *
+ * Each buffer's size is known from the struct alone, except where it
+ * depends on values that live on the device: the data buffer of
+ * binary/utf8 (its size is the last offset), view types' variadic data
+ * buffers (their sizes are in the variadic sizes buffer), and the last
+ * offset of lists, which the child must be long enough for. Those reads are
+ * collected as `Fetch`es while the tree is read, and `resolveSizes` does
+ * them all in one batch (one synchronisation), after nanoarrow's device
+ * layer. Nothing here depends on another fetch, so one batch always suffices.
+ *
+ * Validation: the `minimal` checks of src/array/import.ts (counts of
+ * buffers and children against the type, lengths, offsets, null counts,
+ * NULL buffers the type needs, dictionaries), plus, once the fetch is done,
+ * the `default` level's checks of the fetched values (last offsets not
+ * negative, children long enough, variadic sizes not negative).
+ */
+import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
+import type { Memory, Ptr } from '../memory/memory.js';
+import { readPointers, StructReader } from '../memory/struct.js';
+import { fixedByteWidth, physicalLayout } from '../schema/format.js';
+import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
+import type { ArrayView } from '../array/view.js';
+
+/** One buffer of a device array. */
+export interface DeviceBuffer {
+  /** The address on the device; `0n` for a NULL buffer. */
+  readonly address: Ptr;
+  /**
+   * Bytes from `address` to the end of what the array uses (its `offset`
+   * included); `undefined` while it depends on values on the device that
+   * have not been fetched yet (see `DeviceArray.resolveBufferSizes`).
+   */
+  readonly size: number | undefined;
+}
+
+/** A node of a device array: what its structs say, with buffers as device addresses. */
+export interface DeviceArrayNode {
+  readonly schema: SchemaNode;
+  readonly length: number;
+  readonly offset: number;
+  /** -1 when the producer did not compute it. */
+  readonly nullCount: number;
+  readonly buffers: readonly DeviceBuffer[];
+  readonly children: readonly DeviceArrayNode[];
+  readonly dictionary: DeviceArrayNode | null;
+}
+
+export class DeviceNode implements DeviceArrayNode {
+  constructor(
+    readonly schema: SchemaNode,
+    readonly length: number,
+    readonly offset: number,
+    readonly nullCount: number,
+    readonly buffers: { address: Ptr; size: number | undefined }[],
+    readonly children: DeviceNode[],
+    readonly dictionary: DeviceNode | null,
+  ) {}
+}
+
+/** A read of device bytes that a buffer size or a check depends on. */
+export interface Fetch {
+  readonly addr: Ptr;
+  readonly size: number;
+  apply(bytes: Uint8Array): void;
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const MAX_BUFFERS = 1 << 20;
+
+function toCount(v: bigint, path: string, what: string): number {
+  if (v < 0n) throw invalid(`${path}.${what}`, `negative value ${v}`);
+  if (v > MAX_SAFE) throw invalid(`${path}.${what}`, `value ${v} is too large`);
+  return Number(v);
+}
+
+/**
+ * Reads the `ArrowArray` tree at `ptr` (CPU memory) against `schema`,
+ * collecting into `fetches` the device reads its sizes and checks need.
+ * `check` false skips the checks of fetched values (validation `none`).
+ */
+export function readDeviceTree(mem: Memory, ptr: Ptr, schema: SchemaNode, path: string, fetches: Fetch[], check = true, depth = 0): DeviceNode {
+  if (ptr === 0n) throw invalid(path, 'NULL pointer');
+  if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
+  try {
+    const st = StructReader.read(mem, ptr, mem.layouts.ArrowArray);
+    if (st.ptr('release') === 0n) throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
+    const length = toCount(st.i64('length'), path, 'length');
+    const offset = toCount(st.i64('offset'), path, 'offset');
+    const nc64 = st.i64('null_count');
+    if (nc64 < -1n) throw invalid(`${path}.null_count`, `negative value ${nc64}`);
+    const nullCount = Number(nc64);
+    if (nullCount > length) throw invalid(`${path}.null_count`, `${nullCount} is greater than the length ${length}`);
+    if (length + offset > Number.MAX_SAFE_INTEGER) throw invalid(path, 'offset + length overflows');
+    const nBuffers = toCount(st.i64('n_buffers'), path, 'n_buffers');
+    const nChildren = toCount(st.i64('n_children'), path, 'n_children');
+    if (nBuffers > MAX_BUFFERS) throw invalid(`${path}.n_buffers`, `implausible value ${nBuffers}`);
+    const buffersPtr = st.ptr('buffers');
+    const childrenPtr = st.ptr('children');
+    const dictPtr = st.ptr('dictionary');
+
+    const t = schema.type;
+    const phys = physicalLayout(t);
+    if (phys.variadic ? nBuffers < phys.nBuffers : nBuffers !== phys.nBuffers && !(t.id === 'null' && nBuffers === 1)) {
+      const n = phys.nBuffers;
+      throw invalid(`${path}.n_buffers`, `type "${schema.format}" needs ${phys.variadic ? 'at least ' : ''}${n} buffer${n === 1 ? '' : 's'}, got ${nBuffers}`);
+    }
+    if (nChildren !== schema.children.length) {
+      throw invalid(`${path}.n_children`, `the schema has ${schema.children.length} children, the array ${nChildren}`);
+    }
+    if (nBuffers > 0 && buffersPtr === 0n) throw invalid(`${path}.buffers`, `NULL pointer with n_buffers = ${nBuffers}`);
+    if (nChildren > 0 && childrenPtr === 0n) throw invalid(`${path}.children`, `NULL pointer with n_children = ${nChildren}`);
+    if (schema.dictionary && dictPtr === 0n) throw invalid(`${path}.dictionary`, 'NULL pointer, but the schema is dictionary-encoded');
+    if (!schema.dictionary && dictPtr !== 0n) throw invalid(`${path}.dictionary`, 'present, but the schema is not dictionary-encoded');
+    if (!phys.hasValidity && nullCount > 0 && t.id !== 'null') {
+      throw invalid(`${path}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${nullCount}`);
+    }
+    const pointers = (addr: Ptr, n: number, field: string): Ptr[] => {
+      try {
+        return readPointers(mem, addr, n);
+      } catch (e) {
+        throw prefixPath(e, `${path}.${field}`);
+      }
+    };
+    const bufPtrs = pointers(buffersPtr, nBuffers, 'buffers');
+    const childPtrs = pointers(childrenPtr, nChildren, 'children');
+    const end = offset + length;
+
+    const buffers: { address: Ptr; size: number | undefined }[] = bufPtrs.map((address) => ({ address, size: undefined }));
+    /** Sets buffer `i`'s size; a NULL buffer is refused where `size` bytes are needed, unless `nullable`. */
+    const sized = (i: number, size: number, what: string, nullable = false): void => {
+      const b = buffers[i]!;
+      if (b.address === 0n) {
+        if (size > 0 && !nullable) throw invalid(`${path}.buffers[${i}]`, `NULL ${what} buffer, but ${size} bytes are needed`);
+        b.size = 0;
+      } else b.size = size;
+    };
+    const validity = (): void => {
+      sized(0, Math.ceil(end / 8), 'validity', true);
+      if (buffers[0]!.address === 0n && nullCount !== 0 && length > 0) {
+        throw invalid(`${path}.buffers[0]`, `NULL validity buffer with null_count ${nullCount}`);
+      }
+    };
+    /** The offsets buffer `i` (sized now) and a fetch of its last offset, handed to `use`. */
+    const offsets = (i: number, wide: boolean, use: (last: number) => void): void => {
+      const w = wide ? 8 : 4;
+      sized(i, (end + 1) * w, 'offsets', length === 0);
+      const b = buffers[i]!;
+      if (b.address === 0n) {
+        use(0);
+        return;
+      }
+      fetches.push({
+        addr: b.address + BigInt(end * w),
+        size: w,
+        apply: (bytes) => {
+          const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+          const v = wide ? dv.getBigInt64(0, true) : BigInt(dv.getInt32(0, true));
+          if (check && (v < 0n || v > MAX_SAFE)) throw invalid(`${path}.buffers[${i}]`, `last offset ${v} is out of range`);
+          use(v < 0n ? 0 : Number(v));
+        },
+      });
+    };
+    const children: DeviceNode[] = [];
+    const child = (k: number): DeviceNode => {
+      const c = readDeviceTree(mem, childPtrs[k]!, schema.children[k]!, `${path}.children[${k}]`, fetches, check, depth + 1);
+      children.push(c);
+      return c;
+    };
+    const atLeast = (c: DeviceNode, k: number, min: number): void => {
+      if (check && c.length < min) throw invalid(`${path}.children[${k}].length`, `${c.length} is less than the ${min} its parent needs`);
+    };
+
+    switch (t.id) {
+      case 'null':
+        if (nBuffers === 1) buffers[0]!.size = 0;
+        break;
+      case 'bool':
+        validity();
+        sized(1, Math.ceil(end / 8), 'values');
+        break;
+      case 'binary': case 'utf8': case 'large_binary': case 'large_utf8':
+        validity();
+        offsets(1, t.id === 'large_binary' || t.id === 'large_utf8', (last) => sized(2, last, 'data', last === 0));
+        if (buffers[2]!.address === 0n && buffers[2]!.size === undefined) buffers[2]!.size = 0;
+        break;
+      case 'binary_view': case 'utf8_view': {
+        validity();
+        sized(1, end * 16, 'views');
+        const nVariadic = nBuffers - 3;
+        const sizesAt = nBuffers - 1;
+        sized(sizesAt, nVariadic * 8, 'variadic sizes', nVariadic === 0);
+        for (let k = 0; k < nVariadic; k++) if (buffers[2 + k]!.address === 0n) buffers[2 + k]!.size = 0;
+        if (nVariadic > 0) {
+          fetches.push({
+            addr: buffers[sizesAt]!.address,
+            size: nVariadic * 8,
+            apply: (bytes) => {
+              const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+              for (let k = 0; k < nVariadic; k++) {
+                const s = dv.getBigInt64(k * 8, true);
+                if (s < 0n || s > MAX_SAFE) throw invalid(`${path}.buffers[${sizesAt}]`, `variadic buffer ${k} has size ${s}`);
+                sized(2 + k, Number(s), `variadic data ${k}`, s === 0n);
+              }
+            },
+          });
+        }
+        break;
+      }
+      case 'list': case 'large_list': case 'map': {
+        validity();
+        const c = child(0);
+        offsets(1, t.id === 'large_list', (last) => atLeast(c, 0, last));
+        break;
+      }
+      case 'list_view': case 'large_list_view': {
+        const w = t.id === 'large_list_view' ? 8 : 4;
+        validity();
+        sized(1, end * w, 'offsets');
+        sized(2, end * w, 'sizes');
+        child(0);
+        break;
+      }
+      case 'fixed_list':
+        validity();
+        atLeast(child(0), 0, end * t.size);
+        break;
+      case 'struct':
+        validity();
+        for (let k = 0; k < nChildren; k++) atLeast(child(k), k, end);
+        break;
+      case 'union':
+        sized(0, end, 'type ids');
+        if (t.mode === 'dense') sized(1, end * 4, 'offsets');
+        for (let k = 0; k < nChildren; k++) {
+          const c = child(k);
+          if (t.mode === 'sparse') atLeast(c, k, end);
+        }
+        break;
+      case 'run_end_encoded': {
+        const re = child(0);
+        const values = child(1);
+        if (check && re.length !== values.length) {
+          throw invalid(`${path}.children[1].length`, `run ends (${re.length}) and values (${values.length}) differ in length`);
+        }
+        break;
+      }
+      default:
+        validity();
+        sized(1, end * fixedByteWidth(t)!, 'values');
+    }
+    const dictionary = schema.dictionary ? readDeviceTree(mem, dictPtr, schema.dictionary, `${path}.dictionary`, fetches, check, depth + 1) : null;
+    return new DeviceNode(schema, length, offset, nullCount, buffers, children, dictionary);
+  } catch (e) {
+    if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, path);
+    throw e;
+  }
+}
+
+/** Whether every buffer size in the tree is known. */
+export function sizesKnown(node: DeviceArrayNode): boolean {
+  return node.buffers.every((b) => b.size !== undefined) && node.children.every(sizesKnown) && (!node.dictionary || sizesKnown(node.dictionary));
+}
+
+/** Every buffer of the tree, depth first (children, then dictionary). */
+export function* allBuffers(node: DeviceArrayNode): Generator<DeviceBuffer> {
+  yield* node.buffers;
+  for (const c of node.children) yield* allBuffers(c);
+  if (node.dictionary) yield* allBuffers(node.dictionary);
+}
+
+/** The total of every known buffer size in the tree. */
+export function treeByteLength(node: DeviceArrayNode): number {
+  let n = 0;
+  for (const b of allBuffers(node)) n += b.size ?? 0;
+  return n;
+}
+
+/**
+ * The `ArrayView` of a tree whose bytes were copied: `bytes(buffer)` gives
+ * each non-NULL buffer's host copy.
+ */
+export function hostView(node: DeviceArrayNode, bytes: (b: DeviceBuffer) => Uint8Array): ArrayView {
+  return {
+    schema: node.schema,
+    length: node.length,
+    offset: node.offset,
+    nullCount: node.nullCount,
+    buffers: node.buffers.map((b) => (b.address === 0n ? null : bytes(b))),
+    children: node.children.map((c) => hostView(c, bytes)),
+    dictionary: node.dictionary ? hostView(node.dictionary, bytes) : null,
+  };
+}

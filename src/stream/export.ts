@@ -1,0 +1,439 @@
+/**
+ * Export of arrow-js record batches as an `ArrowArrayStream` or a CPU
+ * `ArrowDeviceArrayStream`: a pull-style C stream whose callbacks run JS.
+ *
+ * One C callback is registered per callback kind and stream struct (eight
+ * in all, ever), dispatching on `private_data`, which holds the id of the
+ * stream's record (src/memory/registry.ts). The record holds the JS source
+ * until the consumer calls the stream's `release`.
+ *
+ * Errors never cross into C as exceptions: anything the JS source throws,
+ * and anything that stops a batch from being exported, becomes an errno
+ * code (toErrno) and a message that `get_last_error` returns. The string
+ * lives in the stream's memory until the next callback or `release`. An
+ * error is final: every later `get_next` returns it again.
+ */
+import { Null, RecordBatch, RecordBatchReader, Schema, Struct, Table } from 'apache-arrow';
+import { Errno } from '../abi/constants.js';
+import { dataToView } from '../array/arrowjs.js';
+import { exportArray, exportSchema, releaseArrowSchema, type MemoryOption } from '../array/api.js';
+import { arrayReleaseCallback } from '../array/export.js';
+import { ArrowDeviceError, invalid, toErrno, unsupported } from '../errors.js';
+import { liveCounters } from '../memory/accounting.js';
+import type { Memory, Ptr } from '../memory/memory.js';
+import { nativeMemory } from '../memory/native.js';
+import { callbacks, HandleTable } from '../memory/registry.js';
+import { StructWriter } from '../memory/struct.js';
+import { schemaToNode } from '../schema/export.js';
+import type { SchemaNode } from '../schema/node.js';
+import { CPU_DEVICE_TYPE, writeCpuDeviceArrayHeaderInternal } from './cpu-device-array.js';
+import {
+  ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, RELEASE_SIG, fieldAddr,
+  isStreamReleased, releaseStreamStruct, type StreamStruct,
+} from './struct.js';
+
+/** What a stream can be exported from: everything that yields `RecordBatch`es synchronously. */
+export type RecordBatchSource = Table | RecordBatchReader | Iterable<RecordBatch>;
+
+export interface StreamExportOptions extends MemoryOption {
+  /** Write into this stream struct (the consumer's memory) instead of allocating one. */
+  into?: Ptr;
+  /**
+   * The stream's schema. Needed for an empty iterable; otherwise taken from
+   * the source (a Table's or reader's schema, else the first batch's).
+   * Every batch must have the same layout (formats, children, dictionaries).
+   */
+  schema?: Schema;
+}
+
+interface StreamRecord {
+  readonly mem: Memory;
+  readonly s: StreamStruct;
+  /** The source's iterator; null once it has ended, failed or been closed. */
+  iterator: Iterator<RecordBatch> | null;
+  /** A batch read ahead to learn the schema of a plain iterable. */
+  peeked: RecordBatch | undefined;
+  node: SchemaNode | undefined;
+  /** Struct types of batches already checked against `node`. */
+  readonly verified: WeakSet<object>;
+  batches: number;
+  /** Set on the first error; returned by every later get_next. */
+  failed: { errno: number; message: string } | undefined;
+  /** The NUL-terminated message `get_last_error` returns, in `mem`; 0n when none. */
+  lastError: Ptr;
+}
+
+const records = new HandleTable<StreamRecord>();
+const encoder = new TextEncoder();
+
+/** The record of the stream struct at `ptr` if it is one of ours and live. */
+function recordOf(mem: Memory, s: StreamStruct, ptr: Ptr): StreamRecord | undefined {
+  const id = mem.readPtr(fieldAddr(mem, s, ptr, 'private_data'));
+  const rec = id > 0n && id < 0x80000000n ? records.get(Number(id)) : undefined;
+  return rec && rec.s === s && rec.mem === mem ? rec : undefined;
+}
+
+function clearLastError(rec: StreamRecord): void {
+  if (rec.lastError !== 0n) {
+    rec.mem.free(rec.lastError);
+    rec.lastError = 0n;
+  }
+}
+
+/** Makes `message` what get_last_error returns and gives back `errno`. Never throws. */
+function fail(rec: StreamRecord, errno: number, message: string): number {
+  try {
+    clearLastError(rec);
+    const bytes = encoder.encode(message.replaceAll('\0', ' '));
+    const p = rec.mem.alloc(bytes.byteLength + 1); // zeroed: the NUL is there
+    rec.mem.copyIn(p, bytes);
+    rec.lastError = p;
+  } catch {
+    // No memory for the message: get_last_error returns NULL, the code still says what happened.
+  }
+  return errno === 0 ? Errno.EIO : errno;
+}
+
+/** Ends the source: lets a generator run its `finally` blocks. Never throws. */
+function closeIterator(rec: StreamRecord): void {
+  const it = rec.iterator;
+  rec.iterator = null;
+  rec.peeked = undefined;
+  try {
+    it?.return?.();
+  } catch {
+    // The source's own cleanup failed; nothing in the C interface can report it.
+  }
+}
+
+/** The schema of a batch as its data says (arrow-js can misreport `batch.schema` when names repeat). */
+function batchSchema(batch: RecordBatch): Schema {
+  return new Schema((batch.data.type as Struct).children, batch.schema.metadata);
+}
+
+/** The next batch of the source, or undefined at its end. */
+function pull(rec: StreamRecord): RecordBatch | undefined {
+  if (rec.peeked) {
+    const b = rec.peeked;
+    rec.peeked = undefined;
+    return b;
+  }
+  if (!rec.iterator) return undefined;
+  const r = rec.iterator.next();
+  if (r.done) {
+    rec.iterator = null;
+    return undefined;
+  }
+  const b = r.value as unknown;
+  if (!(b instanceof RecordBatch)) {
+    throw invalid('', `the source yielded ${describe(b)}, not an arrow-js RecordBatch`);
+  }
+  return b;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (typeof v === 'object') return `a ${(v as object).constructor?.name ?? 'object'}`;
+  return `a ${typeof v}`;
+}
+
+/** The stream's schema node, reading ahead one batch if nothing else gives it. */
+function streamNode(rec: StreamRecord): SchemaNode {
+  if (rec.node) return rec.node;
+  const first = pull(rec);
+  if (!first) throw invalid('', 'the source is empty and no schema was given (pass options.schema)');
+  rec.peeked = first;
+  rec.node = schemaToNode(batchSchema(first));
+  rec.verified.add(first.data.type);
+  return rec.node;
+}
+
+/** Where two schema nodes differ in layout (format, children, dictionary), or undefined. Names and metadata may differ. */
+function layoutDiff(a: SchemaNode, b: SchemaNode, path: string): string | undefined {
+  if (a.format !== b.format) return `${path}.format: "${b.format}" where the stream has "${a.format}"`;
+  if (a.children.length !== b.children.length) {
+    return `${path}: ${b.children.length} children where the stream has ${a.children.length}`;
+  }
+  for (let i = 0; i < a.children.length; i++) {
+    const d = layoutDiff(a.children[i]!, b.children[i]!, `${path}.children[${i}]`);
+    if (d) return d;
+  }
+  if (!!a.dictionary !== !!b.dictionary) return `${path}.dictionary: present on one side only`;
+  return a.dictionary && b.dictionary ? layoutDiff(a.dictionary, b.dictionary, `${path}.dictionary`) : undefined;
+}
+
+function getSchema(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
+  let rec: StreamRecord | undefined;
+  try {
+    rec = recordOf(mem, s, ptr);
+    if (!rec) return Errno.EINVAL; // released, or not ours
+    clearLastError(rec);
+    if (!rec.node && rec.failed) return fail(rec, rec.failed.errno, rec.failed.message);
+    exportSchema(streamNode(rec), { memory: mem, into: out });
+    return 0;
+  } catch (e) {
+    if (!rec) return Errno.EIO;
+    const { errno, message } = toErrno(e);
+    const msg = message;
+    if (!rec.node) {
+      // The source failed before giving a schema: the stream cannot go on.
+      rec.failed = { errno, message: msg };
+      closeIterator(rec);
+    }
+    return fail(rec, errno, msg);
+  }
+}
+
+function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
+  let rec: StreamRecord | undefined;
+  try {
+    rec = recordOf(mem, s, ptr);
+    if (!rec) return Errno.EINVAL;
+    clearLastError(rec);
+    if (rec.failed) return fail(rec, rec.failed.errno, rec.failed.message);
+    const node = streamNode(rec);
+    const batch = pull(rec);
+    if (!batch) {
+      writeEnd(mem, s, out);
+      return 0;
+    }
+    const type = batch.data.type;
+    if (!rec.verified.has(type)) {
+      const d = layoutDiff(node, schemaToNode(batchSchema(batch)), 'schema');
+      if (d) throw invalid('', `the batch does not match the stream's schema: ${d}`);
+      rec.verified.add(type);
+    }
+    exportArray(dataToView(batch.data, node), { memory: mem, into: out });
+    if (s.kind === 'device') writeCpuDeviceArrayHeaderInternal(mem, out);
+    rec.batches++;
+    return 0;
+  } catch (e) {
+    if (!rec) return Errno.EIO;
+    const { errno, message } = toErrno(e);
+    rec.failed = { errno, message };
+    closeIterator(rec);
+    return fail(rec, rec.failed.errno, rec.failed.message);
+  }
+}
+
+/** The end of the stream: a released array (and, on a device stream, a CPU header). */
+function writeEnd(mem: Memory, s: StreamStruct, out: Ptr): void {
+  mem.copyIn(out, new Uint8Array(mem.layouts.ArrowArray.size));
+  if (s.kind === 'device') writeCpuDeviceArrayHeaderInternal(mem, out);
+}
+
+function getLastError(mem: Memory, s: StreamStruct, ptr: Ptr): Ptr {
+  try {
+    return recordOf(mem, s, ptr)?.lastError ?? 0n;
+  } catch {
+    return 0n;
+  }
+}
+
+function releaseStream(mem: Memory, s: StreamStruct, ptr: Ptr): void {
+  try {
+    const id = mem.readPtr(fieldAddr(mem, s, ptr, 'private_data'));
+    const rec = id > 0n && id < 0x80000000n && recordOf(mem, s, ptr) ? records.take(Number(id)) : undefined;
+    if (!rec) return; // not ours, or released already: never twice
+    clearLastError(rec);
+    closeIterator(rec);
+    rec.node = undefined;
+    liveCounters.liveExports--;
+    mem.writePtr(fieldAddr(mem, s, ptr, 'release'), 0n);
+  } catch {
+    // A release callback cannot fail in C; the record is gone either way.
+  }
+}
+
+const warmed = new WeakSet<Memory>();
+
+/**
+ * Registers, once per memory, every C callback a stream export may need,
+ * before any of them can run. koffi 3.3.4 cannot call a callback that was
+ * registered while the JS thread was inside another koffi callback ("RangeError:
+ * Maximum call stack size exceeded" on every later call), and the array and
+ * schema layers register their release callbacks lazily, on first export:
+ * which would otherwise happen inside our first `get_schema`/`get_next`.
+ */
+function warmCallbacks(mem: Memory): void {
+  if (warmed.has(mem)) return;
+  arrayReleaseCallback(mem);
+  // The schema layer's release callback is private to it: one export and release registers it.
+  const schema = exportSchema(new Null(), { memory: mem });
+  releaseArrowSchema(schema, { memory: mem });
+  mem.free(schema);
+  for (const s of [ARRAY_STREAM, DEVICE_STREAM]) streamCallbacks(mem, s);
+  warmed.add(mem);
+}
+
+/** The four callbacks of stream struct `s` on `mem`, registered once each. */
+function streamCallbacks(mem: Memory, s: StreamStruct): { getSchema: Ptr; getNext: Ptr; getLastError: Ptr; release: Ptr } {
+  const k = s.kind;
+  return {
+    getSchema: callbacks.get(mem, `${k}_stream.get_schema`, GET_SCHEMA_SIG, (p, o) => getSchema(mem, s, p as bigint, o as bigint)),
+    getNext: callbacks.get(mem, `${k}_stream.get_next`, GET_NEXT_SIG, (p, o) => getNext(mem, s, p as bigint, o as bigint)),
+    getLastError: callbacks.get(mem, `${k}_stream.get_last_error`, GET_LAST_ERROR_SIG, (p) => getLastError(mem, s, p as bigint)),
+    release: callbacks.get(mem, `${k}_stream.release`, RELEASE_SIG, (p) => releaseStream(mem, s, p as bigint)),
+  };
+}
+
+/** The source's iterator and, where the source knows it, its schema. */
+function open(source: RecordBatchSource, path: string): { iterator: Iterator<RecordBatch>; schema: Schema | undefined } {
+  if (source instanceof Table) {
+    const first = source.batches[0];
+    return { iterator: source.batches[Symbol.iterator](), schema: first ? batchSchema(first) : source.schema };
+  }
+  if (source instanceof RecordBatchReader) {
+    if (source.isAsync()) throw asyncError(path, 'an async RecordBatchReader');
+    source.open();
+    return { iterator: source[Symbol.iterator](), schema: source.schema };
+  }
+  const o = source as unknown as Record<symbol, unknown> | null;
+  if (o !== null && typeof o === 'object' && typeof o[Symbol.iterator] === 'function') {
+    return { iterator: (source as Iterable<RecordBatch>)[Symbol.iterator](), schema: undefined };
+  }
+  if (o !== null && typeof o === 'object' && typeof o[Symbol.asyncIterator] === 'function') {
+    throw asyncError(path, 'an AsyncIterable');
+  }
+  throw invalid(path, `expected a Table, a RecordBatchReader or an Iterable<RecordBatch>, got ${describe(source)}`);
+}
+
+function asyncError(path: string, what: string): ArrowDeviceError {
+  return unsupported(
+    path,
+    `${what} cannot answer the blocking get_next of a C stream: export it through the async interface ` +
+      '(ArrowAsyncDeviceStreamHandler) instead, or collect its batches first',
+  );
+}
+
+function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamExportOptions): Ptr {
+  const m = opts.memory ?? nativeMemory();
+  const { iterator, schema } = open(source, 'source');
+  const rec: StreamRecord = {
+    mem: m,
+    s,
+    iterator,
+    peeked: undefined,
+    node: undefined,
+    verified: new WeakSet(),
+    batches: 0,
+    failed: undefined,
+    lastError: 0n,
+  };
+  try {
+    const given = opts.schema ?? schema;
+    if (given) rec.node = schemaToNode(given);
+    warmCallbacks(m);
+    const cb = streamCallbacks(m, s);
+    const into = opts.into ?? m.alloc(s.layout(m).size);
+    const id = records.add(rec);
+    const w = new StructWriter(s.layout(m))
+      .ptr('get_schema', cb.getSchema)
+      .ptr('get_next', cb.getNext)
+      .ptr('get_last_error', cb.getLastError)
+      .ptr('release', cb.release)
+      .ptr('private_data', BigInt(id));
+    if (s.kind === 'device') w.i32('device_type', CPU_DEVICE_TYPE);
+    w.writeTo(m, into);
+    liveCounters.liveExports++;
+    return into;
+  } catch (e) {
+    closeIterator(rec);
+    throw e;
+  }
+}
+
+/**
+ * Exports record batches as an `ArrowArrayStream` (CStreamInterface.rst):
+ * from an arrow-js `Table`, a synchronous `RecordBatchReader`, or any
+ * `Iterable<RecordBatch>` (a generator is pulled lazily, one batch per
+ * `get_next`). Returns the struct's address: `opts.into` (a struct the
+ * consumer allocated) or a new allocation the caller frees with
+ * `freeArrowArrayStream` once the consumer has moved or released it.
+ *
+ * The consumer owns the stream and must call its `release` once; the JS
+ * source is held until then (and a generator is closed then). Each batch
+ * is exported zero-copy as by `exportArray` and lives independently of
+ * the stream. An exception in the source, or a batch whose layout differs
+ * from the schema, makes `get_next` return an errno code (EINVAL for bad
+ * input, ENOMEM, EIO for anything else) and `get_last_error` its message;
+ * the stream then stays failed. An `AsyncIterable` (or async
+ * `RecordBatchReader`) cannot answer a blocking pull: it is refused with
+ * an `unsupported` error that points to the async interface.
+ *
+ * Threads: the rule for users. A native consumer may call `get_next` (and
+ * `release`) from threads of its own. The JS callbacks still run on the JS
+ * thread: koffi queues each such call to the JS event loop and blocks the
+ * calling thread until it has run. So the JS thread must be free while the
+ * consumer reads: call such a consumer with koffi's async form (`fn.async`,
+ * awaited), never synchronously. A synchronous call into a consumer that
+ * calls back from another thread deadlocks: the JS thread waits for the
+ * consumer, and the consumer waits for the JS thread. (A consumer that
+ * calls back only on the thread that called it, such as our own
+ * `importArrayStream`, may be called synchronously.)
+ *
+ * @example
+ * const stream = exportArrayStream(table);
+ * await duckdb_arrow_scan.async(con, 'my_view', stream);  // async: DuckDB pulls from its threads
+ * // ... query the view, then:
+ * freeArrowArrayStream(stream);  // releases it (DuckDB never does) and frees the struct
+ */
+export function exportArrayStream(source: RecordBatchSource, opts: StreamExportOptions = {}): Ptr {
+  return exportStream(source, ARRAY_STREAM, opts);
+}
+
+/**
+ * Exports record batches as an `ArrowDeviceArrayStream` of CPU arrays
+ * (`device_type` CPU, each array with `device_id` -1, a NULL `sync_event`
+ * and zero `reserved`), otherwise exactly like `exportArrayStream`.
+ *
+ * @example
+ * const stream = exportDeviceArrayStream(table);
+ * nativeLib.consume_device_stream(stream); // see exportArrayStream for the thread rule
+ */
+export function exportDeviceArrayStream(source: RecordBatchSource, opts: StreamExportOptions = {}): Ptr {
+  return exportStream(source, DEVICE_STREAM, opts);
+}
+
+// --- struct helpers --------------------------------------------------------------------
+
+const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
+
+/** Allocates a zeroed `ArrowArrayStream` for a producer to fill. */
+export function allocArrowArrayStream(opts: MemoryOption = {}): Ptr {
+  const m = mem(opts);
+  return m.alloc(m.layouts.ArrowArrayStream.size);
+}
+
+/** Allocates a zeroed `ArrowDeviceArrayStream` for a producer to fill. */
+export function allocArrowDeviceArrayStream(opts: MemoryOption = {}): Ptr {
+  const m = mem(opts);
+  return m.alloc(m.layouts.ArrowDeviceArrayStream.size);
+}
+
+/** Calls the `ArrowArrayStream`'s release if it is not released yet (then it is marked released). */
+export function releaseArrowArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
+  releaseStreamStruct(mem(opts), ARRAY_STREAM, ptr);
+}
+
+/** Calls the `ArrowDeviceArrayStream`'s release if it is not released yet. */
+export function releaseArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
+  releaseStreamStruct(mem(opts), DEVICE_STREAM, ptr);
+}
+
+/** Releases (if still live) and frees an `ArrowArrayStream` struct allocated by this library. */
+export function freeArrowArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
+  releaseArrowArrayStream(ptr, opts);
+  mem(opts).free(ptr);
+}
+
+/** Releases (if still live) and frees an `ArrowDeviceArrayStream` struct allocated by this library. */
+export function freeArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
+  releaseArrowDeviceArrayStream(ptr, opts);
+  mem(opts).free(ptr);
+}
+
+/** Whether the `ArrowArrayStream` at `ptr` is released (its `release` is NULL). */
+export function isArrowArrayStreamReleased(ptr: Ptr, opts: MemoryOption = {}): boolean {
+  return isStreamReleased(mem(opts), ARRAY_STREAM, ptr);
+}

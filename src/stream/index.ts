@@ -1,0 +1,13 @@
+/**
+ * The stream layer: `ArrowArrayStream` and CPU `ArrowDeviceArrayStream` <->
+ * synchronous iterables of arrow-js `RecordBatch`. The public surface of
+ * this folder, re-exported by src/index.ts.
+ */
+export {
+  importArrayStream, importDeviceArrayStream, RecordBatchStreamImport, StreamProducerError, type StreamImportOptions,
+} from './import.js';
+export {
+  exportArrayStream, exportDeviceArrayStream, allocArrowArrayStream, allocArrowDeviceArrayStream, releaseArrowArrayStream,
+  releaseArrowDeviceArrayStream, freeArrowArrayStream, freeArrowDeviceArrayStream, isArrowArrayStreamReleased,
+  type RecordBatchSource, type StreamExportOptions,
+} from './export.js';
