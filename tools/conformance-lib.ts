@@ -7,7 +7,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { RecordBatch, Schema, Struct, tableFromIPC, Vector, type Data, type Table } from 'apache-arrow';
 import {
-  accounting, dataToView, exportArray, exportSchema, importArrayView, importSchemaNode, type ArrayView, type SchemaNode,
+  accounting, dataToView, exportArray, exportSchema, importArrayView, importSchemaNode, type ArrayView, type MemoryOption,
+  type SchemaNode,
 } from '../src/index.js';
 import { nodeToSchema } from '../src/schema/arrowjs.js';
 import { schemaToNode } from '../src/schema/export.js';
@@ -119,9 +120,9 @@ export async function settle(): Promise<string | undefined> {
 }
 
 /** Exports a case (schema node + views) as C structs. */
-export function exportCase(c: CaseData): CasePtrs {
-  const schema = exportSchema(c.schema);
-  return { schema, arrays: c.batches.map((b) => exportArray(b)) };
+export function exportCase(c: CaseData, opts: MemoryOption = {}): CasePtrs {
+  const schema = exportSchema(c.schema, opts);
+  return { schema, arrays: c.batches.map((b) => exportArray(b, opts)) };
 }
 
 /**
@@ -129,10 +130,10 @@ export function exportCase(c: CaseData): CasePtrs {
  * release is NULL afterwards, success or failure); `free` then frees the
  * struct memory itself, with the allocator of whoever allocated it.
  */
-export function importCase(ptrs: CasePtrs, free: (p: bigint) => void): CaseData {
+export function importCase(ptrs: CasePtrs, free: (p: bigint) => void, opts: MemoryOption = {}): CaseData {
   try {
-    const schema = importSchemaNode(ptrs.schema);
-    return { schema, batches: ptrs.arrays.map((p) => importArrayView(p, schema, { validate: 'full' })) };
+    const schema = importSchemaNode(ptrs.schema, opts);
+    return { schema, batches: ptrs.arrays.map((p) => importArrayView(p, schema, { ...opts, validate: 'full' })) };
   } finally {
     free(ptrs.schema);
     for (const p of ptrs.arrays) free(p);
@@ -166,7 +167,7 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
   // Direction 2: peer first.
   try {
     const d = await peer.peerFirst(data, async (ptrs, free) => {
-      const c = importCase(ptrs, free);
+      const c = importCase(ptrs, free, { memory: peer.memory });
       return exportCase(c);
     });
     if (d) return { status: 'fail', detail: `peer first: ${d}` };

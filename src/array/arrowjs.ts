@@ -49,6 +49,7 @@ interface Parts {
 }
 
 const PARTS = Symbol('arrow-device.parts');
+const SOURCE = Symbol('arrow-device.source');
 const LAZY_KEYS = ['valueOffsets', 'values', 'nullBitmap', 'typeIds', 'variadicBuffers'] as const;
 
 /**
@@ -59,9 +60,17 @@ const LAZY_KEYS = ['valueOffsets', 'values', 'nullBitmap', 'typeIds', 'variadicB
  */
 class LazyData extends Data {
   declare [PARTS]: Parts;
-  constructor(parts: Parts, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
+  /**
+   * The import this Data reads, kept for the Data's whole life: it holds the
+   * import's keep-alive token, so the producer's memory stays while the Data
+   * is reachable even after every buffer was read (on wasm the typed arrays
+   * share the module's ArrayBuffer and say nothing about the import).
+   */
+  declare [SOURCE]: ImportedView;
+  constructor(source: ImportedView, parts: Parts, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
     super(type, O, N, nullCount, [] as never, children, dictionary, []);
     this[PARTS] = parts;
+    this[SOURCE] = source;
     // The Data constructor has set variadicBuffers; let the getter make it when there is a thunk.
     if (parts.variadicBuffers) delete (this as { variadicBuffers?: unknown }).variadicBuffers;
   }
@@ -86,7 +95,7 @@ for (const key of LAZY_KEYS) {
 
 /** A `Data` from `parts`: lazy over an import, evaluated now otherwise. */
 function makeData(
-  lazy: boolean,
+  lazy: ImportedView | undefined,
   type: DataType,
   O: number,
   N: number,
@@ -95,7 +104,7 @@ function makeData(
   children: Data[] = [],
   dictionary?: Vector,
 ): Data {
-  if (lazy) return new LazyData(parts, type, O, N, nullCount, children, dictionary);
+  if (lazy) return new LazyData(lazy, parts, type, O, N, nullCount, children, dictionary);
   const b = [parts.valueOffsets?.(), parts.values?.(), parts.nullBitmap?.(), parts.typeIds?.()];
   return new Data(type, O, N, nullCount, b as never, children, dictionary, parts.variadicBuffers?.() ?? []);
 }
@@ -127,7 +136,7 @@ export function viewToData(view: ArrayView, type: DataType, path = 'array', opts
   };
   const bytes = (i: number) => (): Uint8Array => buf(i) ?? EMPTY;
   const data = (parts: Parts, children: Data[] = [], dictionary?: Vector, nc = nullCount): Data =>
-    makeData(lazy, type, O, N, nc, parts, children, dictionary);
+    makeData(lazy ? (view as ImportedView) : undefined, type, O, N, nc, parts, children, dictionary);
 
   if (view.schema.dictionary) {
     const Ctor = (type as Dictionary).indices.ArrayType as TypedArrayCtor;

@@ -54,7 +54,11 @@ export class ImportOwner {
     const v = this.mem.view(addr, byteLength);
     if (byteLength > 0) {
       this.views++;
-      viewRegistry.register(v.buffer, this);
+      // A native view has an ArrayBuffer of its own, kept alive by every typed array made over
+      // it. A wasm memory's views all share the memory's ArrayBuffer, which lives as long as
+      // the module: there track the view itself; the arrow-js Data built over an import hold
+      // the import's keep-alive token (see LazyData), so typed arrays they make stay covered.
+      viewRegistry.register(this.mem.viewsShareBuffer ? v : v.buffer, this);
     }
     return v;
   }

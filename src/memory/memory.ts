@@ -30,6 +30,13 @@ export interface Memory {
   readonly layouts: Layouts;
   /** A short name for messages: "native", "wasm32". */
   readonly name: string;
+  /**
+   * True when every `view()` is of one shared ArrayBuffer that outlives the
+   * views (a wasm memory's): an ArrayBuffer's collection then says nothing
+   * about the views, so the import layer tracks the view objects instead
+   * (and the arrow-js objects built over them hold the import).
+   */
+  readonly viewsShareBuffer?: boolean;
 
   readU8(addr: Ptr): number;
   readI8(addr: Ptr): number;
@@ -102,4 +109,11 @@ export interface Memory {
   registerCallback(sig: Signature, fn: (...args: CValue[]) => CValue | void): Ptr;
   /** Calls the foreign function at `fn`. */
   call(fn: Ptr, sig: Signature, ...args: CValue[]): CValue | undefined;
+  /**
+   * Calls the foreign function at `fn` without blocking the JS thread (native:
+   * on one of koffi's worker threads). Use it for foreign code that may wait
+   * on threads that call back into JS: their callbacks are queued to the JS
+   * thread, which a synchronous call would keep busy (a deadlock).
+   */
+  callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined>;
 }

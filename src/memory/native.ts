@@ -206,6 +206,19 @@ class NativeMemory implements Memory {
     return BigInt(this.k.register(wrapped, this.k.pointer(p)));
   }
 
+  callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
+    this.check(fn, 1);
+    const f = this.k.decode(fn, this.proto(sig)) as unknown as AsyncFn;
+    return new Promise((resolve, reject) => {
+      f.async(...args, (err: unknown, r: number | bigint | null | undefined) => {
+        if (err) reject(err instanceof Error ? err : new Error(String(err)));
+        else if (sig.result === 'void') resolve(undefined);
+        else if (sig.result === 'pointer' || sig.result === 'int64') resolve(BigInt(r ?? 0));
+        else resolve(r as number);
+      });
+    });
+  }
+
   call(fn: Ptr, sig: Signature, ...args: CValue[]): CValue | undefined {
     this.check(fn, 1);
     const r = this.k.call(fn, this.proto(sig), ...args) as number | bigint | null | undefined;
@@ -243,6 +256,8 @@ function loadLibC(k: Koffi): LibC {
     strnlen: self.func('size_t strnlen(uintptr_t s, size_t maxlen)') as LibC['strnlen'],
   };
 }
+
+type AsyncFn = { async: (...args: unknown[]) => void };
 
 let native: NativeMemory | undefined;
 

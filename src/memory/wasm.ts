@@ -135,9 +135,10 @@ function str(s: string): number[] {
  *   (module (type (func (param ...) (result ...))) (import "m" "f" (func $f (type 0)))
  *     (func (type 0) local.get 0 ... call $f) (export "f" (func 1)))
  */
-export function trampolineModule(sig: Signature): Uint8Array {
-  const params = sig.params.map((p) => valType[p]);
-  const results = sig.result === 'void' ? [] : [valType[sig.result]];
+export function trampolineModule(sig: Signature): Uint8Array<ArrayBuffer> {
+  const params = sig.params.map((p) => valType[p as Exclude<CType, 'void'>]);
+  const result = sig.result;
+  const results = result === 'void' ? [] : [valType[result]];
   const type = [0x60, ...leb(params.length), ...params, ...leb(results.length), ...results];
   const body = [0x00 /* no locals */];
   for (let i = 0; i < params.length; i++) body.push(0x20, ...leb(i)); // local.get i
@@ -169,6 +170,11 @@ class WasmMemoryImpl implements WasmMemory {
   readonly target: Target = WASM32;
   readonly layouts: Layouts = layoutsFor(WASM32);
   readonly name: string;
+  /**
+   * Every view is of the memory's one ArrayBuffer, which lives as long as the
+   * module: the import layer must track the views themselves, not their buffer.
+   */
+  readonly viewsShareBuffer = true;
   readonly memory: WebAssembly.Memory;
   readonly table: WebAssembly.Table | WasmTable | undefined;
   growths = 0;
@@ -395,6 +401,15 @@ class WasmMemoryImpl implements WasmMemory {
       );
     }
     return BigInt(index);
+  }
+
+  /** wasm code runs on the JS thread: an async call is a synchronous one whose result is delivered as a promise. */
+  callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
+    try {
+      return Promise.resolve(this.call(fn, sig, ...args));
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   call(fn: Ptr, sig: Signature, ...args: CValue[]): CValue | undefined {

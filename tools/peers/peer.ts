@@ -1,5 +1,5 @@
 /** The interface the conformance runner drives a peer implementation through. */
-import type { ArrayView, SchemaNode } from '../../src/index.js';
+import type { ArrayView, Memory, SchemaNode } from '../../src/index.js';
 
 /** A case in our own form: a struct schema and its batches. */
 export interface CaseData {
@@ -15,6 +15,8 @@ export interface CasePtrs {
 
 export interface Peer {
   readonly name: string;
+  /** The memory the peer's structs live in (peer first: we import from it); native if absent. */
+  readonly memory?: Memory;
   /** Whether the comparison is of exact types (false for peers that map types to their own). */
   readonly exactTypes: boolean;
   /** A reason to skip a case the peer cannot take, or undefined. */
