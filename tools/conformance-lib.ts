@@ -5,7 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { RecordBatch, Schema, Struct, tableFromIPC, Vector, type Data, type Table } from 'apache-arrow';
+import { RecordBatch, RecordBatchReader, Schema, Struct, tableFromIPC, Vector, type Data, type Table } from 'apache-arrow';
 import {
   accounting, dataToView, exportArray, exportSchema, importArrayView, importSchemaNode, type ArrayView, type MemoryOption,
   type SchemaNode,
@@ -47,11 +47,15 @@ export function load(files: string[]): CaseData & { source: string } {
         const c = readIntegrationJsonFile(f);
         return { schema: c.schema, batches: c.batches, source: basename(f) };
       }
-      const table: Table = tableFromIPC(readFileSync(f));
+      const bytes = readFileSync(f);
+      const table: Table = tableFromIPC(bytes);
       // arrow-js 21 may report a wrong table schema when field names repeat; the batches' data types are right.
       const first = table.batches[0];
       const schema = schemaToNode(first ? new Schema((first.data.type as Struct).children, table.schema.metadata) : table.schema);
-      return { schema, batches: table.batches.map((b) => dataToView(b.data, schema)), source: basename(f) };
+      // arrow-js reads a file of zero batches as one empty batch: keep it at zero.
+      const reader = RecordBatchReader.from(bytes).open();
+      const none = reader.isFile() && reader.numRecordBatches === 0;
+      return { schema, batches: none ? [] : table.batches.map((b) => dataToView(b.data, schema)), source: basename(f) };
     } catch (e) {
       errors.push(`${basename(f)}: ${(e as Error).message}`);
     }
@@ -143,7 +147,7 @@ export function importCase(ptrs: CasePtrs, free: (p: bigint) => void, opts: Memo
 export async function runCase(peer: Peer, name: string, files: string[]): Promise<{ status: 'pass' | 'fail' | 'skip'; detail: string }> {
   let data: CaseData & { source: string };
   try {
-    data = load(files);
+    data = { ...load(files), files };
   } catch (e) {
     return { status: 'fail', detail: (e as Error).message };
   }

@@ -4,7 +4,7 @@
  * the C Data Interface, in both directions, and compares types and values
  * with the original.
  *
- *   npm run conformance -- [--peer self|duckdb|wasm] [--verbose] <files or folders>
+ *   npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--verbose] <files or folders>
  *
  * Direction "ours first": we export -> the peer imports -> the peer exports
  * -> we import -> compare with the original. Direction "peer first": the
@@ -19,6 +19,7 @@ import { discover, runCase } from './conformance-lib.js';
 import { duckdbPeer } from './peers/duckdb.js';
 import { selfPeer } from './peers/self.js';
 import { wasmPeer } from './peers/wasm.js';
+import { arrowCppPeer } from './peers/arrow-cpp.js';
 import type { Peer } from './peers/peer.js';
 
 interface Options {
@@ -35,7 +36,7 @@ function parseArgs(argv: string[]): Options {
     else if (a.startsWith('--peer=')) o.peer = a.slice(7);
     else if (a === '--verbose' || a === '-v') o.verbose = true;
     else if (a === '--help' || a === '-h') {
-      console.log('usage: npm run conformance -- [--peer self|duckdb|wasm] [--verbose] <files or folders>');
+      console.log('usage: npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--verbose] <files or folders>');
       process.exit(0);
     } else o.paths.push(a);
   }
@@ -45,7 +46,7 @@ function parseArgs(argv: string[]): Options {
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  const peers: Record<string, () => Promise<Peer>> = { self: selfPeer, duckdb: duckdbPeer, wasm: wasmPeer };
+  const peers: Record<string, () => Promise<Peer>> = { self: selfPeer, duckdb: duckdbPeer, wasm: wasmPeer, 'arrow-cpp': arrowCppPeer };
   const make = peers[o.peer];
   if (!make) throw new Error(`unknown peer "${o.peer}" (known: ${Object.keys(peers).join(', ')})`);
   const peer = await make();

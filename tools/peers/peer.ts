@@ -5,6 +5,8 @@ import type { ArrayView, Memory, SchemaNode } from '../../src/index.js';
 export interface CaseData {
   schema: SchemaNode;
   batches: ArrayView[];
+  /** The files the case was read from (a peer may read them itself). */
+  files?: readonly string[];
 }
 
 /** C structs holding a case: one ArrowSchema and one ArrowArray per batch. */
