@@ -18,3 +18,6 @@ export { isValid, getBit } from './array/view.js';
 export type { ValidationLevel } from './array/import.js';
 export { viewToArrow, dataToView, viewToData } from './array/arrowjs.js';
 export * from './array/api.js';
+export * from './device/index.js';
+export * from './stream/index.js';
+export * from './async/index.js';

@@ -314,7 +314,8 @@ export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: Ex
   return into;
 }
 
-function toExportView(x: Data | Vector | RecordBatch | ArrayView): ArrayView {
+/** The `ArrayView` an export of any of the JS array forms writes. */
+export function toExportView(x: Data | Vector | RecordBatch | ArrayView): ArrayView {
   if (x instanceof RecordBatch) return dataToView(x.data, schemaToNode(batchSchema(x)));
   if (x instanceof Vector) {
     if (x.data.length !== 1) {

@@ -12,7 +12,7 @@
  */
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { callbacks, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
 import { encodePointers, StructWriter } from '../memory/struct.js';
 import type { ArrayView } from './view.js';
 
@@ -63,9 +63,7 @@ function releaseIfLive(mem: Memory, ptr: Ptr): void {
 }
 
 /** The one C release callback shared by every array export on `mem`. */
-export function arrayReleaseCallback(mem: Memory): Ptr {
-  return callbacks.get(mem, 'array.release', RELEASE_SIG, (p) => releaseArray(mem, p as bigint));
-}
+export const arrayReleaseCallback = defineCallback('array.release', RELEASE_SIG, (mem, p) => releaseArray(mem, p as bigint));
 
 /** Writes `view` into the `ArrowArray` at `into` (memory the caller owns). */
 export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {

@@ -66,13 +66,16 @@ export interface CudaCopyOptions {
   /** ARROW_DEVICE_CUDA, _CUDA_HOST or _CUDA_MANAGED. */
   readonly deviceType: number;
   readonly deviceId: number;
-  /**
-   * A `cudaStream_t` to copy on. Given: an event is recorded on it after the
-   * copies and exported as `sync_event`, and the call returns without waiting.
-   * Absent: the copies run on the library's own stream, which is
-   * synchronised before the call returns, and `sync_event` is NULL.
-   */
+  /** A `cudaStream_t` to copy on; the library's own stream for the device when absent. */
   readonly stream?: Ptr;
+  /**
+   * Wait for the copies before returning and export `sync_event` NULL.
+   * Otherwise an event is recorded on the stream after the copies and
+   * exported as `sync_event` (a `cudaEvent_t*`), and the call returns at once.
+   * Only safe without waiting when the source cannot go away meanwhile
+   * (pageable JS memory is staged by `cudaMemcpyAsync` before it returns).
+   */
+  readonly synchronize: boolean;
   /** A `cudaEvent_t` (the handle, not a pointer to it) the copies must wait for: the source's. */
   readonly waitEvent?: Ptr;
 }
@@ -123,7 +126,7 @@ export function writeCudaCopy(mem: Memory, src: DeviceArrayNode, into: Ptr, opts
       const stream = opts.stream ?? rt.internalStream(dev);
       if (opts.waitEvent !== undefined && opts.waitEvent !== 0n) rt.streamWaitEvent(stream, opts.waitEvent);
       for (const [b, off] of at) if (b.size! > 0) rt.memcpyAsync(base + BigInt(off), b.address, b.size!, stream);
-      if (opts.stream !== undefined) {
+      if (!opts.synchronize) {
         event = rt.eventCreate();
         rt.eventRecord(event, stream);
         // sync_event is a cudaEvent_t*: the handle lives in memory the release frees.
@@ -142,7 +145,13 @@ export function writeCudaCopy(mem: Memory, src: DeviceArrayNode, into: Ptr, opts
       });
       writeRawTree(mem, raw(src), into, shared);
     } catch (e) {
-      if (shared.refs === 0) shared.dispose();
+      if (shared.refs === 0) {
+        try {
+          shared.dispose();
+        } catch {
+          // the first error is the one to report
+        }
+      }
       throw e;
     }
     writeDeviceFields(mem, into, opts.deviceType, opts.deviceId, holder);

@@ -353,7 +353,8 @@ export function cudaRuntime(): CudaRuntime {
       runtime = new CudaRuntime(c, lib);
       return runtime;
     } catch (e) {
-      tried.push(`${c} (${String((e as Error).message ?? e).split('\n')[0]})`);
+      const why = String((e as Error).message ?? e).split('\n')[0]!;
+      tried.push(/cannot open shared object file|No such file/i.test(why) ? c : `${c} (${why})`);
     }
   }
   const override = process.env.ARROW_DEVICE_CUDART;
@@ -362,7 +363,7 @@ export function cudaRuntime(): CudaRuntime {
     '',
     override
       ? `the CUDA runtime named by ARROW_DEVICE_CUDART failed to load: ${tried.join('; ')}`
-      : `no CUDA runtime (libcudart) found; set ARROW_DEVICE_CUDART to its path. Tried: ${tried.slice(0, 6).join('; ')}${tried.length > 6 ? `; and ${tried.length - 6} more` : ''}`,
+      : `no CUDA runtime (libcudart) found; set ARROW_DEVICE_CUDART to its path. Tried: ${tried.slice(0, 8).join(', ')}${tried.length > 8 ? ` and ${tried.length - 8} more` : ''}`,
   );
   throw failure;
 }

@@ -13,7 +13,7 @@
  */
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { callbacks, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
 import { encodePointers, StructWriter } from '../memory/struct.js';
 
 /** Device resources a tree of records shares: freed when the last record is released. */
@@ -71,9 +71,7 @@ function releaseIfLive(mem: Memory, ptr: Ptr): void {
 }
 
 /** The one C release callback of every device-memory export on `mem`. */
-export function rawReleaseCallback(mem: Memory): Ptr {
-  return callbacks.get(mem, 'device.array.release', RELEASE_SIG, (p) => releaseRaw(mem, p as bigint));
-}
+export const rawReleaseCallback = defineCallback('device.array.release', RELEASE_SIG, (mem, p) => releaseRaw(mem, p as bigint));
 
 /**
  * Writes `root` as an `ArrowArray` at `into`. Every node written holds one

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { layoutsFor, NATIVE64, type Layouts, type Target } from '../abi/layout.js';
 import { ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
+import { callbacks } from './registry.js';
 
 type Koffi = typeof import('koffi');
 type KoffiType = ReturnType<Koffi['proto']>;
@@ -263,6 +264,10 @@ let native: NativeMemory | undefined;
 
 /** The process's own memory (x86-64 / aarch64). Created on first use. */
 export function nativeMemory(): Memory {
-  native ??= new NativeMemory();
+  if (!native) {
+    native = new NativeMemory();
+    // Every callback kind now, outside any callback (see CallbackCache).
+    callbacks.registerAll(native);
+  }
   return native;
 }

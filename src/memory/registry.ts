@@ -35,23 +35,53 @@ export class HandleTable<T> {
   }
 }
 
-/** One registered C callback per (memory, signature), created on first use. */
+type CallbackImpl = (mem: Memory, ...args: CValue[]) => CValue | void;
+
+/** Every callback kind the library defines, by key. */
+const defined = new Map<string, { sig: Signature; impl: CallbackImpl }>();
+
+/**
+ * One registered C callback per (memory, kind). Every kind is registered
+ * for a memory the first time any is needed (and `nativeMemory()` does it as
+ * soon as it is created), not lazily one by one: koffi 3.3.4 cannot call a
+ * callback that was registered while the JS thread was inside another koffi
+ * callback (every call then throws "Maximum call stack size exceeded"), and
+ * the first export of a kind may well happen inside a callback (a stream's
+ * `get_next`, an async task's `extract_data`).
+ */
 export class CallbackCache {
   private readonly ptrs = new WeakMap<Memory, Map<string, Ptr>>();
 
-  get(mem: Memory, key: string, sig: Signature, fn: (...args: CValue[]) => CValue | void): Ptr {
+  /** Registers, for `mem`, every defined kind not registered yet. */
+  registerAll(mem: Memory): Map<string, Ptr> {
     let m = this.ptrs.get(mem);
     if (!m) {
       m = new Map();
       this.ptrs.set(mem, m);
     }
-    let p = m.get(key);
-    if (p === undefined) {
-      p = mem.registerCallback(sig, fn);
-      m.set(key, p);
+    for (const [key, { sig, impl }] of defined) {
+      if (!m.has(key)) m.set(key, mem.registerCallback(sig, (...args: CValue[]) => impl(mem, ...args)));
     }
+    return m;
+  }
+
+  /** The C pointer of callback kind `key` on `mem`. */
+  ptr(mem: Memory, key: string): Ptr {
+    const p = this.ptrs.get(mem)?.get(key) ?? this.registerAll(mem).get(key);
+    if (p === undefined) throw new Error(`callback kind "${key}" is not defined`);
     return p;
   }
+}
+
+/**
+ * Defines a callback kind: `impl` receives the memory and the C arguments.
+ * Call at module load (top level), so the kind is registered with the rest
+ * before any callback runs. Returns the function giving its C pointer.
+ */
+export function defineCallback(key: string, sig: Signature, impl: CallbackImpl): (mem: Memory) => Ptr {
+  if (defined.has(key)) throw new Error(`callback kind "${key}" is defined twice`);
+  defined.set(key, { sig, impl });
+  return (mem) => callbacks.ptr(mem, key);
 }
 
 export const callbacks = new CallbackCache();

@@ -13,7 +13,7 @@ import { DataType, Dictionary, Field, Schema, Type, type Map_ } from 'apache-arr
 import { Flag } from '../abi/constants.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { callbacks, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
 import { encodePointers, StructWriter } from '../memory/struct.js';
 import { typeInfoOf } from './arrowjs.js';
 import { formatOf } from './format.js';
@@ -50,9 +50,7 @@ function releaseIfLive(mem: Memory, ptr: Ptr): void {
   else mem.call(rel, RELEASE_SIG, ptr);
 }
 
-function releaseCallback(mem: Memory): Ptr {
-  return callbacks.get(mem, 'schema.release', RELEASE_SIG, (p) => releaseSchema(mem, p as bigint));
-}
+const releaseCallback = defineCallback('schema.release', RELEASE_SIG, (mem, p) => releaseSchema(mem, p as bigint));
 
 /** Writes `node` into the `ArrowSchema` at `into` (memory the caller owns). */
 export function writeSchemaNode(mem: Memory, node: SchemaNode, into: Ptr): void {

@@ -13,16 +13,15 @@
  * lives in the stream's memory until the next callback or `release`. An
  * error is final: every later `get_next` returns it again.
  */
-import { Null, RecordBatch, RecordBatchReader, Schema, Struct, Table } from 'apache-arrow';
+import { RecordBatch, RecordBatchReader, Schema, Struct, Table } from 'apache-arrow';
 import { Errno } from '../abi/constants.js';
 import { dataToView } from '../array/arrowjs.js';
-import { exportArray, exportSchema, releaseArrowSchema, type MemoryOption } from '../array/api.js';
-import { arrayReleaseCallback } from '../array/export.js';
+import { exportArray, exportSchema, type MemoryOption } from '../array/api.js';
 import { ArrowDeviceError, invalid, toErrno, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
-import { callbacks, HandleTable } from '../memory/registry.js';
+import { defineCallback, HandleTable } from '../memory/registry.js';
 import { StructWriter } from '../memory/struct.js';
 import { schemaToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
@@ -245,36 +244,27 @@ function releaseStream(mem: Memory, s: StreamStruct, ptr: Ptr): void {
   }
 }
 
-const warmed = new WeakSet<Memory>();
 
-/**
- * Registers, once per memory, every C callback a stream export may need,
- * before any of them can run. koffi 3.3.4 cannot call a callback that was
- * registered while the JS thread was inside another koffi callback ("RangeError:
- * Maximum call stack size exceeded" on every later call), and the array and
- * schema layers register their release callbacks lazily, on first export:
- * which would otherwise happen inside our first `get_schema`/`get_next`.
- */
-function warmCallbacks(mem: Memory): void {
-  if (warmed.has(mem)) return;
-  arrayReleaseCallback(mem);
-  // The schema layer's release callback is private to it: one export and release registers it.
-  const schema = exportSchema(new Null(), { memory: mem });
-  releaseArrowSchema(schema, { memory: mem });
-  mem.free(schema);
-  for (const s of [ARRAY_STREAM, DEVICE_STREAM]) streamCallbacks(mem, s);
-  warmed.add(mem);
-}
+/** The four callbacks of each stream struct, defined at load (see CallbackCache on why not lazily). */
+const STREAM_CALLBACKS = new Map(
+  [ARRAY_STREAM, DEVICE_STREAM].map((s) => {
+    const k = s.kind;
+    return [
+      s,
+      {
+        getSchema: defineCallback(`${k}_stream.get_schema`, GET_SCHEMA_SIG, (mem, p, o) => getSchema(mem, s, p as bigint, o as bigint)),
+        getNext: defineCallback(`${k}_stream.get_next`, GET_NEXT_SIG, (mem, p, o) => getNext(mem, s, p as bigint, o as bigint)),
+        getLastError: defineCallback(`${k}_stream.get_last_error`, GET_LAST_ERROR_SIG, (mem, p) => getLastError(mem, s, p as bigint)),
+        release: defineCallback(`${k}_stream.release`, RELEASE_SIG, (mem, p) => releaseStream(mem, s, p as bigint)),
+      },
+    ] as const;
+  }),
+);
 
-/** The four callbacks of stream struct `s` on `mem`, registered once each. */
+/** The four callbacks of stream struct `s` on `mem`. */
 function streamCallbacks(mem: Memory, s: StreamStruct): { getSchema: Ptr; getNext: Ptr; getLastError: Ptr; release: Ptr } {
-  const k = s.kind;
-  return {
-    getSchema: callbacks.get(mem, `${k}_stream.get_schema`, GET_SCHEMA_SIG, (p, o) => getSchema(mem, s, p as bigint, o as bigint)),
-    getNext: callbacks.get(mem, `${k}_stream.get_next`, GET_NEXT_SIG, (p, o) => getNext(mem, s, p as bigint, o as bigint)),
-    getLastError: callbacks.get(mem, `${k}_stream.get_last_error`, GET_LAST_ERROR_SIG, (p) => getLastError(mem, s, p as bigint)),
-    release: callbacks.get(mem, `${k}_stream.release`, RELEASE_SIG, (p) => releaseStream(mem, s, p as bigint)),
-  };
+  const c = STREAM_CALLBACKS.get(s)!;
+  return { getSchema: c.getSchema(mem), getNext: c.getNext(mem), getLastError: c.getLastError(mem), release: c.release(mem) };
 }
 
 /** The source's iterator and, where the source knows it, its schema. */
@@ -323,7 +313,6 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
   try {
     const given = opts.schema ?? schema;
     if (given) rec.node = schemaToNode(given);
-    warmCallbacks(m);
     const cb = streamCallbacks(m, s);
     const into = opts.into ?? m.alloc(s.layout(m).size);
     const id = records.add(rec);

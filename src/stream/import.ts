@@ -59,7 +59,7 @@ export class StreamProducerError extends ArrowDeviceError {
 }
 
 /**
- * @internal The stream struct we own and the scratch structs of one import.
+ * @internal The stream struct we own, of one import.
  * Never refers to the import object (the FinalizationRegistry holds it).
  */
 export class StreamHandle {
@@ -72,8 +72,6 @@ export class StreamHandle {
     readonly s: StreamStruct,
     /** Our copy of the stream struct. */
     readonly ptr: Ptr,
-    /** The `ArrowArray` or `ArrowDeviceArray` that `get_next` fills, reused for every call. */
-    readonly out: Ptr,
   ) {
     liveCounters.liveImports++;
   }
@@ -87,7 +85,6 @@ export class StreamHandle {
       releaseStreamStruct(this.mem, this.s, this.ptr);
     } finally {
       this.mem.free(this.ptr);
-      this.mem.free(this.out);
       liveCounters.liveImports--;
       liveCounters.releasedImports++;
     }
@@ -199,33 +196,42 @@ export class RecordBatchStreamImport implements IterableIterator<RecordBatch> {
     if (h.released) throw new ArrowDeviceError('released', s.path, `the stream is released (${h.why})`);
     const m = h.mem;
     const i = this.#count;
-    const releaseAt = h.out + BigInt(m.layouts.ArrowArray.offsets.release!);
+    // A fresh zeroed struct per call: on success the batch's owner takes it as it is (no move, no copy).
+    const out = m.alloc(s.out(m).size);
+    const releaseAt = out + BigInt(m.layouts.ArrowArray.offsets.release!);
     let rc: number;
     try {
-      m.writePtr(releaseAt, 0n);
-      rc = m.call(this.#getNext, GET_NEXT_SIG, h.ptr, h.out) as number;
+      rc = m.call(this.#getNext, GET_NEXT_SIG, h.ptr, out) as number;
     } catch (e) {
+      m.free(out);
       h.release('it failed');
       throw e;
     }
     if (rc !== 0) {
+      m.free(out);
       const err = producerError(h, 'get_next', rc, ` for batch ${i}`);
       h.release('it failed');
       throw err;
     }
     if (m.readPtr(releaseAt) === 0n) {
+      m.free(out);
       h.release('it ended');
       return { done: true, value: undefined };
     }
     const path = `${s.path}.batches[${i}]`;
     let batch: RecordBatch;
     try {
-      if (s.kind === 'device') checkCpuDeviceArrayHeaderInternal(m, h.out, this.deviceType!, path);
-      batch = importBatch(m, h.out, this.schemaNode, this.schema, this.#type, this.#opts, this.#level, path);
+      if (s.kind === 'device') checkCpuDeviceArrayHeaderInternal(m, out, this.deviceType!, path);
     } catch (e) {
-      // The array is consumed on failure too (importBatch moves it first; a bad header leaves it here).
-      releaseArrayIfLive(m, h.out);
+      releaseArrayIfLive(m, out);
+      m.free(out);
       h.release('it failed');
+      throw e;
+    }
+    try {
+      batch = importBatch(m, out, this.schemaNode, this.schema, this.#type, this.#opts, this.#level, path);
+    } catch (e) {
+      h.release('it failed'); // importBatch has released the array and freed `out`
       throw e;
     }
     this.#count++;
@@ -282,7 +288,11 @@ function releaseArrayIfLive(m: Memory, ptr: Ptr): void {
   }
 }
 
-/** Imports the struct array at `ptr` as a batch (as `importRecordBatch`), with the stream's schema converted once. */
+/**
+ * Imports the struct array at `ptr` as a batch (as `importRecordBatch` does,
+ * with the stream's schema converted once). `ptr` is our own allocation:
+ * the batch's owner takes it over (no move needed) and frees it, on failure at once.
+ */
 function importBatch(
   m: Memory,
   ptr: Ptr,
@@ -293,7 +303,7 @@ function importBatch(
   level: number,
   path: string,
 ): RecordBatch {
-  const owner = ImportOwner.move(m, ptr);
+  const owner = new ImportOwner(m, ptr);
   let data: Data;
   try {
     const view = readArrayView({ mem: m, owner, token: {}, copy: opts.copy ?? false, level }, owner.ptr, node, path);
@@ -338,16 +348,9 @@ function importStream(src: Ptr, s: StreamStruct, opts: StreamImportOptions): Rec
   if (isStreamReleased(m, s, src)) throw new ArrowDeviceError('released', s.path, 'the struct is released (release is NULL)');
   const L = s.layout(m);
   const ptr = m.alloc(L.size);
-  let out: Ptr;
-  try {
-    out = m.alloc(s.out(m).size);
-  } catch (e) {
-    m.free(ptr);
-    throw e;
-  }
   m.copyIn(ptr, m.read(src, L.size));
   m.writePtr(fieldAddr(m, s, src, 'release'), 0n);
-  const h = new StreamHandle(m, s, ptr, out);
+  const h = new StreamHandle(m, s, ptr);
   try {
     for (const f of ['get_schema', 'get_next'] as const) {
       if (m.readPtr(fieldAddr(m, s, ptr, f)) === 0n) throw invalid(`${s.path}.${f}`, 'NULL callback');

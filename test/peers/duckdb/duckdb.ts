@@ -687,6 +687,31 @@ export class DuckDB {
     });
   }
 
+  /**
+   * duckdb_arrow_scan (deprecated in duckdb.h, but the C API's only entry that
+   * takes an ArrowArrayStream): creates view `name` over the stream at `stream`.
+   * The query is called with koffi's async form, like every call that may run
+   * caller callbacks.
+   *
+   * Ownership and threads, from DuckDB's src/main/capi/arrow-c.cpp (v1.5):
+   * - DuckDB never releases the stream. Each scan of the view copies the
+   *   struct (FactoryGetNext: `*stream`, with its own no-op release) and calls
+   *   get_next on that copy, under a lock but from its worker threads. So the
+   *   caller's struct and everything it points at must stay alive and
+   *   unreleased while the view may be scanned; release it afterwards.
+   * - DuckDB calls get_schema once here and once per query that binds the view,
+   *   and never releases the root ArrowSchema it gets (it nulls `release`):
+   *   one schema leaks per call. A JS exporter sees them as live exports.
+   * - The stream can be scanned once: a second scan of the view sees its end.
+   */
+  arrowScan(name: string, stream: bigint): Promise<void> {
+    return this.#exclusive(async () => {
+      const n = streamLib();
+      const state = await callAsync(n.duckdb_arrow_scan, this.#con, name, stream);
+      if (state !== DuckDBSuccess) throw new Error(`duckdb_arrow_scan(${name}) failed`);
+    });
+  }
+
   /** Disconnects and closes the database. Do not call while an operation is pending. */
   close(): void {
     if (this.#closed) return;
@@ -704,4 +729,25 @@ function releaseAndFree(struct: bigint, releaseOffset: number): void {
   const release = readPtr(struct, releaseOffset);
   if (release !== null) koffi.call(release, ReleaseProto, struct);
   freeStruct(struct);
+}
+
+// ---------------------------------------------------------------------------
+// Arrow streams (added for test/stream; bound separately so `bind` stays as it is)
+
+function bindStreams(path: string) {
+  const lib = koffi.load(path);
+  return {
+    // duckdb_state duckdb_arrow_scan(duckdb_connection connection, const char *table_name, duckdb_arrow_stream arrow);
+    duckdb_arrow_scan: lib.func('int duckdb_arrow_scan(void *connection, const char *table_name, void *arrow)') as Fn<
+      (con: bigint, name: string, stream: bigint) => number
+    >,
+  };
+}
+
+let streams: ReturnType<typeof bindStreams> | undefined;
+
+function streamLib(): ReturnType<typeof bindStreams> {
+  lib(); // the same library, loaded and checked first
+  streams ??= bindStreams(DUCKDB_LIBRARY_PATH);
+  return streams;
 }

@@ -1,0 +1,392 @@
+/**
+ * The consumer side of the async device stream interface: a native
+ * producer pushes data to a handler whose callbacks are ours.
+ *
+ * - Back-pressure: `request(n)` is issued as the reader consumes, so at most
+ *   `queueSize` batches are ever requested ahead of the reader; a fast
+ *   producer cannot grow memory without bound.
+ * - Tasks are moved out of `on_next_task` (a task is only valid during that
+ *   call) and extracted when the reader pulls them, so the producer is not
+ *   held up by the extraction.
+ * - Leaving the loop early (`break`, `return()`, a ReadableStream's
+ *   `cancel()`) calls the producer's `cancel`; tasks that still arrive, and
+ *   those queued, are extracted with a NULL out so the producer can clean up.
+ * - `on_error` makes the iteration reject with an `AsyncStreamError`
+ *   carrying the code, message and metadata, copied at once (they are valid
+ *   only during the call). Arrow C++ ends a successful cancel with
+ *   `on_error(EINVAL)` where the spec says it must not call `on_error`; an
+ *   error after our own cancel is therefore recorded but not thrown.
+ * - Every callback may come from a producer's thread; koffi runs it on the
+ *   JS thread, one at a time, and the handler callbacks are serialized as the
+ *   spec requires. The event loop is kept alive until the producer calls the
+ *   handler's `release`.
+ */
+import { RecordBatch, type Schema } from 'apache-arrow';
+import { errnoName, Errno } from '../abi/constants.js';
+import { importSchemaNode } from '../array/api.js';
+import { importDeviceRecordBatch, type DeviceImportOptions } from '../device/api.js';
+import type { DeviceArray } from '../device/device-array.js';
+import { ArrowDeviceError, toErrno } from '../errors.js';
+import { liveCounters } from '../memory/accounting.js';
+import type { CValue, Memory, Ptr } from '../memory/memory.js';
+import { nativeMemory } from '../memory/native.js';
+import { defineCallback, HandleTable } from '../memory/registry.js';
+import { StructReader, StructWriter } from '../memory/struct.js';
+import { nodeToSchema } from '../schema/arrowjs.js';
+import { readMetadata, type Metadata } from '../schema/metadata.js';
+import type { SchemaNode } from '../schema/node.js';
+import { CANCEL, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal } from './common.js';
+
+/** An error the producer reported through `on_error`. */
+export class AsyncStreamError extends ArrowDeviceError {
+  override name = 'AsyncStreamError';
+  constructor(
+    errno: number,
+    message: string | null,
+    /** The error metadata the producer passed, decoded (null: none). */
+    readonly metadata: Metadata | null,
+  ) {
+    super('producer', 'async stream', `${errnoName(errno)}: ${message ?? '(no message)'}`, { errno });
+  }
+}
+
+/** A batch and the metadata its producer sent with it. */
+export interface AsyncTaskResult {
+  readonly data: RecordBatch | DeviceArray;
+  readonly metadata: Metadata | null;
+}
+
+export interface AsyncConsumerOptions extends DeviceImportOptions {
+  /** Batches requested ahead of the reader at most (the queue bound). Default 4. */
+  queueSize?: number;
+}
+
+interface QueuedTask {
+  /** The ArrowAsyncTask's bytes, moved out of on_next_task. */
+  bytes: Uint8Array;
+  metadata: Metadata | null;
+}
+
+const readers = new HandleTable<AsyncDeviceStreamReader>();
+
+function readerOf(mem: Memory, handler: Ptr): AsyncDeviceStreamReader | undefined {
+  const id = Number(mem.readPtr(handler + BigInt(mem.layouts.ArrowAsyncDeviceStreamHandler.offsets.private_data!)));
+  return readers.get(id);
+}
+
+/** A callback must never throw into the producer: an exception becomes an errno (or nothing, for void). */
+function guard(fn: () => CValue | void, fallback: number | undefined): CValue | void {
+  try {
+    return fn();
+  } catch (e) {
+    return fallback === undefined ? undefined : toErrno(e).errno;
+  }
+}
+
+/** The four handler callbacks, shared by every reader (defined at load: see CallbackCache). */
+const onSchemaCb = defineCallback('async.on_schema', ON_SCHEMA, (mem, h, s) =>
+  guard(() => readerOf(mem, h as bigint)?.onSchema(s as bigint) ?? Errno.EINVAL, Errno.EIO),
+);
+const onNextTaskCb = defineCallback('async.on_next_task', ON_NEXT_TASK, (mem, h, t, md) =>
+  guard(() => readerOf(mem, h as bigint)?.onNextTask(t as bigint, md as bigint) ?? Errno.EINVAL, Errno.EIO),
+);
+const onErrorCb = defineCallback('async.on_error', ON_ERROR, (mem, h, code, msg, md) =>
+  guard(() => readerOf(mem, h as bigint)?.onError(code as number, msg as bigint, md as bigint), undefined),
+);
+const releaseCb = defineCallback('async.handler_release', HANDLER_RELEASE, (mem, h) =>
+  guard(() => readerOf(mem, h as bigint)?.onRelease(), undefined),
+);
+
+/**
+ * A handler to give to a native producer, and the data it pushes as an
+ * `AsyncIterable` (and a WHATWG `ReadableStream`).
+ *
+ * @example
+ * const reader = createAsyncDeviceStreamReader();
+ * nativeLib.produce(reader.handler);            // the producer takes the handler
+ * for await (const batch of reader) console.log(batch.numRows);
+ */
+export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | DeviceArray> {
+  /** The `ArrowAsyncDeviceStreamHandler` to hand to the producer. Freed when the producer releases it. */
+  readonly handler: Ptr;
+  /** Resolves when the producer has released the handler (the stream is over, whatever the reason). */
+  readonly closed: Promise<void>;
+
+  private readonly mem: Memory;
+  private readonly id: number;
+  private readonly queueSize: number;
+  private readonly keepAlive = new KeepAlive();
+  private readonly changed = new Signal();
+  private readonly queue: QueuedTask[] = [];
+  private schemaNode: SchemaNode | null = null;
+  private arrowSchema: Schema | null = null;
+  private schemaWaiters: { resolve: (s: Schema) => void; reject: (e: unknown) => void }[] = [];
+  private producer: Ptr = 0n;
+  private ended = false;
+  private released = false;
+  private cancelled = false;
+  private error: ArrowDeviceError | null = null;
+  private errorAfterCancel: AsyncStreamError | null = null;
+  private resolveClosed!: () => void;
+  /** The producer's `additional_metadata`, decoded (null: none). Known once the schema arrived. */
+  additionalMetadata: Metadata | null = null;
+  /** The producer's device type. Known once the schema arrived. */
+  deviceType: number | undefined;
+  /** The most batches ever queued at once (received, not yet read): proof of the bound. */
+  maxQueued = 0;
+  /** Tasks extracted with a NULL out (after a cancel). */
+  discardedTasks = 0;
+
+  constructor(
+    private readonly opts: AsyncConsumerOptions = {},
+  ) {
+    this.mem = opts.memory ?? nativeMemory();
+    this.queueSize = opts.queueSize ?? 4;
+    if (!Number.isInteger(this.queueSize) || this.queueSize < 1) {
+      throw new ArrowDeviceError('invalid', 'options.queueSize', `must be a positive integer, got ${opts.queueSize}`);
+    }
+    this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
+    const L = this.mem.layouts.ArrowAsyncDeviceStreamHandler;
+    this.id = readers.add(this);
+    this.handler = this.mem.alloc(L.size);
+    new StructWriter(L)
+      .ptr('on_schema', onSchemaCb(this.mem))
+      .ptr('on_next_task', onNextTaskCb(this.mem))
+      .ptr('on_error', onErrorCb(this.mem))
+      .ptr('release', releaseCb(this.mem))
+      .ptr('producer', 0n)
+      .ptr('private_data', BigInt(this.id))
+      .writeTo(this.mem, this.handler);
+    liveCounters.liveExports++;
+  }
+
+  /** The stream's schema, once the producer sent it. */
+  get schema(): Promise<Schema> {
+    if (this.arrowSchema) return Promise.resolve(this.arrowSchema);
+    if (this.error) return Promise.reject(this.error);
+    return new Promise((resolve, reject) => this.schemaWaiters.push({ resolve, reject }));
+  }
+
+  // --- handler callbacks (on the JS thread, one at a time) ---------------------------------
+
+  /** @internal */
+  onSchema(schemaPtr: Ptr): number {
+    if (this.cancelled) return Errno.ECANCELED; // the producer then only calls release
+    try {
+      // Import consumes the schema (moved into our hands and released); the pointer is not kept.
+      this.schemaNode = importSchemaNode(schemaPtr, this.opts);
+      this.arrowSchema = nodeToSchema(this.schemaNode, 'schema', this.opts);
+      const pL = this.mem.layouts.ArrowAsyncProducer;
+      this.producer = this.mem.readPtr(this.handler + BigInt(this.mem.layouts.ArrowAsyncDeviceStreamHandler.offsets.producer!));
+      if (this.producer === 0n) throw new ArrowDeviceError('invalid', 'handler.producer', 'NULL: the producer must fill it before on_schema');
+      const p = StructReader.read(this.mem, this.producer, pL);
+      this.deviceType = p.i32('device_type');
+      const md = p.ptr('additional_metadata');
+      this.additionalMetadata = readMetadata(this.mem, md, 'producer.additional_metadata');
+    } catch (e) {
+      this.fail(e instanceof ArrowDeviceError ? e : new ArrowDeviceError('io', 'on_schema', String(e)));
+      return toErrno(e).errno;
+    }
+    for (const w of this.schemaWaiters) w.resolve(this.arrowSchema);
+    this.schemaWaiters = [];
+    this.request(this.queueSize);
+    this.changed.wake();
+    return 0;
+  }
+
+  /** @internal */
+  onNextTask(task: Ptr, metadata: Ptr): number {
+    if (task === 0n) {
+      this.ended = true;
+      this.changed.wake();
+      return 0;
+    }
+    // The task is only valid during this call: move its contents out.
+    const bytes = this.mem.read(task, this.mem.layouts.ArrowAsyncTask.size);
+    if (this.cancelled) {
+      this.discard(bytes);
+      return 0;
+    }
+    let md: Metadata | null = null;
+    try {
+      md = readMetadata(this.mem, metadata, 'on_next_task.metadata');
+    } catch (e) {
+      // Keep the data; a malformed per-task metadata is reported with the batch.
+      md = new Map([['arrow-device:error', (e as Error).message]]);
+    }
+    this.queue.push({ bytes, metadata: md });
+    this.maxQueued = Math.max(this.maxQueued, this.queue.length);
+    this.changed.wake();
+    return 0;
+  }
+
+  /** @internal */
+  onError(code: number, message: Ptr, metadata: Ptr): void {
+    // Both strings are valid only during this call: copy them now.
+    let text: string | null = null;
+    let md: Metadata | null = null;
+    try {
+      text = message === 0n ? null : this.mem.readCString(message);
+    } catch {
+      text = '(unreadable message)';
+    }
+    try {
+      md = readMetadata(this.mem, metadata, 'on_error.metadata');
+    } catch {
+      md = null;
+    }
+    const err = new AsyncStreamError(code, text, md);
+    if (this.cancelled) this.errorAfterCancel = err; // Arrow C++: on_error(EINVAL) after a cancel
+    else this.fail(err);
+  }
+
+  /** @internal */
+  onRelease(): void {
+    if (this.released) return;
+    this.released = true;
+    this.keepAlive.stop();
+    readers.take(this.id);
+    this.mem.free(this.handler);
+    liveCounters.liveExports--;
+    if (!this.arrowSchema && !this.error) {
+      this.fail(new ArrowDeviceError('producer', 'async stream', 'the producer released the handler before sending a schema'));
+    }
+    this.changed.wake();
+    this.resolveClosed();
+  }
+
+  // --- reading -----------------------------------------------------------------------
+
+  private fail(e: ArrowDeviceError): void {
+    if (this.error) return;
+    this.error = e;
+    for (const w of this.schemaWaiters) w.reject(e);
+    this.schemaWaiters = [];
+    this.changed.wake();
+  }
+
+  private request(n: number): void {
+    if (this.producer === 0n || this.released || this.cancelled) return;
+    const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.request!));
+    // A synchronous call is safe: request MUST be callable from within on_next_task, that is while
+    // the producer's own thread waits for us, and MUST NOT call on_next_task or on_error itself.
+    this.mem.call(fn, REQUEST, this.producer, BigInt(n));
+  }
+
+  /** Extracts a task with a NULL out: the producer cleans up, no data. */
+  private discard(bytes: Uint8Array): void {
+    const t = this.mem.alloc(bytes.length);
+    try {
+      this.mem.copyIn(t, bytes);
+      const fn = this.mem.readPtr(t + BigInt(this.mem.layouts.ArrowAsyncTask.offsets.extract_data!));
+      this.mem.call(fn, EXTRACT_DATA, t, 0n);
+      this.discardedTasks++;
+    } finally {
+      this.mem.free(t);
+    }
+  }
+
+  /** Extracts a task into an ArrowDeviceArray and imports it. */
+  private extract(q: QueuedTask): AsyncTaskResult {
+    const m = this.mem;
+    const t = m.alloc(q.bytes.length);
+    const out = m.alloc(m.layouts.ArrowDeviceArray.size);
+    try {
+      m.copyIn(t, q.bytes);
+      const fn = m.readPtr(t + BigInt(m.layouts.ArrowAsyncTask.offsets.extract_data!));
+      const rc = m.call(fn, EXTRACT_DATA, t, out) as number;
+      if (rc !== 0) {
+        throw new ArrowDeviceError('producer', 'extract_data', `${errnoName(rc)} (the producer reports details through on_error)`, { errno: rc });
+      }
+      const data = importDeviceRecordBatch(out, this.arrowSchema!, this.opts);
+      if (!(data instanceof RecordBatch) && this.deviceType !== undefined && data.deviceType !== this.deviceType) {
+        data.release();
+        throw new ArrowDeviceError('invalid', 'device_array.device_type', `${data.deviceType}, but the producer said ${this.deviceType}`);
+      }
+      return { data, metadata: q.metadata };
+    } finally {
+      m.free(t);
+      m.free(out);
+    }
+  }
+
+  /** The next batch with its metadata, or undefined at the end. */
+  async next(): Promise<AsyncTaskResult | undefined> {
+    for (;;) {
+      const q = this.queue.shift();
+      if (q) {
+        const r = this.extract(q);
+        if (!this.ended) this.request(1);
+        return r;
+      }
+      if (this.error) throw this.error;
+      if (this.ended || this.released || this.cancelled) return undefined;
+      await this.changed.wait();
+    }
+  }
+
+  /**
+   * Stops reading: calls the producer's `cancel` (the producer stops
+   * eventually and releases the handler) and extracts every queued task with
+   * a NULL out. Idempotent.
+   */
+  cancel(): void {
+    if (this.cancelled || this.released) return;
+    this.cancelled = true;
+    for (const q of this.queue.splice(0)) this.discard(q.bytes);
+    if (this.producer !== 0n) {
+      const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.cancel!));
+      // cancel is thread-safe and may only call on_error, which koffi runs re-entrantly on this thread.
+      this.mem.call(fn, CANCEL, this.producer);
+    }
+    this.changed.wake();
+  }
+
+  /** The error the producer reported after our cancel, if any (Arrow C++ reports EINVAL there). */
+  get errorAfterCancelled(): AsyncStreamError | null {
+    return this.errorAfterCancel;
+  }
+
+  /** Batches with the metadata their producer sent. */
+  async *tasks(): AsyncGenerator<AsyncTaskResult> {
+    try {
+      for (;;) {
+        const r = await this.next();
+        if (!r) return;
+        yield r;
+      }
+    } finally {
+      // break, return() or a throw in the loop body: tell the producer to stop.
+      if (!this.ended && !this.released) this.cancel();
+    }
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<RecordBatch | DeviceArray> {
+    for await (const t of this.tasks()) yield t.data;
+  }
+
+  /** A WHATWG ReadableStream of the batches; its `cancel()` cancels the producer. */
+  toReadableStream(): ReadableStream<RecordBatch | DeviceArray> {
+    return new ReadableStream<RecordBatch | DeviceArray>(
+      {
+        pull: async (controller) => {
+          try {
+            const r = await this.next();
+            if (r) controller.enqueue(r.data);
+            else controller.close();
+          } catch (e) {
+            controller.error(e);
+          }
+        },
+        cancel: () => this.cancel(),
+      },
+      // The queue bound is ours (queueSize); the stream buffers nothing more.
+      { highWaterMark: 0 },
+    );
+  }
+}
+
+/** Creates a handler for a native producer and the reader of what it pushes. */
+export function createAsyncDeviceStreamReader(opts: AsyncConsumerOptions = {}): AsyncDeviceStreamReader {
+  return new AsyncDeviceStreamReader(opts);
+}

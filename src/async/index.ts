@@ -1,0 +1,2 @@
+export { AsyncDeviceStreamReader, AsyncStreamError, createAsyncDeviceStreamReader, type AsyncConsumerOptions, type AsyncTaskResult } from './consumer.js';
+export { produceAsyncDeviceStream, type AsyncBatchSource, type AsyncProducerOptions, type AsyncProduceResult } from './producer.js';

@@ -1,0 +1,303 @@
+/**
+ * The producer side of the async device stream interface: we push data to
+ * a native consumer's `ArrowAsyncDeviceStreamHandler`.
+ *
+ * - The `ArrowAsyncProducer` is ours, filled (and set in the handler) before
+ *   `on_schema` is called; we free it after calling the handler's `release`.
+ * - `request(n)` adds credit and never calls `on_next_task` itself (the
+ *   production loop runs on the event loop, after the callback returns);
+ *   `n <= 0` ends the stream with `on_error(EINVAL)`.
+ * - Each `on_next_task` gets a task whose `extract_data` moves the batch out
+ *   (exported zero-copy as a CPU `ArrowDeviceArray`, or a `DeviceArray` moved
+ *   on); a NULL out discards it and still cleans up.
+ * - `cancel` stops production at the next batch and then calls `release`,
+ *   with no `on_error`. An error in the source: `on_error`, then `release`. A
+ *   non-zero return from `on_schema` or `on_next_task` stops production and
+ *   releases without `on_error`.
+ * - The handler's callbacks are called with the memory's asynchronous call
+ *   (a koffi worker thread), one at a time: a native consumer may call
+ *   `request` from its own threads, which koffi queues to the JS thread, so
+ *   the JS thread must never wait in a synchronous call into the consumer.
+ */
+import { RecordBatch, Schema, type Struct } from 'apache-arrow';
+import { DeviceType, Errno } from '../abi/constants.js';
+import { exportSchema, releaseArrowSchema } from '../array/api.js';
+import { exportDeviceArray } from '../device/api.js';
+import { DeviceArray } from '../device/device-array.js';
+import { ArrowDeviceError, toErrno } from '../errors.js';
+import { liveCounters } from '../memory/accounting.js';
+import type { Memory, Ptr } from '../memory/memory.js';
+import { nativeMemory } from '../memory/native.js';
+import { defineCallback, HandleTable } from '../memory/registry.js';
+import { StructWriter } from '../memory/struct.js';
+import { encodeMetadata, type Metadata } from '../schema/metadata.js';
+import { CANCEL, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal } from './common.js';
+
+type Item = RecordBatch | DeviceArray;
+/** What can be produced from: async or sync iterables of batches, a ReadableStream, an arrow-js async reader. */
+export type AsyncBatchSource = AsyncIterable<Item> | Iterable<Item> | ReadableStream<Item>;
+
+export interface AsyncProducerOptions {
+  memory?: Memory;
+  /** The stream's schema; else the first batch's (a source with no batch then needs it). */
+  schema?: Schema;
+  /** `ArrowAsyncProducer.additional_metadata`, valid for the producer's lifetime. */
+  additionalMetadata?: Metadata;
+  /** Per-task metadata for `on_next_task`. */
+  taskMetadata?: (batch: Item, index: number) => Metadata | null;
+  /** The device type the producer announces (default CPU; DeviceArray items must match it). */
+  deviceType?: number;
+}
+
+export interface AsyncProduceResult {
+  /** Tasks handed to the consumer. */
+  readonly batches: number;
+  /** Whether the consumer cancelled. */
+  readonly cancelled: boolean;
+  /** How the stream ended. */
+  readonly end: 'complete' | 'cancelled' | 'error' | 'consumer-stopped';
+  /** The error reported through on_error, or the consumer's non-zero code. */
+  readonly error?: ArrowDeviceError;
+}
+
+interface ProducerState {
+  credit: number;
+  cancelled: boolean;
+  badRequest: number | null;
+  changed: Signal;
+}
+
+interface TaskRecord {
+  item: Item;
+  deviceType: number;
+}
+
+const producers = new HandleTable<ProducerState>();
+const tasks = new HandleTable<TaskRecord>();
+
+function stateOf(mem: Memory, p: bigint): ProducerState | undefined {
+  return producers.get(Number(mem.readPtr(p + BigInt(mem.layouts.ArrowAsyncProducer.offsets.private_data!))));
+}
+
+// request and cancel may come from the consumer's threads (queued by koffi to the JS thread), or
+// synchronously from inside on_schema / on_next_task: both only update state and wake the loop.
+// Defined at load: see CallbackCache.
+const requestCb = defineCallback('async.request', REQUEST, (mem, p, n) => {
+  const s = stateOf(mem, p as bigint);
+  if (!s || s.cancelled) return; // after cancel: a NOP, but allowed
+  const k = BigInt(n as bigint);
+  if (k <= 0n) s.badRequest = Number(k);
+  else s.credit += k > 1_000_000_000n ? 1_000_000_000 : Number(k);
+  s.changed.wake();
+});
+
+const cancelCb = defineCallback('async.cancel', CANCEL, (mem, p) => {
+  const s = stateOf(mem, p as bigint);
+  if (!s || s.cancelled) return; // idempotent
+  s.cancelled = true;
+  s.changed.wake();
+});
+
+const extractCb = defineCallback('async.extract_data', EXTRACT_DATA, (mem, t, out) => {
+  const rec = tasks.take(Number(mem.readPtr((t as bigint) + BigInt(mem.layouts.ArrowAsyncTask.offsets.private_data!))));
+  if (!rec) return Errno.EINVAL; // extracted twice, or not ours
+  liveCounters.liveExports--;
+  if ((out as bigint) === 0n) {
+    if (rec.item instanceof DeviceArray) rec.item.release();
+    return 0; // the consumer does not want the data: cleaned up
+  }
+  try {
+    exportDeviceArray(rec.item, { memory: mem, into: out as bigint });
+    return 0;
+  } catch (e) {
+    return toErrno(e).errno;
+  }
+});
+
+/** Iterates any of the sources; `return()` ends it early. */
+function iterate(source: AsyncBatchSource): AsyncIterator<Item> {
+  if (typeof (source as ReadableStream<Item>).getReader === 'function' && !(Symbol.asyncIterator in source)) {
+    const reader = (source as ReadableStream<Item>).getReader();
+    return {
+      next: async () => {
+        const r = await reader.read();
+        return r.done ? { done: true, value: undefined } : { done: false, value: r.value };
+      },
+      return: async () => {
+        await reader.cancel();
+        return { done: true, value: undefined };
+      },
+    };
+  }
+  if (Symbol.asyncIterator in source) return (source as AsyncIterable<Item>)[Symbol.asyncIterator]();
+  const it = (source as Iterable<Item>)[Symbol.iterator]();
+  return {
+    next: async () => it.next(),
+    return: async () => it.return?.() ?? { done: true, value: undefined },
+  };
+}
+
+function schemaOf(item: Item): Schema {
+  if (item instanceof RecordBatch) return new Schema((item.data.type as Struct).children, item.schema.metadata);
+  throw new ArrowDeviceError('invalid', 'options.schema', 'a stream of DeviceArray needs options.schema');
+}
+
+/**
+ * Produces `source` into the native consumer's handler at `handler` and
+ * resolves when the handler has been released (the stream is over).
+ *
+ * @example
+ * const handler = nativeLib.make_handler();
+ * const result = await produceAsyncDeviceStream(table.batches, handler);
+ * console.log(result.end, result.batches);
+ */
+export async function produceAsyncDeviceStream(
+  source: AsyncBatchSource,
+  handler: Ptr,
+  opts: AsyncProducerOptions = {},
+): Promise<AsyncProduceResult> {
+  const mem = opts.memory ?? nativeMemory();
+  if (handler === 0n) throw new ArrowDeviceError('invalid', 'handler', 'NULL pointer');
+  const H = mem.layouts.ArrowAsyncDeviceStreamHandler;
+  const P = mem.layouts.ArrowAsyncProducer;
+  const fn = (field: string): Ptr => mem.readPtr(handler + BigInt(H.offsets[field]!));
+  const onSchema = fn('on_schema');
+  const onNextTask = fn('on_next_task');
+  const onError = fn('on_error');
+  const release = fn('release');
+  for (const [name, p] of [['on_schema', onSchema], ['on_next_task', onNextTask], ['on_error', onError], ['release', release]] as const) {
+    if (p === 0n) throw new ArrowDeviceError('invalid', `handler.${name}`, 'NULL: the handler is released or incomplete');
+  }
+  const deviceType = opts.deviceType ?? DeviceType.CPU;
+  const state: ProducerState = { credit: 0, cancelled: false, badRequest: null, changed: new Signal() };
+  const id = producers.add(state);
+  const md = encodeMetadata(opts.additionalMetadata ?? null);
+  const mdPtr = md ? mem.alloc(md.length) : 0n;
+  if (md) mem.copyIn(mdPtr, md);
+  const producer = mem.alloc(P.size);
+  new StructWriter(P)
+    .i32('device_type', deviceType)
+    .ptr('request', requestCb(mem))
+    .ptr('cancel', cancelCb(mem))
+    .ptr('additional_metadata', mdPtr)
+    .ptr('private_data', BigInt(id))
+    .writeTo(mem, producer);
+  // The producer member must be populated before on_schema.
+  mem.writePtr(handler + BigInt(H.offsets.producer!), producer);
+  const keepAlive = new KeepAlive();
+  const it = iterate(source);
+  let batches = 0;
+  let end: AsyncProduceResult['end'] = 'complete';
+  let error: ArrowDeviceError | undefined;
+
+  const reportError = async (e: unknown): Promise<void> => {
+    const { errno, message } = toErrno(e);
+    error = e instanceof ArrowDeviceError ? e : new ArrowDeviceError('io', 'source', message, { errno });
+    end = 'error';
+    const msg = new TextEncoder().encode(message + '\0');
+    const m = mem.alloc(msg.length);
+    mem.copyIn(m, msg);
+    try {
+      await mem.callAsync(onError, ON_ERROR, handler, errno, m, 0n);
+    } finally {
+      mem.free(m);
+    }
+  };
+
+  try {
+    let first: IteratorResult<Item> | undefined;
+    let schema = opts.schema;
+    if (!schema) {
+      try {
+        first = await it.next();
+      } catch (e) {
+        await reportError(e);
+        return { batches, cancelled: false, end, error };
+      }
+      if (first.done) {
+        await reportError(new ArrowDeviceError('invalid', 'source', 'the source has no batch to take the schema from: pass options.schema'));
+        return { batches, cancelled: false, end, error };
+      }
+      schema = schemaOf(first.value);
+    }
+    const s = exportSchema(schema, { memory: mem });
+    let rc: number;
+    try {
+      rc = (await mem.callAsync(onSchema, ON_SCHEMA, handler, s)) as number;
+    } finally {
+      // The consumer moves the schema out; release it if it did not.
+      releaseArrowSchema(s, { memory: mem });
+      mem.free(s);
+    }
+    if (rc !== 0) {
+      end = 'consumer-stopped';
+      error = new ArrowDeviceError('producer', 'on_schema', `the consumer returned ${rc}`, { errno: rc });
+      return { batches, cancelled: false, end, error };
+    }
+    for (;;) {
+      while (state.credit === 0 && !state.cancelled && state.badRequest === null) await state.changed.wait();
+      if (state.cancelled) {
+        end = 'cancelled'; // a successful cancel: no on_error, just release
+        break;
+      }
+      if (state.badRequest !== null) {
+        await reportError(new ArrowDeviceError('invalid', 'request', `n must be > 0, got ${state.badRequest}`));
+        break;
+      }
+      let next: IteratorResult<Item>;
+      try {
+        next = first ?? (await it.next());
+        first = undefined;
+      } catch (e) {
+        await reportError(e);
+        break;
+      }
+      if (state.cancelled) {
+        end = 'cancelled';
+        break;
+      }
+      if (next.done) {
+        rc = (await mem.callAsync(onNextTask, ON_NEXT_TASK, handler, 0n, 0n)) as number; // end of stream
+        break;
+      }
+      const item = next.value;
+      if (item instanceof DeviceArray && item.deviceType !== deviceType) {
+        await reportError(new ArrowDeviceError('invalid', `batch ${batches}`, `a ${item.deviceTypeName} array in a stream of device type ${deviceType}`));
+        break;
+      }
+      state.credit--;
+      const taskId = tasks.add({ item, deviceType });
+      liveCounters.liveExports++;
+      const task = mem.alloc(mem.layouts.ArrowAsyncTask.size);
+      new StructWriter(mem.layouts.ArrowAsyncTask).ptr('extract_data', extractCb(mem)).ptr('private_data', BigInt(taskId)).writeTo(mem, task);
+      const tmd = encodeMetadata(opts.taskMetadata?.(item, batches) ?? null);
+      const tmdPtr = tmd ? mem.alloc(tmd.length) : 0n;
+      if (tmd) mem.copyIn(tmdPtr, tmd);
+      try {
+        // The task struct is valid only during this call; the consumer moves its contents out.
+        rc = (await mem.callAsync(onNextTask, ON_NEXT_TASK, handler, task, tmdPtr)) as number;
+      } finally {
+        mem.free(task);
+        if (tmdPtr) mem.free(tmdPtr);
+      }
+      batches++;
+      if (rc !== 0) {
+        end = 'consumer-stopped';
+        error = new ArrowDeviceError('producer', 'on_next_task', `the consumer returned ${rc}`, { errno: rc });
+        break;
+      }
+    }
+    if (end !== 'complete') await it.return?.();
+    return { batches, cancelled: state.cancelled, end, error };
+  } finally {
+    try {
+      await mem.callAsync(release, HANDLER_RELEASE, handler);
+    } finally {
+      // Ours to clean up after the handler's release (the spec's ArrowAsyncProducer lifetime).
+      producers.take(id);
+      mem.free(producer);
+      if (mdPtr) mem.free(mdPtr);
+      keepAlive.stop();
+    }
+  }
+}

@@ -1,0 +1,380 @@
+/**
+ * The C Device Data Interface API: `ArrowDeviceArray` to and from arrow-js
+ * objects and `DeviceArray` handles.
+ *
+ * Ownership is the C Data Interface's (src/array/api.ts), applied to the
+ * `ArrowArray` embedded at offset 0 of the `ArrowDeviceArray` (its `release`
+ * is the device array's release):
+ * - Import consumes: the struct is moved out of the caller's memory (the
+ *   caller's `array.release` is NULL afterwards, on success and on failure)
+ *   and the producer's `release` is called exactly once. For arrow-js
+ *   results, when no JS object can reach the memory any more (or at once
+ *   with `copy` / `toHost`); for a `DeviceArray`, at its `release()` (or when
+ *   it is collected), unless `exportTo` moved it on.
+ * - Export pins (CPU) or copies (CUDA): see `exportDeviceArray`.
+ *
+ * Validation of the device fields, at every level: `reserved` must be zero
+ * (the spec says MUST), the device type one the spec defines, `device_id`
+ * -1 or a device number (a CPU array says -1; 0, DLPack's CPU id, is
+ * accepted too), a CUDA or CUDA_MANAGED array names a device (>= 0), and a
+ * CPU array has no `sync_event`. Errors name the place:
+ * `device_array.reserved[1]: must be zero`.
+ *
+ * Synchronisation: for data the CPU reads in place (CUDA_HOST and
+ * CUDA_MANAGED), the host waits on the event with `cudaEventSynchronize`
+ * before the first byte is read. Copies from the device make the copying
+ * stream wait on it with `cudaStreamWaitEvent` (the `stream` option names
+ * that stream; otherwise the library's own).
+ */
+import { Data, DataType, Field, RecordBatch, Schema, Struct, Vector } from 'apache-arrow';
+import { deviceTypeName, DeviceType } from '../abi/constants.js';
+import { exportSchema, importSchemaNode, releaseArrowArray, releaseArrowSchema, toExportView, type ArrayImportOptions, type MemoryOption, type SchemaLike } from '../array/api.js';
+import { dataToView, viewToData } from '../array/arrowjs.js';
+import { writeArrayView } from '../array/export.js';
+import { readArrayView, validationLevel } from '../array/import.js';
+import { ImportOwner } from '../array/owner.js';
+import type { ArrayView } from '../array/view.js';
+import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
+import type { Memory, Ptr } from '../memory/memory.js';
+import { nativeMemory } from '../memory/native.js';
+import { StructReader } from '../memory/struct.js';
+import { nodeToSchema, nodeToType } from '../schema/arrowjs.js';
+import { schemaToNode, toSchemaNode } from '../schema/export.js';
+import type { SchemaNode } from '../schema/node.js';
+import { backendFor } from './backend.js';
+import { hostTree, writeCudaCopy } from './copy.js';
+import { adoptDeviceArray, DeviceArray } from './device-array.js';
+import { writeDeviceFields } from './export.js';
+
+export interface DeviceImportOptions extends ArrayImportOptions {
+  /**
+   * CUDA: a `cudaStream_t` for copies from the device (`toHost`). It is made
+   * to wait on the producer's event with `cudaStreamWaitEvent`.
+   */
+  stream?: Ptr;
+  /**
+   * For memory the CPU cannot read (CUDA device memory): copy it to the host
+   * and return arrow-js objects, releasing the device array at once, instead
+   * of a `DeviceArray`.
+   */
+  toHost?: boolean;
+}
+
+export interface DeviceExportOptions extends MemoryOption {
+  /** Write into this `ArrowDeviceArray` (the consumer's) instead of allocating one. */
+  into?: Ptr;
+  /** Where the exported data lives: `DeviceType.CPU` (the default, zero-copy), or a CUDA kind (a copy). */
+  deviceType?: number;
+  /** The device number: -1 for CPU (the default there), 0 by default for CUDA kinds. */
+  deviceId?: number;
+  /**
+   * CUDA: the `cudaStream_t` to copy on. An event is recorded on it after
+   * the copies and exported as `sync_event` (a `cudaEvent_t*`, destroyed by
+   * the release); the call returns without waiting. Without a stream the
+   * copies are complete when the call returns and `sync_event` is NULL.
+   */
+  stream?: Ptr;
+}
+
+/** The fields an `ArrowDeviceArray` adds to its `ArrowArray`. */
+export interface DeviceFields {
+  readonly deviceType: number;
+  readonly deviceId: number;
+  readonly syncEvent: Ptr;
+}
+
+const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const CUDA_NUMBERED = new Set<number>([DeviceType.CUDA, DeviceType.CUDA_MANAGED]);
+
+/**
+ * Reads and validates the device fields of the `ArrowDeviceArray` at `ptr`,
+ * without taking ownership. `path` prefixes error places.
+ */
+export function readDeviceFields(m: Memory, ptr: Ptr, path = 'device_array'): DeviceFields {
+  if (ptr === 0n) throw invalid(path, 'NULL pointer');
+  const L = m.layouts.ArrowDeviceArray;
+  const st = StructReader.read(m, ptr, L);
+  if (readRelease(m, ptr) === 0n) throw new ArrowDeviceError('released', path, 'the struct is released (array.release is NULL)');
+  const dv = new DataView(st.bytes.buffer, st.bytes.byteOffset, st.bytes.byteLength);
+  for (let k = 0; k < 3; k++) {
+    if (dv.getBigInt64(L.offsets.reserved! + 8 * k, true) !== 0n) throw invalid(`${path}.reserved[${k}]`, 'must be zero');
+  }
+  const deviceType = st.i32('device_type');
+  const deviceId64 = st.i64('device_id');
+  const syncEvent = st.ptr('sync_event');
+  const name = deviceTypeName(deviceType);
+  if (name === undefined) throw invalid(`${path}.device_type`, `unknown device type ${deviceType}`);
+  if (deviceId64 < -1n || deviceId64 > MAX_SAFE) throw invalid(`${path}.device_id`, `must be -1 or a device number, got ${deviceId64}`);
+  const deviceId = Number(deviceId64);
+  if (deviceType === DeviceType.CPU) {
+    if (deviceId > 0) throw invalid(`${path}.device_id`, `must be -1 for a CPU device, got ${deviceId}`);
+    if (syncEvent !== 0n) throw invalid(`${path}.sync_event`, 'must be NULL for a CPU device');
+  }
+  if (CUDA_NUMBERED.has(deviceType) && deviceId < 0) {
+    throw invalid(`${path}.device_id`, `a ${name} array must name a device (>= 0), got ${deviceId}`);
+  }
+  return { deviceType, deviceId, syncEvent };
+}
+
+function readRelease(m: Memory, ptr: Ptr): Ptr {
+  return m.readPtr(ptr + BigInt(m.layouts.ArrowDeviceArray.offsets.array! + m.layouts.ArrowArray.offsets.release!));
+}
+
+/** Import consumes the struct even when it fails before reading it. */
+function consumeOnFailure<T>(ptr: Ptr, opts: MemoryOption, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (ptr !== 0n) releaseArrowArray(ptr, opts);
+    throw e;
+  }
+}
+
+function schemaNodeOf(schema: SchemaLike | Ptr, opts: DeviceImportOptions): SchemaNode {
+  return typeof schema === 'bigint' ? importSchemaNode(schema, opts) : toSchemaNode(schema);
+}
+
+/** Checks the pointer, the schema and the device fields; releases the array on failure. */
+function begin(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions): { m: Memory; node: SchemaNode; fields: DeviceFields } {
+  const m = mem(opts);
+  if (ptr === 0n) throw invalid('device_array', 'NULL pointer');
+  if (readRelease(m, ptr) === 0n) throw new ArrowDeviceError('released', 'device_array', 'the struct is released (array.release is NULL)');
+  return consumeOnFailure(ptr, opts, () => {
+    validationLevel(opts.validate);
+    const node = schemaNodeOf(schema, opts);
+    const fields = readDeviceFields(m, ptr);
+    return { m, node, fields };
+  });
+}
+
+/** Whether the CPU can read the data in place (after the sync). */
+function readsInPlace(fields: DeviceFields): boolean {
+  return backendFor(fields.deviceType)?.hostReadable(fields.deviceType) ?? false;
+}
+
+/**
+ * The zero-copy path for memory the CPU reads in place: wait on the event,
+ * move the struct into an `ImportOwner` and read it as the C Data Interface does.
+ */
+function importInPlace<T>(ptr: Ptr, m: Memory, node: SchemaNode, fields: DeviceFields, opts: DeviceImportOptions, build: (view: ArrayView) => T): T {
+  consumeOnFailure(ptr, opts, () => backendFor(fields.deviceType)!.syncForHost({ mem: m, ...fields }));
+  const owner = ImportOwner.move(m, ptr, 'ArrowDeviceArray');
+  let result: T;
+  try {
+    const ctx = { mem: m, owner, token: {}, copy: opts.copy ?? false, level: validationLevel(opts.validate) };
+    const view = readArrayView(ctx, owner.ptr + BigInt(m.layouts.ArrowDeviceArray.offsets.array!), node, 'device_array.array');
+    result = build(view);
+  } catch (e) {
+    owner.release();
+    throw e;
+  }
+  owner.done();
+  return result;
+}
+
+/**
+ * Imports an `ArrowDeviceArray` of any device as a `DeviceArray` handle,
+ * without reading a byte of its buffers. For pass-through, inspection, and
+ * explicit control of copies.
+ *
+ * @example
+ * const dev = importDeviceArray(devArrayPtr, schemaPtr);
+ * console.log(dev.deviceTypeName, dev.deviceId, dev.length);
+ * dev.exportTo(nextConsumersStruct); // or dev.toHost(), dev.release()
+ */
+export function importDeviceArray(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions = {}): DeviceArray {
+  const { m, node } = begin(ptr, schema, opts);
+  return adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
+}
+
+/**
+ * Imports an `ArrowDeviceArray` as arrow-js `Data` when the CPU can read it
+ * (CPU: zero-copy; CUDA_HOST and CUDA_MANAGED: zero-copy after waiting on
+ * the event), else as a `DeviceArray` (or, with `toHost`, a host copy).
+ *
+ * @example
+ * const x = importDeviceData(ptr, new Int32());
+ * const data = x instanceof DeviceArray ? (x.toHost()) : x;
+ */
+export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions & { toHost: true }): Data;
+export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): Data | DeviceArray;
+export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions = {}): Data | DeviceArray {
+  const { m, node, fields } = begin(ptr, schema, opts);
+  const type = consumeOnFailure(ptr, opts, () =>
+    schema instanceof DataType ? schema : schema instanceof Field ? schema.type : nodeToType(node, 'schema', opts),
+  );
+  if (readsInPlace(fields)) return importInPlace(ptr, m, node, fields, opts, (view) => viewToData(view, type, 'device_array.array', opts));
+  const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
+  if (!opts.toHost) return dev;
+  try {
+    return viewToData(dev.toHostView(opts), type, 'device_array.array', opts);
+  } finally {
+    dev.release();
+  }
+}
+
+/**
+ * Imports a struct `ArrowDeviceArray` as an arrow-js `RecordBatch` when the
+ * CPU can read it (see `importDeviceData`), else as a `DeviceArray` (or,
+ * with `toHost`, a host copy).
+ *
+ * @example
+ * const batch = importDeviceRecordBatch(ptr, schemaPtr, { toHost: true });
+ */
+export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: DeviceImportOptions & { toHost: true }): RecordBatch;
+export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts?: DeviceImportOptions): RecordBatch | DeviceArray;
+export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: DeviceImportOptions = {}): RecordBatch | DeviceArray {
+  const { m, node, fields } = begin(ptr, schema instanceof Schema ? schemaToNode(schema) : schema, opts);
+  const arrow = consumeOnFailure(ptr, opts, () => {
+    if (node.type.id !== 'struct') throw invalid('schema.format', `a record batch needs a struct ("+s"), got "${node.format}"`);
+    return schema instanceof Schema ? schema : nodeToSchema(node, 'schema', opts);
+  });
+  const batch = (view: ArrayView): RecordBatch =>
+    new RecordBatch(arrow, viewToData(view, new Struct(arrow.fields), 'device_array.array', opts) as Data<Struct>);
+  if (readsInPlace(fields)) return importInPlace(ptr, m, node, fields, opts, batch);
+  const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
+  if (!opts.toHost) return dev;
+  try {
+    return batch(dev.toHostView(opts));
+  } finally {
+    dev.release();
+  }
+}
+
+/**
+ * Imports an `ArrowDeviceArray` as an `ArrayView` (every type of the spec)
+ * when the CPU can read it, zero-copy; else a `DeviceArray` (or, with
+ * `toHost`, a host copy).
+ */
+export function importDeviceArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions = {}): ArrayView | DeviceArray {
+  const { m, node, fields } = begin(ptr, schema, opts);
+  if (readsInPlace(fields)) return importInPlace(ptr, m, node, fields, opts, (view) => view);
+  const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
+  if (!opts.toHost) return dev;
+  try {
+    return dev.toHostView(opts);
+  } finally {
+    dev.release();
+  }
+}
+
+// --- export ------------------------------------------------------------------------------
+
+/**
+ * Exports arrow-js `Data`, a one-chunk `Vector`, a `RecordBatch`, an
+ * `ArrayView` or a `DeviceArray` as an `ArrowDeviceArray`. Returns the
+ * struct's address (`opts.into`, or a new allocation the caller frees with
+ * `freeDeviceArray` once the consumer has moved or released it).
+ *
+ * - CPU (the default): zero-copy, `device_id` -1, `sync_event` NULL,
+ *   `reserved` zeroed; the JS buffers are pinned until the consumer's release.
+ * - CUDA, CUDA_HOST, CUDA_MANAGED: the buffers are copied into one new
+ *   allocation of that kind on `deviceId`; with `stream`, an event recorded
+ *   on it after the copies is the `sync_event` (see `DeviceExportOptions`).
+ * - A `DeviceArray` is moved on unchanged (`exportTo`); the handle is released.
+ *
+ * @example
+ * const ptr = exportDeviceArray(batch);                                    // CPU
+ * const gpu = exportDeviceArray(batch, { deviceType: DeviceType.CUDA, deviceId: 0, stream });
+ * await lib.consume.async(schemaPtr, gpu);
+ * freeDeviceArray(gpu);
+ */
+export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | DeviceArray, opts: DeviceExportOptions = {}): Ptr {
+  const m = mem(opts);
+  const deviceType = opts.deviceType ?? (x instanceof DeviceArray ? x.deviceType : DeviceType.CPU);
+  if (deviceTypeName(deviceType) === undefined) throw invalid('options.deviceType', `unknown device type ${deviceType}`);
+  if (x instanceof DeviceArray) {
+    if (deviceType !== x.deviceType || (opts.deviceId !== undefined && opts.deviceId !== x.deviceId)) {
+      throw invalid('options.deviceType', `a DeviceArray is exported where it is (${x.deviceTypeName} ${x.deviceId}); copy it with copyTo first`);
+    }
+    const into = opts.into ?? m.alloc(m.layouts.ArrowDeviceArray.size);
+    try {
+      x.exportTo(into);
+    } catch (e) {
+      if (opts.into === undefined) m.free(into);
+      throw e;
+    }
+    return into;
+  }
+  const view = toExportView(x);
+  if (deviceType === DeviceType.CPU) {
+    if (opts.stream !== undefined) throw invalid('options.stream', 'a CPU export has no stream');
+    const id = opts.deviceId ?? -1;
+    if (id !== -1 && id !== 0) throw invalid('options.deviceId', `must be -1 for a CPU device, got ${id}`);
+    const into = opts.into ?? m.alloc(m.layouts.ArrowDeviceArray.size);
+    try {
+      writeArrayView(m, view, into + BigInt(m.layouts.ArrowDeviceArray.offsets.array!));
+    } catch (e) {
+      if (opts.into === undefined) m.free(into);
+      throw e;
+    }
+    writeDeviceFields(m, into, DeviceType.CPU, id, 0n);
+    return into;
+  }
+  if (deviceType === DeviceType.CUDA || deviceType === DeviceType.CUDA_HOST || deviceType === DeviceType.CUDA_MANAGED) {
+    const into = opts.into ?? m.alloc(m.layouts.ArrowDeviceArray.size);
+    try {
+      writeCudaCopy(m, hostTree(m, view), into, {
+        deviceType,
+        deviceId: opts.deviceId ?? 0,
+        stream: opts.stream,
+        synchronize: opts.stream === undefined,
+      });
+    } catch (e) {
+      if (opts.into === undefined) m.free(into);
+      throw e;
+    }
+    return into;
+  }
+  throw unsupported('options.deviceType', `exports to ${deviceTypeName(deviceType)} memory are not supported`);
+}
+
+/**
+ * Exports a `RecordBatch` as an `ArrowSchema` and a struct `ArrowDeviceArray`
+ * (see `exportDeviceArray` for the device options).
+ *
+ * @example
+ * const { schema, array } = exportDeviceRecordBatch(batch, { deviceType: DeviceType.CUDA, stream });
+ */
+export function exportDeviceRecordBatch(
+  batch: RecordBatch,
+  opts: DeviceExportOptions & { schemaInto?: Ptr } = {},
+): { schema: Ptr; array: Ptr } {
+  const schema = exportSchema(new Schema((batch.data.type as Struct).children, batch.schema.metadata), { memory: opts.memory, into: opts.schemaInto });
+  try {
+    return { schema, array: exportDeviceArray(batch, opts) };
+  } catch (e) {
+    releaseArrowSchema(schema, opts);
+    if (opts.schemaInto === undefined) mem(opts).free(schema);
+    throw e;
+  }
+}
+
+// --- struct helpers ----------------------------------------------------------------------
+
+/** Allocates a zeroed `ArrowDeviceArray` for a producer to fill. */
+export function allocDeviceArray(opts: MemoryOption = {}): Ptr {
+  const m = mem(opts);
+  return m.alloc(m.layouts.ArrowDeviceArray.size);
+}
+
+/** Calls the release of the `ArrowDeviceArray`'s embedded array if it is not released yet. */
+export function releaseDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
+  releaseArrowArray(ptr + BigInt(mem(opts).layouts.ArrowDeviceArray.offsets.array!), opts);
+}
+
+/** Releases (if still live) and frees an `ArrowDeviceArray` allocated by this library. */
+export function freeDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
+  if (ptr === 0n) return;
+  releaseDeviceArray(ptr, opts);
+  mem(opts).free(ptr);
+}
+
+/** Moves an `ArrowDeviceArray` (CDeviceDataInterface.rst, "Moving an array"): bitwise copy, then the source's `array.release` set to NULL. */
+export function moveDeviceArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
+  const m = mem(opts);
+  const L = m.layouts.ArrowDeviceArray;
+  m.copyIn(dst, m.read(src, L.size));
+  m.writePtr(src + BigInt(L.offsets.array! + m.layouts.ArrowArray.offsets.release!), 0n);
+}

@@ -1,0 +1,9 @@
+/** The device layer's public surface (src/index.ts re-exports it). */
+export {
+  importDeviceArray, importDeviceData, importDeviceRecordBatch, importDeviceArrayView, readDeviceFields,
+  exportDeviceArray, exportDeviceRecordBatch, allocDeviceArray, releaseDeviceArray, freeDeviceArray, moveDeviceArray,
+  type DeviceImportOptions, type DeviceExportOptions, type DeviceFields,
+} from './api.js';
+export { DeviceArray, type DeviceSpec, type DeviceCopyOptions, type ToHostOptions } from './device-array.js';
+export type { DeviceArrayNode, DeviceBuffer } from './tree.js';
+export { cudaRuntime, cudaAvailable, cudartCandidates, CudaRuntime, MemcpyKind, type CudaMemoryKind } from './cuda.js';

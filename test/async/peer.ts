@@ -1,0 +1,99 @@
+/** Builds test/async/peer.c at test time and binds it with koffi (see the C file for what it does). */
+import koffi from 'koffi';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { run, tempDir, which } from '../helpers/tools.js';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const cc = which('cc') ?? which('gcc');
+
+export const peerMissing: string | undefined = cc ? undefined : 'no C compiler (cc/gcc) to build the async test peer';
+
+type Fn<T extends (...args: never[]) => unknown> = T & { async: (...args: unknown[]) => void };
+
+export interface AsyncPeer {
+  produce(handler: bigint, batches: number, rows: number, errorAt: number): bigint;
+  /** Joins the producer thread: produced, extracted, extracted_null, requests, max_credit, cancelled, schema_rc, next_rc. */
+  produceWait(p: bigint): Promise<ProducerStats>;
+  consumer(initialRequest: number, cancelAfter: number, requestZero: boolean): bigint;
+  consumerWait(handler: bigint, timeoutMs: number): Promise<ConsumerStats>;
+  liveBatches(): number;
+}
+
+export interface ProducerStats {
+  produced: number;
+  extracted: number;
+  extractedNull: number;
+  requests: number;
+  maxCredit: number;
+  cancelled: boolean;
+  schemaRc: number;
+  nextRc: number;
+}
+
+export interface ConsumerStats {
+  timedOut: boolean;
+  batches: number;
+  rows: number;
+  sum: bigint;
+  errors: number;
+  errorCode: number;
+  released: number;
+  extractedNull: number;
+  endOfStream: boolean;
+  bad: number;
+  schemaChildren: number;
+  message: string;
+  schemaFormat: string;
+  additionalMetadata: Uint8Array;
+}
+
+let peer: AsyncPeer | undefined;
+
+function callAsync<R>(fn: Fn<(...a: never[]) => R>, ...args: unknown[]): Promise<R> {
+  return new Promise((resolve, reject) => fn.async(...args, (err: unknown, r: R) => (err ? reject(err) : resolve(r))));
+}
+
+const cstr = (b: Uint8Array): string => new TextDecoder().decode(b.subarray(0, b.indexOf(0) < 0 ? b.length : b.indexOf(0)));
+
+export function asyncPeer(): AsyncPeer {
+  if (peer) return peer;
+  const so = join(tempDir('async-peer'), 'libasyncpeer.so');
+  run(cc!, ['-std=c11', '-D_GNU_SOURCE', '-O1', '-shared', '-fPIC', '-pthread', '-o', so, join(here, 'peer.c')]);
+  const lib = koffi.load(so);
+  const produce = lib.func('void *peer_produce(void *handler, int64_t n, int64_t rows, int64_t error_at)');
+  const produceWait = lib.func('void peer_produce_wait(void *p, _Out_ int64_t *stats)') as unknown as Fn<(p: bigint, s: BigInt64Array) => void>;
+  const consumer = lib.func('void *peer_consumer(int64_t initial, int64_t cancel_after, int request_zero)');
+  const consumerWait = lib.func(
+    'void peer_consumer_wait(void *h, int64_t timeout_ms, _Out_ int64_t *stats, _Out_ uint8_t *msg, _Out_ uint8_t *fmt, _Out_ uint8_t *md)',
+  ) as unknown as Fn<(...a: unknown[]) => void>;
+  const live = lib.func('int64_t peer_live_batches(void)');
+  peer = {
+    produce: (h, n, rows, errorAt) => BigInt(produce(h, n, rows, errorAt) as bigint),
+    async produceWait(p) {
+      const s = new BigInt64Array(8);
+      await callAsync(produceWait, p, s);
+      const n = Array.from(s, Number);
+      return {
+        produced: n[0]!, extracted: n[1]!, extractedNull: n[2]!, requests: n[3]!, maxCredit: n[4]!,
+        cancelled: n[5] === 1, schemaRc: n[6]!, nextRc: n[7]!,
+      };
+    },
+    consumer: (initial, cancelAfter, requestZero) => BigInt(consumer(initial, cancelAfter, requestZero ? 1 : 0) as bigint),
+    async consumerWait(h, timeoutMs) {
+      const s = new BigInt64Array(10);
+      const msg = new Uint8Array(128);
+      const fmt = new Uint8Array(16);
+      const md = new Uint8Array(64);
+      await callAsync(consumerWait, h, timeoutMs, s, msg, fmt, md);
+      const n = Array.from(s, Number);
+      return {
+        timedOut: n[0] === -1, batches: n[0]!, rows: n[1]!, sum: s[2]!, errors: n[3]!, errorCode: n[4]!, released: n[5]!,
+        extractedNull: n[6]!, endOfStream: n[7] === 1, bad: n[8]!, schemaChildren: n[9]!,
+        message: cstr(msg), schemaFormat: cstr(fmt), additionalMetadata: md,
+      };
+    },
+    liveBatches: () => Number(live() as number | bigint),
+  };
+  return peer;
+}
