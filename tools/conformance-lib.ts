@@ -7,7 +7,9 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { RecordBatch, RecordBatchReader, Schema, Struct, tableFromIPC, Vector, type Data, type Table } from 'apache-arrow';
 import {
-  accounting, dataToView, exportArray, exportSchema, importArrayView, importSchemaNode, type ArrayView, type MemoryOption,
+  accounting, ArrowDeviceError, createAsyncDeviceStreamReader, dataToView, DeviceArray, exportArray, exportArrayStream,
+  exportDeviceArray, exportDeviceArrayStream, exportSchema, importArrayStream, importArrayView, importDeviceArrayStream,
+  importDeviceArrayView, importSchemaNode, produceAsyncDeviceStream, type ArrayView, type MemoryOption, type Ptr,
   type SchemaNode,
 } from '../src/index.js';
 import { nodeToSchema } from '../src/schema/arrowjs.js';
@@ -123,25 +125,137 @@ export async function settle(): Promise<string | undefined> {
   return ok ? undefined : `leak: ${JSON.stringify(accounting())}`;
 }
 
-/** Exports a case (schema node + views) as C structs. */
-export function exportCase(c: CaseData, opts: MemoryOption = {}): CasePtrs {
-  const schema = exportSchema(c.schema, opts);
-  return { schema, arrays: c.batches.map((b) => exportArray(b, opts)) };
+/**
+ * The transport a run goes through (`--via`): `array` (ArrowSchema +
+ * ArrowArray per batch), `device` (ArrowDeviceArray on the CPU), `stream`
+ * (ArrowArrayStream), `device-stream` (ArrowDeviceArrayStream), `async`
+ * (ArrowAsyncDeviceStreamHandler, see `produceCase`/`readCase`).
+ */
+export type Via = 'array' | 'device' | 'stream' | 'device-stream' | 'async';
+export const VIAS: readonly Via[] = ['array', 'device', 'stream', 'device-stream', 'async'];
+
+let via: Via = 'array';
+/** Sets the transport of `exportCase`/`importCase` for the run. */
+export function setVia(v: Via): void {
+  via = v;
+}
+export function currentVia(): Via {
+  return via;
 }
 
 /**
- * Imports C structs as a case (views). Import consumes the structs (their
- * release is NULL afterwards, success or failure); `free` then frees the
- * struct memory itself, with the allocator of whoever allocated it.
+ * The case as arrow-js record batches, for the transports that carry them
+ * (streams, async). Types arrow-js lacks (list views, run-end encoded) throw
+ * `unsupported`: the runner turns that into a skip with the reason.
  */
-export function importCase(ptrs: CasePtrs, free: (p: bigint) => void, opts: MemoryOption = {}): CaseData {
-  try {
-    const schema = importSchemaNode(ptrs.schema, opts);
-    return { schema, batches: ptrs.arrays.map((p) => importArrayView(p, schema, { ...opts, validate: 'full' })) };
-  } finally {
-    free(ptrs.schema);
-    for (const p of ptrs.arrays) free(p);
+export function caseBatches(c: CaseData): { schema: Schema; batches: RecordBatch[] } {
+  const schema = nodeToSchema(c.schema, 'schema');
+  const type = new Struct(schema.fields);
+  return { schema, batches: c.batches.map((v) => new RecordBatch(schema, viewToData(v, type, 'array') as Data<Struct>)) };
+}
+
+/** Record batches (from a stream or an async reader) back as a case, with the schema they came with. */
+function batchesToCase(schema: SchemaNode, batches: readonly RecordBatch[]): CaseData {
+  return { schema, batches: batches.map((b) => dataToView(b.data, schema)) };
+}
+
+/** Exports a case (schema node + views) as C structs, through the run's transport. */
+export function exportCase(c: CaseData, opts: MemoryOption = {}, through: Via = via): CasePtrs {
+  switch (through) {
+    case 'stream':
+    case 'device-stream': {
+      const { schema, batches } = caseBatches(c);
+      const stream = through === 'stream' ? exportArrayStream(batches, { ...opts, schema }) : exportDeviceArrayStream(batches, { ...opts, schema });
+      return { schema: 0n, arrays: [], stream };
+    }
+    case 'device': {
+      const schema = exportSchema(c.schema, opts);
+      return { schema, arrays: c.batches.map((b) => exportDeviceArray(b, opts)) };
+    }
+    default: {
+      const schema = exportSchema(c.schema, opts);
+      return { schema, arrays: c.batches.map((b) => exportArray(b, opts)) };
+    }
   }
+}
+
+/**
+ * Imports C structs as a case (views), through the run's transport. Import
+ * consumes the structs (their release is NULL afterwards, success or
+ * failure); `free` then frees the struct memory itself, with the allocator
+ * of whoever allocated it.
+ */
+export function importCase(ptrs: CasePtrs, free: (p: bigint) => void, opts: MemoryOption = {}, through: Via = via): CaseData {
+  const full = { ...opts, validate: 'full' as const };
+  try {
+    if (ptrs.stream !== undefined) {
+      const r = through === 'device-stream' ? importDeviceArrayStream(ptrs.stream, full) : importArrayStream(ptrs.stream, full);
+      return batchesToCase(r.schemaNode, r.readAll());
+    }
+    const schema = importSchemaNode(ptrs.schema, opts);
+    if (through === 'device') {
+      return {
+        schema,
+        batches: ptrs.arrays.map((p) => {
+          const v = importDeviceArrayView(p, schema, full);
+          if (!(v instanceof DeviceArray)) return v;
+          try {
+            return v.toHostView(full);
+          } finally {
+            v.release();
+          }
+        }),
+      };
+    }
+    return { schema, batches: ptrs.arrays.map((p) => importArrayView(p, schema, full)) };
+  } finally {
+    if (ptrs.stream !== undefined) free(ptrs.stream);
+    else {
+      free(ptrs.schema);
+      for (const p of ptrs.arrays) free(p);
+    }
+  }
+}
+
+/** Async transport, our producer side: pushes the case into a consumer's handler until it releases it. */
+export async function produceCase(c: CaseData, handler: Ptr): Promise<void> {
+  const { schema, batches } = caseBatches(c);
+  const r = await produceAsyncDeviceStream(batches, handler, { schema });
+  if (r.end !== 'complete') throw new Error(`async produce ended ${r.end}: ${r.error?.message ?? ''}`);
+}
+
+/** Async transport, our consumer side: `start` makes a producer push into our handler; reads it all. */
+export async function readCase(start: (handler: Ptr) => Promise<unknown>): Promise<CaseData> {
+  const reader = createAsyncDeviceStreamReader({ validate: 'full' });
+  let failure: unknown;
+  const producing = (async () => start(reader.handler))().catch((e: unknown) => {
+    failure = e;
+    // A producer that failed before sending the schema never releases the handler: free it.
+    if (!reader.deviceType) reader.dispose();
+  });
+  const batches: RecordBatch[] = [];
+  try {
+    for await (const b of reader) {
+      if (!(b instanceof RecordBatch)) throw new Error(`async read: expected CPU data, got a ${b.deviceTypeName} DeviceArray`);
+      batches.push(b);
+    }
+  } catch (e) {
+    await producing;
+    throw failure ?? e;
+  }
+  await producing;
+  if (failure) throw failure;
+  await reader.closed;
+  const { schemaToNode: toNode } = await import('../src/schema/export.js');
+  return batchesToCase(toNode(await reader.schema), batches);
+}
+
+/** Streams and async streams carry arrow-js batches: types arrow-js lacks are skipped, with the reason. */
+function transportSkip(e: unknown): string | undefined {
+  if (via !== 'array' && via !== 'device' && e instanceof ArrowDeviceError && e.kind === 'unsupported') {
+    return `--via ${via} carries arrow-js record batches: ${e.message}`;
+  }
+  return undefined;
 }
 
 export async function runCase(peer: Peer, name: string, files: string[]): Promise<{ status: 'pass' | 'fail' | 'skip'; detail: string }> {
@@ -151,34 +265,39 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
   } catch (e) {
     return { status: 'fail', detail: (e as Error).message };
   }
-  const why = peer.unsupported(data);
+  const why = peer.unsupported(data) ?? peer.supports?.(via);
   if (why) return { status: 'skip', detail: why };
+  if (via === 'async' && (!peer.asyncRoundTrip || !peer.asyncPeerFirst)) return { status: 'skip', detail: `${peer.name} has no async interface` };
+  if (via !== 'array' && !peer.supports) return { status: 'skip', detail: `${peer.name} takes only ArrowArray (--via array)` };
   const notes: string[] = [data.source];
   // Direction 1: ours first.
   try {
     const d = await (async () => {
-      const back = await peer.roundTrip(data, exportCase(data));
+      const back = via === 'async' ? await peer.asyncRoundTrip!(data) : await peer.roundTrip(data, exportCase(data));
       return diffCases(data, back.data, peer.exactTypes) ?? (back.note ? (notes.push(back.note), undefined) : undefined);
     })();
     if (d) return { status: 'fail', detail: `ours first: ${d}` };
     const leak = await settle();
     if (leak) return { status: 'fail', detail: `ours first: ${leak}` };
   } catch (e) {
-    const skip = peer.skipReason?.(e);
+    const skip = peer.skipReason?.(e) ?? transportSkip(e);
     if (skip) return { status: 'skip', detail: skip };
     return { status: 'fail', detail: `ours first: ${(e as Error).stack ?? String(e)}` };
   }
   // Direction 2: peer first.
   try {
-    const d = await peer.peerFirst(data, async (ptrs, free) => {
-      const c = importCase(ptrs, free, { memory: peer.memory });
-      return exportCase(c);
-    });
+    const d =
+      via === 'async'
+        ? await peer.asyncPeerFirst!(data)
+        : await peer.peerFirst(data, async (ptrs, free) => {
+            const c = importCase(ptrs, free, { memory: peer.memory });
+            return exportCase(c);
+          });
     if (d) return { status: 'fail', detail: `peer first: ${d}` };
     const leak = await settle();
     if (leak) return { status: 'fail', detail: `peer first: ${leak}` };
   } catch (e) {
-    const skip = peer.skipReason?.(e);
+    const skip = peer.skipReason?.(e) ?? transportSkip(e);
     if (skip) return { status: 'skip', detail: skip };
     return { status: 'fail', detail: `peer first: ${(e as Error).stack ?? String(e)}` };
   }

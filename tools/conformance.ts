@@ -4,7 +4,7 @@
  * the C Data Interface, in both directions, and compares types and values
  * with the original.
  *
- *   npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--verbose] <files or folders>
+ *   npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--via array|device|stream|device-stream|async] [--verbose] <files or folders>
  *
  * Direction "ours first": we export -> the peer imports -> the peer exports
  * -> we import -> compare with the original. Direction "peer first": the
@@ -15,7 +15,7 @@
  * Prints one line per case and a final `N passed, N failed, N skipped`;
  * exits non-zero on any failure.
  */
-import { discover, runCase } from './conformance-lib.js';
+import { discover, runCase, setVia, VIAS, type Via } from './conformance-lib.js';
 import { duckdbPeer } from './peers/duckdb.js';
 import { selfPeer } from './peers/self.js';
 import { wasmPeer } from './peers/wasm.js';
@@ -24,19 +24,25 @@ import type { Peer } from './peers/peer.js';
 
 interface Options {
   peer: string;
+  via: Via;
   verbose: boolean;
   paths: string[];
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { peer: 'self', verbose: false, paths: [] };
+  const o: Options = { peer: 'self', via: 'array', verbose: false, paths: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--peer') o.peer = argv[++i] ?? '';
     else if (a.startsWith('--peer=')) o.peer = a.slice(7);
+    else if (a === '--via' || a.startsWith('--via=')) {
+      const v = a === '--via' ? argv[++i] : a.slice(6);
+      if (!VIAS.includes(v as Via)) throw new Error(`unknown --via "${v}" (known: ${VIAS.join(', ')})`);
+      o.via = v as Via;
+    }
     else if (a === '--verbose' || a === '-v') o.verbose = true;
     else if (a === '--help' || a === '-h') {
-      console.log('usage: npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--verbose] <files or folders>');
+      console.log('usage: npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--via array|device|stream|device-stream|async] [--verbose] <files or folders>');
       process.exit(0);
     } else o.paths.push(a);
   }
@@ -50,11 +56,12 @@ async function main(): Promise<void> {
   const make = peers[o.peer];
   if (!make) throw new Error(`unknown peer "${o.peer}" (known: ${Object.keys(peers).join(', ')})`);
   const peer = await make();
+  setVia(o.via);
   const cases = discover(o.paths);
   let passed = 0;
   let failed = 0;
   let skipped = 0;
-  console.log(`conformance: peer ${peer.name}, ${cases.size} cases`);
+  console.log(`conformance: peer ${peer.name}, via ${o.via}, ${cases.size} cases`);
   for (const [name, files] of cases) {
     const t0 = performance.now();
     const r = await runCase(peer, name, files);

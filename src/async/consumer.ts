@@ -342,6 +342,21 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
     this.changed.wake();
   }
 
+  /**
+   * Frees a handler no producer will use: one never handed out, or whose
+   * producer failed before sending the schema. Ends the reader (and lets the
+   * process exit: the reader keeps the event loop alive until its handler is
+   * released). Refused once a producer has sent the schema: `cancel()` then.
+   */
+  dispose(): void {
+    if (this.released) return;
+    if (this.producer !== 0n) {
+      throw new ArrowDeviceError('invalid', 'dispose', 'a producer holds the handler: cancel() it and wait for `closed`');
+    }
+    this.fail(new ArrowDeviceError('io', 'async stream', 'the handler was disposed before any producer used it'));
+    this.onRelease();
+  }
+
   /** The error the producer reported after our cancel, if any (Arrow C++ reports EINVAL there). */
   get errorAfterCancelled(): AsyncStreamError | null {
     return this.errorAfterCancel;

@@ -65,11 +65,29 @@ interface ProducerState {
   cancelled: boolean;
   badRequest: number | null;
   changed: Signal;
+  /** Tasks handed out and not extracted yet. */
+  outstanding: number;
+  /** Set once the handler is released: frees the ArrowAsyncProducer when nothing can use it any more. */
+  retire: (() => void) | undefined;
 }
+
+/**
+ * How long the `ArrowAsyncProducer` outlives the handler's release and its
+ * last task's extraction. The spec lets a producer free it after `release`,
+ * but Arrow C++ 26's consumer still calls `request` from its thread pool
+ * after extracting a task, even after the release: freeing at once crashed
+ * the process (found by the arrow-cpp peer, `--via async`, zero-length
+ * batches). After the release our `request` and `cancel` are no-ops; the
+ * memory is freed after this grace period.
+ */
+const PRODUCER_GRACE_MS = 1000;
 
 interface TaskRecord {
   item: Item;
   deviceType: number;
+  state: ProducerState;
+  /** Our ArrowAsyncTask struct, freed when the task is extracted (see produceAsyncDeviceStream). */
+  struct: Ptr;
 }
 
 const producers = new HandleTable<ProducerState>();
@@ -102,6 +120,8 @@ const extractCb = defineCallback('async.extract_data', EXTRACT_DATA, (mem, t, ou
   const rec = tasks.take(Number(mem.readPtr((t as bigint) + BigInt(mem.layouts.ArrowAsyncTask.offsets.private_data!))));
   if (!rec) return Errno.EINVAL; // extracted twice, or not ours
   liveCounters.liveExports--;
+  mem.free(rec.struct);
+  if (--rec.state.outstanding === 0) rec.state.retire?.();
   if ((out as bigint) === 0n) {
     if (rec.item instanceof DeviceArray) rec.item.release();
     return 0; // the consumer does not want the data: cleaned up
@@ -169,7 +189,7 @@ export async function produceAsyncDeviceStream(
     if (p === 0n) throw new ArrowDeviceError('invalid', `handler.${name}`, 'NULL: the handler is released or incomplete');
   }
   const deviceType = opts.deviceType ?? DeviceType.CPU;
-  const state: ProducerState = { credit: 0, cancelled: false, badRequest: null, changed: new Signal() };
+  const state: ProducerState = { credit: 0, cancelled: false, badRequest: null, changed: new Signal(), outstanding: 0, retire: undefined };
   const id = producers.add(state);
   const md = encodeMetadata(opts.additionalMetadata ?? null);
   const mdPtr = md ? mem.alloc(md.length) : 0n;
@@ -266,18 +286,20 @@ export async function produceAsyncDeviceStream(
         break;
       }
       state.credit--;
-      const taskId = tasks.add({ item, deviceType });
-      liveCounters.liveExports++;
       const task = mem.alloc(mem.layouts.ArrowAsyncTask.size);
+      const taskId = tasks.add({ item, deviceType, state, struct: task });
+      state.outstanding++;
+      liveCounters.liveExports++;
       new StructWriter(mem.layouts.ArrowAsyncTask).ptr('extract_data', extractCb(mem)).ptr('private_data', BigInt(taskId)).writeTo(mem, task);
       const tmd = encodeMetadata(opts.taskMetadata?.(item, batches) ?? null);
       const tmdPtr = tmd ? mem.alloc(tmd.length) : 0n;
       if (tmd) mem.copyIn(tmdPtr, tmd);
       try {
-        // The task struct is valid only during this call; the consumer moves its contents out.
+        // The spec makes the task valid only during this call (the consumer moves its contents out),
+        // but Arrow C++'s consumer keeps the pointer and extracts later: so the struct lives until its
+        // extract_data runs, which frees it.
         rc = (await mem.callAsync(onNextTask, ON_NEXT_TASK, handler, task, tmdPtr)) as number;
       } finally {
-        mem.free(task);
         if (tmdPtr) mem.free(tmdPtr);
       }
       batches++;
@@ -293,11 +315,19 @@ export async function produceAsyncDeviceStream(
     try {
       await mem.callAsync(release, HANDLER_RELEASE, handler);
     } finally {
-      // Ours to clean up after the handler's release (the spec's ArrowAsyncProducer lifetime).
+      // Ours to clean up after the handler's release (the spec's ArrowAsyncProducer lifetime):
+      // request and cancel become no-ops now; the memory goes once no task can lead to a call
+      // (see PRODUCER_GRACE_MS).
       producers.take(id);
-      mem.free(producer);
-      if (mdPtr) mem.free(mdPtr);
       keepAlive.stop();
+      state.retire = () => {
+        state.retire = undefined;
+        setTimeout(() => {
+          mem.free(producer);
+          if (mdPtr) mem.free(mdPtr);
+        }, PRODUCER_GRACE_MS).unref();
+      };
+      if (state.outstanding === 0) state.retire();
     }
   }
 }

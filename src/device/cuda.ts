@@ -18,9 +18,7 @@
  * through a small native scratch allocation, so the declarations stay plain
  * `uintptr_t`s and no koffi pointer types leak out.
  */
-import { existsSync, readdirSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, homedir, join, readdirSync } from '../platform/node.js';
 import { ArrowDeviceError } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { koffi, nativeMemory } from '../memory/native.js';

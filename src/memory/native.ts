@@ -3,7 +3,7 @@
  * koffi. koffi is loaded lazily so that merely importing the package never
  * fails on a platform without a koffi binary.
  */
-import { createRequire } from 'node:module';
+import { createRequire } from '../platform/node.js';
 import { layoutsFor, NATIVE64, type Layouts, type Target } from '../abi/layout.js';
 import { ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';

@@ -9,10 +9,15 @@ export interface CaseData {
   files?: readonly string[];
 }
 
-/** C structs holding a case: one ArrowSchema and one ArrowArray per batch. */
+/**
+ * C structs holding a case: one ArrowSchema and one ArrowArray (or
+ * ArrowDeviceArray, `--via device`) per batch; or, with `--via stream` and
+ * `device-stream`, one stream struct in `stream` (schema and arrays unused).
+ */
 export interface CasePtrs {
   schema: bigint;
   arrays: bigint[];
+  stream?: bigint;
 }
 
 export interface Peer {
@@ -23,6 +28,15 @@ export interface Peer {
   readonly exactTypes: boolean;
   /** A reason to skip a case the peer cannot take, or undefined. */
   unsupported(data: CaseData): string | undefined;
+  /**
+   * The transports besides `array` the peer takes: a reason to skip `via`,
+   * or undefined. Without it, the peer takes `--via array` only.
+   */
+  supports?(via: string): string | undefined;
+  /** `--via async`, ours first: we produce into the peer's handler, the peer produces into ours. */
+  asyncRoundTrip?(original: CaseData): Promise<{ data: CaseData; note?: string }>;
+  /** `--via async`, peer first: the peer produces into our handler, we produce back, the peer compares. */
+  asyncPeerFirst?(original: CaseData): Promise<string | undefined>;
   /** A reason to skip when the peer threw this error (its own "not supported"), or undefined: a failure. */
   skipReason?(e: unknown): string | undefined;
   /**

@@ -4,7 +4,7 @@
  * (duckdb, arrow-cpp) prove they agree with the rest of the world.
  */
 import { nativeMemory } from '../../src/index.js';
-import { diffCases, exportCase, importCase } from '../conformance-lib.js';
+import { diffCases, exportCase, importCase, produceCase, readCase } from '../conformance-lib.js';
 import type { Peer } from './peer.js';
 
 /** Frees struct memory we allocated (import has already consumed the struct). */
@@ -15,6 +15,16 @@ export async function selfPeer(): Promise<Peer> {
     name: 'self',
     exactTypes: true,
     unsupported: () => undefined,
+    supports: () => undefined,
+    async asyncRoundTrip(original) {
+      // We produce into our own handler and read it back; then once more from what we read.
+      const mid = await readCase((h) => produceCase(original, h));
+      return { data: await readCase((h) => produceCase(mid, h)) };
+    },
+    async asyncPeerFirst(original) {
+      const back = await readCase((h) => produceCase(original, h));
+      return diffCases(original, back, true);
+    },
     async roundTrip(_original, ptrs) {
       // The "peer" imports ours and exports its own.
       const mid = importCase(ptrs, free);

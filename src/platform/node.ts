@@ -1,0 +1,9 @@
+/**
+ * The Node.js builtins arrow-device uses (the native backend, CUDA). In
+ * browser bundles, package.json's "browser" field swaps this file for
+ * browser.ts, so the library bundles without Node builtins.
+ */
+export { createRequire } from 'node:module';
+export { existsSync, readdirSync } from 'node:fs';
+export { homedir } from 'node:os';
+export { join } from 'node:path';
