@@ -517,3 +517,28 @@ void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t t
   pthread_cond_destroy(&c->cv);
   free(c);
 }
+
+/* ------------------------------------------------------------- benchmark */
+
+struct storm {
+  void (*fn)(int64_t);
+  int64_t n;
+};
+
+static void* storm_main(void* arg) {
+  struct storm* s = arg;
+  for (int64_t i = 0; i < s->n; i++) s->fn(i);
+  return NULL;
+}
+
+/*
+ * Calls `fn` n times from a new thread and joins it (call with koffi's
+ * async form): the cost of one cross-thread callback into JS, which every
+ * async handler callback pays.
+ */
+void peer_call_from_thread(void (*fn)(int64_t), int64_t n) {
+  struct storm s = {fn, n};
+  pthread_t t;
+  pthread_create(&t, NULL, storm_main, &s);
+  pthread_join(t, NULL);
+}

@@ -49,6 +49,13 @@ export interface ConsumerStats {
 }
 
 let peer: AsyncPeer | undefined;
+let peerPath: string | undefined;
+
+/** The built peer library's path (for benchmarks that bind more of it). */
+export function asyncPeerPath(): string {
+  asyncPeer();
+  return peerPath!;
+}
 
 function callAsync<R>(fn: Fn<(...a: never[]) => R>, ...args: unknown[]): Promise<R> {
   return new Promise((resolve, reject) => fn.async(...args, (err: unknown, r: R) => (err ? reject(err) : resolve(r))));
@@ -60,6 +67,7 @@ export function asyncPeer(): AsyncPeer {
   if (peer) return peer;
   const so = join(tempDir('async-peer'), 'libasyncpeer.so');
   run(cc!, ['-std=c11', '-D_GNU_SOURCE', '-O1', '-shared', '-fPIC', '-pthread', '-o', so, join(here, 'peer.c')]);
+  peerPath = so;
   const lib = koffi.load(so);
   const produce = lib.func('void *peer_produce(void *handler, int64_t n, int64_t rows, int64_t error_at)');
   const produceWait = lib.func('void peer_produce_wait(void *p, _Out_ int64_t *stats)') as unknown as Fn<(p: bigint, s: BigInt64Array) => void>;
