@@ -17,62 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#define ARROW_DEVICE_CPU 1
-
-struct ArrowSchema {
-  const char* format;
-  const char* name;
-  const char* metadata;
-  int64_t flags;
-  int64_t n_children;
-  struct ArrowSchema** children;
-  struct ArrowSchema* dictionary;
-  void (*release)(struct ArrowSchema*);
-  void* private_data;
-};
-
-struct ArrowArray {
-  int64_t length;
-  int64_t null_count;
-  int64_t offset;
-  int64_t n_buffers;
-  int64_t n_children;
-  const void** buffers;
-  struct ArrowArray** children;
-  struct ArrowArray* dictionary;
-  void (*release)(struct ArrowArray*);
-  void* private_data;
-};
-
-struct ArrowDeviceArray {
-  struct ArrowArray array;
-  int64_t device_id;
-  int32_t device_type;
-  void* sync_event;
-  int64_t reserved[3];
-};
-
-struct ArrowAsyncTask {
-  int (*extract_data)(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out);
-  void* private_data;
-};
-
-struct ArrowAsyncProducer {
-  int32_t device_type;
-  void (*request)(struct ArrowAsyncProducer* self, int64_t n);
-  void (*cancel)(struct ArrowAsyncProducer* self);
-  const char* additional_metadata;
-  void* private_data;
-};
-
-struct ArrowAsyncDeviceStreamHandler {
-  int (*on_schema)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* stream_schema);
-  int (*on_next_task)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowAsyncTask* task, const char* metadata);
-  void (*on_error)(struct ArrowAsyncDeviceStreamHandler* self, int code, const char* message, const char* metadata);
-  void (*release)(struct ArrowAsyncDeviceStreamHandler* self);
-  struct ArrowAsyncProducer* producer;
-  void* private_data;
-};
+#include "../include/arrow_c_abi.h"
 
 /* ---------------------------------------------------------------- schema */
 

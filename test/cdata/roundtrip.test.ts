@@ -4,7 +4,7 @@
  * accounting back to zero afterwards. (Real peers live in test/peers/.)
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import {
   Data, Field, Int32, makeData, RecordBatch, Schema, Struct, Table, tableFromArrays, tableFromIPC, Utf8, vectorFromArray,
@@ -16,18 +16,8 @@ import {
 } from '../../src/index.js';
 import { columnValues, diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
+import { ARROW_JS_UNREADABLE, GOLD, goldFiles } from '../helpers/gold.js';
 
-const GOLD = new URL('../../../shared/testdata/arrow-testing/', import.meta.url);
-const goldFiles = (() => {
-  try {
-    return readdirSync(GOLD).filter((f) => f.endsWith('.arrow_file'));
-  } catch {
-    return [];
-  }
-})();
-// arrow-js 21 cannot read these two IPC files (no list-view or run-end-encoded types);
-// tools/integration covers them from their JSON form.
-const ARROW_JS_UNREADABLE = new Set(['generated_list_view.arrow_file', 'generated_run_end_encoded.arrow_file']);
 
 async function settle(): Promise<void> {
   const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0);

@@ -8,7 +8,7 @@
  * sizes buffer) in the tree, then every buffer is copied in one more batch.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { Int32, RecordBatch, Schema, Table, tableFromIPC, Utf8, vectorFromArray, type Struct } from 'apache-arrow';
 import { DeviceType } from '../../src/abi/constants.js';
@@ -21,18 +21,10 @@ import { accounting, nativeMemory } from '../../src/memory/index.js';
 import { schemaToNode } from '../../src/schema/export.js';
 import { diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
+import { ARROW_JS_UNREADABLE, GOLD, goldFiles } from '../helpers/gold.js';
 import { writeDeviceFieldsRaw } from './helpers.js';
 
 const mem = nativeMemory();
-const GOLD = new URL('../../../shared/testdata/arrow-testing/', import.meta.url);
-const goldFiles = (() => {
-  try {
-    return readdirSync(GOLD).filter((f) => f.endsWith('.arrow_file'));
-  } catch {
-    return [];
-  }
-})();
-const ARROW_JS_UNREADABLE = new Set(['generated_list_view.arrow_file', 'generated_run_end_encoded.arrow_file']);
 
 interface Batch {
   small: boolean;

@@ -5,7 +5,7 @@
  * released exactly once, and the accounting goes back to zero.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { Int32, RecordBatch, Schema, Table, tableFromArrays, tableFromIPC, Utf8, Vector, vectorFromArray, type Data } from 'apache-arrow';
 import { exportSchema, freeArrowSchema, importRecordBatch } from '../../src/array/api.js';
@@ -19,18 +19,10 @@ import { accounting, nativeMemory } from '../../src/memory/index.js';
 import { schemaToNode } from '../../src/schema/export.js';
 import { columnValues, diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
+import { ARROW_JS_UNREADABLE, GOLD, goldFiles } from '../helpers/gold.js';
 import { arrayRelease, readDeviceFieldsRaw, writeDeviceFieldsRaw } from './helpers.js';
 
 const mem = nativeMemory();
-const GOLD = new URL('../../../shared/testdata/arrow-testing/', import.meta.url);
-const goldFiles = (() => {
-  try {
-    return readdirSync(GOLD).filter((f) => f.endsWith('.arrow_file'));
-  } catch {
-    return [];
-  }
-})();
-const ARROW_JS_UNREADABLE = new Set(['generated_list_view.arrow_file', 'generated_run_end_encoded.arrow_file']);
 
 async function settle(): Promise<void> {
   const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0);

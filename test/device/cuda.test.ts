@@ -14,7 +14,7 @@
  * Each half skips with its reason printed when it cannot run here.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import {
@@ -34,6 +34,7 @@ import { koffi } from '../../src/memory/native.js';
 import { Builder, releaseCount } from '../cdata/malformed/builder.js';
 import { columnValues, diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
+import { ARROW_JS_UNREADABLE, GOLD, goldFiles } from '../helpers/gold.js';
 import { readDeviceFieldsRaw, wrapDevice } from './helpers.js';
 
 const mem = nativeMemory();
@@ -42,15 +43,6 @@ const NO_CUDA = cuda.ok ? false : `no usable CUDA here: ${cuda.reason}`;
 const HAS_CUDA = cuda.ok ? 'CUDA is available: the no-CUDA behaviour cannot be observed' : false;
 if (!cuda.ok) console.log(`# CUDA tests skipped: ${cuda.reason}`);
 
-const GOLD = new URL('../../../shared/testdata/arrow-testing/', import.meta.url);
-const goldFiles = (() => {
-  try {
-    return readdirSync(GOLD).filter((f) => f.endsWith('.arrow_file'));
-  } catch {
-    return [];
-  }
-})();
-const ARROW_JS_UNREADABLE = new Set(['generated_list_view.arrow_file', 'generated_run_end_encoded.arrow_file']);
 
 async function settle(): Promise<void> {
   const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0);

@@ -6,7 +6,7 @@
  * accounting back to zero.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import {
   Field, Int32, Int64, RecordBatch, RecordBatchReader, Schema, Table, tableFromArrays, tableFromIPC, tableToIPC, Utf8,
@@ -22,11 +22,11 @@ import {
 } from '../../src/stream/index.js';
 import { diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
+import { ARROW_JS_UNREADABLE, GOLD, goldFiles } from '../helpers/gold.js';
 import { makeProducer } from './producer.js';
 
 const m = nativeMemory();
 const S = m.layouts.ArrowArrayStream.offsets;
-const GOLD = new URL('../../../shared/testdata/arrow-testing/', import.meta.url);
 
 async function settle(): Promise<void> {
   const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0);
@@ -494,14 +494,6 @@ describe('ArrowDeviceArrayStream (CPU)', () => {
     }));
 });
 
-const goldFiles = (() => {
-  try {
-    return readdirSync(GOLD).filter((f) => f.endsWith('.arrow_file'));
-  } catch {
-    return [];
-  }
-})();
-const ARROW_JS_UNREADABLE = new Set(['generated_list_view.arrow_file', 'generated_run_end_encoded.arrow_file']);
 
 describe('gold files through exported + imported streams', { skip: goldFiles.length ? false : `no gold files at ${GOLD.pathname}` }, () => {
   for (const f of goldFiles) {

@@ -10,32 +10,9 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "../include/arrow_c_abi.h"
+
 #define EXPORT(name) __attribute__((export_name(#name)))
-
-struct ArrowSchema {
-  const char* format;
-  const char* name;
-  const char* metadata;
-  int64_t flags;
-  int64_t n_children;
-  struct ArrowSchema** children;
-  struct ArrowSchema* dictionary;
-  void (*release)(struct ArrowSchema*);
-  void* private_data;
-};
-
-struct ArrowArray {
-  int64_t length;
-  int64_t null_count;
-  int64_t offset;
-  int64_t n_buffers;
-  int64_t n_children;
-  const void** buffers;
-  struct ArrowArray** children;
-  struct ArrowArray* dictionary;
-  void (*release)(struct ArrowArray*);
-  void* private_data;
-};
 
 /* ---- allocator: 16-byte header (size, free flag), first-fit free list, memory.grow on demand ---- */
 

@@ -1,0 +1,19 @@
+/** Arrow's gold integration files (../shared/testdata/arrow-testing), for the tests that read them. */
+import { readdirSync } from 'node:fs';
+
+export const GOLD = new URL('../../../shared/testdata/arrow-testing/', import.meta.url);
+
+/** The `.arrow_file` names there; empty when the folder is absent (the suites then skip, saying so). */
+export const goldFiles: readonly string[] = (() => {
+  try {
+    return readdirSync(GOLD).filter((f) => f.endsWith('.arrow_file'));
+  } catch {
+    return [];
+  }
+})();
+
+/** arrow-js 21 cannot read these IPC files (no list-view or run-end-encoded types); tools/integration reads their JSON. */
+export const ARROW_JS_UNREADABLE: ReadonlySet<string> = new Set(['generated_list_view.arrow_file', 'generated_run_end_encoded.arrow_file']);
+
+/** The skip reason of a gold-file suite, or false. */
+export const goldSkip: string | false = goldFiles.length ? false : `no gold files at ${GOLD.pathname}`;
