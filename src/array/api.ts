@@ -25,7 +25,7 @@ import { nativeMemory } from '../memory/native.js';
 import { nodeToField, nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { toSchemaNode, writeSchemaNode, schemaToNode } from '../schema/export.js';
 import { readSchemaNode, releaseSchemaStruct, type SchemaNode } from '../schema/node.js';
-import { dataToView, viewToData } from './arrowjs.js';
+import { dataToView, makeBatch, viewToData } from './arrowjs.js';
 import { writeArrayView, arrayReleaseCallback } from './export.js';
 import { readArrayView, validationLevel, type ValidationLevel } from './import.js';
 import { ImportOwner } from './owner.js';
@@ -238,15 +238,35 @@ export function importVector(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImpo
   return owned(new Vector([data]), owners.get(data)!);
 }
 
-function schemaOf(schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions): { node: SchemaNode; arrow: Schema } {
-  if (schema instanceof Schema) return { node: schemaToNode(schema), arrow: schema };
+/**
+ * What an import of batches needs of an arrow-js `Schema`, made once per
+ * Schema object (arrow-js schemas are immutable): its `SchemaNode` and the
+ * struct type of its batches.
+ */
+interface BatchSchema {
+  node: SchemaNode;
+  arrow: Schema;
+  struct: Struct;
+}
+const batchSchemas = new WeakMap<Schema, BatchSchema>();
+
+function schemaOf(schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions): BatchSchema {
+  if (schema instanceof Schema) {
+    let b = batchSchemas.get(schema);
+    if (!b) {
+      b = { node: schemaToNode(schema), arrow: schema, struct: new Struct(schema.fields) };
+      batchSchemas.set(schema, b);
+    }
+    return b;
+  }
   const node = typeof schema === 'bigint' ? importSchemaNode(schema, opts) : schema;
-  return { node, arrow: nodeToSchema(node, 'schema', opts) };
+  const arrow = nodeToSchema(node, 'schema', opts);
+  return { node, arrow, struct: new Struct(arrow.fields) };
 }
 
-function batchFrom(ptr: Ptr, node: SchemaNode, arrow: Schema, opts: ArrayImportOptions, path: string): RecordBatch {
-  const { view, owner } = importView(ptr, node, opts, path);
-  const batch = finish(owner, () => new RecordBatch(arrow, viewToData(view, new Struct(arrow.fields), path, opts) as Data<Struct>));
+function batchFrom(ptr: Ptr, s: BatchSchema, opts: ArrayImportOptions, path: string): RecordBatch {
+  const { view, owner } = importView(ptr, s.node, opts, path);
+  const batch = finish(owner, () => makeBatch(s.arrow, s.struct, viewToData(view, s.struct, path, opts) as Data<Struct>));
   return owned(batch, [owner]);
 }
 
@@ -258,8 +278,8 @@ function batchFrom(ptr: Ptr, node: SchemaNode, arrow: Schema, opts: ArrayImportO
  * batch.getChild('x')?.toArray();
  */
 export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): RecordBatch {
-  const { node, arrow } = consumeOnFailure(ptr, opts, () => schemaOf(schema, opts));
-  return batchFrom(ptr, node, arrow, opts, 'array');
+  const s = consumeOnFailure(ptr, opts, () => schemaOf(schema, opts));
+  return batchFrom(ptr, s, opts, 'array');
 }
 
 /**
@@ -268,10 +288,9 @@ export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, o
  */
 export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): Table {
   const m = mem(opts);
-  let node: SchemaNode;
-  let arrow: Schema;
+  let s: BatchSchema;
   try {
-    ({ node, arrow } = schemaOf(schema, opts));
+    s = schemaOf(schema, opts);
   } catch (e) {
     for (const p of ptrs) releaseArrowArray(p, opts);
     throw e;
@@ -279,7 +298,7 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
   const batches: RecordBatch[] = [];
   for (let i = 0; i < ptrs.length; i++) {
     try {
-      batches.push(batchFrom(ptrs[i]!, node, arrow, opts, `arrays[${i}]`));
+      batches.push(batchFrom(ptrs[i]!, s, opts, `arrays[${i}]`));
     } catch (e) {
       for (const p of ptrs.slice(i + 1)) releaseArrowArray(p, { memory: m });
       throw e;
@@ -287,7 +306,7 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
   }
   // With repeated field names arrow-js rejects new Table(schema, batches) (its schema comparison
   // goes by name), so a table of batches takes its schema from them.
-  const table = batches.length > 0 ? new Table(batches) : new Table(arrow);
+  const table = batches.length > 0 ? new Table(batches) : new Table(s.arrow);
   return owned(table, batches.flatMap((b) => owners.get(b)!));
 }
 
@@ -316,7 +335,7 @@ export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: Ex
 
 /** The `ArrayView` an export of any of the JS array forms writes. */
 export function toExportView(x: Data | Vector | RecordBatch | ArrayView): ArrayView {
-  if (x instanceof RecordBatch) return dataToView(x.data, schemaToNode(batchSchema(x)));
+  if (x instanceof RecordBatch) return dataToView(x.data, batchNode(x));
   if (x instanceof Vector) {
     if (x.data.length !== 1) {
       throw invalid('array', `a Vector of ${x.data.length} chunks is not one array: export each chunk, or a Table as a stream`);
@@ -325,6 +344,29 @@ export function toExportView(x: Data | Vector | RecordBatch | ArrayView): ArrayV
   }
   if (x instanceof Data) return dataToView(x);
   return x;
+}
+
+/**
+ * The `SchemaNode` of a batch's schema as its data says, made once per
+ * struct type (arrow-js types and fields are immutable) and schema metadata.
+ */
+const batchNodes = new WeakMap<DataType, { metadata: Map<string, string> | null; node: SchemaNode }>();
+function batchNode(batch: RecordBatch): SchemaNode {
+  const type = batch.data.type as DataType;
+  const metadata = batch.schema.metadata ?? null;
+  const c = batchNodes.get(type);
+  if (c && c.metadata === metadata && (metadata === null || sameEntries(metadata, c.node.metadata))) return c.node;
+  const node = schemaToNode(batchSchema(batch));
+  batchNodes.set(type, { metadata, node });
+  return node;
+}
+
+function sameEntries(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string> | null): boolean {
+  const n = b?.size ?? 0;
+  if (a.size !== n) return false;
+  if (n === 0) return true;
+  for (const [k, v] of a) if (b!.get(k) !== v) return false;
+  return true;
 }
 
 /**

@@ -11,7 +11,8 @@
  * another bit offset is copied, shifted (counted in `accounting()`).
  */
 import {
-  Data, DataType, Dictionary, Field, makeBuilder, Null, Type, Vector, type Builder, type FixedSizeList,
+  Data, DataType, Dictionary, Field, makeBuilder, makeData as arrowMakeData, Null, RecordBatch, Type, Vector, type Builder,
+  type FixedSizeList, Schema, Struct,
   type Union,
 } from 'apache-arrow';
 import { invalid, unsupported } from '../errors.js';
@@ -38,6 +39,55 @@ function typed<C extends TypedArrayCtor>(Ctor: C, b: Uint8Array | null | undefin
 const EMPTY = new Uint8Array(0);
 
 // --- import: ArrayView -> Data ---------------------------------------------------------
+
+/**
+ * Whether `new RecordBatch(schema, data)` may be skipped for a batch whose
+ * children all have its length: its constructor then only rebuilds the
+ * schema (`schema.assign`, a clone of every field) and the struct `Data`
+ * (a fresh struct type), which costs more than the rest of a small import.
+ * Checked once against this arrow-js: the constructor must make nothing
+ * but the three own properties set below.
+ */
+const BATCH_SHORTCUT = ((): boolean => {
+  try {
+    const f = new Field('x', new Null(), true);
+    const schema = new Schema([f]);
+    const rb = new RecordBatch(schema, arrowMakeData({ type: new Struct([f]), length: 0, children: [arrowMakeData({ type: new Null(), length: 0 })] }));
+    return Object.keys(rb).join(',') === 'schema,data,_metadata' && rb.metadata instanceof Map && rb.metadata.size === 0;
+  } catch {
+    return false;
+  }
+})();
+
+/** Schemas without repeated field names (arrow-js's `schema.assign` goes by name: keep its constructor for the others). */
+const uniqueNames = new WeakMap<Schema, boolean>();
+function hasUniqueNames(schema: Schema): boolean {
+  let u = uniqueNames.get(schema);
+  if (u === undefined) {
+    u = new Set(schema.fields.map((f) => f.name)).size === schema.fields.length;
+    uniqueNames.set(schema, u);
+  }
+  return u;
+}
+
+/**
+ * `new RecordBatch(schema, data)` for the `Data` of an import of `struct`
+ * (`new Struct(schema.fields)`): the same batch (the schema given, a struct
+ * `Data` of `struct` over `data`'s children, no validity, empty metadata),
+ * made without the constructor's rebuilding where that is all it would do.
+ */
+export function makeBatch(schema: Schema, struct: Struct, data: Data<Struct>): RecordBatch {
+  const children = data.children;
+  const N = data.length;
+  let same = BATCH_SHORTCUT && children.length === schema.fields.length && hasUniqueNames(schema);
+  for (let i = 0; same && i < children.length; i++) same = children[i]!.length === N;
+  if (!same) return new RecordBatch(schema, data);
+  const b = Object.create(RecordBatch.prototype) as { schema: Schema; data: Data<Struct>; _metadata: Map<string, string> };
+  b.schema = schema;
+  b.data = new Data(struct, 0, N, 0, [undefined, undefined, new Uint8Array(0)] as never, children) as Data<Struct>;
+  b._metadata = new Map();
+  return b as unknown as RecordBatch;
+}
 
 /** Thunks for the buffers of an arrow-js `Data`, in arrow-js's slicing convention. */
 interface Parts {
@@ -71,15 +121,27 @@ class LazyData extends Data {
     super(type, O, N, nullCount, [] as never, children, dictionary, []);
     this[PARTS] = parts;
     this[SOURCE] = source;
-    // The Data constructor has set variadicBuffers; let the getter make it when there is a thunk.
-    if (parts.variadicBuffers) delete (this as { variadicBuffers?: unknown }).variadicBuffers;
+  }
+}
+
+/**
+ * A `LazyData` of a view type, whose variadic buffers are lazy too. Only
+ * this class has the `variadicBuffers` accessor: on the others the Data
+ * constructor's `variadicBuffers = []` stays a plain property (an accessor
+ * would turn it into a property definition per node).
+ */
+class LazyViewData extends LazyData {
+  constructor(source: ImportedView, parts: Parts, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
+    super(source, parts, type, O, N, nullCount, children, dictionary);
+    // The Data constructor has set variadicBuffers; let the getter make it.
+    delete (this as { variadicBuffers?: unknown }).variadicBuffers;
   }
 }
 for (const key of LAZY_KEYS) {
   const own = (self: object, value: unknown): void => {
     Object.defineProperty(self, key, { value, writable: true, configurable: true, enumerable: true });
   };
-  Object.defineProperty(LazyData.prototype, key, {
+  Object.defineProperty(key === 'variadicBuffers' ? LazyViewData.prototype : LazyData.prototype, key, {
     configurable: true,
     get(this: LazyData) {
       const thunk = this[PARTS]?.[key];
@@ -104,7 +166,11 @@ function makeData(
   children: Data[] = [],
   dictionary?: Vector,
 ): Data {
-  if (lazy) return new LazyData(lazy, parts, type, O, N, nullCount, children, dictionary);
+  if (lazy) {
+    return parts.variadicBuffers
+      ? new LazyViewData(lazy, parts, type, O, N, nullCount, children, dictionary)
+      : new LazyData(lazy, parts, type, O, N, nullCount, children, dictionary);
+  }
   const b = [parts.valueOffsets?.(), parts.values?.(), parts.nullBitmap?.(), parts.typeIds?.()];
   return new Data(type, O, N, nullCount, b as never, children, dictionary, parts.variadicBuffers?.() ?? []);
 }

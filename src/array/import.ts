@@ -48,6 +48,8 @@ export interface ImportContext {
   /** Copy every buffer into JS memory instead of viewing it. */
   readonly copy: boolean;
   readonly level: number;
+  /** Set once the token is held (`ImportOwner.hold`); absent means not yet. */
+  held?: boolean;
 }
 
 export function validationLevel(level: ValidationLevel | undefined): number {
@@ -67,31 +69,192 @@ function toCount(v: bigint, path: string, what: string, min = 0n): number {
   return Number(v);
 }
 
-/** Reads an `ArrowArray` tree whose struct lives at `ptr` (the owner's copy for the root). */
-export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, path: string, depth = 0): ArrayView {
+/** One node being read: what the helpers below need (one object per node, not a closure per helper). */
+interface NodeState {
+  readonly ctx: ImportContext;
+  readonly path: string;
+  readonly length: number;
+  readonly offset: number;
+  readonly end: number;
+  readonly nullCount: number;
+  readonly bufferPtrs: Ptr[];
+}
+
+/** Pointers of the array at `addr`, errors placed at `path.field`. */
+function pointersAt(mem: Memory, addr: Ptr, n: number, path: string, field: string): Ptr[] {
+  try {
+    return readPointers(mem, addr, n);
+  } catch (e) {
+    throw prefixPath(e, `${path}.${field}`);
+  }
+}
+
+/**
+ * Buffer `i`, `size` bytes from its start; `align` is the JS element size.
+ * Zero-copy views are made lazily (see LazyBytes); with `copy`, at once.
+ */
+function bufferOf(n: NodeState, i: number, size: number, align: number, what: string, nullable = false): Buf {
+  try {
+    const p = n.bufferPtrs[i]!;
+    if (p === 0n) {
+      if (size > 0 && !nullable) throw invalid(`${n.path}.buffers[${i}]`, `NULL ${what} buffer, but ${size} bytes are needed`);
+      return null;
+    }
+    if (size === 0) return new Uint8Array(0);
+    const ctx = n.ctx;
+    if (ctx.copy) {
+      liveCounters.copiedBuffers++;
+      liveCounters.copiedBytes += size;
+      return ctx.mem.read(p, size);
+    }
+    // Refuse an address the memory knows is bad now, not when the view is first read.
+    ctx.mem.checkAddress(p, size);
+    if (!ctx.held) {
+      if (!ctx.owner.holds(ctx.token)) ctx.owner.hold(ctx.token);
+      ctx.held = true;
+    }
+    return new LazyBytes(ctx.owner, p, size, align);
+  } catch (e) {
+    throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, `${n.path}.buffers[${i}]`) : e;
+  }
+}
+
+function validityOf(n: NodeState): Buf {
+  // CDataInterface.rst: the validity buffer MAY be NULL only if null_count is 0.
+  const v = bufferOf(n, 0, Math.ceil(n.end / 8), 1, 'validity', true);
+  if (v === null && n.nullCount !== 0 && n.length > 0) {
+    throw invalid(`${n.path}.buffers[0]`, `NULL validity buffer with null_count ${n.nullCount}`);
+  }
+  return v;
+}
+
+/** Offset `k` from `b`, which holds offsets from `base` on. */
+function offsetAt(n: NodeState, i: number, b: Uint8Array, wide: boolean, k: number, base: number): number {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  if (!wide) return dv.getInt32((k - base) * 4, true);
+  const v = dv.getBigInt64((k - base) * 8, true);
+  if (v > MAX_SAFE || v < -MAX_SAFE) throw invalid(`${n.path}.buffers[${i}]`, `offset ${v} at ${k} is out of range`);
+  return Number(v);
+}
+
+function readOffsets(n: NodeState, i: number, wide: boolean, what: string): { view: Buf; first: number; last: number } {
+  const { ctx, offset, end, path } = n;
+  const w = wide ? 8 : 4;
+  // offset + length + 1 offsets; an empty array may have a NULL offsets buffer, one with elements may not.
+  const view = bufferOf(n, i, (end + 1) * w, w, what, n.length === 0);
+  if (!view || byteLength(view) === 0) return { view, first: 0, last: 0 };
+  // Only the first and last offsets size the data: read those two without viewing the buffer.
+  const first = offsetAt(n, i, readSmall(ctx.mem, view, offset * w, w), wide, offset, offset);
+  const last = offsetAt(n, i, readSmall(ctx.mem, view, end * w, w), wide, end, end);
+  if (ctx.level >= LEVELS.default) {
+    if (first < 0) throw invalid(`${path}.buffers[${i}]`, `first ${what} ${first} is negative`);
+    if (last < first) throw invalid(`${path}.buffers[${i}]`, `last ${what} ${last} is less than the first ${first}`);
+  }
+  if (ctx.level >= LEVELS.full) {
+    const b = bytesOf(view)!;
+    let prev = first;
+    for (let k = offset + 1; k <= end; k++) {
+      const cur = offsetAt(n, i, b, wide, k, 0);
+      if (cur < prev) throw invalid(`${path}.buffers[${i}]`, `${what}s are not monotone at ${k}: ${cur} after ${prev}`);
+      prev = cur;
+    }
+  }
+  return { view, first, last: Math.max(last, 0) };
+}
+
+/**
+ * The children's structs, when they lie one after another in memory (as a
+ * whole tree exported by one allocation does): read in one copy, each
+ * child then read from there. Null otherwise (each child reads its own).
+ */
+function adjacentStructs(mem: Memory, ptrs: Ptr[], size: number): DataView | null {
+  const n = ptrs.length;
+  if (n < 2) return null;
+  const first = ptrs[0]!;
+  if (first === 0n) return null;
+  for (let k = 1; k < n; k++) if (ptrs[k] !== first + BigInt(k * size)) return null;
+  try {
+    const b = mem.read(first, n * size);
+    return new DataView(b.buffer, b.byteOffset, b.byteLength);
+  } catch {
+    return null; // let each child report its own bad address
+  }
+}
+
+/** Child `k` of a node, checked against the length its parent needs. */
+function readChild(
+  n: NodeState,
+  schema: SchemaNode,
+  childPtrs: Ptr[],
+  pre: DataView | null,
+  k: number,
+  minLength: number,
+  depth: number,
+): ArrayView {
+  const child = readArrayView(n.ctx, childPtrs[k]!, schema.children[k]!, `${n.path}.children[${k}]`, depth + 1, pre, k * n.ctx.mem.layouts.ArrowArray.size);
+  if (n.ctx.level >= LEVELS.default && child.length < minLength) {
+    throw invalid(`${n.path}.children[${k}].length`, `${child.length} is less than the ${minLength} its parent needs`);
+  }
+  return child;
+}
+
+function ptrAt(dv: DataView, at: number, wide: boolean): Ptr {
+  return wide ? dv.getBigUint64(at, true) : BigInt(dv.getUint32(at, true));
+}
+
+/**
+ * Reads an `ArrowArray` tree whose struct lives at `ptr` (the owner's copy for
+ * the root). `pre`, when given, holds a copy of the struct's bytes at `preOff`
+ * (read with its siblings'), so it is not read again.
+ */
+export function readArrayView(
+  ctx: ImportContext,
+  ptr: Ptr,
+  schema: SchemaNode,
+  path: string,
+  depth = 0,
+  pre: DataView | null = null,
+  preOff = 0,
+): ArrayView {
   const { mem } = ctx;
   if (ptr === 0n) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
   try {
-    const st = StructReader.read(mem, ptr, mem.layouts.ArrowArray);
-    if (st.ptr('release') === 0n) {
+    const L = mem.layouts.ArrowArray;
+    const o = L.offsets;
+    const wide = mem.target.pointerSize === 8;
+    // Every field into locals first: the scratch copy is reused by the reads below.
+    let dv: DataView;
+    let at: number;
+    if (pre) {
+      dv = pre;
+      at = preOff;
+    } else {
+      dv = StructReader.read(mem, ptr, L).view;
+      at = 0;
+    }
+    if (ptrAt(dv, at + o.release!, wide) === 0n) {
       throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
     }
-    const length = toCount(st.i64('length'), path, 'length');
-    const offset = toCount(st.i64('offset'), path, 'offset');
-    const nullCount64 = st.i64('null_count');
+    const length64 = dv.getBigInt64(at + o.length!, true);
+    const offset64 = dv.getBigInt64(at + o.offset!, true);
+    const nullCount64 = dv.getBigInt64(at + o.null_count!, true);
+    const nBuffers64 = dv.getBigInt64(at + o.n_buffers!, true);
+    const nChildren64 = dv.getBigInt64(at + o.n_children!, true);
+    const buffersPtr = ptrAt(dv, at + o.buffers!, wide);
+    const childrenPtr = ptrAt(dv, at + o.children!, wide);
+    const dictPtr = ptrAt(dv, at + o.dictionary!, wide);
+    const length = toCount(length64, path, 'length');
+    const offset = toCount(offset64, path, 'offset');
     if (nullCount64 < -1n) throw invalid(`${path}.null_count`, `negative value ${nullCount64}`);
     const nullCount = Number(nullCount64);
     if (nullCount > length) throw invalid(`${path}.null_count`, `${nullCount} is greater than the length ${length}`);
     if (length + offset > Number.MAX_SAFE_INTEGER) throw invalid(path, `offset + length overflows`);
-    const nBuffers = toCount(st.i64('n_buffers'), path, 'n_buffers');
-    const nChildren = toCount(st.i64('n_children'), path, 'n_children');
+    const nBuffers = toCount(nBuffers64, path, 'n_buffers');
+    const nChildren = toCount(nChildren64, path, 'n_children');
     // View types take any number of variadic buffers; refuse counts no producer
     // could have allocated before following the pointer array that far.
     if (nBuffers > MAX_BUFFERS) throw invalid(`${path}.n_buffers`, `implausible value ${nBuffers}`);
-    const buffersPtr = st.ptr('buffers');
-    const childrenPtr = st.ptr('children');
-    const dictPtr = st.ptr('dictionary');
 
     const t = schema.type;
     const phys = physicalLayout(t);
@@ -116,152 +279,70 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
       throw invalid(`${path}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${nullCount}`);
     }
 
-    const pointers = (addr: Ptr, n: number, field: string): Ptr[] => {
-      try {
-        return readPointers(mem, addr, n);
-      } catch (e) {
-        throw prefixPath(e, `${path}.${field}`);
-      }
-    };
-    const bufferPtrs = pointers(buffersPtr, nBuffers, 'buffers');
-    const childPtrs = pointers(childrenPtr, nChildren, 'children');
+    const bufferPtrs = pointersAt(mem, buffersPtr, nBuffers, path, 'buffers');
+    const childPtrs = pointersAt(mem, childrenPtr, nChildren, path, 'children');
     const end = offset + length;
-
-    /**
-     * Buffer `i`, `size` bytes from its start; `align` is the JS element size.
-     * Zero-copy views are made lazily (see LazyBytes); with `copy`, at once.
-     */
-    const buffer = (i: number, size: number, align: number, what: string, nullable = false): Buf => {
-      try {
-        return bufferAt(i, size, align, what, nullable);
-      } catch (e) {
-        throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, `${path}.buffers[${i}]`) : e;
-      }
-    };
-    const bufferAt = (i: number, size: number, align: number, what: string, nullable: boolean): Buf => {
-      const p = bufferPtrs[i]!;
-      if (p === 0n) {
-        if (size > 0 && !nullable) throw invalid(`${path}.buffers[${i}]`, `NULL ${what} buffer, but ${size} bytes are needed`);
-        return null;
-      }
-      if (size === 0) return new Uint8Array(0);
-      if (ctx.copy) {
-        liveCounters.copiedBuffers++;
-        liveCounters.copiedBytes += size;
-        return mem.read(p, size);
-      }
-      // Refuse an address the memory knows is bad now, not when the view is first read.
-      mem.checkAddress(p, size);
-      if (!ctx.owner.holds(ctx.token)) ctx.owner.hold(ctx.token);
-      return new LazyBytes(ctx.owner, p, size, align);
-    };
-
-    const validity = (): Buf => {
-      // CDataInterface.rst: the validity buffer MAY be NULL only if null_count is 0.
-      const v = buffer(0, Math.ceil(end / 8), 1, 'validity', true);
-      if (v === null && nullCount !== 0 && length > 0) {
-        throw invalid(`${path}.buffers[0]`, `NULL validity buffer with null_count ${nullCount}`);
-      }
-      return v;
-    };
+    const n: NodeState = { ctx, path, length, offset, end, nullCount, bufferPtrs };
+    const structs = nChildren > 1 ? adjacentStructs(mem, childPtrs, L.size) : null;
 
     const buffers: Buf[] = [];
-    const readOffsets = (i: number, wide: boolean, what: string): { view: Buf; first: number; last: number } => {
-      const w = wide ? 8 : 4;
-      // offset + length + 1 offsets; an empty array may have a NULL offsets buffer, one with elements may not.
-      const view = buffer(i, (end + 1) * w, w, what, length === 0);
-      if (!view || byteLength(view) === 0) return { view, first: 0, last: 0 };
-      /** Offset `k`, from `b` holding offsets from `base` on. */
-      const read = (b: Uint8Array, k: number, base = 0): number => {
-        const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-        if (!wide) return dv.getInt32((k - base) * 4, true);
-        const v = dv.getBigInt64((k - base) * 8, true);
-        if (v > MAX_SAFE || v < -MAX_SAFE) throw invalid(`${path}.buffers[${i}]`, `offset ${v} at ${k} is out of range`);
-        return Number(v);
-      };
-      // Only the first and last offsets size the data: read those two without viewing the buffer.
-      const first = read(readSmall(mem, view, offset * w, w), offset, offset);
-      const last = read(readSmall(mem, view, end * w, w), end, end);
-      if (ctx.level >= LEVELS.default) {
-        if (first < 0) throw invalid(`${path}.buffers[${i}]`, `first ${what} ${first} is negative`);
-        if (last < first) throw invalid(`${path}.buffers[${i}]`, `last ${what} ${last} is less than the first ${first}`);
-      }
-      if (ctx.level >= LEVELS.full) {
-        const b = bytesOf(view)!;
-        let prev = first;
-        for (let k = offset + 1; k <= end; k++) {
-          const cur = read(b, k);
-          if (cur < prev) throw invalid(`${path}.buffers[${i}]`, `${what}s are not monotone at ${k}: ${cur} after ${prev}`);
-          prev = cur;
-        }
-      }
-      return { view, first, last: Math.max(last, 0) };
-    };
-
     const children: ArrayView[] = [];
-    const readChild = (k: number, minLength: number): ArrayView => {
-      const child = readArrayView(ctx, childPtrs[k]!, schema.children[k]!, `${path}.children[${k}]`, depth + 1);
-      if (ctx.level >= LEVELS.default && child.length < minLength) {
-        throw invalid(`${path}.children[${k}].length`, `${child.length} is less than the ${minLength} its parent needs`);
-      }
-      return child;
-    };
 
     switch (t.id) {
       case 'null':
         if (nBuffers === 1) buffers.push(null); // tolerate a legacy, unused validity slot
         break;
       case 'bool':
-        buffers.push(validity(), buffer(1, Math.ceil(end / 8), 1, 'values'));
+        buffers.push(validityOf(n), bufferOf(n, 1, Math.ceil(end / 8), 1, 'values'));
         break;
       case 'binary': case 'utf8': case 'large_binary': case 'large_utf8': {
-        const wide = t.id === 'large_binary' || t.id === 'large_utf8';
-        const v = validity();
-        const offs = readOffsets(1, wide, 'offset');
-        const data = buffer(2, offs.last, 1, 'data', offs.last === 0);
+        const wideOffsets = t.id === 'large_binary' || t.id === 'large_utf8';
+        const v = validityOf(n);
+        const offs = readOffsets(n, 1, wideOffsets, 'offset');
+        const data = bufferOf(n, 2, offs.last, 1, 'data', offs.last === 0);
         buffers.push(v, offs.view, data);
         break;
       }
       case 'binary_view': case 'utf8_view': {
-        const v = validity();
-        const views = buffer(1, end * 16, 8, 'views');
+        const v = validityOf(n);
+        const views = bufferOf(n, 1, end * 16, 8, 'views');
         const nVariadic = nBuffers - 3;
-        const sizesView = buffer(nBuffers - 1, nVariadic * 8, 8, 'variadic sizes', nVariadic === 0);
+        const sizesView = bufferOf(n, nBuffers - 1, nVariadic * 8, 8, 'variadic sizes', nVariadic === 0);
         const sizes: number[] = [];
         if (sizesView && nVariadic > 0) {
           const sb = readSmall(mem, sizesView, 0, nVariadic * 8);
-          const dv = new DataView(sb.buffer, sb.byteOffset, sb.byteLength);
+          const sdv = new DataView(sb.buffer, sb.byteOffset, sb.byteLength);
           for (let k = 0; k < nVariadic; k++) {
-            const s = dv.getBigInt64(k * 8, true);
-            if (s < 0n || s > MAX_SAFE) throw invalid(`${path}.buffers[${nBuffers - 1}]`, `variadic buffer ${k} has size ${s}`);
-            sizes.push(Number(s));
+            const sz = sdv.getBigInt64(k * 8, true);
+            if (sz < 0n || sz > MAX_SAFE) throw invalid(`${path}.buffers[${nBuffers - 1}]`, `variadic buffer ${k} has size ${sz}`);
+            sizes.push(Number(sz));
           }
         }
         buffers.push(v, views);
-        for (let k = 0; k < nVariadic; k++) buffers.push(buffer(2 + k, sizes[k]!, 1, `variadic data ${k}`, sizes[k] === 0));
+        for (let k = 0; k < nVariadic; k++) buffers.push(bufferOf(n, 2 + k, sizes[k]!, 1, `variadic data ${k}`, sizes[k] === 0));
         buffers.push(sizesView);
         if (ctx.level >= LEVELS.full && views) checkViews(bytesOf(views)!, offset, length, sizes, bytesOf(buffers[0] ?? null), nullCount, path);
         break;
       }
       case 'list': case 'large_list': case 'map': {
-        const v = validity();
-        const offs = readOffsets(1, t.id === 'large_list', 'offset');
+        const v = validityOf(n);
+        const offs = readOffsets(n, 1, t.id === 'large_list', 'offset');
         buffers.push(v, offs.view);
-        children.push(readChild(0, offs.last));
+        children.push(readChild(n, schema, childPtrs, structs, 0, offs.last, depth));
         break;
       }
       case 'list_view': case 'large_list_view': {
         const w = t.id === 'large_list_view' ? 8 : 4;
-        const v = validity();
-        const offs = buffer(1, end * w, w, 'offsets');
-        const sizes = buffer(2, end * w, w, 'sizes');
+        const v = validityOf(n);
+        const offs = bufferOf(n, 1, end * w, w, 'offsets');
+        const sizes = bufferOf(n, 2, end * w, w, 'sizes');
         buffers.push(v, offs, sizes);
-        const child = readChild(0, 0);
+        const child = readChild(n, schema, childPtrs, structs, 0, 0, depth);
         children.push(child);
         if (ctx.level >= LEVELS.full && offs && sizes) {
           const get = (b: Uint8Array, k: number): number => {
-            const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-            return w === 8 ? Number(dv.getBigInt64(k * 8, true)) : dv.getInt32(k * 4, true);
+            const bdv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+            return w === 8 ? Number(bdv.getBigInt64(k * 8, true)) : bdv.getInt32(k * 4, true);
           };
           const ob = bytesOf(offs)!;
           const sb = bytesOf(sizes)!;
@@ -276,33 +357,33 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
         break;
       }
       case 'fixed_list':
-        buffers.push(validity());
-        children.push(readChild(0, end * t.size));
+        buffers.push(validityOf(n));
+        children.push(readChild(n, schema, childPtrs, structs, 0, end * t.size, depth));
         break;
       case 'struct':
-        buffers.push(validity());
-        for (let k = 0; k < nChildren; k++) children.push(readChild(k, end));
+        buffers.push(validityOf(n));
+        for (let k = 0; k < nChildren; k++) children.push(readChild(n, schema, childPtrs, structs, k, end, depth));
         break;
       case 'union': {
-        const typeIds = buffer(0, end, 1, 'type ids');
+        const typeIds = bufferOf(n, 0, end, 1, 'type ids');
         buffers.push(typeIds);
         let offs: Buf = null;
         if (t.mode === 'dense') {
-          offs = buffer(1, end * 4, 4, 'offsets');
+          offs = bufferOf(n, 1, end * 4, 4, 'offsets');
           buffers.push(offs);
         }
-        for (let k = 0; k < nChildren; k++) children.push(readChild(k, t.mode === 'sparse' ? end : 0));
+        for (let k = 0; k < nChildren; k++) children.push(readChild(n, schema, childPtrs, structs, k, t.mode === 'sparse' ? end : 0, depth));
         if (ctx.level >= LEVELS.full && typeIds) {
           const index = new Map(t.typeIds.map((id, k) => [id, k]));
           const ob = bytesOf(offs);
-          const dv = ob ? new DataView(ob.buffer, ob.byteOffset, ob.byteLength) : null;
+          const odv = ob ? new DataView(ob.buffer, ob.byteOffset, ob.byteLength) : null;
           const tb = bytesOf(typeIds)!;
           for (let k = offset; k < end; k++) {
             const id = (tb[k]! << 24) >> 24;
             const c = index.get(id);
             if (c === undefined) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${t.typeIds.join(',')})`);
-            if (dv) {
-              const off = dv.getInt32(k * 4, true);
+            if (odv) {
+              const off = odv.getInt32(k * 4, true);
               if (off < 0 || off >= children[c]!.length) {
                 throw invalid(`${path}.buffers[1]`, `offset ${off} at ${k} is outside child ${c} of length ${children[c]!.length}`);
               }
@@ -312,8 +393,8 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
         break;
       }
       case 'run_end_encoded': {
-        const runEnds = readChild(0, 0);
-        const values = readChild(1, 0);
+        const runEnds = readChild(n, schema, childPtrs, structs, 0, 0, depth);
+        const values = readChild(n, schema, childPtrs, structs, 1, 0, depth);
         children.push(runEnds, values);
         if (ctx.level >= LEVELS.default && runEnds.length !== values.length) {
           throw invalid(`${path}.children[1].length`, `run ends (${runEnds.length}) and values (${values.length}) differ in length`);
@@ -324,7 +405,7 @@ export function readArrayView(ctx: ImportContext, ptr: Ptr, schema: SchemaNode, 
       default: {
         const width = fixedByteWidth(t)!;
         const align = t.id === 'decimal' || t.id === 'interval' ? 4 : Math.min(width, 8);
-        buffers.push(validity(), buffer(1, end * width, t.id === 'fixed_binary' ? 1 : align, 'values'));
+        buffers.push(validityOf(n), bufferOf(n, 1, end * width, t.id === 'fixed_binary' ? 1 : align, 'values'));
       }
     }
 

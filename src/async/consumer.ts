@@ -268,6 +268,10 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
   private request(n: number): void {
     if (this.producer === 0n || this.released || this.cancelled) return;
     const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.request!));
+    // Arrow C++ 26's producer (ExportAsyncRecordBatchReader) can tear its ArrowAsyncProducer down
+    // before its release of our handler reaches the JS thread, though the spec keeps it valid until
+    // just before that release: a NULL request then means "gone", and we stop asking.
+    if (fn === 0n) return;
     // A synchronous call is safe: request MUST be callable from within on_next_task, that is while
     // the producer's own thread waits for us, and MUST NOT call on_next_task or on_error itself.
     this.mem.call(fn, REQUEST, this.producer, BigInt(n));
@@ -335,9 +339,13 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
     this.cancelled = true;
     for (const q of this.queue.splice(0)) this.discard(q.bytes);
     if (this.producer !== 0n) {
-      const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.cancel!));
-      // cancel is thread-safe and may only call on_error, which koffi runs re-entrantly on this thread.
-      this.mem.call(fn, CANCEL, this.producer);
+      try {
+        const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.cancel!));
+        // cancel is thread-safe and may only call on_error, which koffi runs re-entrantly on this thread.
+        if (fn !== 0n) this.mem.call(fn, CANCEL, this.producer);
+      } catch {
+        // A producer whose cancel fails (or is gone) still ends with release; nothing else to do here.
+      }
     }
     this.changed.wake();
   }

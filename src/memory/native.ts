@@ -69,6 +69,13 @@ class NativeMemory implements Memory {
   readonly name = 'native';
   private readonly k: Koffi;
   private readonly protos = new Map<string, KoffiType>();
+  private readonly protosBySig = new WeakMap<Signature, KoffiType>();
+  /**
+   * Our own registered callbacks by C address: `call` of one of them runs
+   * its JS function directly, as the C call would have (same arguments,
+   * same result conversion), without the trip through C and back.
+   */
+  private readonly own = new Map<Ptr, { sig: Signature; fn: (...args: CValue[]) => CValue | void }>();
   private readonly libc: LibC;
 
   constructor() {
@@ -187,13 +194,21 @@ class NativeMemory implements Memory {
     return BigInt(this.k.address(bytes));
   }
 
+  /**
+   * The koffi prototype of `sig`. Signatures are module-level constants, so
+   * the cache goes by the signature object first (no key string per call),
+   * and by its text for a signature object seen for the first time.
+   */
   private proto(sig: Signature): KoffiType {
+    let p = this.protosBySig.get(sig);
+    if (p) return p;
     const key = `${sig.name}:${sig.result}(${sig.params.join(',')})`;
-    let p = this.protos.get(key);
+    p = this.protos.get(key);
     if (!p) {
       p = this.k.proto(`arrow_device_${sig.name}`, ctypeToKoffi[sig.result], sig.params.map((t) => ctypeToKoffi[t]));
       this.protos.set(key, p);
     }
+    this.protosBySig.set(sig, p);
     return p;
   }
 
@@ -204,7 +219,9 @@ class NativeMemory implements Memory {
       const r = fn(...norm);
       return sig.result === 'void' ? undefined : (r ?? 0);
     };
-    return BigInt(this.k.register(wrapped, this.k.pointer(p)));
+    const ptr = BigInt(this.k.register(wrapped, this.k.pointer(p)));
+    this.own.set(ptr, { sig, fn });
+    return ptr;
   }
 
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
@@ -221,12 +238,44 @@ class NativeMemory implements Memory {
   }
 
   call(fn: Ptr, sig: Signature, ...args: CValue[]): CValue | undefined {
+    const own = this.own.get(fn);
+    if (own !== undefined && sameShape(own.sig, sig)) return callOwn(own.sig, own.fn, sig, args);
     this.check(fn, 1);
     const r = this.k.call(fn, this.proto(sig), ...args) as number | bigint | null | undefined;
     if (sig.result === 'void') return undefined;
     if (sig.result === 'pointer' || sig.result === 'int64') return BigInt(r ?? 0);
     return r as number;
   }
+}
+
+/** Whether two signatures have the same C shape (a call through one reaches a function of the other correctly). */
+function sameShape(a: Signature, b: Signature): boolean {
+  if (a === b) return true;
+  if (a.result !== b.result || a.params.length !== b.params.length) return false;
+  for (let i = 0; i < a.params.length; i++) if (a.params[i] !== b.params[i]) return false;
+  return true;
+}
+
+/**
+ * Calls one of our own callbacks as a C call through `sig` would: arguments
+ * converted as the C side would pass them to the callback (pointers and
+ * int64 as bigint, int32 as number), the result as `call` returns it.
+ */
+function callOwn(own: Signature, fn: (...args: CValue[]) => CValue | void, sig: Signature, args: CValue[]): CValue | undefined {
+  const norm: CValue[] = new Array(own.params.length);
+  for (let i = 0; i < own.params.length; i++) {
+    const t = own.params[i];
+    const a = args[i] ?? 0;
+    norm[i] =
+      t === 'pointer' ? BigInt.asUintN(64, BigInt(a))
+      : t === 'int64' ? BigInt.asIntN(64, BigInt(a))
+      : Number(a) | 0;
+  }
+  const r = fn(...norm);
+  if (sig.result === 'void') return undefined;
+  if (sig.result === 'pointer') return BigInt.asUintN(64, BigInt(r ?? 0));
+  if (sig.result === 'int64') return BigInt.asIntN(64, BigInt(r ?? 0));
+  return Number(r ?? 0) | 0;
 }
 
 interface LibC {

@@ -32,6 +32,11 @@ function scratchBytes(n: number): Uint8Array {
 
 export class StructReader {
   private readonly dv: DataView;
+
+  /** The struct's bytes as a DataView (offset 0 is the struct's start): valid until the next struct access. */
+  get view(): DataView {
+    return this.dv;
+  }
   private readonly wide: boolean;
 
   constructor(

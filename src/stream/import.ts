@@ -16,7 +16,7 @@
 import { Data, RecordBatch, Schema, Struct, Table } from 'apache-arrow';
 import { DeviceType, errnoName } from '../abi/constants.js';
 import { readArrayView, validationLevel } from '../array/import.js';
-import { viewToData } from '../array/arrowjs.js';
+import { makeBatch, viewToData } from '../array/arrowjs.js';
 import { ImportOwner } from '../array/owner.js';
 import type { ArrayImportOptions } from '../array/api.js';
 import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
@@ -313,7 +313,7 @@ function importBatch(
     throw e;
   }
   owner.done();
-  return new RecordBatch(schema, data as Data<Struct>);
+  return makeBatch(schema, type, data as Data<Struct>);
 }
 
 /** Copies the producer's `get_last_error` text at once; null when there is none. */
