@@ -261,23 +261,7 @@ export function readArrayView(
     // Minimal checks of the struct against its type. They are cheap and what
     // keeps the rest of the import from reading out of bounds, so they run
     // at every level but `none`, which still refuses counts it cannot use.
-    const expectBuffers = phys.nBuffers;
-    if (phys.variadic ? nBuffers < expectBuffers : nBuffers !== expectBuffers && !(t.id === 'null' && nBuffers === 1)) {
-      throw invalid(
-        `${path}.n_buffers`,
-        `type "${schema.format}" needs ${phys.variadic ? 'at least ' : ''}${expectBuffers} buffer${expectBuffers === 1 ? '' : 's'}, got ${nBuffers}`,
-      );
-    }
-    if (nChildren !== schema.children.length) {
-      throw invalid(`${path}.n_children`, `the schema has ${schema.children.length} children, the array ${nChildren}`);
-    }
-    if (nBuffers > 0 && buffersPtr === 0n) throw invalid(`${path}.buffers`, `NULL pointer with n_buffers = ${nBuffers}`);
-    if (nChildren > 0 && childrenPtr === 0n) throw invalid(`${path}.children`, `NULL pointer with n_children = ${nChildren}`);
-    if (schema.dictionary && dictPtr === 0n) throw invalid(`${path}.dictionary`, 'NULL pointer, but the schema is dictionary-encoded');
-    if (!schema.dictionary && dictPtr !== 0n) throw invalid(`${path}.dictionary`, 'present, but the schema is not dictionary-encoded');
-    if (!phys.hasValidity && nullCount > 0 && t.id !== 'null') {
-      throw invalid(`${path}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${nullCount}`);
-    }
+    checkCounts(schema, { nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount }, path);
 
     const bufferPtrs = pointersAt(mem, buffersPtr, nBuffers, path, 'buffers');
     const childPtrs = pointersAt(mem, childrenPtr, nChildren, path, 'children');
@@ -578,5 +562,40 @@ function checkIndices(
       : w === 4 ? (t.signed ? dv.getInt32(k * 4, true) : dv.getUint32(k * 4, true))
       : Number(t.signed ? dv.getBigInt64(k * 8, true) : dv.getBigUint64(k * 8, true));
     if (i < 0 || i >= dictLength) throw invalid(`${path}.buffers[1]`, `dictionary index ${i} at ${k} is outside the dictionary of length ${dictLength}`);
+  }
+}
+
+/** What an `ArrowArray` struct says about its own shape. */
+export interface StructCounts {
+  readonly nBuffers: number;
+  readonly nChildren: number;
+  readonly buffersPtr: Ptr;
+  readonly childrenPtr: Ptr;
+  readonly dictPtr: Ptr;
+  readonly nullCount: number;
+}
+
+/**
+ * The minimal checks of an `ArrowArray` struct against its type: counts of
+ * buffers and children, NULL pointer arrays, a dictionary where the schema
+ * has one (and only there), a null count the layout can have. Shared by the
+ * host import and the device tree reader (src/device/tree.ts).
+ */
+export function checkCounts(schema: SchemaNode, c: StructCounts, path: string): void {
+  const t = schema.type;
+  const phys = physicalLayout(t);
+  const n = phys.nBuffers;
+  if (phys.variadic ? c.nBuffers < n : c.nBuffers !== n && !(t.id === 'null' && c.nBuffers === 1)) {
+    throw invalid(`${path}.n_buffers`, `type "${schema.format}" needs ${phys.variadic ? 'at least ' : ''}${n} buffer${n === 1 ? '' : 's'}, got ${c.nBuffers}`);
+  }
+  if (c.nChildren !== schema.children.length) {
+    throw invalid(`${path}.n_children`, `the schema has ${schema.children.length} children, the array ${c.nChildren}`);
+  }
+  if (c.nBuffers > 0 && c.buffersPtr === 0n) throw invalid(`${path}.buffers`, `NULL pointer with n_buffers = ${c.nBuffers}`);
+  if (c.nChildren > 0 && c.childrenPtr === 0n) throw invalid(`${path}.children`, `NULL pointer with n_children = ${c.nChildren}`);
+  if (schema.dictionary && c.dictPtr === 0n) throw invalid(`${path}.dictionary`, 'NULL pointer, but the schema is dictionary-encoded');
+  if (!schema.dictionary && c.dictPtr !== 0n) throw invalid(`${path}.dictionary`, 'present, but the schema is not dictionary-encoded');
+  if (!phys.hasValidity && c.nullCount > 0 && t.id !== 'null') {
+    throw invalid(`${path}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${c.nullCount}`);
   }
 }

@@ -20,9 +20,10 @@
 import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { readPointers, StructReader } from '../memory/struct.js';
-import { fixedByteWidth, physicalLayout } from '../schema/format.js';
+import { fixedByteWidth } from '../schema/format.js';
 import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
 import type { ArrayView } from '../array/view.js';
+import { checkCounts } from '../array/import.js';
 
 /** One buffer of a device array. */
 export interface DeviceBuffer {
@@ -101,22 +102,8 @@ export function readDeviceTree(mem: Memory, ptr: Ptr, schema: SchemaNode, path: 
     const childrenPtr = st.ptr('children');
     const dictPtr = st.ptr('dictionary');
 
+    checkCounts(schema, { nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount }, path);
     const t = schema.type;
-    const phys = physicalLayout(t);
-    if (phys.variadic ? nBuffers < phys.nBuffers : nBuffers !== phys.nBuffers && !(t.id === 'null' && nBuffers === 1)) {
-      const n = phys.nBuffers;
-      throw invalid(`${path}.n_buffers`, `type "${schema.format}" needs ${phys.variadic ? 'at least ' : ''}${n} buffer${n === 1 ? '' : 's'}, got ${nBuffers}`);
-    }
-    if (nChildren !== schema.children.length) {
-      throw invalid(`${path}.n_children`, `the schema has ${schema.children.length} children, the array ${nChildren}`);
-    }
-    if (nBuffers > 0 && buffersPtr === 0n) throw invalid(`${path}.buffers`, `NULL pointer with n_buffers = ${nBuffers}`);
-    if (nChildren > 0 && childrenPtr === 0n) throw invalid(`${path}.children`, `NULL pointer with n_children = ${nChildren}`);
-    if (schema.dictionary && dictPtr === 0n) throw invalid(`${path}.dictionary`, 'NULL pointer, but the schema is dictionary-encoded');
-    if (!schema.dictionary && dictPtr !== 0n) throw invalid(`${path}.dictionary`, 'present, but the schema is not dictionary-encoded');
-    if (!phys.hasValidity && nullCount > 0 && t.id !== 'null') {
-      throw invalid(`${path}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${nullCount}`);
-    }
     const pointers = (addr: Ptr, n: number, field: string): Ptr[] => {
       try {
         return readPointers(mem, addr, n);
