@@ -134,10 +134,14 @@ const extractCb = defineCallback('async.extract_data', EXTRACT_DATA, (mem, t, ou
   }
 });
 
+function isReadableStream(s: AsyncBatchSource): s is ReadableStream<Item> {
+  return typeof (s as { getReader?: unknown }).getReader === 'function';
+}
+
 /** Iterates any of the sources; `return()` ends it early. */
 function iterate(source: AsyncBatchSource): AsyncIterator<Item> {
-  if (typeof (source as ReadableStream<Item>).getReader === 'function' && !(Symbol.asyncIterator in source)) {
-    const reader = (source as ReadableStream<Item>).getReader();
+  if (isReadableStream(source) && !(Symbol.asyncIterator in source)) {
+    const reader = source.getReader();
     return {
       next: async () => {
         const r = await reader.read();
