@@ -12,7 +12,7 @@ import {
 } from 'apache-arrow';
 import {
   accounting, dataToView, exportArray, exportSchema, exportTable, freeArrowArray, freeArrowSchema, importData,
-  importRecordBatch, importTable, importArrayView, importVector, disposeImport, ArrowDeviceError,
+  importRecordBatch, importTable, importArrayView, importVector, disposeImport, ArrowDeviceError, nativeMemory,
 } from '../../src/index.js';
 import { columnValues, diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
@@ -191,6 +191,34 @@ describe('schemas', () => {
     assert.deepEqual([...back.metadata], [['origin', 'test'], ['ü', 'ñ']]);
     assert.equal(back.fields[0]!.nullable, false);
     assert.equal(back.fields[0]!.metadata.get('ARROW:extension:name'), 'my.ext');
+  });
+
+  test('a child moved out of an exported schema and array outlives its parent and is released on its own', () => {
+    const mem = nativeMemory();
+    const before = accounting().liveExports;
+    const t = new Table({ a: vectorFromArray(Int32Array.from([1, 2, 3])), b: vectorFromArray(['x', 'y', 'z'], new Utf8()) });
+    for (const kind of ['schema', 'array'] as const) {
+      const L = kind === 'schema' ? mem.layouts.ArrowSchema : mem.layouts.ArrowArray;
+      const root = kind === 'schema' ? exportSchema(t.schema) : exportArray(t.batches[0]!);
+      assert.equal(accounting().liveExports, before + 3, `${kind}: the root and its two children are live`);
+      // Move child 1 out (CDataInterface.rst, "Moving child arrays"): bitwise copy, source marked released.
+      const children = mem.readPtr(root + BigInt(L.offsets.children!));
+      const child = mem.readPtr(children + 8n);
+      const moved = mem.alloc(L.size);
+      mem.copyIn(moved, mem.read(child, L.size));
+      mem.writePtr(child + BigInt(L.offsets.release!), 0n);
+      if (kind === 'schema') freeArrowSchema(root);
+      else freeArrowArray(root);
+      assert.equal(accounting().liveExports, before + 1, `${kind}: only the moved child is live after the root's release`);
+      if (kind === 'schema') {
+        assert.equal(mem.readCString(mem.readPtr(moved + BigInt(L.offsets.name!))), 'b', 'the moved schema child still reads');
+        freeArrowSchema(moved);
+      } else {
+        assert.equal(mem.readI64(moved + BigInt(L.offsets.length!)), 3n, 'the moved array child still reads');
+        freeArrowArray(moved);
+      }
+      assert.equal(accounting().liveExports, before, `${kind}: all released`);
+    }
   });
 
   test('an ArrayView import keeps buffers readable as bytes', () => {
