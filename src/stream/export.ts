@@ -14,7 +14,7 @@
  * error is final: every later `get_next` returns it again.
  */
 import { RecordBatch, RecordBatchReader, Schema, Struct, Table } from 'apache-arrow';
-import { Errno } from '../abi/constants.js';
+import { DeviceType, Errno } from '../abi/constants.js';
 import { dataToView } from '../array/arrowjs.js';
 import { exportArray, exportSchema, type MemoryOption } from '../array/api.js';
 import { ArrowDeviceError, invalid, toErrno, unsupported } from '../errors.js';
@@ -25,7 +25,7 @@ import { defineCallback, HandleTable } from '../memory/registry.js';
 import { StructWriter } from '../memory/struct.js';
 import { schemaToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
-import { CPU_DEVICE_TYPE, writeCpuDeviceArrayHeaderInternal } from './cpu-device-array.js';
+import { writeDeviceFields } from '../device/export.js';
 import {
   ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, RELEASE_SIG, fieldAddr,
   isStreamReleased, releaseStreamStruct, type StreamStruct,
@@ -203,7 +203,7 @@ function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
       rec.verified.add(type);
     }
     exportArray(dataToView(batch.data, node), { memory: mem, into: out });
-    if (s.kind === 'device') writeCpuDeviceArrayHeaderInternal(mem, out);
+    if (s.kind === 'device') writeDeviceFields(mem, out, DeviceType.CPU, -1, 0n);
     rec.batches++;
     return 0;
   } catch (e) {
@@ -218,7 +218,7 @@ function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
 /** The end of the stream: a released array (and, on a device stream, a CPU header). */
 function writeEnd(mem: Memory, s: StreamStruct, out: Ptr): void {
   mem.copyIn(out, new Uint8Array(mem.layouts.ArrowArray.size));
-  if (s.kind === 'device') writeCpuDeviceArrayHeaderInternal(mem, out);
+  if (s.kind === 'device') writeDeviceFields(mem, out, DeviceType.CPU, -1, 0n);
 }
 
 function getLastError(mem: Memory, s: StreamStruct, ptr: Ptr): Ptr {
@@ -322,7 +322,7 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
       .ptr('get_last_error', cb.getLastError)
       .ptr('release', cb.release)
       .ptr('private_data', BigInt(id));
-    if (s.kind === 'device') w.i32('device_type', CPU_DEVICE_TYPE);
+    if (s.kind === 'device') w.i32('device_type', DeviceType.CPU);
     w.writeTo(m, into);
     liveCounters.liveExports++;
     return into;

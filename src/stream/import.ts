@@ -14,7 +14,7 @@
  * lifetimes").
  */
 import { Data, RecordBatch, Schema, Struct, Table } from 'apache-arrow';
-import { DeviceType, errnoName } from '../abi/constants.js';
+import { DeviceType, deviceTypeName, errnoName } from '../abi/constants.js';
 import { readArrayView, validationLevel } from '../array/import.js';
 import { makeBatch, viewToData } from '../array/arrowjs.js';
 import { ImportOwner } from '../array/owner.js';
@@ -25,7 +25,7 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { nodeToSchema } from '../schema/arrowjs.js';
 import { readSchemaNode, releaseSchemaStruct, type SchemaNode } from '../schema/node.js';
-import { checkCpuDeviceArrayHeaderInternal, deviceLabel } from './cpu-device-array.js';
+import { readDeviceFields } from '../device/api.js';
 import {
   ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, fieldAddr, isStreamReleased,
   releaseStreamStruct, type StreamStruct,
@@ -221,7 +221,7 @@ export class RecordBatchStreamImport implements IterableIterator<RecordBatch> {
     const path = `${s.path}.batches[${i}]`;
     let batch: RecordBatch;
     try {
-      if (s.kind === 'device') checkCpuDeviceArrayHeaderInternal(m, out, this.deviceType!, path);
+      if (s.kind === 'device') checkDeviceHeader(m, out, this.deviceType!, path);
     } catch (e) {
       releaseArrayIfLive(m, out);
       m.free(out);
@@ -436,4 +436,23 @@ export function importArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): Rec
  */
 export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): RecordBatchStreamImport {
   return importStream(ptr, DEVICE_STREAM, opts);
+}
+
+/** A device type code as a name for messages: `CUDA (2)`, or `unknown (99)`. */
+export function deviceLabel(code: number): string {
+  return `${deviceTypeName(code) ?? 'unknown'} (${code})`;
+}
+
+/**
+ * Checks the `ArrowDeviceArray` header of a stream's array: its
+ * `device_type` must be the stream's (Arrow C++ does not check this; we do),
+ * then the device layer's checks (reserved zero, a CPU array without an
+ * event, a sane `device_id`).
+ */
+function checkDeviceHeader(m: Memory, ptr: Ptr, streamDeviceType: number, path: string): void {
+  const deviceType = m.readI32(ptr + BigInt(m.layouts.ArrowDeviceArray.offsets.device_type!));
+  if (deviceType !== streamDeviceType) {
+    throw invalid(`${path}.device_type`, `the array is on ${deviceLabel(deviceType)} but the stream's device_type is ${deviceLabel(streamDeviceType)}`);
+  }
+  readDeviceFields(m, ptr, path);
 }
