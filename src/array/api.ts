@@ -18,18 +18,29 @@
  *   consumer allocated (`into`), or one we allocate (free it with
  *   `freeArrowArray`/`freeArrowSchema` once the consumer has moved or released it).
  */
-import { Data, DataType, Field, RecordBatch, Schema, Struct, Table, Vector } from 'apache-arrow';
-import { ArrowDeviceError, invalid } from '../errors.js';
+import { Data, DataType, Schema, Struct, Table, Vector, RecordBatch, type Field } from 'apache-arrow';
+import { invalid } from '../errors.js';
+import { moveStruct, releaseStruct } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { nodeToField, nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { toSchemaNode, writeSchemaNode, schemaToNode } from '../schema/export.js';
-import { readSchemaNode, releaseSchemaStruct, type SchemaNode } from '../schema/node.js';
-import { dataToView, makeBatch, viewToData } from './arrowjs.js';
+import type { SchemaNode } from '../schema/node.js';
+import { dataToView } from './arrowjs.js';
 import { writeArrayView, arrayReleaseCallback } from './export.js';
-import { readArrayView, validationLevel, type ValidationLevel } from './import.js';
+import { validationLevel } from './import.js';
+import {
+  build, buildBatch, buildData, consume, nodeOf, planOf, readSchemaPtr, typeOf,
+  type BatchPlan, type ImportCoreOptions, type SchemaLike,
+} from './importer.js';
+import {
+  importedTable, importedVector, ownersOf, releaseImport,
+  type ImportedData, type ImportedRecordBatch, type ImportedTable, type ImportedVector,
+} from './imported.js';
 import { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
+
+export type { SchemaLike };
 
 export interface MemoryOption {
   /** The memory the structs live in; the process's own (native) by default. */
@@ -41,20 +52,12 @@ export interface SchemaImportOptions extends MemoryOption, ToArrowOptions {
   keep?: boolean;
 }
 
-export interface ArrayImportOptions extends MemoryOption, ToArrowOptions {
-  /** Copy every buffer into JS memory and release the producer at once. */
-  copy?: boolean;
-  /** How much of the foreign input to check; `default` unless set. See `ValidationLevel`. */
-  validate?: ValidationLevel;
-}
+export interface ArrayImportOptions extends MemoryOption, ImportCoreOptions {}
 
 export interface ExportOptions extends MemoryOption {
   /** Write into this struct (the consumer's memory) instead of allocating one. */
   into?: Ptr;
 }
-
-/** Anything that describes a type: arrow-js objects or a `SchemaNode`. */
-export type SchemaLike = Schema | Field | DataType | SchemaNode;
 
 const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
 
@@ -68,18 +71,7 @@ const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory()
  * const node = importSchemaNode(ptr); // node.format === '+s', node.children[0].name ...
  */
 export function importSchemaNode(ptr: Ptr, opts: SchemaImportOptions = {}): SchemaNode {
-  const m = mem(opts);
-  if (ptr === 0n) throw invalid('schema', 'NULL pointer');
-  if (m.readPtr(ptr + BigInt(m.layouts.ArrowSchema.offsets.release!)) === 0n) {
-    throw new ArrowDeviceError('released', 'schema', 'the struct is released (release is NULL)');
-  }
-  try {
-    return readSchemaNode(m, ptr, 'schema');
-  } finally {
-    // Import consumes the struct, on success and on failure (a released child
-    // deeper down does not make the root released).
-    if (!opts.keep) releaseSchemaStruct(m, ptr);
-  }
+  return readSchemaPtr(mem(opts), ptr, opts.keep ?? false);
 }
 
 /**
@@ -125,66 +117,33 @@ export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr {
 }
 
 // --- arrays ----------------------------------------------------------------------------
-
-function schemaNodeOf(schema: SchemaLike | Ptr, opts: ArrayImportOptions): SchemaNode {
-  return typeof schema === 'bigint' ? importSchemaNode(schema, opts) : toSchemaNode(schema);
-}
-
-/** Moves the `ArrowArray` at `ptr` into an owner and reads it; releases it on failure. */
-function importView(ptr: Ptr, node: SchemaNode, opts: ArrayImportOptions, path = 'array'): { view: ArrayView; owner: ImportOwner } {
-  const m = mem(opts);
-  if (ptr === 0n) throw invalid(path, 'NULL pointer');
-  if (m.readPtr(ptr + BigInt(m.layouts.ArrowArray.offsets.release!)) === 0n) {
-    throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
-  }
-  const level = consumeOnFailure(ptr, opts, () => validationLevel(opts.validate));
-  const owner = ImportOwner.move(m, ptr);
-  try {
-    const view = readArrayView({ mem: m, owner, token: {}, copy: opts.copy ?? false, level }, owner.ptr, node, path);
-    return { view, owner };
-  } catch (e) {
-    owner.release();
-    throw e;
-  }
-}
+//
+// Every import below is a front end over importer.ts (one path, one owner per
+// import). Ownership: import consumes the array (moved out of the caller's
+// struct at once) and a schema given as a pointer, on success and failure.
+// The objects returned are releasable (`release()`, `using`, `releaseImport`);
+// otherwise the garbage collector releases the producer once nothing can
+// reach its memory.
 
 /**
  * Imports an `ArrowArray` as an `ArrayView`: every type of the spec, buffers
- * as zero-copy byte views. The array's memory is released when the views are
- * no longer reachable (or at once with `copy`).
+ * as zero-copy byte views. Release it with `releaseImport(view)`; otherwise
+ * the producer is released when the views are no longer reachable (or at
+ * once with `copy`).
  */
 export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): ArrayView {
-  const node = consumeOnFailure(ptr, opts, () => schemaNodeOf(schema, opts));
-  const { view, owner } = importView(ptr, node, opts);
-  owner.done();
-  return owned(view, [owner]);
-}
-
-/** The owners of each object an import returned, for `disposeImport`. */
-const owners = new WeakMap<object, ImportOwner[]>();
-
-function owned<T extends object>(x: T, by: ImportOwner[]): T {
-  owners.set(x, by);
-  return x;
+  const m = mem(opts);
+  const { prepared: node, level } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => nodeOf(m, schema));
+  return build(ImportOwner.move(m, ptr), node, opts, level, 'array', (view) => view);
 }
 
 /**
- * Releases the producer's memory behind an import now, if that is safe:
- * `x` is an object an import function returned (`Data`, `Vector`,
- * `RecordBatch`, `Table`, `ArrayView`). Refused (an `ArrowDeviceError`)
- * while any zero-copy view of that memory may still be reachable; buffers
- * not viewed yet can no longer be read afterwards (reading throws). Imports
- * made with `copy` are released already.
- *
- * @example
- * const batch = importRecordBatch(arrayPtr, schema);
- * console.log(batch.numRows);   // no buffer read: nothing viewed
- * disposeImport(batch);         // the producer's release runs now
+ * Releases the producer's memory behind an import now: `x` is an object an
+ * import function returned. Kept for compatibility: the same as
+ * `releaseImport(x)` (which is safe also after values were read).
  */
 export function disposeImport(x: object): void {
-  const by = owners.get(x);
-  if (!by) throw invalid('disposeImport', 'not an object returned by an import of this library');
-  for (const o of by) o.dispose();
+  releaseImport(x);
 }
 
 /**
@@ -193,121 +152,75 @@ export function disposeImport(x: object): void {
  * @example
  * const data = importData(arrayPtr, schemaPtr);          // zero-copy
  * const copy = importData(arrayPtr2, new Int32(), { copy: true }); // released at once
+ * data.release();                                        // or `using data = ...`
  */
-export function importData(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): Data {
-  const { node, type } = consumeOnFailure(ptr, opts, () => {
-    const node = schemaNodeOf(schema, opts);
-    const type =
-      schema instanceof DataType ? schema : schema instanceof Field ? schema.type : nodeToType(node, 'schema', opts);
-    return { node, type };
+export function importData(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): ImportedData {
+  const m = mem(opts);
+  const { prepared, level } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => {
+    const node = nodeOf(m, schema);
+    return { node, type: typeOf(schema, node, opts) };
   });
-  const { view, owner } = importView(ptr, node, opts);
-  return owned(finish(owner, () => viewToData(view, type, 'array', opts)), [owner]);
+  return buildData(ImportOwner.move(m, ptr), prepared.node, prepared.type, opts, level, 'array');
 }
 
-/**
- * Runs `fn` (which builds JS objects over the owner's views) and marks the
- * import complete. If `fn` fails, no view has escaped, so the producer is
- * released at once rather than at some later garbage collection.
- */
-function finish<T>(owner: ImportOwner, fn: () => T): T {
-  let result: T;
-  try {
-    result = fn();
-  } catch (e) {
-    owner.release();
-    throw e;
-  }
-  owner.done();
-  return result;
-}
-
-/** Import consumes the array even when it fails before reading it (a bad schema, bad options). */
-function consumeOnFailure<T>(ptr: Ptr, opts: ArrayImportOptions, fn: () => T): T {
-  try {
-    return fn();
-  } catch (e) {
-    if (ptr !== 0n) releaseArrowArray(ptr, opts);
-    throw e;
-  }
-}
-
-/** Imports an `ArrowArray` as an arrow-js `Vector`. */
-export function importVector(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): Vector {
+/** Imports an `ArrowArray` as an arrow-js `Vector` (releasable like the Data it holds). */
+export function importVector(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): ImportedVector {
   const data = importData(ptr, schema, opts);
-  return owned(new Vector([data]), owners.get(data)!);
-}
-
-/**
- * What an import of batches needs of an arrow-js `Schema`, made once per
- * Schema object (arrow-js schemas are immutable): its `SchemaNode` and the
- * struct type of its batches.
- */
-interface BatchSchema {
-  node: SchemaNode;
-  arrow: Schema;
-  struct: Struct;
-}
-const batchSchemas = new WeakMap<Schema, BatchSchema>();
-
-function schemaOf(schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions): BatchSchema {
-  if (schema instanceof Schema) {
-    let b = batchSchemas.get(schema);
-    if (!b) {
-      b = { node: schemaToNode(schema), arrow: schema, struct: new Struct(schema.fields) };
-      batchSchemas.set(schema, b);
-    }
-    return b;
-  }
-  const node = typeof schema === 'bigint' ? importSchemaNode(schema, opts) : schema;
-  const arrow = nodeToSchema(node, 'schema', opts);
-  return { node, arrow, struct: new Struct(arrow.fields) };
-}
-
-function batchFrom(ptr: Ptr, s: BatchSchema, opts: ArrayImportOptions, path: string): RecordBatch {
-  const { view, owner } = importView(ptr, s.node, opts, path);
-  const batch = finish(owner, () => makeBatch(s.arrow, s.struct, viewToData(view, s.struct, path, opts) as Data<Struct>));
-  return owned(batch, [owner]);
+  return importedVector(data, ownersOf(data)!);
 }
 
 /**
  * Imports a struct `ArrowArray` as an arrow-js `RecordBatch`.
  *
+ * Importing many arrays against one schema (a driver that sends the schema
+ * once): pass the arrow-js `Schema` (for example from `importSchema(ptr)`)
+ * to every call; what the import needs of it is made once per `Schema`
+ * object. A schema pointer is consumed (released) by the call it is given to.
+ *
  * @example
- * const batch = importRecordBatch(arrayPtr, schemaPtr);
+ * const schema = importSchema(schemaPtr);             // once
+ * using batch = importRecordBatch(arrayPtr, schema);   // released at the end of the scope
  * batch.getChild('x')?.toArray();
  */
-export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): RecordBatch {
-  const s = consumeOnFailure(ptr, opts, () => schemaOf(schema, opts));
-  return batchFrom(ptr, s, opts, 'array');
+export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): ImportedRecordBatch {
+  const m = mem(opts);
+  const { prepared: plan, level } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => planOf(m, schema, opts));
+  return buildBatch(ImportOwner.move(m, ptr), plan, opts, level, 'array');
 }
 
 /**
  * Imports several struct `ArrowArray`s sharing one schema as an arrow-js
- * `Table`. If one fails, the arrays not yet imported are released too.
+ * `Table`; `table.release()` releases every batch. Import consumes every
+ * array: if one fails, those imported already are released at once, and
+ * those not yet imported too.
  */
-export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): Table {
+export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): ImportedTable {
   const m = mem(opts);
-  let s: BatchSchema;
+  if (!Array.isArray(ptrs)) {
+    if (typeof schema === 'bigint' && schema !== 0n) releaseStruct(m, 'ArrowSchema', schema);
+    throw invalid('arrays', `expected an array of pointers (bigint[]), got ${ptrs === null ? 'null' : typeof ptrs}`);
+  }
+  let plan: BatchPlan;
   try {
-    s = schemaOf(schema, opts);
+    plan = planOf(m, schema, opts);
+    validationLevel(opts.validate);
   } catch (e) {
-    for (const p of ptrs) releaseArrowArray(p, opts);
+    for (const p of ptrs) if (typeof p === 'bigint') releaseStruct(m, 'ArrowArray', p);
     throw e;
   }
-  const batches: RecordBatch[] = [];
+  const batches: ImportedRecordBatch[] = [];
   for (let i = 0; i < ptrs.length; i++) {
     try {
-      batches.push(batchFrom(ptrs[i]!, s, opts, `arrays[${i}]`));
+      const path = `arrays[${i}]`;
+      const { level } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, path, () => undefined);
+      batches.push(buildBatch(ImportOwner.move(m, ptrs[i]!), plan, opts, level, path));
     } catch (e) {
-      for (const p of ptrs.slice(i + 1)) releaseArrowArray(p, { memory: m });
+      for (const b of batches) b.release();
+      for (const p of ptrs.slice(i + 1)) if (typeof p === 'bigint') releaseStruct(m, 'ArrowArray', p);
       throw e;
     }
   }
-  // With repeated field names arrow-js rejects new Table(schema, batches) (its schema comparison
-  // goes by name), so a table of batches takes its schema from them.
-  const table = batches.length > 0 ? new Table(batches) : new Table(s.arrow);
-  return owned(table, batches.flatMap((b) => owners.get(b)!));
+  return importedTable(batches, plan.arrow);
 }
 
 /**
@@ -393,8 +306,19 @@ export function exportRecordBatch(batch: RecordBatch, opts: MemoryOption & { sch
 
 /** Exports a `Table` as one schema and one struct array per batch. */
 export function exportTable(table: Table, opts: MemoryOption = {}): { schema: Ptr; arrays: Ptr[] } {
+  const m = mem(opts);
   const schema = exportSchema(table.batches.length > 0 ? batchSchema(table.batches[0]!) : table.schema, opts);
-  return { schema, arrays: table.batches.map((b) => exportArray(b, opts)) };
+  const arrays: Ptr[] = [];
+  try {
+    for (const b of table.batches) arrays.push(exportArray(b, opts));
+  } catch (e) {
+    // Nothing was handed out yet: undo what was exported, so a failure midway leaks nothing.
+    for (const a of arrays) freeArrowArray(a, opts);
+    releaseStruct(m, 'ArrowSchema', schema);
+    m.free(schema);
+    throw e;
+  }
+  return { schema, arrays };
 }
 
 // --- struct helpers --------------------------------------------------------------------
@@ -413,18 +337,12 @@ export function allocArrowArray(opts: MemoryOption = {}): Ptr {
 
 /** Calls the `ArrowArray`'s release if it is not released yet. */
 export function releaseArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  const m = mem(opts);
-  if (ptr === 0n) return;
-  const off = BigInt(m.layouts.ArrowArray.offsets.release!);
-  const rel = m.readPtr(ptr + off);
-  if (rel === 0n) return;
-  m.call(rel, { name: 'release', result: 'void', params: ['pointer'] }, ptr);
-  m.writePtr(ptr + off, 0n);
+  releaseStruct(mem(opts), 'ArrowArray', ptr);
 }
 
 /** Calls the `ArrowSchema`'s release if it is not released yet. */
 export function releaseArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseSchemaStruct(mem(opts), ptr);
+  releaseStruct(mem(opts), 'ArrowSchema', ptr);
 }
 
 /** Releases (if still live) and frees an `ArrowArray` struct allocated by this library. */
@@ -444,18 +362,12 @@ export function freeArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
  * a bitwise copy into `dst`, then the source marked released.
  */
 export function moveArrowArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  const m = mem(opts);
-  const L = m.layouts.ArrowArray;
-  m.copyIn(dst, m.copyOut(src, L.size));
-  m.writePtr(src + BigInt(L.offsets.release!), 0n);
+  moveStruct(mem(opts), 'ArrowArray', src, dst);
 }
 
 /** Moves an `ArrowSchema` (bitwise copy, then the source marked released). */
 export function moveArrowSchema(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  const m = mem(opts);
-  const L = m.layouts.ArrowSchema;
-  m.copyIn(dst, m.copyOut(src, L.size));
-  m.writePtr(src + BigInt(L.offsets.release!), 0n);
+  moveStruct(mem(opts), 'ArrowSchema', src, dst);
 }
 
 /** Whether `ptr` is an `ArrowArray` exported by this library (its release is ours). */

@@ -22,6 +22,7 @@ import { typeToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from './view.js';
 import { ImportedView } from './import.js';
+import { ImportedData, ImportedRecordBatch } from './imported.js';
 
 type TypedArrayCtor =
   | Int8ArrayConstructor | Uint8ArrayConstructor | Int16ArrayConstructor | Uint16ArrayConstructor
@@ -81,8 +82,8 @@ export function makeBatch(schema: Schema, struct: Struct, data: Data<Struct>): R
   const N = data.length;
   let same = BATCH_SHORTCUT && children.length === schema.fields.length && hasUniqueNames(schema);
   for (let i = 0; same && i < children.length; i++) same = children[i]!.length === N;
-  if (!same) return new RecordBatch(schema, data);
-  const b = Object.create(RecordBatch.prototype) as { schema: Schema; data: Data<Struct>; _metadata: Map<string, string> };
+  if (!same) return new ImportedRecordBatch(schema, data);
+  const b = Object.create(ImportedRecordBatch.prototype) as { schema: Schema; data: Data<Struct>; _metadata: Map<string, string> };
   b.schema = schema;
   b.data = new Data(struct, 0, N, 0, [undefined, undefined, new Uint8Array(0)] as never, children) as Data<Struct>;
   b._metadata = new Map();
@@ -100,16 +101,23 @@ interface Parts {
 
 const PARTS = Symbol('arrow-device.parts');
 const SOURCE = Symbol('arrow-device.source');
+const CACHE = Symbol('arrow-device.cache');
 const LAZY_KEYS = ['valueOffsets', 'values', 'nullBitmap', 'typeIds', 'variadicBuffers'] as const;
+type LazyKey = (typeof LAZY_KEYS)[number];
 
 /**
- * A `Data` whose buffers are made on first read: prototype getters call the
- * part's thunk (which views the producer's buffer) and replace themselves
- * with a plain own property. Building arrow-js objects over an import so
- * views nothing, and costs no per-instance property definitions.
+ * A `Data` whose buffers are made on first read, by prototype getters that
+ * call the part's thunk (which views the producer's buffer) and cache the
+ * result. The getters stay for the Data's whole life: every read of a
+ * buffer through arrow-js (`vector.get(i)` reads `data.values` each time)
+ * first checks that the import is not released, so a released batch throws
+ * an error that says why instead of reading detached (empty) buffers.
+ * Building arrow-js objects over an import so views nothing, and costs no
+ * per-instance property definitions.
  */
-class LazyData extends Data {
+class LazyData extends ImportedData {
   declare [PARTS]: Parts;
+  declare [CACHE]: { [K in LazyKey]?: unknown };
   /**
    * The import this Data reads, kept for the Data's whole life: it holds the
    * import's keep-alive token, so the producer's memory stays while the Data
@@ -119,6 +127,8 @@ class LazyData extends Data {
   declare [SOURCE]: ImportedView;
   constructor(source: ImportedView, parts: Parts, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
     super(type, O, N, nullCount, [] as never, children, dictionary, []);
+    // Whatever the Data constructor stored through the setters (variadicBuffers = []) is dropped: the parts make it.
+    this[CACHE] = {};
     this[PARTS] = parts;
     this[SOURCE] = source;
   }
@@ -130,27 +140,28 @@ class LazyData extends Data {
  * constructor's `variadicBuffers = []` stays a plain property (an accessor
  * would turn it into a property definition per node).
  */
-class LazyViewData extends LazyData {
-  constructor(source: ImportedView, parts: Parts, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
-    super(source, parts, type, O, N, nullCount, children, dictionary);
-    // The Data constructor has set variadicBuffers; let the getter make it.
-    delete (this as { variadicBuffers?: unknown }).variadicBuffers;
-  }
-}
+class LazyViewData extends LazyData {}
+
 for (const key of LAZY_KEYS) {
-  const own = (self: object, value: unknown): void => {
-    Object.defineProperty(self, key, { value, writable: true, configurable: true, enumerable: true });
-  };
   Object.defineProperty(key === 'variadicBuffers' ? LazyViewData.prototype : LazyData.prototype, key, {
     configurable: true,
     get(this: LazyData) {
-      const thunk = this[PARTS]?.[key];
-      const value = thunk ? thunk() : key === 'variadicBuffers' ? [] : undefined;
-      own(this, value);
+      const source = this[SOURCE];
+      // Read by the Data constructor itself, before the fields below exist.
+      if (source === undefined) return this[CACHE]?.[key];
+      source.owner?.check(source.path, 'a read');
+      const cache = this[CACHE];
+      let value = cache[key];
+      if (value === undefined && !(key in cache)) {
+        const thunk = this[PARTS][key];
+        value = thunk ? thunk() : key === 'variadicBuffers' ? [] : undefined;
+        cache[key] = value;
+      }
       return value;
     },
     set(this: LazyData, value: unknown) {
-      own(this, value);
+      // Called by the Data constructor before CACHE exists: the constructor resets it after.
+      (this[CACHE] ??= {})[key] = value;
     },
   });
 }

@@ -110,10 +110,10 @@ function bufferOf(n: NodeState, i: number, size: number, align: number, what: st
     // Refuse an address the memory knows is bad now, not when the view is first read.
     ctx.mem.checkAddress(p, size);
     if (!ctx.held) {
-      if (!ctx.owner.holds(ctx.token)) ctx.owner.hold(ctx.token);
+      ctx.owner.hold(ctx.token);
       ctx.held = true;
     }
-    return new LazyBytes(ctx.owner, p, size, align);
+    return new LazyBytes(ctx.owner, p, size, align, `${n.path}.buffers[${i}]`);
   } catch (e) {
     throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, `${n.path}.buffers[${i}]`) : e;
   }
@@ -400,7 +400,7 @@ export function readArrayView(
         checkIndices(bytesOf(buffers[1] ?? null), t, offset, length, dictionary.length, bytesOf(buffers[0] ?? null), nullCount, path);
       }
     }
-    return new ImportedView(schema, length, offset, nullCount, buffers, children, dictionary, ctx.token);
+    return new ImportedView(schema, length, offset, nullCount, buffers, children, dictionary, ctx.token, ctx.copy ? null : ctx.owner, path);
   } catch (e) {
     if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, path);
     throw e;
@@ -422,6 +422,8 @@ export class LazyBytes {
     readonly size: number,
     /** The element size the JS view must be aligned to; a misaligned buffer is copied (and counted). */
     readonly align: number,
+    /** Where the buffer is, for the error a read after release gets. */
+    readonly path: string,
   ) {}
 
   get materialized(): boolean {
@@ -430,8 +432,8 @@ export class LazyBytes {
 
   get(): Uint8Array {
     if (!this.cached) {
-      // Throws a typed error once the import was disposed (ImportOwner.dispose).
-      let v = this.owner.view(this.addr, this.size);
+      // Throws a typed error once the import was released.
+      let v = this.owner.view(this.addr, this.size, this.path);
       if (v.byteOffset % this.align !== 0) {
         v = v.slice();
         liveCounters.copiedBuffers++;
@@ -478,15 +480,22 @@ export class ImportedView implements ArrayView {
     readonly dictionary: ArrayView | null,
     /** Keeps the producer's memory alive while this view is reachable (see ImportContext.token). */
     readonly token: object,
+    /** The import's owner; null for a copy (its bytes are ours, readable after the release). */
+    readonly owner: ImportOwner | null,
+    /** Where this node is, for the error a read after release gets. */
+    readonly path: string,
   ) {}
 
+  /** Every buffer of this node, viewed now if they were not; throws once the import is released. */
   get buffers(): readonly (Uint8Array | null)[] {
+    this.owner?.check(this.path, 'a buffer read');
     this.cached ??= this.raw.map(bytesOf);
     return this.cached;
   }
 
-  /** Buffer `i`, viewed now if it was not. */
+  /** Buffer `i`, viewed now if it was not; throws once the import is released. */
   buffer(i: number): Uint8Array | null {
+    this.owner?.check(this.path, 'a buffer read');
     return bytesOf(this.raw[i] ?? null);
   }
 

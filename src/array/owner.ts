@@ -1,84 +1,157 @@
 /**
- * `ImportOwner`: the one owner of an imported `ArrowArray` tree (STYLE.md,
- * "one owner per import", after arrow-rs). Every zero-copy view made of the
- * producer's memory is registered with a FinalizationRegistry; when the last
- * one has been collected, no JS object can reach the memory any more and the
- * producer's `release` runs, exactly once.
+ * `ImportOwner`: the one owner of an imported `ArrowArray` (or
+ * `ArrowDeviceArray`) tree (DESIGN.md, "Ownership"; STYLE.md, "one owner per
+ * import", after arrow-rs). Every importer (arrays, record batches, tables,
+ * device arrays, stream batches, async tasks) moves the foreign struct into
+ * one of these and builds its JS objects over it; nothing else calls the
+ * producer's `release`.
  *
- * The struct itself is moved into memory we own at import time
- * (CDataInterface.rst, "Moving an array": bitwise copy, then mark the source
- * released), so the caller may free or reuse its struct at once.
+ * It releases exactly once, whichever comes first:
+ * - `release()`: deterministic, and safe at any time, also after values were
+ *   read. Released means unreadable: every `ArrayBuffer` this owner handed
+ *   out over producer memory is detached first (`ArrayBuffer.prototype.transfer`,
+ *   zero-copy), so an escaped typed array reads as empty, never as freed
+ *   memory; our own objects (the lazy arrow-js `Data`, `ArrayView`s, device
+ *   arrays) check `released` and throw an error saying why.
+ * - the garbage collector, as a last resort: every zero-copy view, and every
+ *   object that can still make views (a holder), is registered with a
+ *   FinalizationRegistry; when the last one has been collected, no JS object
+ *   can reach the memory any more and the producer is released.
+ *
+ * WebAssembly linear memory cannot be detached (all views share the module's
+ * one buffer): after release our objects throw, but a typed array that
+ * escaped still reads whatever the module has put there since.
+ *
+ * The struct is moved into memory we own at import (CDataInterface.rst,
+ * "Moving an array": bitwise copy, then the source marked released), so the
+ * caller may free or reuse its struct at once.
  */
 import { liveCounters } from '../memory/accounting.js';
+import { markReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ArrowDeviceError } from '../errors.js';
 
 const viewRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.viewCollected());
 const holderRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.holderCollected());
 
-/** The layout name of the struct an owner holds: the release callback is at the same place in both. */
+/** The struct an owner holds: an `ArrowArray`, or an `ArrowDeviceArray` (whose array sits at offset 0). */
 export type OwnedStruct = 'ArrowArray' | 'ArrowDeviceArray';
+
+/** `ArrayBuffer.prototype.transfer` (ES2024; Node 22+ and current browsers). */
+type Transferable = ArrayBuffer & { transfer?(n?: number): ArrayBuffer; readonly detached?: boolean };
+
+/** Why an import is released, for the error a later read gets. */
+export type ReleaseReason =
+  | 'released'
+  | 'collected'
+  | 'stream-advanced'
+  | 'stream-ended'
+  | 'moved'
+  | 'failed';
+
+const REASONS: Record<ReleaseReason, string> = {
+  released: 'its release() (or [Symbol.dispose]) was called',
+  collected: 'it was garbage collected',
+  'stream-advanced':
+    'the stream reader released it when the next batch was read (a reader keeps one batch alive at a time; ' +
+    'use reader.keep(batch), the { keep: true } option or reader.toTable() to keep batches)',
+  'stream-ended':
+    'the stream reader released it when the reading ended (a reader keeps one batch alive at a time; ' +
+    'use reader.keep(batch), the { keep: true } option or reader.toTable() to keep batches)',
+  moved: 'it was moved to another consumer',
+  failed: 'its import failed',
+};
 
 export class ImportOwner {
   /** Zero-copy views made and not collected yet. */
   private views = 0;
   /** Objects that can still make views (see `hold`) and are not collected yet. */
   private holdersLive = 0;
-  private released = false;
+  private reason: ReleaseReason | null = null;
   /** Set while the import is being built, so views collected early do not release it. */
   private building = true;
+  /** Every native ArrayBuffer handed out, weakly: detached at release. */
+  private buffers: WeakRef<Transferable>[] | null = null;
+  /** Callbacks run at release (after the views are detached, before the producer's release). */
+  private onRelease: (() => void)[] | null = null;
 
-  /** `ptr` is our own copy of the struct, allocated with `mem.alloc`; the owner frees it. */
+  /** Adopts `ptr`, a struct of `kind` in our own allocation (`mem.alloc`): the owner frees it. */
   constructor(
     readonly mem: Memory,
     readonly ptr: Ptr,
+    readonly kind: OwnedStruct = 'ArrowArray',
   ) {
     liveCounters.liveImports++;
   }
 
   /** Moves the struct at `src` into a new allocation and returns its owner. */
-  static move(mem: Memory, src: Ptr, struct: OwnedStruct = 'ArrowArray'): ImportOwner {
-    const size = mem.layouts[struct].size;
-    const ptr = mem.alloc(size);
-    mem.copyIn(ptr, mem.read(src, size));
-    // Mark the source released: its release is now ours to call.
-    mem.writePtr(src + BigInt(mem.layouts.ArrowArray.offsets.release!), 0n);
-    return new ImportOwner(mem, ptr);
+  static move(mem: Memory, src: Ptr, kind: OwnedStruct = 'ArrowArray'): ImportOwner {
+    return new ImportOwner(mem, moveToNew(mem, kind, src), kind);
   }
 
+  /** The `ArrowArray` the owner holds (inside the device array for `ArrowDeviceArray`). */
+  get arrayPtr(): Ptr {
+    return this.kind === 'ArrowArray' ? this.ptr : this.ptr + BigInt(this.mem.layouts.ArrowDeviceArray.offsets.array!);
+  }
+
+  get isReleased(): boolean {
+    return this.reason !== null;
+  }
+
+  /** Why the import was released, as a sentence fragment; `null` while live. */
+  get releasedBecause(): string | null {
+    return this.reason === null ? null : REASONS[this.reason];
+  }
+
+  /**
+   * Throws the error that a read of a released import gets; `what` names
+   * what was read. An import that never held producer memory (every buffer
+   * empty or NULL, or copied) and was released when it was built reads
+   * nothing of the producer's: it stays readable.
+   */
+  check(path: string, what = 'read'): void {
+    if (this.reason !== null && (this.everHeld || this.reason !== 'collected')) throw releasedError(path, what, this.reason);
+  }
+
+  /** Whether a view or a holder was ever registered (the import reached producer memory). */
+  private everHeld = false;
+
   /** A zero-copy view of producer memory that keeps the producer's data alive. */
-  view(addr: Ptr, byteLength: number): Uint8Array {
-    if (this.released) {
-      throw new ArrowDeviceError('released', '', 'the import was disposed: its buffers can no longer be read');
-    }
+  view(addr: Ptr, byteLength: number, path = ''): Uint8Array {
+    this.check(path, 'a buffer read');
     const v = this.mem.view(addr, byteLength);
     if (byteLength > 0) {
       this.views++;
+      this.everHeld = true;
       // A native view has an ArrayBuffer of its own, kept alive by every typed array made over
       // it. A wasm memory's views all share the memory's ArrayBuffer, which lives as long as
       // the module: there track the view itself; the arrow-js Data built over an import hold
-      // the import's keep-alive token (see LazyData), so typed arrays they make stay covered.
-      viewRegistry.register(this.mem.viewsShareBuffer ? v : v.buffer, this);
+      // the owner, so typed arrays they make stay covered.
+      if (this.mem.viewsShareBuffer) {
+        viewRegistry.register(v, this, this);
+      } else {
+        viewRegistry.register(v.buffer, this, this);
+        (this.buffers ??= []).push(new WeakRef(v.buffer as Transferable));
+      }
     }
     return v;
   }
 
   /**
    * Keeps the producer's memory alive while `holder` is reachable: an object
-   * that can still create views (the lazy buffers of an ArrayView).
+   * that can still create views (the lazy buffers of an import).
    */
   hold(holder: object): void {
+    this.everHeld = true;
     this.holdersLive++;
-    this.holders.add(holder);
-    holderRegistry.register(holder, this);
+    holderRegistry.register(holder, this, this);
   }
 
-  /** Whether `holder` is already held (a WeakSet: the owner must not keep it alive). */
-  holds(holder: object): boolean {
-    return this.holders.has(holder);
+  /** Runs `fn` when the import is released (once), before the producer's `release`. */
+  whenReleased(fn: () => void): void {
+    if (this.reason !== null) return;
+    (this.onRelease ??= []).push(fn);
   }
-
-  private readonly holders = new WeakSet<object>();
 
   /** Called by the FinalizationRegistry. */
   viewCollected(): void {
@@ -93,7 +166,13 @@ export class ImportOwner {
   }
 
   private releaseIfUnreachable(): void {
-    if (this.views === 0 && this.holdersLive === 0 && !this.building) this.release();
+    if (this.views <= 0 && this.holdersLive <= 0 && !this.building && this.reason === null) {
+      try {
+        this.release('collected');
+      } catch {
+        // A finalizer has nobody to report to.
+      }
+    }
   }
 
   /**
@@ -106,40 +185,60 @@ export class ImportOwner {
   }
 
   /**
-   * Explicit early release, safe: refused while any zero-copy view of the
-   * producer's memory may still be reachable (JS cannot detach a view of
-   * foreign memory, so releasing then would leave it reading freed memory).
-   * Buffers never viewed cannot be viewed afterwards: reading them throws.
+   * Releases now, exactly once (later calls do nothing): detaches every
+   * view handed out, runs the release hooks, calls the producer's release
+   * and frees our copy of the struct.
    */
-  dispose(): void {
-    if (this.released) return;
-    if (this.views > 0) {
-      throw new ArrowDeviceError(
-        'invalid',
-        '',
-        `${this.views} zero-copy view${this.views === 1 ? '' : 's'} of this import may still be reachable: ` +
-          'drop them and let garbage collection run, or import with { copy: true }',
-      );
-    }
-    this.release();
-  }
-
-  get isReleased(): boolean {
-    return this.released;
-  }
-
-  /** Calls the producer's release (once) and frees our copy of the struct. */
-  release(): void {
-    if (this.released) return;
-    this.released = true;
-    const relOff = BigInt(this.mem.layouts.ArrowArray.offsets.release!);
+  release(reason: ReleaseReason = 'released'): void {
+    if (this.reason !== null) return;
+    this.reason = reason;
+    this.detachAll();
     try {
-      const rel = this.mem.readPtr(this.ptr + relOff);
-      if (rel !== 0n) this.mem.call(rel, { name: 'release', result: 'void', params: ['pointer'] }, this.ptr);
+      const hooks = this.onRelease;
+      this.onRelease = null;
+      if (hooks) for (const h of hooks) h();
+      releaseStruct(this.mem, 'ArrowArray', this.arrayPtr);
     } finally {
       this.mem.free(this.ptr);
       liveCounters.liveImports--;
       liveCounters.releasedImports++;
     }
   }
+
+  /**
+   * Moves the struct, unchanged, into `into` (a struct of the same kind the
+   * next consumer allocated): the consumer now owns the producer's memory,
+   * so every view is detached as at release, and the producer's `release`
+   * is not called by us.
+   */
+  moveTo(into: Ptr): void {
+    this.check('', 'a move');
+    this.reason = 'moved';
+    this.detachAll();
+    const hooks = this.onRelease;
+    this.onRelease = null;
+    if (hooks) for (const h of hooks) h();
+    this.mem.copyIn(into, this.mem.read(this.ptr, this.mem.layouts[this.kind].size));
+    markReleased(this.mem, 'ArrowArray', this.arrayPtr);
+    this.mem.free(this.ptr);
+    liveCounters.liveImports--;
+  }
+
+  private detachAll(): void {
+    viewRegistry.unregister(this);
+    holderRegistry.unregister(this);
+    const bufs = this.buffers;
+    this.buffers = null;
+    if (!bufs) return;
+    for (const ref of bufs) {
+      const b = ref.deref();
+      // transfer(0) detaches the buffer and hands its (foreign) bytes to nobody: zero-copy.
+      if (b && b.detached !== true && b.transfer) b.transfer(0);
+    }
+  }
+}
+
+/** The error a read of a released import gets. */
+export function releasedError(path: string, what: string, reason: ReleaseReason): ArrowDeviceError {
+  return new ArrowDeviceError('released', path, `${what} of a released import: ${REASONS[reason]}`);
 }

@@ -25,14 +25,15 @@ import { RecordBatch, type Schema } from 'apache-arrow';
 import { errnoName, Errno } from '../abi/constants.js';
 import { importSchemaNode } from '../array/api.js';
 import { importDeviceRecordBatch, type DeviceImportOptions } from '../device/api.js';
-import type { DeviceArray } from '../device/device-array.js';
+import { DeviceArray } from '../device/device-array.js';
 import { ArrowDeviceError, toErrno } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { CValue, Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
 import { StructReader, StructWriter } from '../memory/struct.js';
-import { nodeToSchema } from '../schema/arrowjs.js';
+import { planOfNode } from '../array/importer.js';
+import { ownersOf } from '../array/imported.js';
 import { readMetadata, type Metadata } from '../schema/metadata.js';
 import type { SchemaNode } from '../schema/node.js';
 import { CANCEL, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal } from './common.js';
@@ -59,6 +60,11 @@ export interface AsyncTaskResult {
 export interface AsyncConsumerOptions extends DeviceImportOptions {
   /** Batches requested ahead of the reader at most (the queue bound). Default 4. */
   queueSize?: number;
+  /**
+   * Keep every batch read: the reader then never releases a batch it
+   * handed out. By default it keeps one alive at a time (see `next()`).
+   */
+  keep?: boolean;
 }
 
 interface QueuedTask {
@@ -122,6 +128,8 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
   private arrowSchema: Schema | null = null;
   private schemaWaiters: { resolve: (s: Schema) => void; reject: (e: unknown) => void }[] = [];
   private producer: Ptr = 0n;
+  /** What `next()` handed out last and was not kept: released when the reader moves on. */
+  private current: RecordBatch | DeviceArray | null = null;
   private ended = false;
   private released = false;
   private cancelled = false;
@@ -175,7 +183,9 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
     try {
       // Import consumes the schema (moved into our hands and released); the pointer is not kept.
       this.schemaNode = importSchemaNode(schemaPtr, this.opts);
-      this.arrowSchema = nodeToSchema(this.schemaNode, 'schema', this.opts);
+      // The batches are imported against this node (planOfNode converts it once, `expand` included):
+      // never against the converted arrow-js schema, which `expand` has changed.
+      this.arrowSchema = planOfNode(this.schemaNode, this.opts).arrow;
       const pL = this.mem.layouts.ArrowAsyncProducer;
       this.producer = this.mem.readPtr(this.handler + BigInt(this.mem.layouts.ArrowAsyncDeviceStreamHandler.offsets.producer!));
       if (this.producer === 0n) throw new ArrowDeviceError('invalid', 'handler.producer', 'NULL: the producer must fill it before on_schema');
@@ -302,7 +312,7 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
       if (rc !== 0) {
         throw new ArrowDeviceError('producer', 'extract_data', `${errnoName(rc)} (the producer reports details through on_error)`, { errno: rc });
       }
-      const data = importDeviceRecordBatch(out, this.arrowSchema!, this.opts);
+      const data = importDeviceRecordBatch(out, this.schemaNode!, this.opts);
       if (!(data instanceof RecordBatch) && this.deviceType !== undefined && data.deviceType !== this.deviceType) {
         data.release();
         throw new ArrowDeviceError('invalid', 'device_array.device_type', `${data.deviceType}, but the producer said ${this.deviceType}`);
@@ -314,13 +324,38 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
     }
   }
 
-  /** The next batch with its metadata, or undefined at the end. */
+  /**
+   * Keeps `data` (a batch or device array this reader returned) alive past
+   * the reader's next step: it is the caller's from now on, released by its
+   * `release()`, `using`, or the garbage collector. Returns it.
+   */
+  keep<T extends RecordBatch | DeviceArray>(data: T): T {
+    if (data === this.current) this.current = null;
+    return data;
+  }
+
+  /** Releases what the reader handed out last, unless it was kept (a reader keeps one batch alive at a time). */
+  private drop(reason: 'stream-advanced' | 'stream-ended'): void {
+    const d = this.current;
+    if (!d) return;
+    this.current = null;
+    if (d instanceof DeviceArray) d.release();
+    else for (const o of ownersOf(d) ?? []) o.release(reason);
+  }
+
+  /**
+   * The next batch with its metadata, or undefined at the end. The batch
+   * returned before is released first, unless it was kept (`keep()`, or the
+   * `keep` option).
+   */
   async next(): Promise<AsyncTaskResult | undefined> {
+    this.drop('stream-advanced');
     for (;;) {
       const q = this.queue.shift();
       if (q) {
         const r = this.extract(q);
         if (!this.ended) this.request(1);
+        if (!this.opts.keep) this.current = r.data;
         return r;
       }
       if (this.error) throw this.error;
@@ -379,6 +414,8 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
         yield r;
       }
     } finally {
+      // The reading is over: the batch handed out last goes unless it was kept.
+      this.drop('stream-ended');
       // break, return() or a throw in the loop body: tell the producer to stop.
       if (!this.ended && !this.released) this.cancel();
     }

@@ -26,13 +26,16 @@
  * stream wait on it with `cudaStreamWaitEvent` (the `stream` option names
  * that stream; otherwise the library's own).
  */
-import { Data, DataType, Field, RecordBatch, Schema, Struct, Vector } from 'apache-arrow';
+import { Data, RecordBatch, Schema, Struct, Vector } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
 import { exportSchema, importSchemaNode, releaseArrowArray, releaseArrowSchema, toExportView, type ArrayImportOptions, type MemoryOption, type SchemaLike } from '../array/api.js';
 import { dataToView, viewToData } from '../array/arrowjs.js';
 import { writeArrayView } from '../array/export.js';
-import { readArrayView, validationLevel } from '../array/import.js';
+import { build, consume, nodeOf, planOf, typeOf } from '../array/importer.js';
+import { asImportedBatch, importedData, type ImportedData, type ImportedRecordBatch } from '../array/imported.js';
+import { makeBatch } from '../array/arrowjs.js';
 import { ImportOwner } from '../array/owner.js';
+import { isReleased, moveStruct, releaseStruct } from '../memory/cstruct.js';
 import type { ArrayView } from '../array/view.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -118,34 +121,22 @@ export function readDeviceFields(m: Memory, ptr: Ptr, path = 'device_array'): De
 }
 
 function readRelease(m: Memory, ptr: Ptr): Ptr {
-  return m.readPtr(ptr + BigInt(m.layouts.ArrowDeviceArray.offsets.array! + m.layouts.ArrowArray.offsets.release!));
+  return isReleased(m, 'ArrowDeviceArray', ptr) ? 0n : 1n;
 }
 
-/** Import consumes the struct even when it fails before reading it. */
-function consumeOnFailure<T>(ptr: Ptr, opts: MemoryOption, fn: () => T): T {
-  try {
-    return fn();
-  } catch (e) {
-    if (ptr !== 0n) releaseArrowArray(ptr, opts);
-    throw e;
-  }
-}
-
-function schemaNodeOf(schema: SchemaLike | Ptr, opts: DeviceImportOptions): SchemaNode {
-  return typeof schema === 'bigint' ? importSchemaNode(schema, opts) : toSchemaNode(schema);
-}
-
-/** Checks the pointer, the schema and the device fields; releases the array on failure. */
-function begin(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions): { m: Memory; node: SchemaNode; fields: DeviceFields } {
+/**
+ * Step 1 of the one import path (array/importer.ts) for a device array:
+ * the pointer, the struct, the schema, the options and the device fields.
+ * Import consumes: on failure the array, and a schema given as a pointer,
+ * are released.
+ */
+function begin<T>(ptr: Ptr, schema: unknown, opts: DeviceImportOptions, prepare: (m: Memory) => T): { m: Memory; prepared: T; fields: DeviceFields; level: number } {
   const m = mem(opts);
-  if (ptr === 0n) throw invalid('device_array', 'NULL pointer');
-  if (readRelease(m, ptr) === 0n) throw new ArrowDeviceError('released', 'device_array', 'the struct is released (array.release is NULL)');
-  return consumeOnFailure(ptr, opts, () => {
-    validationLevel(opts.validate);
-    const node = schemaNodeOf(schema, opts);
-    const fields = readDeviceFields(m, ptr);
-    return { m, node, fields };
+  const { prepared, level } = consume(m, 'ArrowDeviceArray', ptr, schema, opts, 'device_array', () => {
+    const prepared = prepare(m);
+    return { prepared, fields: readDeviceFields(m, ptr) };
   });
+  return { m, prepared: prepared.prepared, fields: prepared.fields, level };
 }
 
 /** Whether the CPU can read the data in place (after the sync). */
@@ -155,36 +146,41 @@ function readsInPlace(fields: DeviceFields): boolean {
 
 /**
  * The zero-copy path for memory the CPU reads in place: wait on the event,
- * move the struct into an `ImportOwner` and read it as the C Data Interface does.
+ * then steps 2 and 3 of the one import path, with an owner of the whole
+ * `ArrowDeviceArray`.
  */
-function importInPlace<T>(ptr: Ptr, m: Memory, node: SchemaNode, fields: DeviceFields, opts: DeviceImportOptions, build: (view: ArrayView) => T): T {
-  consumeOnFailure(ptr, opts, () => backendFor(fields.deviceType)!.syncForHost({ mem: m, ...fields }));
-  const owner = ImportOwner.move(m, ptr, 'ArrowDeviceArray');
-  let result: T;
+function importInPlace<T>(ptr: Ptr, m: Memory, node: SchemaNode, fields: DeviceFields, opts: DeviceImportOptions, level: number, fn: (owner: ImportOwner, view: ArrayView) => T): T {
   try {
-    const ctx = { mem: m, owner, token: {}, copy: opts.copy ?? false, level: validationLevel(opts.validate) };
-    const view = readArrayView(ctx, owner.ptr + BigInt(m.layouts.ArrowDeviceArray.offsets.array!), node, 'device_array.array');
-    result = build(view);
+    backendFor(fields.deviceType)!.syncForHost({ mem: m, ...fields });
   } catch (e) {
-    owner.release();
+    releaseStruct(m, 'ArrowDeviceArray', ptr);
     throw e;
   }
-  owner.done();
-  return result;
+  const owner = ImportOwner.move(m, ptr, 'ArrowDeviceArray');
+  return build(owner, node, opts, level, 'device_array.array', (view) => fn(owner, view));
+}
+
+/** A host copy of a device array, released at once; the copy is a `copy` import's objects. */
+function viaHost<T>(dev: DeviceArray, opts: DeviceImportOptions, fn: (view: ArrayView) => T): T {
+  try {
+    return fn(dev.toHostView(opts));
+  } finally {
+    dev.release();
+  }
 }
 
 /**
  * Imports an `ArrowDeviceArray` of any device as a `DeviceArray` handle,
  * without reading a byte of its buffers. For pass-through, inspection, and
- * explicit control of copies.
+ * explicit control of copies. Release it with `release()` or `using`.
  *
  * @example
- * const dev = importDeviceArray(devArrayPtr, schemaPtr);
+ * using dev = importDeviceArray(devArrayPtr, schemaPtr);
  * console.log(dev.deviceTypeName, dev.deviceId, dev.length);
  * dev.exportTo(nextConsumersStruct); // or dev.toHost(), dev.release()
  */
 export function importDeviceArray(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions = {}): DeviceArray {
-  const { m, node } = begin(ptr, schema, opts);
+  const { m, prepared: node } = begin(ptr, schema, opts, (m) => nodeOf(m, schema));
   return adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
 }
 
@@ -197,49 +193,41 @@ export function importDeviceArray(ptr: Ptr, schema: SchemaLike | Ptr, opts: Devi
  * const x = importDeviceData(ptr, new Int32());
  * const data = x instanceof DeviceArray ? (x.toHost()) : x;
  */
-export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions & { toHost: true }): Data;
-export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): Data | DeviceArray;
-export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions = {}): Data | DeviceArray {
-  const { m, node, fields } = begin(ptr, schema, opts);
-  const type = consumeOnFailure(ptr, opts, () =>
-    schema instanceof DataType ? schema : schema instanceof Field ? schema.type : nodeToType(node, 'schema', opts),
-  );
-  if (readsInPlace(fields)) return importInPlace(ptr, m, node, fields, opts, (view) => viewToData(view, type, 'device_array.array', opts));
+export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions & { toHost: true }): ImportedData;
+export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): ImportedData | DeviceArray;
+export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions = {}): ImportedData | DeviceArray {
+  const { m, prepared, fields, level } = begin(ptr, schema, opts, (m) => {
+    const node = nodeOf(m, schema);
+    return { node, type: typeOf(schema, node, opts) };
+  });
+  const { node, type } = prepared;
+  if (readsInPlace(fields)) {
+    return importInPlace(ptr, m, node, fields, opts, level, (owner, view) => importedData(viewToData(view, type, 'device_array.array', opts), [owner]));
+  }
   const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
   if (!opts.toHost) return dev;
-  try {
-    return viewToData(dev.toHostView(opts), type, 'device_array.array', opts);
-  } finally {
-    dev.release();
-  }
+  return viaHost(dev, opts, (view) => importedData(viewToData(view, type, 'device_array.array', opts), []));
 }
 
 /**
  * Imports a struct `ArrowDeviceArray` as an arrow-js `RecordBatch` when the
  * CPU can read it (see `importDeviceData`), else as a `DeviceArray` (or,
- * with `toHost`, a host copy).
+ * with `toHost`, a host copy). As `importRecordBatch`, an arrow-js `Schema`
+ * given to many calls is prepared once.
  *
  * @example
  * const batch = importDeviceRecordBatch(ptr, schemaPtr, { toHost: true });
  */
-export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: DeviceImportOptions & { toHost: true }): RecordBatch;
-export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts?: DeviceImportOptions): RecordBatch | DeviceArray;
-export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: DeviceImportOptions = {}): RecordBatch | DeviceArray {
-  const { m, node, fields } = begin(ptr, schema instanceof Schema ? schemaToNode(schema) : schema, opts);
-  const arrow = consumeOnFailure(ptr, opts, () => {
-    if (node.type.id !== 'struct') throw invalid('schema.format', `a record batch needs a struct ("+s"), got "${node.format}"`);
-    return schema instanceof Schema ? schema : nodeToSchema(node, 'schema', opts);
-  });
-  const batch = (view: ArrayView): RecordBatch =>
-    new RecordBatch(arrow, viewToData(view, new Struct(arrow.fields), 'device_array.array', opts) as Data<Struct>);
-  if (readsInPlace(fields)) return importInPlace(ptr, m, node, fields, opts, batch);
-  const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
+export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: DeviceImportOptions & { toHost: true }): ImportedRecordBatch;
+export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts?: DeviceImportOptions): ImportedRecordBatch | DeviceArray;
+export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: DeviceImportOptions = {}): ImportedRecordBatch | DeviceArray {
+  const { m, prepared: plan, fields, level } = begin(ptr, schema, opts, (m) => planOf(m, schema, opts));
+  const batch = (view: ArrayView, by: ImportOwner[]): ImportedRecordBatch =>
+    asImportedBatch(makeBatch(plan.arrow, plan.struct, viewToData(view, plan.struct, 'device_array.array', opts) as Data<Struct>), by);
+  if (readsInPlace(fields)) return importInPlace(ptr, m, plan.node, fields, opts, level, (owner, view) => batch(view, [owner]));
+  const dev = adoptDeviceArray(m, ptr, plan.node, 'device_array', opts.validate !== 'none');
   if (!opts.toHost) return dev;
-  try {
-    return batch(dev.toHostView(opts));
-  } finally {
-    dev.release();
-  }
+  return viaHost(dev, opts, (view) => batch(view, []));
 }
 
 /**
@@ -248,15 +236,11 @@ export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | 
  * `toHost`, a host copy).
  */
 export function importDeviceArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions = {}): ArrayView | DeviceArray {
-  const { m, node, fields } = begin(ptr, schema, opts);
-  if (readsInPlace(fields)) return importInPlace(ptr, m, node, fields, opts, (view) => view);
+  const { m, prepared: node, fields, level } = begin(ptr, schema, opts, (m) => nodeOf(m, schema));
+  if (readsInPlace(fields)) return importInPlace(ptr, m, node, fields, opts, level, (_owner, view) => view);
   const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
   if (!opts.toHost) return dev;
-  try {
-    return dev.toHostView(opts);
-  } finally {
-    dev.release();
-  }
+  return viaHost(dev, opts, (view) => view);
 }
 
 // --- export ------------------------------------------------------------------------------
@@ -361,7 +345,7 @@ export function allocDeviceArray(opts: MemoryOption = {}): Ptr {
 
 /** Calls the release of the `ArrowDeviceArray`'s embedded array if it is not released yet. */
 export function releaseDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseArrowArray(ptr + BigInt(mem(opts).layouts.ArrowDeviceArray.offsets.array!), opts);
+  releaseStruct(mem(opts), 'ArrowDeviceArray', ptr);
 }
 
 /** Releases (if still live) and frees an `ArrowDeviceArray` allocated by this library. */
@@ -373,8 +357,5 @@ export function freeDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
 
 /** Moves an `ArrowDeviceArray` (CDeviceDataInterface.rst, "Moving an array"): bitwise copy, then the source's `array.release` set to NULL. */
 export function moveDeviceArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  const m = mem(opts);
-  const L = m.layouts.ArrowDeviceArray;
-  m.copyIn(dst, m.read(src, L.size));
-  m.writePtr(src + BigInt(L.offsets.array! + m.layouts.ArrowArray.offsets.release!), 0n);
+  moveStruct(mem(opts), 'ArrowDeviceArray', src, dst);
 }

@@ -11,14 +11,16 @@
 import { RecordBatch, Struct, type Data } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
 import { exportArray, freeArrowArray, importArrayView } from '../array/api.js';
-import { viewToData } from '../array/arrowjs.js';
+import { makeBatch, viewToData } from '../array/arrowjs.js';
+import { planOfNode } from '../array/importer.js';
+import { asImportedBatch } from '../array/imported.js';
 import { writeArrayView } from '../array/export.js';
 import type { ArrayView } from '../array/view.js';
 import type { ValidationLevel } from '../array/import.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { RELEASE_SIG } from '../memory/registry.js';
+import { ImportOwner } from '../array/owner.js';
 import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import type { SchemaNode } from '../schema/node.js';
 import { backendFor, requireBackend, type DeviceContext, type ReadRange } from './backend.js';
@@ -51,28 +53,13 @@ export interface ToHostOptions extends DeviceCopyOptions, ToArrowOptions {
   readonly validate?: ValidationLevel;
 }
 
-interface State {
-  readonly mem: Memory;
-  /** Our copy of the producer's struct (moved at import), freed at release. */
-  readonly ptr: Ptr;
-  live: boolean;
-}
-
-function releaseState(s: State): void {
-  if (!s.live) return;
-  s.live = false;
-  const relOff = BigInt(s.mem.layouts.ArrowArray.offsets.release!);
-  try {
-    const rel = s.mem.readPtr(s.ptr + relOff);
-    if (rel !== 0n) s.mem.call(rel, RELEASE_SIG, s.ptr);
-  } finally {
-    s.mem.free(s.ptr);
-    liveCounters.liveImports--;
-    liveCounters.releasedImports++;
-  }
-}
-
-const registry = new FinalizationRegistry<State>(releaseState);
+/**
+ * A DeviceArray holds its import through the one owner of every import
+ * (array/owner.ts): release, move and the garbage collector's last resort
+ * are the owner's. The handle itself is the owner's only holder: when it is
+ * collected unreleased, the producer is released.
+ */
+type State = ImportOwner;
 
 export class DeviceArray implements DeviceArrayNode {
   readonly #state: State;
@@ -96,7 +83,8 @@ export class DeviceArray implements DeviceArrayNode {
     this.deviceType = deviceType;
     this.deviceId = deviceId;
     this.syncEvent = syncEvent;
-    registry.register(this, state, this);
+    state.hold(this);
+    state.done();
   }
 
   get schema(): SchemaNode { return this.#root.schema; }
@@ -115,7 +103,7 @@ export class DeviceArray implements DeviceArrayNode {
 
   /** Whether `release()` or `exportTo()` ended this handle. */
   get released(): boolean {
-    return !this.#state.live;
+    return this.#state.isReleased;
   }
 
   /** Whether the CPU can read the bytes in place (CPU, CUDA_HOST, CUDA_MANAGED). */
@@ -129,7 +117,9 @@ export class DeviceArray implements DeviceArrayNode {
   }
 
   private live(what: string): State {
-    if (!this.#state.live) throw new ArrowDeviceError('released', 'device_array', `${what} of a released (or moved) DeviceArray`);
+    if (this.#state.isReleased) {
+      throw new ArrowDeviceError('released', 'device_array', `${what} of a released (or moved) DeviceArray: ${this.#state.releasedBecause}`);
+    }
     return this.#state;
   }
 
@@ -195,9 +185,11 @@ export class DeviceArray implements DeviceArrayNode {
   /** Copies a struct array to the host as an arrow-js `RecordBatch`. */
   toHostRecordBatch(opts: ToHostOptions = {}): RecordBatch {
     if (this.schema.type.id !== 'struct') throw invalid('schema.format', `a record batch needs a struct ("+s"), got "${this.schema.format}"`);
+    // The schema is converted once per DeviceArray schema (planOfNode caches), not per call.
+    const plan = planOfNode(this.schema, opts);
     const view = this.toHostView(opts);
-    const arrow = nodeToSchema(view.schema, 'schema', opts);
-    return new RecordBatch(arrow, viewToData(view, new Struct(arrow.fields), 'device_array.array', opts) as Data<Struct>);
+    // A host copy: nothing to release (owned by no import), but releasable like every imported batch.
+    return asImportedBatch(makeBatch(plan.arrow, plan.struct, viewToData(view, plan.struct, 'device_array.array', opts) as Data<Struct>), []);
   }
 
   /**
@@ -251,19 +243,17 @@ export class DeviceArray implements DeviceArrayNode {
   exportTo(into: Ptr): void {
     const s = this.live('exportTo');
     if (into === 0n) throw invalid('into', 'NULL pointer');
-    const size = s.mem.layouts.ArrowDeviceArray.size;
-    s.mem.copyIn(into, s.mem.read(s.ptr, size));
-    s.live = false;
-    registry.unregister(this);
-    s.mem.free(s.ptr);
-    liveCounters.liveImports--;
+    s.moveTo(into);
   }
 
   /** Calls the producer's release (once; later calls do nothing). */
   release(): void {
-    if (!this.#state.live) return;
-    registry.unregister(this);
-    releaseState(this.#state);
+    this.#state.release();
+  }
+
+  /** `release()`, for `using`. */
+  [Symbol.dispose](): void {
+    this.#state.release();
   }
 }
 
@@ -280,11 +270,8 @@ export function adoptDeviceArray(
   check = true,
 ): DeviceArray {
   const L = mem.layouts.ArrowDeviceArray;
-  const own = mem.alloc(L.size);
-  mem.copyIn(own, mem.read(ptr, L.size));
-  mem.writePtr(ptr + BigInt(mem.layouts.ArrowArray.offsets.release!), 0n);
-  liveCounters.liveImports++;
-  const state: State = { mem, ptr: own, live: true };
+  const state = ImportOwner.move(mem, ptr, 'ArrowDeviceArray');
+  const own = state.ptr;
   try {
     const o = L.offsets;
     const deviceType = mem.readI32(own + BigInt(o.device_type!));
@@ -294,7 +281,7 @@ export function adoptDeviceArray(
     const root = readDeviceTree(mem, own + BigInt(o.array!), schema, `${path}.array`, fetches, check);
     return new DeviceArray(state, root, fetches, deviceType, deviceId, syncEvent);
   } catch (e) {
-    releaseState(state);
+    state.release('failed');
     throw e;
   }
 }

@@ -9,16 +9,26 @@
  * once: at the end of the stream, on the first error, when the loop is left
  * early (`break`, `return` or a throw in a `for...of` body call
  * `return()`), on `release()`, or, as a safety net, when the import object
- * is garbage collected. Batches are imported like `importRecordBatch` does
- * and live independently of the stream (CStreamInterface.rst, "Result
- * lifetimes").
+ * is garbage collected.
+ *
+ * Batches are imported through the one import path (array/importer.ts) and
+ * live independently of the stream (CStreamInterface.rst, "Result
+ * lifetimes"), but a reader bounds memory by itself (DESIGN.md, "GC cannot
+ * bound memory"): it keeps one batch alive at a time, releasing the batch it
+ * handed out when it hands out the next one or when the reading ends,
+ * unless that batch was kept (`reader.keep(batch)`, the `keep` option,
+ * `readAll()`, `toTable()`). A kept batch is the caller's: released by its
+ * `release()`, `using`, or the garbage collector.
  */
-import { Data, RecordBatch, Schema, Struct, Table } from 'apache-arrow';
+import { Schema, Table } from 'apache-arrow';
 import { DeviceType, deviceTypeName, errnoName } from '../abi/constants.js';
-import { readArrayView, validationLevel } from '../array/import.js';
-import { makeBatch, viewToData } from '../array/arrowjs.js';
+import { validationLevel } from '../array/import.js';
+import { buildBatch, planOfNode, type BatchPlan } from '../array/importer.js';
+import { importedTable, type ImportedRecordBatch, type ImportedTable } from '../array/imported.js';
 import { ImportOwner } from '../array/owner.js';
 import type { ArrayImportOptions } from '../array/api.js';
+import { isReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
+import { ownersOf } from '../array/imported.js';
 import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -32,7 +42,14 @@ import {
 } from './struct.js';
 
 /** Options of `importArrayStream`: those of `importRecordBatch`, applied to every batch. */
-export type StreamImportOptions = ArrayImportOptions;
+export interface StreamImportOptions extends ArrayImportOptions {
+  /**
+   * Keep every batch read: the reader then never releases a batch it
+   * handed out (each is released by its own `release()`, `using`, or the
+   * garbage collector). By default a reader keeps one batch alive at a time.
+   */
+  keep?: boolean;
+}
 
 /** The longest `get_last_error` text we copy; the rest is cut. */
 const MAX_ERROR_BYTES = 64 * 1024;
@@ -101,14 +118,24 @@ const registry = new FinalizationRegistry<StreamHandle>((h) => {
 });
 
 /**
- * A foreign `ArrowArrayStream` (or CPU `ArrowDeviceArrayStream`) as a
- * synchronous iterator of arrow-js `RecordBatch`, usable where arrow-js
- * code takes a `RecordBatchReader` or any `Iterable<RecordBatch>`:
- * `for (const b of reader)`, `new Table(reader)`, `reader.readAll()`,
- * `reader.schema`. It can be iterated once.
+ * A foreign `ArrowArrayStream` (or CPU `ArrowDeviceArrayStream`) as an
+ * iterator of arrow-js `RecordBatch`, synchronous and asynchronous, usable
+ * where arrow-js code takes a `RecordBatchReader` or any
+ * `Iterable<RecordBatch>`: `for (const b of reader)`, `for await (const b of
+ * reader)`, `reader.toTable()`, `reader.readAll()`, `reader.schema`. It can
+ * be iterated once.
+ *
+ * Memory is bounded by default: the reader keeps one batch alive at a time.
+ * The batch a `next()` returned is released when the next `next()` runs or
+ * when the reading ends (end of stream, `break`, an error, `release()`),
+ * unless it was kept: `reader.keep(batch)` for one batch, the `keep: true`
+ * option for all, `readAll()` / `toTable()` for the rest of the stream.
+ * Reading a batch the reader released throws an `ArrowDeviceError` of kind
+ * `released` that says so.
  *
  * Every `next()` calls the producer's `get_next` on the calling thread and
- * blocks until it returns. Errors are typed: a non-zero code from the
+ * blocks until it returns (also under `for await`: it only yields to the
+ * event loop between batches). Errors are typed: a non-zero code from the
  * producer is a `StreamProducerError`; a batch that fails validation is an
  * `ArrowDeviceError` whose path starts `stream.batches[i]`. After an error,
  * the end of the stream, `return()`/`throw()` or `release()`, the producer
@@ -119,12 +146,12 @@ const registry = new FinalizationRegistry<StreamHandle>((h) => {
  * const reader = importArrayStream(streamPtr);
  * console.log(reader.schema.fields.map((f) => f.name));
  * for (const batch of reader) {
- *   if (batch.numRows === 0) break; // releases the stream
- *   use(batch);
+ *   use(batch);                     // released when the loop moves on
+ *   if (wanted(batch)) reader.keep(batch);
  * }
- * const table = new Table(importArrayStream(otherPtr)); // or .toTable()
+ * const table = importArrayStream(otherPtr).toTable(); // keeps every batch
  */
-export class RecordBatchStreamImport implements IterableIterator<RecordBatch> {
+export class RecordBatchStreamImport implements IterableIterator<ImportedRecordBatch>, AsyncIterable<ImportedRecordBatch> {
   /** The schema of every batch, read from `get_schema` at import. */
   readonly schema: Schema;
   /** The same schema as read, with every type of the spec (arrow-js lacks a few). */
@@ -134,19 +161,23 @@ export class RecordBatchStreamImport implements IterableIterator<RecordBatch> {
   readonly #h: StreamHandle;
   readonly #opts: StreamImportOptions;
   readonly #level: number;
-  readonly #type: Struct;
+  readonly #plan: BatchPlan;
   readonly #getNext: Ptr;
+  #keepAll: boolean;
+  /** The batch handed out last and not kept: released when the reader moves on. */
+  #current: ImportedRecordBatch | null = null;
   #count = 0;
 
   /** @internal Use `importArrayStream` / `importDeviceArrayStream`. */
-  constructor(h: StreamHandle, schemaNode: SchemaNode, schema: Schema, deviceType: number | undefined, opts: StreamImportOptions) {
+  constructor(h: StreamHandle, plan: BatchPlan, deviceType: number | undefined, opts: StreamImportOptions) {
     this.#h = h;
-    this.schemaNode = schemaNode;
-    this.schema = schema;
+    this.#plan = plan;
+    this.schemaNode = plan.node;
+    this.schema = plan.arrow;
     this.deviceType = deviceType;
     this.#opts = opts;
+    this.#keepAll = opts.keep ?? false;
     this.#level = validationLevel(opts.validate);
-    this.#type = new Struct(schema.fields);
     this.#getNext = h.mem.readPtr(fieldAddr(h.mem, h.s, h.ptr, 'get_next'));
     registry.register(this, h, h);
   }
@@ -187,18 +218,56 @@ export class RecordBatchStreamImport implements IterableIterator<RecordBatch> {
   }
 
   /**
-   * Calls the producer's `get_next` and imports the batch. Returns
-   * `{ done: true }` at the end of the stream, after releasing it.
+   * The same batches as an async iterator (`for await`). Each `next()` still
+   * calls `get_next` on the JS thread; the loop yields to the event loop
+   * between batches. Leaving the loop early releases the stream, as `for...of` does.
    */
-  next(): IteratorResult<RecordBatch, undefined> {
+  [Symbol.asyncIterator](): AsyncIterableIterator<ImportedRecordBatch> {
+    const next = async (): Promise<IteratorResult<ImportedRecordBatch, undefined>> => this.next();
+    const end = async (): Promise<IteratorResult<ImportedRecordBatch, undefined>> => this.return();
+    return {
+      next,
+      return: end,
+      throw: end,
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+  }
+
+  /**
+   * Keeps `batch` (one this reader returned) alive past the reader's next
+   * step: it is the caller's from now on, released by its `release()`,
+   * `using`, or the garbage collector. Returns it.
+   */
+  keep(batch: ImportedRecordBatch): ImportedRecordBatch {
+    if (batch === this.#current) this.#current = null;
+    return batch;
+  }
+
+  /** Releases the batch handed out last unless it was kept. */
+  #drop(reason: 'stream-advanced' | 'stream-ended'): void {
+    const b = this.#current;
+    if (!b) return;
+    this.#current = null;
+    for (const o of ownersOf(b) ?? []) o.release(reason);
+  }
+
+  /**
+   * Calls the producer's `get_next` and imports the batch. Returns
+   * `{ done: true }` at the end of the stream, after releasing it. The
+   * batch returned before is released first unless it was kept.
+   */
+  next(): IteratorResult<ImportedRecordBatch, undefined> {
     const h = this.#h;
     const s = h.s;
     if (h.released) throw new ArrowDeviceError('released', s.path, `the stream is released (${h.why})`);
+    this.#drop('stream-advanced');
     const m = h.mem;
     const i = this.#count;
-    // A fresh zeroed struct per call: on success the batch's owner takes it as it is (no move, no copy).
+    // A fresh zeroed struct per call: on success the batch's owner adopts it as it is (no move, no copy).
+    const kind = s.kind === 'device' ? 'ArrowDeviceArray' : 'ArrowArray';
     const out = m.alloc(s.out(m).size);
-    const releaseAt = out + BigInt(m.layouts.ArrowArray.offsets.release!);
     let rc: number;
     try {
       rc = m.call(this.#getNext, GET_NEXT_SIG, h.ptr, out) as number;
@@ -213,39 +282,41 @@ export class RecordBatchStreamImport implements IterableIterator<RecordBatch> {
       h.release('it failed');
       throw err;
     }
-    if (m.readPtr(releaseAt) === 0n) {
+    if (isReleased(m, kind, out)) {
       m.free(out);
       h.release('it ended');
       return { done: true, value: undefined };
     }
     const path = `${s.path}.batches[${i}]`;
-    let batch: RecordBatch;
     try {
       if (s.kind === 'device') checkDeviceHeader(m, out, this.deviceType!, path);
     } catch (e) {
-      releaseArrayIfLive(m, out);
+      releaseStruct(m, kind, out);
       m.free(out);
       h.release('it failed');
       throw e;
     }
+    let batch: ImportedRecordBatch;
     try {
-      batch = importBatch(m, out, this.schemaNode, this.schema, this.#type, this.#opts, this.#level, path);
+      // The owner adopts `out` and frees it; on failure it has released the array already.
+      batch = buildBatch(new ImportOwner(m, out, kind), this.#plan, this.#opts, this.#level, path);
     } catch (e) {
-      h.release('it failed'); // importBatch has released the array and freed `out`
+      h.release('it failed');
       throw e;
     }
     this.#count++;
+    if (!this.#keepAll) this.#current = batch;
     return { done: false, value: batch };
   }
 
   /** Leaves the iteration early: releases the stream. Called by `for...of` on `break`, `return` and throw. */
-  return(): IteratorResult<RecordBatch, undefined> {
-    this.#h.release('it was closed');
+  return(): IteratorResult<ImportedRecordBatch, undefined> {
+    this.#end('it was closed');
     return { done: true, value: undefined };
   }
 
   /** As `return()`: releases the stream (arrow-js readers do the same). */
-  throw(): IteratorResult<RecordBatch, undefined> {
+  throw(): IteratorResult<ImportedRecordBatch, undefined> {
     return this.return();
   }
 
@@ -254,66 +325,42 @@ export class RecordBatchStreamImport implements IterableIterator<RecordBatch> {
     this.release();
   }
 
-  /** Releases the producer's stream now; batches already read stay valid. Idempotent. */
+  /**
+   * Releases the producer's stream now, and the batch handed out last unless
+   * it was kept; kept batches stay valid. Idempotent.
+   */
   release(): void {
-    this.#h.release('it was released');
+    this.#end('it was released');
+  }
+
+  #end(why: string): void {
+    try {
+      this.#drop('stream-ended');
+    } finally {
+      this.#h.release(why);
+    }
   }
 
   [Symbol.dispose](): void {
     this.release();
   }
 
-  /** Reads every remaining batch (the stream is released at its end). */
-  readAll(): RecordBatch[] {
-    const out: RecordBatch[] = [];
+  /** Reads every remaining batch and keeps them all (the stream is released at its end). */
+  readAll(): ImportedRecordBatch[] {
+    this.#current = null;
+    this.#keepAll = true;
+    const out: ImportedRecordBatch[] = [];
     for (let r = this.next(); !r.done; r = this.next()) out.push(r.value);
     return out;
   }
 
-  /** Reads every remaining batch into a `Table` (of this schema when the stream is empty). */
-  toTable(): Table {
-    const batches = this.readAll();
-    return batches.length > 0 ? new Table(batches) : new Table(this.schema);
+  /**
+   * Reads every remaining batch into a `Table` (of this schema when the
+   * stream is empty) that keeps them: `table.release()` releases them all.
+   */
+  toTable(): ImportedTable {
+    return importedTable(this.readAll(), this.schema);
   }
-}
-
-function releaseArrayIfLive(m: Memory, ptr: Ptr): void {
-  const at = ptr + BigInt(m.layouts.ArrowArray.offsets.release!);
-  const rel = m.readPtr(at);
-  if (rel === 0n) return;
-  try {
-    m.call(rel, { name: 'release', result: 'void', params: ['pointer'] }, ptr);
-  } finally {
-    m.writePtr(at, 0n);
-  }
-}
-
-/**
- * Imports the struct array at `ptr` as a batch (as `importRecordBatch` does,
- * with the stream's schema converted once). `ptr` is our own allocation:
- * the batch's owner takes it over (no move needed) and frees it, on failure at once.
- */
-function importBatch(
-  m: Memory,
-  ptr: Ptr,
-  node: SchemaNode,
-  schema: Schema,
-  type: Struct,
-  opts: StreamImportOptions,
-  level: number,
-  path: string,
-): RecordBatch {
-  const owner = new ImportOwner(m, ptr);
-  let data: Data;
-  try {
-    const view = readArrayView({ mem: m, owner, token: {}, copy: opts.copy ?? false, level }, owner.ptr, node, path);
-    data = viewToData(view, type, path, opts);
-  } catch (e) {
-    owner.release();
-    throw e;
-  }
-  owner.done();
-  return makeBatch(schema, type, data as Data<Struct>);
 }
 
 /** Copies the producer's `get_last_error` text at once; null when there is none. */
@@ -346,18 +393,14 @@ function importStream(src: Ptr, s: StreamStruct, opts: StreamImportOptions): Rec
   const m = opts.memory ?? nativeMemory();
   if (src === 0n) throw invalid(s.path, 'NULL pointer');
   if (isStreamReleased(m, s, src)) throw new ArrowDeviceError('released', s.path, 'the struct is released (release is NULL)');
-  const L = s.layout(m);
-  const ptr = m.alloc(L.size);
-  m.copyIn(ptr, m.read(src, L.size));
-  m.writePtr(fieldAddr(m, s, src, 'release'), 0n);
-  const h = new StreamHandle(m, s, ptr);
+  const h = new StreamHandle(m, s, moveToNew(m, s.name, src));
   try {
     for (const f of ['get_schema', 'get_next'] as const) {
-      if (m.readPtr(fieldAddr(m, s, ptr, f)) === 0n) throw invalid(`${s.path}.${f}`, 'NULL callback');
+      if (m.readPtr(fieldAddr(m, s, h.ptr, f)) === 0n) throw invalid(`${s.path}.${f}`, 'NULL callback');
     }
     let deviceType: number | undefined;
     if (s.kind === 'device') {
-      deviceType = m.readI32(fieldAddr(m, s, ptr, 'device_type'));
+      deviceType = m.readI32(fieldAddr(m, s, h.ptr, 'device_type'));
       if (deviceType !== DeviceType.CPU) {
         throw unsupported(
           `${s.path}.device_type`,
@@ -365,22 +408,21 @@ function importStream(src: Ptr, s: StreamStruct, opts: StreamImportOptions): Rec
         );
       }
     }
-    const { node, schema } = readStreamSchema(h, opts);
-    return new RecordBatchStreamImport(h, node, schema, deviceType, opts);
+    return new RecordBatchStreamImport(h, readStreamSchema(h, opts), deviceType, opts);
   } catch (e) {
     h.release('it failed');
     throw e;
   }
 }
 
-function readStreamSchema(h: StreamHandle, opts: StreamImportOptions): { node: SchemaNode; schema: Schema } {
+function readStreamSchema(h: StreamHandle, opts: StreamImportOptions): BatchPlan {
   const m = h.mem;
   const s = h.s;
   const slot = m.alloc(m.layouts.ArrowSchema.size);
   try {
     const rc = m.call(m.readPtr(fieldAddr(m, s, h.ptr, 'get_schema')), GET_SCHEMA_SIG, h.ptr, slot) as number;
     if (rc !== 0) throw producerError(h, 'get_schema', rc);
-    if (m.readPtr(slot + BigInt(m.layouts.ArrowSchema.offsets.release!)) === 0n) {
+    if (isReleased(m, 'ArrowSchema', slot)) {
       throw invalid(`${s.path}.get_schema`, 'returned 0 but left the schema released');
     }
     try {
@@ -388,7 +430,7 @@ function readStreamSchema(h: StreamHandle, opts: StreamImportOptions): { node: S
       if (node.type.id !== 'struct') {
         throw unsupported('schema.format', `a stream of "${node.format}" arrays is not a stream of record batches (struct "+s")`);
       }
-      return { node, schema: nodeToSchema(node, 'schema', opts) };
+      return planOfNode(node, opts);
     } catch (e) {
       throw prefixPath(e, s.path);
     }

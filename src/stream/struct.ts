@@ -9,6 +9,7 @@
 import type { StructLayout } from '../abi/layout.js';
 import type { Memory, Ptr, Signature } from '../memory/memory.js';
 import { RELEASE_SIG } from '../memory/registry.js';
+import { isReleased, releaseStruct } from '../memory/cstruct.js';
 
 export type StreamKind = 'array' | 'device';
 
@@ -53,16 +54,10 @@ export function fieldAddr(mem: Memory, s: StreamStruct, ptr: Ptr, field: string)
 
 /** Whether the stream struct at `ptr` is released (its `release` is NULL). */
 export function isStreamReleased(mem: Memory, s: StreamStruct, ptr: Ptr): boolean {
-  return mem.readPtr(fieldAddr(mem, s, ptr, 'release')) === 0n;
+  return isReleased(mem, s.name, ptr);
 }
 
 /** Calls the stream's `release` unless it is released already, then marks it released. */
 export function releaseStreamStruct(mem: Memory, s: StreamStruct, ptr: Ptr): void {
-  if (ptr === 0n) return;
-  const at = fieldAddr(mem, s, ptr, 'release');
-  const rel = mem.readPtr(at);
-  if (rel === 0n) return;
-  mem.call(rel, RELEASE_SIG, ptr);
-  // A producer must mark the struct released itself; make sure, so it is never released twice.
-  mem.writePtr(at, 0n);
+  releaseStruct(mem, s.name, ptr);
 }

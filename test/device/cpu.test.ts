@@ -276,8 +276,9 @@ describe('CPU device arrays: ownership', () => {
     assert.equal(accounting().liveImports, before.liveImports);
     assert.equal(accounting().releasedImports, before.releasedImports + 1);
     assert.equal(accounting().liveExports, before.liveExports);
-    expectError(() => dev.toHost(), 'released', 'device_array: toHostView of a released (or moved) DeviceArray');
-    expectError(() => dev.exportTo(allocDeviceArray()), 'released', 'device_array: exportTo of a released (or moved) DeviceArray');
+    const why = 'its release() (or [Symbol.dispose]) was called';
+    expectError(() => dev.toHost(), 'released', `device_array: toHostView of a released (or moved) DeviceArray: ${why}`);
+    expectError(() => dev.exportTo(allocDeviceArray()), 'released', `device_array: exportTo of a released (or moved) DeviceArray: ${why}`);
   });
 
   test('a DeviceArray dropped without release is released by the garbage collector', async () => {

@@ -53,7 +53,12 @@ function fiveBatches(): RecordBatch[] {
   return out;
 }
 const batchSchema = (): Schema => fiveBatches()[0]!.schema;
-const xs = (batches: Iterable<RecordBatch>): number[] => [...batches].flatMap((b) => [...(b.getChild('x')!.toArray() as Int32Array)]);
+/** The x values of every batch, each read while the batch is current (a reader keeps one batch alive at a time). */
+const xs = (batches: Iterable<RecordBatch>): number[] => {
+  const out: number[] = [];
+  for (const b of batches) out.push(...(b.getChild('x')!.toArray() as Int32Array));
+  return out;
+};
 
 // --- raw consumer calls, for the export side ------------------------------------------
 
@@ -97,12 +102,12 @@ describe('importArrayStream', () => {
       p.free();
     }));
 
-  test('is an Iterable<RecordBatch> arrow-js takes: new Table(reader), for...of', () =>
+  test('is an Iterable<RecordBatch> arrow-js takes: new Table(reader) with { keep: true }, for...of', () =>
     checked(() => {
       const p1 = makeProducer({ schema: batchSchema(), batches: fiveBatches() });
       const p2 = makeProducer({ schema: batchSchema(), batches: fiveBatches() });
       (() => {
-        const t = new Table(importArrayStream(p1.ptr));
+        const t = new Table(importArrayStream(p1.ptr, { keep: true }));
         assert.equal(t.numRows, 15);
         assert.deepEqual(t.getChild('s')!.toArray().slice(0, 2), ['v0', 'v1']);
         let n = 0;
@@ -138,7 +143,7 @@ describe('importArrayStream', () => {
         const reader = importArrayStream(p.ptr);
         let err: unknown;
         try {
-          for (const b of reader) got.push(b);
+          for (const b of reader) got.push(reader.keep(b));
         } catch (e) {
           err = e;
         }

@@ -1,0 +1,154 @@
+/**
+ * The objects an import returns, and their deterministic release.
+ *
+ * Every import has one `ImportOwner` (owner.ts); the arrow-js objects
+ * returned (`RecordBatch`, `Table`, `Vector`, `Data`) are subclasses that
+ * know their owners and add `release()`, `released` and
+ * `[Symbol.dispose]()`, so `using batch = importRecordBatch(...)` works.
+ * `releaseImport(x)` does the same for any object an import returned
+ * (also an `ArrayView`). Releasing is safe at any time, also after values
+ * were read: the owner detaches every view first (see owner.ts).
+ */
+import { Data, RecordBatch, Table, Vector, type DataType, type Schema, type TypeMap } from 'apache-arrow';
+import { invalid } from '../errors.js';
+import type { ImportOwner } from './owner.js';
+
+/** What every import returns: an object that can be released now. */
+export interface Releasable {
+  /**
+   * Releases the producer's memory now (exactly once; later calls do
+   * nothing). Afterwards reading values through this object (or any arrow-js
+   * object made from it) throws an `ArrowDeviceError` of kind `released`,
+   * and typed arrays taken from it read as empty (detached).
+   */
+  release(): void;
+  /** Whether the producer's memory has been released (a `copy` import is released at once but stays readable). */
+  readonly released: boolean;
+  /** `release()`, for `using`. */
+  [Symbol.dispose](): void;
+}
+
+const owners = new WeakMap<object, readonly ImportOwner[]>();
+
+/** Records the owners of an object an import returns. */
+export function owned<T extends object>(x: T, by: readonly ImportOwner[]): T {
+  owners.set(x, by);
+  return x;
+}
+
+/** The owners of an object an import returned; undefined for any other object. */
+export function ownersOf(x: object): readonly ImportOwner[] | undefined {
+  return owners.get(x);
+}
+
+/**
+ * Releases the producer's memory behind `x`, an object an import function
+ * returned (`Data`, `Vector`, `RecordBatch`, `Table`, `ArrayView`), now.
+ * Safe at any time: views of the memory are detached first, and reading
+ * through the import's objects afterwards throws. Idempotent.
+ *
+ * @example
+ * const batch = importRecordBatch(arrayPtr, schema);
+ * console.log(batch.getChild('x')?.get(0));
+ * releaseImport(batch);         // or batch.release(), or `using batch = ...`
+ */
+export function releaseImport(x: object): void {
+  const by = owners.get(x);
+  if (!by) throw invalid('releaseImport', 'not an object returned by an import of this library');
+  releaseAll(by);
+}
+
+/** Whether every owner behind `x` (an object an import returned) is released. */
+export function isImportReleased(x: object): boolean {
+  const by = owners.get(x);
+  if (!by) throw invalid('isImportReleased', 'not an object returned by an import of this library');
+  return by.every((o) => o.isReleased);
+}
+
+/** Releases each owner; the first error is thrown after all were tried. */
+export function releaseAll(by: readonly ImportOwner[]): void {
+  let first: unknown;
+  for (const o of by) {
+    try {
+      o.release();
+    } catch (e) {
+      first ??= e;
+    }
+  }
+  if (first !== undefined) throw first;
+}
+
+function defineReleasable(proto: object): void {
+  Object.defineProperties(proto, {
+    release: {
+      value: function release(this: object): void {
+        releaseImport(this);
+      },
+      configurable: true,
+      writable: true,
+    },
+    released: {
+      get(this: object): boolean {
+        return isImportReleased(this);
+      },
+      configurable: true,
+    },
+    [Symbol.dispose]: {
+      value: function dispose(this: object): void {
+        releaseImport(this);
+      },
+      configurable: true,
+      writable: true,
+    },
+  });
+}
+
+/** A `RecordBatch` an import returned: releasable. */
+export class ImportedRecordBatch<T extends TypeMap = any> extends RecordBatch<T> {}
+export interface ImportedRecordBatch<T extends TypeMap = any> extends Releasable {}
+defineReleasable(ImportedRecordBatch.prototype);
+
+/** A `Table` an import returned: releasing it releases every batch. */
+export class ImportedTable<T extends TypeMap = any> extends Table<T> {}
+export interface ImportedTable<T extends TypeMap = any> extends Releasable {}
+defineReleasable(ImportedTable.prototype);
+
+/** A `Vector` an import returned: releasable. */
+export class ImportedVector<T extends DataType = any> extends Vector<T> {}
+export interface ImportedVector<T extends DataType = any> extends Releasable {}
+defineReleasable(ImportedVector.prototype);
+
+/** A `Data` an import returned: releasable. */
+export class ImportedData<T extends DataType = any> extends Data<T> {}
+export interface ImportedData<T extends DataType = any> extends Releasable {}
+defineReleasable(ImportedData.prototype);
+
+/** Makes `batch` (a plain RecordBatch built for an import) an `ImportedRecordBatch` owned by `by`. */
+export function asImportedBatch(batch: RecordBatch, by: readonly ImportOwner[]): ImportedRecordBatch {
+  if (!(batch instanceof ImportedRecordBatch)) Object.setPrototypeOf(batch, ImportedRecordBatch.prototype);
+  return owned(batch as ImportedRecordBatch, by);
+}
+
+/** An `ImportedTable` of imported batches (of `schema` when there are none). */
+export function importedTable(batches: readonly ImportedRecordBatch[], schema: Schema): ImportedTable {
+  // With repeated field names arrow-js rejects new Table(schema, batches) (its schema comparison
+  // goes by name), so a table of batches takes its schema from them.
+  const t = batches.length > 0 ? new ImportedTable([...batches]) : new ImportedTable(schema);
+  return owned(t, batches.flatMap((b) => ownersOf(b) ?? []));
+}
+
+/** An `ImportedVector` over one imported `Data`. */
+export function importedVector(data: Data, by: readonly ImportOwner[]): ImportedVector {
+  return owned(new ImportedVector([data]), by);
+}
+
+/**
+ * `data` as an `ImportedData` owned by `by`. The lazy Data of a zero-copy
+ * import is one already (LazyData extends ImportedData); a Data that a
+ * conversion built (`expand`) gets the prototype, which adds only methods.
+ */
+export function importedData(data: Data, by: readonly ImportOwner[]): ImportedData {
+  if (!(data instanceof ImportedData)) Object.setPrototypeOf(data, ImportedData.prototype);
+  return owned(data as ImportedData, by);
+}
+

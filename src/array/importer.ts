@@ -1,0 +1,172 @@
+/**
+ * The one import path. Every importer (arrays, record batches, tables,
+ * device arrays read in place, stream batches, async tasks) is a thin front
+ * end over these functions:
+ *
+ * 1. `consume`: checks the pointer and the struct, resolves the schema and
+ *    the options; import consumes its inputs, so on any failure here the
+ *    array and a schema given as a pointer are both released.
+ * 2. an `ImportOwner` takes the struct (moved, or adopted when it is our
+ *    own allocation, as a stream's `get_next` output is).
+ * 3. `build`: reads the array tree (validated at the asked level) and
+ *    builds the JS objects over it; on failure the owner releases at once,
+ *    no view having escaped; on success the objects are recorded as owned.
+ *
+ * What a record batch import needs of its schema is made once per arrow-js
+ * `Schema` object (`batchPlan`), as nanoarrow builds an array view from a
+ * schema once: a stream or a driver that sends the schema once pays for it once.
+ */
+import { DataType, Field, Schema, Struct, type Data } from 'apache-arrow';
+import { ArrowDeviceError, invalid } from '../errors.js';
+import { isReleased, releaseStruct, type CStructKind } from '../memory/cstruct.js';
+import type { Memory, Ptr } from '../memory/memory.js';
+import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
+import { schemaToNode, toSchemaNode } from '../schema/export.js';
+import { readSchemaNode, type SchemaNode } from '../schema/node.js';
+import { makeBatch, viewToData } from './arrowjs.js';
+import { readArrayView, validationLevel, type ValidationLevel } from './import.js';
+import { asImportedBatch, importedData, owned, type ImportedData, type ImportedRecordBatch } from './imported.js';
+import { ImportOwner, type OwnedStruct } from './owner.js';
+import type { ArrayView } from './view.js';
+
+/** Options every array import takes. */
+export interface ImportCoreOptions extends ToArrowOptions {
+  /** Copy every buffer into JS memory and release the producer at once. */
+  copy?: boolean;
+  /** How much of the foreign input to check; `default` unless set. See `ValidationLevel`. */
+  validate?: ValidationLevel;
+}
+
+/** Anything that describes a type: arrow-js objects or a `SchemaNode`. */
+export type SchemaLike = Schema | Field | DataType | SchemaNode;
+
+/** What a record batch import needs of its schema, made once per schema. */
+export interface BatchPlan {
+  readonly node: SchemaNode;
+  readonly arrow: Schema;
+  readonly struct: Struct;
+}
+
+const plans = new WeakMap<Schema, BatchPlan>();
+
+/** The plan of an arrow-js `Schema` (cached: arrow-js schemas are immutable). */
+export function planOfSchema(schema: Schema): BatchPlan {
+  let p = plans.get(schema);
+  if (!p) {
+    p = { node: schemaToNode(schema), arrow: schema, struct: new Struct(schema.fields) };
+    plans.set(schema, p);
+  }
+  return p;
+}
+
+const nodePlans = new WeakMap<SchemaNode, { expand: boolean; plan: BatchPlan }>();
+
+/**
+ * The plan of a `SchemaNode` read from a producer (record batches need a
+ * struct, "+s"), cached per node object and `expand` option: a stream, an
+ * async reader or a device array converts its schema once.
+ */
+export function planOfNode(node: SchemaNode, opts: ToArrowOptions, path = 'schema'): BatchPlan {
+  const expand = opts.expand ?? false;
+  const hit = nodePlans.get(node);
+  if (hit && hit.expand === expand) return hit.plan;
+  const arrow = nodeToSchema(node, path, opts);
+  const p = { node, arrow, struct: new Struct(arrow.fields) };
+  // Cache it under its arrow-js schema too, so that importing more arrays against
+  // `reader.schema` / `plan.arrow` reuses it.
+  plans.set(arrow, p);
+  nodePlans.set(node, { expand, plan: p });
+  return p;
+}
+
+/** Reads (and releases) an `ArrowSchema` pointer into a `SchemaNode`. */
+export function readSchemaPtr(m: Memory, ptr: Ptr, keep = false, path = 'schema'): SchemaNode {
+  if (ptr === 0n) throw invalid(path, 'NULL pointer');
+  if (isReleased(m, 'ArrowSchema', ptr)) throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
+  try {
+    return readSchemaNode(m, ptr, path);
+  } finally {
+    // Import consumes the struct, on success and on failure (a released child
+    // deeper down does not make the root released).
+    if (!keep) releaseStruct(m, 'ArrowSchema', ptr);
+  }
+}
+
+/** A schema argument as a `SchemaNode` (a pointer is read and released). */
+export function nodeOf(m: Memory, schema: SchemaLike | Ptr): SchemaNode {
+  return typeof schema === 'bigint' ? readSchemaPtr(m, schema) : toSchemaNode(schema);
+}
+
+/** A schema argument as a batch plan (a pointer is read and released). */
+export function planOf(m: Memory, schema: Schema | SchemaNode | Ptr, opts: ToArrowOptions): BatchPlan {
+  if (schema instanceof Schema) return planOfSchema(schema);
+  return planOfNode(typeof schema === 'bigint' ? readSchemaPtr(m, schema) : schema, opts);
+}
+
+/** The arrow-js type of a schema argument. */
+export function typeOf(schema: SchemaLike | Ptr, node: SchemaNode, opts: ToArrowOptions): DataType {
+  return schema instanceof DataType ? schema : schema instanceof Field ? schema.type : nodeToType(node, 'schema', opts);
+}
+
+/**
+ * Step 1: checks the struct at `ptr` and runs `prepare` (the schema and the
+ * options). Import consumes: on any failure the array is released (unless
+ * it was NULL or released already) and so is `schema` when it is a pointer
+ * not read yet. Returns `prepare`'s result and the validation level.
+ */
+export function consume<T>(
+  m: Memory,
+  kind: OwnedStruct,
+  ptr: Ptr,
+  schema: unknown,
+  opts: ImportCoreOptions,
+  path: string,
+  prepare: () => T,
+): { prepared: T; level: number } {
+  let schemaTaken = false;
+  try {
+    if (typeof ptr !== 'bigint') throw invalid(path, `expected a pointer (bigint), got ${typeof ptr}`);
+    if (ptr === 0n) throw invalid(path, 'NULL pointer');
+    if (isReleased(m, kind, ptr)) {
+      throw new ArrowDeviceError('released', path, `the struct is released (${kind === 'ArrowArray' ? '' : 'array.'}release is NULL)`);
+    }
+    const level = validationLevel(opts.validate);
+    schemaTaken = true;
+    const prepared = prepare();
+    return { prepared, level };
+  } catch (e) {
+    if (!schemaTaken && typeof schema === 'bigint' && schema !== 0n) releaseStruct(m, 'ArrowSchema', schema);
+    if (typeof ptr === 'bigint' && ptr !== 0n) releaseStruct(m, kind as CStructKind, ptr);
+    throw e;
+  }
+}
+
+/**
+ * Steps 2 and 3: reads the array the owner holds and builds `fn(view)`;
+ * records the result (an object) as owned. On failure the owner has released.
+ */
+export function build<T>(owner: ImportOwner, node: SchemaNode, opts: ImportCoreOptions, level: number, path: string, fn: (view: ArrayView) => T): T {
+  let result: T;
+  try {
+    const view = readArrayView({ mem: owner.mem, owner, token: {}, copy: opts.copy ?? false, level }, owner.arrayPtr, node, path);
+    result = fn(view);
+  } catch (e) {
+    owner.release('failed');
+    throw e;
+  }
+  owner.done();
+  if (typeof result === 'object' && result !== null) owned(result, [owner]);
+  return result;
+}
+
+/** A record batch over the owner's struct array. */
+export function buildBatch(owner: ImportOwner, plan: BatchPlan, opts: ImportCoreOptions, level: number, path: string): ImportedRecordBatch {
+  return build(owner, plan.node, opts, level, path, (view) =>
+    asImportedBatch(makeBatch(plan.arrow, plan.struct, viewToData(view, plan.struct, path, opts) as Data<Struct>), [owner]),
+  );
+}
+
+/** arrow-js Data over the owner's array. */
+export function buildData(owner: ImportOwner, node: SchemaNode, type: DataType, opts: ImportCoreOptions, level: number, path: string): ImportedData {
+  return build(owner, node, opts, level, path, (view) => importedData(viewToData(view, type, path, opts), [owner]));
+}
