@@ -18,6 +18,9 @@ export { isValid, getBit } from './array/view.js';
 export type { ValidationLevel } from './array/import.js';
 export { viewToArrow, dataToView, viewToData } from './array/arrowjs.js';
 export * from './array/api.js';
+export {
+  releaseImport, isImportReleased, ImportedRecordBatch, ImportedTable, ImportedVector, ImportedData, type Releasable,
+} from './array/imported.js';
 export * from './device/index.js';
 export * from './stream/index.js';
 export * from './async/index.js';

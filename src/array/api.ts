@@ -20,7 +20,7 @@
  */
 import { Data, DataType, Schema, Struct, Table, Vector, RecordBatch, type Field } from 'apache-arrow';
 import { invalid } from '../errors.js';
-import { moveStruct, releaseStruct } from '../memory/cstruct.js';
+import { moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { nodeToField, nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
@@ -347,12 +347,14 @@ export function releaseArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
 
 /** Releases (if still live) and frees an `ArrowArray` struct allocated by this library. */
 export function freeArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
+  checkOwned(mem(opts), ptr, 'freeArrowArray');
   releaseArrowArray(ptr, opts);
   mem(opts).free(ptr);
 }
 
 /** Releases (if still live) and frees an `ArrowSchema` struct allocated by this library. */
 export function freeArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
+  checkOwned(mem(opts), ptr, 'freeArrowSchema');
   releaseArrowSchema(ptr, opts);
   mem(opts).free(ptr);
 }

@@ -53,7 +53,7 @@ const REASONS: Record<ReleaseReason, string> = {
   released: 'its release() (or [Symbol.dispose]) was called',
   collected: 'it was garbage collected',
   'stream-advanced':
-    'the stream reader released it when the next batch was read (a reader keeps one batch alive at a time; ' +
+    'the stream reader released it when its next() was called again (a reader keeps one batch alive at a time; ' +
     'use reader.keep(batch), the { keep: true } option or reader.toTable() to keep batches)',
   'stream-ended':
     'the stream reader released it when the reading ended (a reader keeps one batch alive at a time; ' +

@@ -35,7 +35,7 @@ import { build, consume, nodeOf, planOf, typeOf } from '../array/importer.js';
 import { asImportedBatch, importedData, type ImportedData, type ImportedRecordBatch } from '../array/imported.js';
 import { makeBatch } from '../array/arrowjs.js';
 import { ImportOwner } from '../array/owner.js';
-import { isReleased, moveStruct, releaseStruct } from '../memory/cstruct.js';
+import { isReleased, moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import type { ArrayView } from '../array/view.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -350,6 +350,7 @@ export function releaseDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
 
 /** Releases (if still live) and frees an `ArrowDeviceArray` allocated by this library. */
 export function freeDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
+  checkOwned(mem(opts), ptr, 'freeDeviceArray');
   if (ptr === 0n) return;
   releaseDeviceArray(ptr, opts);
   mem(opts).free(ptr);

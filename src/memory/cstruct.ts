@@ -10,6 +10,7 @@
  * "Moving an array"). Every layer calls these instead of computing release
  * offsets itself.
  */
+import { ArrowDeviceError } from '../errors.js';
 import { RELEASE_SIG } from './registry.js';
 import type { Memory, Ptr } from './memory.js';
 
@@ -79,4 +80,20 @@ export function moveToNew(mem: Memory, kind: CStructKind, src: Ptr): Ptr {
   const dst = mem.alloc(structSize(mem, kind));
   moveStruct(mem, kind, src, dst);
   return dst;
+}
+
+/**
+ * Refuses a pointer that `mem` did not allocate (or freed already) before a
+ * `free*` helper reads the struct: releasing through a stale pointer would
+ * read freed memory, and libc's free would abort on a double free.
+ */
+export function checkOwned(mem: Memory, ptr: Ptr, what: string): void {
+  if (ptr === 0n || !mem.owns) return;
+  if (!mem.owns(ptr)) {
+    throw new ArrowDeviceError(
+      'invalid',
+      what,
+      `0x${ptr.toString(16)} was not allocated by this library's ${mem.name} memory, or was freed already`,
+    );
+  }
 }

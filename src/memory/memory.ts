@@ -38,6 +38,13 @@ export interface Memory {
    */
   readonly viewsShareBuffer?: boolean;
 
+  /**
+   * Whether `addr` is a live allocation of this memory's `alloc` (absent on
+   * memories that do not track them). `free*` helpers check it before they
+   * touch the struct, so misuse is a typed error, never a crash.
+   */
+  owns?(addr: Ptr): boolean;
+
   readU8(addr: Ptr): number;
   readI8(addr: Ptr): number;
   readU16(addr: Ptr): number;

@@ -175,15 +175,37 @@ class NativeMemory implements Memory {
     this.libc.memcpyIn(this.check(addr, bytes.byteLength), bytes, bytes.byteLength);
   }
 
+  /**
+   * Every live allocation of ours: `free` of anything else (an address we
+   * never allocated, or one freed already) is a typed error, never a libc
+   * abort ("double free") or a crash (DESIGN.md, "Our allocations are tracked").
+   */
+  private readonly allocations = new Set<Ptr>();
+
   alloc(size: number): Ptr {
+    if (!Number.isSafeInteger(size) || size < 0) throw new ArrowDeviceError('invalid', 'alloc', `size must be a non-negative integer, got ${String(size)}`);
     const p = this.libc.calloc(1, Math.max(1, size));
     if (p === null || p === 0n) throw new ArrowDeviceError('nomem', '', `allocation of ${size} bytes failed`);
-    return BigInt(p);
+    const addr = BigInt(p);
+    this.allocations.add(addr);
+    return addr;
   }
 
   free(addr: Ptr): void {
     if (addr === 0n) return;
+    if (!this.allocations.delete(addr)) {
+      throw new ArrowDeviceError(
+        'invalid',
+        'free',
+        `0x${addr.toString(16)} was not allocated by this library's native memory, or was freed already`,
+      );
+    }
     this.libc.free(addr);
+  }
+
+  /** Whether `addr` is a live allocation of ours. */
+  owns(addr: Ptr): boolean {
+    return this.allocations.has(addr);
   }
 
   addressOf(bytes: ArrayBufferView): Ptr | undefined {

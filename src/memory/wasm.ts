@@ -352,6 +352,10 @@ class WasmMemoryImpl implements WasmMemory {
     return BigInt(p);
   }
 
+  owns(addr: Ptr): boolean {
+    return typeof addr === 'bigint' && addr > 0n && addr < BigInt(MAX_WASM32) && this.sizes.has(Number(addr));
+  }
+
   free(addr: Ptr): void {
     if (addr === 0n) return;
     const p = Number(addr);

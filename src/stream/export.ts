@@ -19,6 +19,7 @@ import { dataToView } from '../array/arrowjs.js';
 import { exportArray, exportSchema, type MemoryOption } from '../array/api.js';
 import { ArrowDeviceError, invalid, toErrno, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
+import { checkOwned } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
@@ -412,12 +413,14 @@ export function releaseArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {})
 
 /** Releases (if still live) and frees an `ArrowArrayStream` struct allocated by this library. */
 export function freeArrowArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
+  checkOwned(mem(opts), ptr, 'freeArrowArrayStream');
   releaseArrowArrayStream(ptr, opts);
   mem(opts).free(ptr);
 }
 
 /** Releases (if still live) and frees an `ArrowDeviceArrayStream` struct allocated by this library. */
 export function freeArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
+  checkOwned(mem(opts), ptr, 'freeArrowDeviceArrayStream');
   releaseArrowDeviceArrayStream(ptr, opts);
   mem(opts).free(ptr);
 }

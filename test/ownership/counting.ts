@@ -1,0 +1,84 @@
+/**
+ * The shared ownership fixture: test/ownership/counting.c, built at test time
+ * with cc and bound with koffi. One C producer that counts outstanding
+ * arrays (handed out, not released), their peak, releases and double
+ * releases serves every ownership test, whichever importer it goes through.
+ */
+import koffi from 'koffi';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { nativeMemory, type Ptr } from '../../src/index.js';
+import { run, tempDir, which } from '../helpers/tools.js';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const cc = which('cc') ?? which('gcc');
+
+/** Why the fixture cannot be built here, or undefined when it can. */
+export const countingMissing: string | undefined = cc ? undefined : 'no C compiler (cc/gcc) to build the counting producer';
+
+export interface Counting {
+  /** Arrays handed out and not released yet. */
+  outstanding(): number;
+  /** The most arrays outstanding at once since the last `resetPeak`. */
+  peak(): number;
+  resetPeak(): void;
+  releases(): number;
+  doubleReleases(): number;
+  streamReleases(): number;
+  schemaReleases(): number;
+  /** A new ArrowSchema (struct<x: int32>) in memory we allocated. */
+  schema(): Ptr;
+  /** A new ArrowArray of `rows` rows, x = start + i, in memory we allocated. */
+  batch(rows: number, start?: number): Ptr;
+  /** A new CPU ArrowDeviceArray, as `batch`. */
+  deviceBatch(rows: number, start?: number): Ptr;
+  /** A new ArrowArrayStream of `n` batches of `rows` rows. */
+  stream(n: number, rows: number): Ptr;
+  /** A new CPU ArrowDeviceArrayStream of `n` batches of `rows` rows. */
+  deviceStream(n: number, rows: number): Ptr;
+}
+
+let fixture: Counting | undefined;
+
+export function counting(): Counting {
+  if (fixture) return fixture;
+  const so = join(tempDir('counting'), 'libcounting.so');
+  run(cc!, ['-std=c11', '-O1', '-shared', '-fPIC', '-I', join(here, '..', 'include'), '-o', so, join(here, 'counting.c')]);
+  const lib = koffi.load(so);
+  const i64 = (name: string) => {
+    const f = lib.func(`int64_t ${name}(void)`);
+    return (): number => Number(f() as number | bigint);
+  };
+  const make = (decl: string) => lib.func(decl) as (...a: unknown[]) => number;
+  const mkSchema = make('int cp_make_schema(uintptr_t out)');
+  const mkBatch = make('int cp_make_batch(uintptr_t out, int64_t rows, int32_t start)');
+  const mkDevBatch = make('int cp_make_device_batch(uintptr_t out, int64_t rows, int32_t start)');
+  const mkStream = make('int cp_make_stream(uintptr_t out, int64_t n, int64_t rows)');
+  const mkDevStream = make('int cp_make_device_stream(uintptr_t out, int64_t n, int64_t rows)');
+  const resetPeak = lib.func('void cp_reset_peak(void)');
+  const m = nativeMemory();
+  const into = (size: number, fill: (p: Ptr) => number): Ptr => {
+    const p = m.alloc(size);
+    const rc = fill(p);
+    if (rc !== 0) {
+      m.free(p);
+      throw new Error(`counting producer: rc ${rc}`);
+    }
+    return p;
+  };
+  fixture = {
+    outstanding: i64('cp_outstanding'),
+    peak: i64('cp_peak'),
+    resetPeak: () => void resetPeak(),
+    releases: i64('cp_releases'),
+    doubleReleases: i64('cp_double_releases'),
+    streamReleases: i64('cp_stream_releases'),
+    schemaReleases: i64('cp_schema_releases'),
+    schema: () => into(m.layouts.ArrowSchema.size, (p) => mkSchema(p)),
+    batch: (rows, start = 0) => into(m.layouts.ArrowArray.size, (p) => mkBatch(p, rows, start)),
+    deviceBatch: (rows, start = 0) => into(m.layouts.ArrowDeviceArray.size, (p) => mkDevBatch(p, rows, start)),
+    stream: (n, rows) => into(m.layouts.ArrowArrayStream.size, (p) => mkStream(p, n, rows)),
+    deviceStream: (n, rows) => into(m.layouts.ArrowDeviceArrayStream.size, (p) => mkDevStream(p, n, rows)),
+  };
+  return fixture;
+}
