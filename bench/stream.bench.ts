@@ -10,7 +10,9 @@
  *    queued by koffi to the JS thread) against DuckDB summing the same rows
  *    from its own table.
  *
- *   npm run build && node --import tsx bench/stream.bench.ts [--quick]
+ *   npm run bench:stream [-- --quick] [-- --memory]
+ *
+ * 3. Memory over a long stream read and dropped (see `memory()`).
  *
  * `copy` rows import with `{ copy: true }`: the producer is released at once
  * instead of when the garbage collector finds the batch unreachable.
@@ -18,7 +20,9 @@
 // The DuckDB peer first: it raises koffi's async stack before any library loads.
 import { DuckDB, duckdbAvailable } from '../test/peers/duckdb/duckdb.js';
 import { Field, Float64, Int32, makeData, RecordBatch, Schema, Struct, Table, Utf8, vectorFromArray } from 'apache-arrow';
-import { accounting, exportArrayStream, freeArrowArrayStream, importArrayStream } from '../src/index.js';
+import { accounting, createAsyncDeviceStreamReader, exportArrayStream, freeArrowArrayStream, importArrayStream } from '../src/index.js';
+import { counting, countingMissing } from '../test/ownership/counting.js';
+import { asyncPeer, peerMissing } from '../test/async/peer.js';
 
 const quick = process.argv.includes('--quick');
 
@@ -101,8 +105,107 @@ async function duck(): Promise<void> {
   }
 }
 
+/**
+ * Memory over a long stream read and dropped (DESIGN.md, "GC cannot bound
+ * memory"): a C producer (test/ownership/counting.c) hands out batches of
+ * 8 MiB and counts those outstanding (handed out, not released). Read the way
+ * the README shows (`for (const b of reader) use(b)`, nothing kept), a reader
+ * must keep that count small by itself. Peak outstanding batches and peak
+ * RSS are printed for `for...of`, `for await...of` and the async reader; the
+ * `keep: true` row is what every reader did before readers released batches
+ * themselves (only the garbage collector, which never runs its finalizers
+ * inside a synchronous loop), on fewer batches so that it ends.
+ */
+async function memory(): Promise<void> {
+  if (countingMissing) {
+    console.log(`memory: ${countingMissing}, skipped`);
+    return;
+  }
+  const c = counting();
+  const n = quick ? 200 : 2000;
+  const rows = 2 * 1024 * 1024; // 8 MiB of int32
+  const mb = (x: number): string => `${(x / 2 ** 20).toFixed(0)} MB`;
+  const report = (label: string, count: number, peakRss: number, rss0: number, t0: number): void => {
+    const s = (performance.now() - t0) / 1000;
+    console.log(
+      `${label.padEnd(44)} ${String(count).padStart(5)} batches of 8 MiB: peak outstanding ${String(c.peak()).padStart(4)}, ` +
+        `peak RSS ${mb(peakRss).padStart(7)} (start ${mb(rss0)}), ${(count / s).toFixed(0)} batches/s`,
+    );
+  };
+  const use = (b: RecordBatch): number => (b.getChild('x')!.get(rows - 1) as number);
+  for (const kind of ['for...of', 'for await...of'] as const) {
+    c.resetPeak();
+    const rss0 = process.memoryUsage.rss();
+    let peak = rss0;
+    const t0 = performance.now();
+    const s = c.stream(n, rows);
+    const reader = importArrayStream(s);
+    freeArrowArrayStream(s);
+    let k = 0;
+    if (kind === 'for...of') {
+      for (const b of reader) {
+        use(b);
+        if (++k % 16 === 0) peak = Math.max(peak, process.memoryUsage.rss());
+      }
+    } else {
+      for await (const b of reader) {
+        use(b);
+        if (++k % 16 === 0) peak = Math.max(peak, process.memoryUsage.rss());
+      }
+    }
+    report(`ArrowArrayStream, ${kind}`, k, peak, rss0, t0);
+  }
+  if (!peerMissing) {
+    const p = asyncPeer();
+    c.resetPeak();
+    const rss0 = process.memoryUsage.rss();
+    let peak = rss0;
+    let peakLive = 0;
+    const t0 = performance.now();
+    const reader = createAsyncDeviceStreamReader({ queueSize: 4 });
+    const prod = p.produce(reader.handler, n, rows, -1);
+    let k = 0;
+    for await (const b of reader) {
+      if (b instanceof RecordBatch) use(b);
+      peakLive = Math.max(peakLive, p.liveBatches());
+      if (++k % 16 === 0) peak = Math.max(peak, process.memoryUsage.rss());
+    }
+    await p.produceWait(prod);
+    await reader.closed;
+    const s = (performance.now() - t0) / 1000;
+    console.log(
+      `${'async reader (native producer thread)'.padEnd(44)} ${String(k).padStart(5)} batches of 8 MiB: peak live batches ${String(peakLive).padStart(4)}, ` +
+        `peak RSS ${mb(peak).padStart(7)} (start ${mb(rss0)}), ${(k / s).toFixed(0)} batches/s`,
+    );
+  } else {
+    console.log(`async reader: ${peerMissing}, skipped`);
+  }
+  // The behaviour before: nothing released inside the loop.
+  {
+    const m = quick ? 50 : 150;
+    c.resetPeak();
+    const rss0 = process.memoryUsage.rss();
+    let peak = rss0;
+    const t0 = performance.now();
+    const s = c.stream(m, rows);
+    const reader = importArrayStream(s, { keep: true });
+    freeArrowArrayStream(s);
+    let k = 0;
+    for (const b of reader) {
+      use(b);
+      if (++k % 16 === 0) peak = Math.max(peak, process.memoryUsage.rss());
+    }
+    peak = Math.max(peak, process.memoryUsage.rss());
+    report('keep: true, nothing held (the GC alone)', k, peak, rss0, t0);
+  }
+}
+
 async function main(): Promise<void> {
   console.log(`stream bench: node ${process.version}, compiled library (.build/run)`);
+  if (process.argv.includes('--memory')) {
+    await memory();
+    return;
+  }
   const reps = quick ? 3 : 7;
   const n1 = quick ? 20_000 : 100_000;
   sameThread('1 row, 1 int32 column', int32Batch(1), n1, reps);
@@ -116,6 +219,7 @@ async function main(): Promise<void> {
   }).batches[0]!;
   sameThread('1 row, 4 columns (i32,f64,utf8,f64)', wide, quick ? 20_000 : 50_000, reps);
   await duck();
+  await memory();
   console.log(`accounting after: ${JSON.stringify(accounting())}`);
 }
 
