@@ -226,7 +226,8 @@ export async function produceCase(c: CaseData, handler: Ptr): Promise<void> {
 
 /** Async transport, our consumer side: `start` makes a producer push into our handler; reads it all. */
 export async function readCase(start: (handler: Ptr) => Promise<unknown>): Promise<CaseData> {
-  const reader = createAsyncDeviceStreamReader({ validate: 'full' });
+  // keep: every batch is compared after the whole stream was read.
+  const reader = createAsyncDeviceStreamReader({ validate: 'full', keep: true });
   let failure: unknown;
   const producing = (async () => start(reader.handler))().catch((e: unknown) => {
     failure = e;
