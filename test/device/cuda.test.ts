@@ -50,6 +50,22 @@ console.log(`# CUDA tests run against ${cuda.describe}`);
 const NO_CUDA = cuda.mode === 'none' ? cuda.describe : false;
 const sim = cuda.mode === 'sim' ? simControl(process.env.ARROW_DEVICE_CUDART!) : undefined;
 
+/**
+ * Runs `fn` with the simulator's copies, memsets and kernels slowed to
+ * `us` each (a no-op on a real GPU), so that work `fn` queues is still
+ * running when the next step starts: a consumer that skips the event then
+ * reads old bytes instead of passing by luck.
+ */
+function slowly<T>(fn: () => T, us = 20_000): T {
+  if (!sim) return fn();
+  const prev = sim.setDelayUs(us);
+  try {
+    return fn();
+  } finally {
+    sim.setDelayUs(prev);
+  }
+}
+
 async function settle(): Promise<void> {
   const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0);
   assert.ok(ok, `accounting back to zero: ${JSON.stringify(accounting())}`);
@@ -345,7 +361,8 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
         (() => {
           const schema = allocArrowSchema();
           const array = allocDeviceArray();
-          assert.equal(p.exportBatch(n, t, schema, array), 0, p.lastError());
+          // The peer's kernels are still running when it returns: the import must wait on its event.
+          assert.equal(slowly(() => p.exportBatch(n, t, schema, array)), 0, p.lastError());
           assert.notEqual(readDeviceFieldsRaw(array).syncEvent, 0n);
           const x = importDeviceRecordBatch(array, schema);
           const batch = x instanceof DeviceArray ? x.toHostRecordBatch({ validate: 'full' }) : x;
@@ -365,7 +382,9 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
       test(`exports a JS batch to ${name} memory with an event, and the peer checks it on the device`, () => {
         const n = 10_000;
         const before = accounting().liveExports;
-        const ptr = exportDeviceArray(expectedBatch(n), { deviceType: t, deviceId: 0, stream });
+        // Our copies are still running when the export returns: the peer must wait on our event.
+        const batch = expectedBatch(n);
+        const ptr = slowly(() => exportDeviceArray(batch, { deviceType: t, deviceId: 0, stream }));
         assert.equal(p.check(n, ptr), 0n, p.lastError());
         assert.equal(accounting().liveExports, before, 'the peer released our export');
         freeDeviceArray(ptr);
@@ -376,7 +395,7 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
       const n = 777;
       const schema = allocArrowSchema();
       const array = allocDeviceArray();
-      assert.equal(p.exportBatch(n, DeviceType.CUDA, schema, array), 0, p.lastError());
+      assert.equal(slowly(() => p.exportBatch(n, DeviceType.CUDA, schema, array)), 0, p.lastError());
       const dev = importDeviceArray(array, schema);
       const next = allocDeviceArray();
       dev.exportTo(next);

@@ -11,10 +11,10 @@
  *   device ranges stay reserved PROT_NONE, so a use after cudaFree is an
  *   error code (or a crash on the host), never someone else's bytes.
  * - Work is asynchronous. Every stream has a worker thread that runs its
- *   ops (copies, memsets, event records, event waits, kernels) in order,
- *   each no earlier than a delay after it was queued (sim_set_delay_us,
- *   SIMCUDA_DELAY_US), so a host that reads before synchronising sees the
- *   old bytes. An event completes when the work recorded before it has;
+ *   ops (copies, memsets, event records, event waits, kernels) in order;
+ *   each copy, memset and kernel takes a while (sim_set_delay_us,
+ *   SIMCUDA_DELAY_US, 200 us by default, the value when the op was
+ *   queued), so a host that reads before synchronising sees the old bytes. An event completes when the work recorded before it has;
  *   cudaStreamWaitEvent holds later work on a stream until the event.
  *   cudaMemcpy is a copy on the legacy default stream (NULL stream), run
  *   after the work queued there, and it waits for completion.
@@ -72,7 +72,8 @@ struct fence {
 struct op {
   enum op_type type;
   struct op* next;
-  uint64_t not_before_ns;
+  uint64_t duration_ns;   /* how long the op "runs": the delay when it was queued */
+  uint64_t not_before_ns; /* 0 until the op reaches the head of its stream */
   uint8_t* dst;
   const uint8_t* src;
   size_t n;
@@ -133,7 +134,7 @@ static int device_count(void) {
 static int64_t delay_us(void) {
   if (g_delay_us < 0) {
     const char* e = getenv("SIMCUDA_DELAY_US");
-    g_delay_us = e ? atoll(e) : 500;
+    g_delay_us = e ? atoll(e) : 200;
   }
   return g_delay_us;
 }
@@ -364,6 +365,8 @@ static void* worker(void* arg) {
       continue;
     }
     uint64_t now = now_ns();
+    /* An op starts when the one before it is done, and takes its duration: a stream of k ops takes k delays. */
+    if (o->not_before_ns == 0) o->not_before_ns = now + o->duration_ns + 1;
     if (now < o->not_before_ns) {
       uint64_t t = o->not_before_ns;
       struct timespec ts;
@@ -463,7 +466,9 @@ static struct CUevent_st* lookup_event(cudaEvent_t h) {
 /* Queues an op on s (caller holds g_lock; o is filled but for the queue fields). */
 static void enqueue(struct CUstream_st* s, struct op* o) {
   o->next = NULL;
-  o->not_before_ns = now_ns() + (uint64_t)delay_us() * 1000u;
+  /* Copies, memsets and kernels take time; records and waits take none. */
+  o->duration_ns = o->type == OP_RECORD || o->type == OP_WAIT ? 0 : (uint64_t)delay_us() * 1000u;
+  o->not_before_ns = 0;
   if (s->tail) s->tail->next = o;
   else s->head = o;
   s->tail = o;
