@@ -351,6 +351,43 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
     }
   });
 
+  test("CUDA's errors are typed errors (CudaError, an ArrowDeviceError) that name the call, and a failed export leaves nothing behind", () => {
+    const r = cudaRuntime();
+    const expectCuda = (f: () => unknown, code: number, name: string, kind: string, call: RegExp): void => {
+      assert.throws(f, (e: unknown) => {
+        assert.ok(e instanceof CudaError && e instanceof ArrowDeviceError, String(e));
+        assert.equal(e.cudaError, code);
+        assert.equal(e.cudaErrorName, name);
+        assert.equal(e.kind, kind);
+        assert.match(e.message, call);
+        assert.match(e.message, new RegExp(`failed: ${name} \\(${code}\\)`));
+        return true;
+      });
+    };
+    const before = r.getDevice();
+    expectCuda(() => r.setDevice(devices + 3), 101, 'cudaErrorInvalidDevice', 'invalid', /^cudaSetDevice\(\d+\) failed/);
+    const d = r.malloc(64);
+    r.free(d);
+    expectCuda(() => r.free(d), 1, 'cudaErrorInvalidValue', 'invalid', /^cudaFree failed/);
+    const h = r.malloc(64, 'host');
+    const d2 = r.malloc(64);
+    try {
+      // HostToDevice with a device source: the direction does not match the pointers.
+      expectCuda(() => r.memcpy(d2, d2, 64, 1), 1, 'cudaErrorInvalidValue', 'invalid', /^cudaMemcpy failed/);
+    } finally {
+      r.free(d2);
+      r.free(h, 'host');
+    }
+    const s = r.streamCreate();
+    r.streamDestroy(s);
+    expectCuda(() => r.streamSynchronize(s), 400, 'cudaErrorInvalidResourceHandle', 'invalid', /^cudaStreamSynchronize failed/);
+    // An export to a device that does not exist: typed, nothing allocated, the current device unchanged.
+    const exports = accounting().liveExports;
+    expectCuda(() => exportDeviceArray(int32Batch(), { deviceType: DeviceType.CUDA, deviceId: devices + 3 }), 101, 'cudaErrorInvalidDevice', 'invalid', /cudaSetDevice/);
+    assert.equal(accounting().liveExports, exports);
+    assert.equal(r.getDevice(), before);
+  });
+
   const peer = loadPeer();
   if (typeof peer === 'string') console.log(`# CUDA peer tests skipped: ${peer}`);
   describe('against the CUDA C peer', { skip: typeof peer === 'string' ? peer : false }, () => {
@@ -390,6 +427,29 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
         freeDeviceArray(ptr);
       });
     }
+
+    test("copies the peer's batch, kernels still running, to every CUDA kind and the CPU: each copy waits on its event", () => {
+      const n = 2_000;
+      const targets = [
+        { deviceType: DeviceType.CUDA, deviceId: Math.min(1, devices - 1) },
+        { deviceType: DeviceType.CUDA_HOST, deviceId: 0 },
+        { deviceType: DeviceType.CUDA_MANAGED, deviceId: 0 },
+        { deviceType: DeviceType.CPU },
+      ];
+      for (const target of targets) {
+        const schema = allocArrowSchema();
+        const array = allocDeviceArray();
+        assert.equal(slowly(() => p.exportBatch(n, DeviceType.CUDA, schema, array)), 0, p.lastError());
+        const dev = importDeviceArray(array, schema);
+        const copy = dev.copyTo(target);
+        dev.release(); // the copy is complete: the peer's memory may go
+        assert.equal(diffTables(new Table([expectedBatch(n)]), new Table([copy.toHostRecordBatch()])), undefined, `to ${copy.deviceTypeName}`);
+        copy.release();
+        freeDeviceArray(array);
+        freeArrowSchema(schema);
+      }
+      assert.equal(p.liveExports(), 0n);
+    });
 
     test('passes the peer\'s batch through unchanged, back to the peer', () => {
       const n = 777;
