@@ -47,6 +47,8 @@ import { readDeviceFieldsRaw, wrapDevice } from './helpers.js';
 const mem = nativeMemory();
 const cuda = setupCuda();
 console.log(`# CUDA tests run against ${cuda.describe}`);
+// CI sets ARROW_DEVICE_CUDA_REQUIRED=1: there a missing simulator (no C compiler) is a failure, not a skip.
+if (cuda.mode === 'none' && process.env.ARROW_DEVICE_CUDA_REQUIRED === '1') throw new Error(`ARROW_DEVICE_CUDA_REQUIRED=1: ${cuda.describe}`);
 const NO_CUDA = cuda.mode === 'none' ? cuda.describe : false;
 const sim = cuda.mode === 'sim' ? simControl(process.env.ARROW_DEVICE_CUDART!) : undefined;
 

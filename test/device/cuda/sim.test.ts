@@ -18,9 +18,17 @@ import { RELEASE_SIG } from '../../../src/memory/registry.js';
 import { runChild } from '../../helpers/child.js';
 import { buildSim, simControl } from './sim/sim.js';
 
-const { cudart, peer: peerPath } = buildSim();
-const lib = koffi.load(cudart);
-const sim = simControl(cudart);
+const build = ((): ReturnType<typeof buildSim> | string => {
+  try {
+    return buildSim();
+  } catch (e) {
+    if (process.env.ARROW_DEVICE_CUDA_REQUIRED === '1') throw e;
+    return (e as Error).message; // no C compiler: the suite skips, saying why
+  }
+})();
+const { cudart, peer: peerPath } = typeof build === 'string' ? { cudart: '', peer: '' } : build;
+const lib = typeof build === 'string' ? undefined : koffi.load(cudart);
+const sim = typeof build === 'string' ? undefined! : simControl(cudart);
 const mem = nativeMemory();
 
 // cudaError_t values of the CUDA runtime (driver_types.h).
@@ -29,6 +37,7 @@ const H2H = 0, H2D = 1, D2H = 2, D2D = 3;
 
 type F = (...a: unknown[]) => number;
 const fn = (decl: string): F => {
+  if (!lib) return () => -1;
   const f = lib.func(decl);
   return (...a) => Number(f(...a));
 };
@@ -53,7 +62,7 @@ const c = {
   setDevice: fn('int cudaSetDevice(int d)'),
   getLastError: fn('int cudaGetLastError(void)'),
 };
-const errorName = lib.func('const char *cudaGetErrorName(int e)') as (e: number) => string;
+const errorName = (lib?.func('const char *cudaGetErrorName(int e)') ?? (() => '')) as (e: number) => string;
 
 const scratch = mem.alloc(8);
 /** Calls a CUDA function whose first argument is an out-pointer; returns what it wrote. */
@@ -82,7 +91,7 @@ function slowly<T>(body: () => T, us = 50_000): T {
   }
 }
 
-describe('the simulated CUDA runtime', () => {
+describe('the simulated CUDA runtime', { skip: typeof build === 'string' ? build : false }, () => {
   afterEach(() => {
     assert.deepEqual(sim.live(), { allocations: 0, streams: 0, events: 0, pendingOps: 0 }, 'live simulator objects after the test');
   });
