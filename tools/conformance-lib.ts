@@ -6,9 +6,11 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { RecordBatch, RecordBatchReader, Schema, Struct, tableFromIPC, Vector, type Data, type Table } from 'apache-arrow';
+import { DeviceType } from '../src/abi/constants.js';
+import { freeArrowSchema } from '../src/array/api.js';
 import {
   accounting, ArrowDeviceError, createAsyncDeviceStreamReader, dataToView, DeviceArray, exportArray, exportArrayStream,
-  exportDeviceArray, exportDeviceArrayStream, exportSchema, importArrayStream, importArrayView, importDeviceArrayStream,
+  exportDeviceArray, exportDeviceArrayStream, freeDeviceArray, exportSchema, importArrayStream, importArrayView, importDeviceArrayStream,
   importDeviceArrayView, importSchemaNode, produceAsyncDeviceStream, type ArrayView, type MemoryOption, type Ptr,
   type SchemaNode,
 } from '../src/index.js';
@@ -129,10 +131,13 @@ export async function settle(): Promise<string | undefined> {
  * The transport a run goes through (`--via`): `array` (ArrowSchema +
  * ArrowArray per batch), `device` (ArrowDeviceArray on the CPU), `stream`
  * (ArrowArrayStream), `device-stream` (ArrowDeviceArrayStream), `async`
- * (ArrowAsyncDeviceStreamHandler, see `produceCase`/`readCase`).
+ * (ArrowAsyncDeviceStreamHandler, see `produceCase`/`readCase`), `cuda`
+ * (ArrowDeviceArray in CUDA device memory: every batch is copied to the
+ * device on export and imported as a `DeviceArray`, then copied back to the
+ * host; a real GPU or the simulated runtime, see tools/conformance.ts).
  */
-export type Via = 'array' | 'device' | 'stream' | 'device-stream' | 'async';
-export const VIAS: readonly Via[] = ['array', 'device', 'stream', 'device-stream', 'async'];
+export type Via = 'array' | 'device' | 'stream' | 'device-stream' | 'async' | 'cuda';
+export const VIAS: readonly Via[] = ['array', 'device', 'stream', 'device-stream', 'async', 'cuda'];
 
 let via: Via = 'array';
 /** Sets the transport of `exportCase`/`importCase` for the run. */
@@ -172,6 +177,19 @@ export function exportCase(c: CaseData, opts: MemoryOption = {}, through: Via = 
       const schema = exportSchema(c.schema, opts);
       return { schema, arrays: c.batches.map((b) => exportDeviceArray(b, opts)) };
     }
+    case 'cuda': {
+      const schema = exportSchema(c.schema, opts);
+      const arrays: Ptr[] = [];
+      try {
+        for (const b of c.batches) arrays.push(exportDeviceArray(b, { ...opts, deviceType: DeviceType.CUDA, deviceId: 0 }));
+      } catch (e) {
+        // A failed copy to the device: what was exported so far is released, nothing leaks.
+        for (const a of arrays) freeDeviceArray(a, opts);
+        freeArrowSchema(schema, opts);
+        throw e;
+      }
+      return { schema, arrays };
+    }
     default: {
       const schema = exportSchema(c.schema, opts);
       return { schema, arrays: c.batches.map((b) => exportArray(b, opts)) };
@@ -193,11 +211,15 @@ export function importCase(ptrs: CasePtrs, free: (p: bigint) => void, opts: Memo
       return batchesToCase(r.schemaNode, r.readAll());
     }
     const schema = importSchemaNode(ptrs.schema, opts);
-    if (through === 'device') {
+    if (through === 'device' || through === 'cuda') {
       return {
         schema,
         batches: ptrs.arrays.map((p) => {
           const v = importDeviceArrayView(p, schema, full);
+          if (through === 'cuda' && !(v instanceof DeviceArray && v.deviceType === DeviceType.CUDA)) {
+            if (v instanceof DeviceArray) v.release();
+            throw new Error('--via cuda: the batch did not come back as CUDA device memory');
+          }
           if (!(v instanceof DeviceArray)) return v;
           try {
             return v.toHostView(full);
@@ -253,7 +275,7 @@ export async function readCase(start: (handler: Ptr) => Promise<unknown>): Promi
 
 /** Streams and async streams carry arrow-js batches: types arrow-js lacks are skipped, with the reason. */
 function transportSkip(e: unknown): string | undefined {
-  if (via !== 'array' && via !== 'device' && e instanceof ArrowDeviceError && e.kind === 'unsupported') {
+  if (via !== 'array' && via !== 'device' && via !== 'cuda' && e instanceof ArrowDeviceError && e.kind === 'unsupported') {
     return `--via ${via} carries arrow-js record batches: ${e.message}`;
   }
   return undefined;
@@ -270,6 +292,7 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
   if (why) return { status: 'skip', detail: why };
   if (via === 'async' && (!peer.asyncRoundTrip || !peer.asyncPeerFirst)) return { status: 'skip', detail: `${peer.name} has no async interface` };
   if (via !== 'array' && !peer.supports) return { status: 'skip', detail: `${peer.name} takes only ArrowArray (--via array)` };
+  if (via === 'cuda' && peer.name !== 'self') return { status: 'skip', detail: `--via cuda: ${peer.name} does not read CUDA memory here` };
   const notes: string[] = [data.source];
   // Direction 1: ours first.
   try {

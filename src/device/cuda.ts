@@ -19,7 +19,7 @@
  * `uintptr_t`s and no koffi pointer types leak out.
  */
 import { existsSync, homedir, join, readdirSync } from '../platform/node.js';
-import { ArrowDeviceError } from '../errors.js';
+import { ArrowDeviceError, type ErrorKind } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { koffi, nativeMemory } from '../memory/native.js';
 
@@ -33,13 +33,41 @@ const EVENT_DISABLE_TIMING = 2;
 /** cudaMemAttachGlobal */
 const MEM_ATTACH_GLOBAL = 1;
 
-/** Runtime errors that mean "no usable CUDA here", reported as `unsupported` (ENOSYS). */
-const NO_CUDA_ERRORS = new Set([
-  35, // cudaErrorInsufficientDriver
-  100, // cudaErrorNoDevice
-  101, // cudaErrorInvalidDevice
-  34, // cudaErrorStubLibrary
+/**
+ * The kind of error a `cudaError_t` becomes (numeric values from the CUDA
+ * runtime's `cudaError` enum). "No usable CUDA here" is `unsupported`
+ * (ENOSYS); out of memory is `nomem`; a bad argument (a pointer CUDA does
+ * not know or that was freed, a copy direction that does not match the
+ * pointers, a device ordinal out of range, a destroyed stream or event) is
+ * `invalid`; anything else (a fault on the device, ...) is `io`.
+ */
+const CUDA_ERROR_KINDS = new Map<number, ErrorKind>([
+  [34, 'unsupported'], // cudaErrorStubLibrary
+  [35, 'unsupported'], // cudaErrorInsufficientDriver
+  [100, 'unsupported'], // cudaErrorNoDevice
+  [2, 'nomem'], // cudaErrorMemoryAllocation
+  [1, 'invalid'], // cudaErrorInvalidValue
+  [17, 'invalid'], // cudaErrorInvalidDevicePointer
+  [21, 'invalid'], // cudaErrorInvalidMemcpyDirection
+  [101, 'invalid'], // cudaErrorInvalidDevice
+  [400, 'invalid'], // cudaErrorInvalidResourceHandle
 ]);
+
+/** A failed CUDA runtime call: the `ArrowDeviceError` with the call and CUDA's own error code. */
+export class CudaError extends ArrowDeviceError {
+  override name = 'CudaError';
+  constructor(
+    /** The `cudaError_t` the call returned. */
+    readonly cudaError: number,
+    /** The call, as `cudaMemcpyAsync`. */
+    readonly call: string,
+    /** CUDA's name of the error, as `cudaErrorInvalidValue`. */
+    readonly cudaErrorName: string,
+    text: string,
+  ) {
+    super(CUDA_ERROR_KINDS.get(cudaError) ?? 'io', '', `${call} failed: ${cudaErrorName} (${cudaError})${text ? `: ${text}` : ''}`);
+  }
+}
 
 type Fn = (...args: unknown[]) => unknown;
 
@@ -169,7 +197,7 @@ export class CudaRuntime {
     this.scratch = this.mem.alloc(64);
   }
 
-  /** Throws the typed error for a non-zero `cudaError_t`. */
+  /** Throws the typed error (`CudaError`) for a non-zero `cudaError_t`. */
   check(code: unknown, call: string): void {
     const c = Number(code);
     if (c === 0) return;
@@ -181,8 +209,7 @@ export class CudaRuntime {
     } catch {
       // keep the number
     }
-    const kind = NO_CUDA_ERRORS.has(c) ? 'unsupported' : 'io';
-    throw new ArrowDeviceError(kind, '', `${call} failed: ${name} (${c})${text ? `: ${text}` : ''}`);
+    throw new CudaError(c, call, name, text);
   }
 
   private outPtr(call: string, fn: (out: Ptr) => unknown): Ptr {
@@ -330,6 +357,20 @@ export class CudaRuntime {
     }
     return this.staging.ptr;
   }
+
+  /**
+   * Destroys what the runtime keeps between calls (the internal streams and
+   * the pinned staging buffer); they are made again on next use. For a
+   * clean shutdown, and for tests that count live CUDA objects.
+   */
+  releaseCached(): void {
+    const streams = [...this.streams.values()];
+    this.streams.clear();
+    const staging = this.staging;
+    this.staging = undefined;
+    for (const s of streams) this.streamDestroy(s);
+    if (staging) this.free(staging.ptr, 'host');
+  }
 }
 
 let runtime: CudaRuntime | undefined;
@@ -380,6 +421,8 @@ export function cudaAvailable(): { ok: true; runtime: CudaRuntime; devices: numb
 
 /** For tests: forget a cached load result so a changed ARROW_DEVICE_CUDART is tried again. */
 export function resetCudaRuntimeForTests(): void {
+  // The cached streams and staging memory belong to the runtime being forgotten.
+  runtime?.releaseCached();
   runtime = undefined;
   failure = undefined;
 }

@@ -6,4 +6,4 @@ export {
 } from './api.js';
 export { DeviceArray, type DeviceSpec, type DeviceCopyOptions, type ToHostOptions } from './device-array.js';
 export type { DeviceArrayNode, DeviceBuffer } from './tree.js';
-export { cudaRuntime, cudaAvailable, cudartCandidates, CudaRuntime, MemcpyKind, type CudaMemoryKind } from './cuda.js';
+export { cudaRuntime, cudaAvailable, cudartCandidates, CudaRuntime, CudaError, MemcpyKind, type CudaMemoryKind } from './cuda.js';

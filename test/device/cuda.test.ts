@@ -1,62 +1,101 @@
 /**
- * CUDA device arrays. Two halves:
+ * CUDA device arrays, against a real GPU when a CUDA runtime that sees one
+ * is found, else against the simulated CUDA runtime
+ * (test/device/cuda/sim/simcudart.c: device memory the host cannot read,
+ * asynchronous streams, events, CUDA's error codes). Either way every test
+ * here runs; the first line printed says which CUDA it was.
  *
- * - Without CUDA (what CI and most machines have): absent CUDA is a clear
- *   `unsupported` error when used, never at load; CUDA arrays still import
- *   as `DeviceArray`s that can be inspected, passed on and released; and
- *   host-readable kinds with no event import zero-copy without CUDA at all.
- * - With CUDA (`npm run test:cuda` on a GPU machine, see
- *   test/device/cuda/run-gpu.sh): JS -> CUDA -> host round trips of the gold
- *   files, events on a named stream, CUDA_HOST and CUDA_MANAGED zero-copy,
- *   copies between kinds, the two-batch copy, and the CUDA C peer
- *   (test/device/cuda/peer.cu, built as libpeer.so) in both directions.
- *
- * Each half skips with its reason printed when it cannot run here.
+ * - Without CUDA: the runtime is pointed at a library that does not exist
+ *   (ARROW_DEVICE_CUDART), so absent CUDA is a clear `unsupported` error
+ *   when used, never at load; CUDA arrays still import as `DeviceArray`s
+ *   that can be inspected, passed on and released; and host-readable kinds
+ *   with no event import zero-copy without CUDA at all.
+ * - With CUDA: JS -> CUDA -> host round trips of the gold files, events on
+ *   a named stream, CUDA_HOST and CUDA_MANAGED zero-copy, copies between
+ *   kinds and devices, the two-batch copy, CUDA's errors as typed errors,
+ *   and the C peer (test/device/cuda/peer.cu built by
+ *   test/device/cuda/run-gpu.sh on a GPU; its C twin
+ *   test/device/cuda/sim/peer.c on the simulator) in both directions.
+ *   On the simulator, every test ends with no live allocation, event or
+ *   queued op (and no stream but the suite's own).
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { after, describe, test } from 'node:test';
+import { readFileSync } from 'node:fs';
+import { after, afterEach, describe, test } from 'node:test';
 import {
   Field, Float64, Int32, Int64, RecordBatch, Schema, Struct, Table, tableFromIPC, Utf8, vectorFromArray, type Vector,
 } from 'apache-arrow';
 import { DeviceType } from '../../src/abi/constants.js';
 import { allocArrowSchema, freeArrowSchema } from '../../src/array/api.js';
 import { cudaBackend, setDeviceBackend } from '../../src/device/backend.js';
-import { resetCudaRuntimeForTests } from '../../src/device/cuda.js';
+import { CudaError, resetCudaRuntimeForTests } from '../../src/device/cuda.js';
 import {
-  allocDeviceArray, cudaAvailable, cudaRuntime, DeviceArray, exportDeviceArray, exportDeviceRecordBatch, freeDeviceArray, importDeviceArray,
+  allocDeviceArray, cudaRuntime, DeviceArray, exportDeviceArray, exportDeviceRecordBatch, freeDeviceArray, importDeviceArray,
   importDeviceData, importDeviceRecordBatch,
 } from '../../src/device/index.js';
 import { ArrowDeviceError } from '../../src/errors.js';
 import { accounting, nativeMemory } from '../../src/memory/index.js';
 import { koffi } from '../../src/memory/native.js';
+import { diffCases, load } from '../../tools/conformance-lib.js';
 import { Builder, releaseCount } from '../cdata/malformed/builder.js';
 import { columnValues, diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
 import { ARROW_JS_UNREADABLE, GOLD, goldFiles } from '../helpers/gold.js';
+import { setupCuda, simControl } from './cuda/sim/sim.js';
 import { readDeviceFieldsRaw, wrapDevice } from './helpers.js';
 
 const mem = nativeMemory();
-const cuda = cudaAvailable();
-const NO_CUDA = cuda.ok ? false : `no usable CUDA here: ${cuda.reason}`;
-const HAS_CUDA = cuda.ok ? 'CUDA is available: the no-CUDA behaviour cannot be observed' : false;
-if (!cuda.ok) console.log(`# CUDA tests skipped: ${cuda.reason}`);
+const cuda = setupCuda();
+console.log(`# CUDA tests run against ${cuda.describe}`);
+// CI sets ARROW_DEVICE_CUDA_REQUIRED=1: there a missing simulator (no C compiler) is a failure, not a skip.
+if (cuda.mode === 'none' && process.env.ARROW_DEVICE_CUDA_REQUIRED === '1') throw new Error(`ARROW_DEVICE_CUDA_REQUIRED=1: ${cuda.describe}`);
+const NO_CUDA = cuda.mode === 'none' ? cuda.describe : false;
+const sim = cuda.mode === 'sim' ? simControl(process.env.ARROW_DEVICE_CUDART!) : undefined;
 
+/**
+ * Runs `fn` with the simulator's copies, memsets and kernels slowed to
+ * `us` each (a no-op on a real GPU), so that work `fn` queues is still
+ * running when the next step starts: a consumer that skips the event then
+ * reads old bytes instead of passing by luck.
+ */
+function slowly<T>(fn: () => T, us = 20_000): T {
+  if (!sim) return fn();
+  const prev = sim.setDelayUs(us);
+  try {
+    return fn();
+  } finally {
+    sim.setDelayUs(prev);
+  }
+}
 
 async function settle(): Promise<void> {
   const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0);
   assert.ok(ok, `accounting back to zero: ${JSON.stringify(accounting())}`);
 }
 
+/**
+ * Runs `fn` as on a machine without CUDA: the runtime is looked for at a
+ * path that does not exist. The CUDA of the run (real or simulated) is
+ * loaded again afterwards.
+ */
+function withoutCuda<T>(fn: () => T): T {
+  const saved = process.env.ARROW_DEVICE_CUDART;
+  process.env.ARROW_DEVICE_CUDART = '/nonexistent/libcudart.so.99';
+  resetCudaRuntimeForTests();
+  try {
+    return fn();
+  } finally {
+    if (saved === undefined) delete process.env.ARROW_DEVICE_CUDART;
+    else process.env.ARROW_DEVICE_CUDART = saved;
+    resetCudaRuntimeForTests();
+  }
+}
+
 const int32Batch = (): RecordBatch => new Table({ x: vectorFromArray([1, 2, null, 4], new Int32()) }).batches[0]!;
 
-describe('CUDA device arrays without CUDA', { skip: HAS_CUDA }, () => {
+describe('CUDA device arrays without CUDA', () => {
   test('a missing runtime is an unsupported error naming what was tried, and ARROW_DEVICE_CUDART overrides the search', () => {
-    const saved = process.env.ARROW_DEVICE_CUDART;
-    process.env.ARROW_DEVICE_CUDART = '/nonexistent/libcudart.so.99';
-    resetCudaRuntimeForTests();
-    try {
+    withoutCuda(() => {
       assert.throws(() => cudaRuntime(), (e: unknown) => {
         assert.ok(e instanceof ArrowDeviceError);
         assert.equal(e.kind, 'unsupported');
@@ -64,15 +103,23 @@ describe('CUDA device arrays without CUDA', { skip: HAS_CUDA }, () => {
         assert.match(e.message, /^the CUDA runtime named by ARROW_DEVICE_CUDART failed to load: \/nonexistent\/libcudart\.so\.99$/);
         return true;
       });
+    });
+    // Without the override the search runs: here it finds no runtime unless a real one is installed.
+    const saved = process.env.ARROW_DEVICE_CUDART;
+    delete process.env.ARROW_DEVICE_CUDART;
+    resetCudaRuntimeForTests();
+    try {
+      if (cuda.mode === 'gpu' && saved === undefined) assert.doesNotThrow(() => cudaRuntime());
+      else if (cuda.mode === 'sim' && process.env.ARROW_DEVICE_CUDA_SIM !== '1') {
+        assert.throws(() => cudaRuntime(), /no CUDA runtime \(libcudart\) found; set ARROW_DEVICE_CUDART/);
+      }
     } finally {
-      if (saved === undefined) delete process.env.ARROW_DEVICE_CUDART;
-      else process.env.ARROW_DEVICE_CUDART = saved;
+      if (saved !== undefined) process.env.ARROW_DEVICE_CUDART = saved;
       resetCudaRuntimeForTests();
     }
-    assert.throws(() => cudaRuntime(), /no CUDA runtime \(libcudart\) found; set ARROW_DEVICE_CUDART/);
   });
 
-  test('a CUDA array imports as a DeviceArray, copying it is an unsupported error, and release runs once', () => {
+  test('a CUDA array imports as a DeviceArray, copying it is an unsupported error, and release runs once', () => withoutCuda(() => {
     const b = new Builder();
     try {
       const built = b.array({ length: 2, buffers: [null, 0x1000n] });
@@ -87,9 +134,9 @@ describe('CUDA device arrays without CUDA', { skip: HAS_CUDA }, () => {
     } finally {
       b.freeAll();
     }
-  });
+  }));
 
-  test('CUDA_HOST and CUDA_MANAGED memory with an event need CUDA to wait: unsupported, released once', () => {
+  test('CUDA_HOST and CUDA_MANAGED memory with an event need CUDA to wait: unsupported, released once', () => withoutCuda(() => {
     const b = new Builder();
     try {
       for (const t of [DeviceType.CUDA_HOST, DeviceType.CUDA_MANAGED]) {
@@ -101,24 +148,24 @@ describe('CUDA device arrays without CUDA', { skip: HAS_CUDA }, () => {
     } finally {
       b.freeAll();
     }
-  });
+  }));
 
   test('CUDA_HOST and CUDA_MANAGED memory without an event import zero-copy, no CUDA needed', async () => {
     const b = new Builder();
     for (const t of [DeviceType.CUDA_HOST, DeviceType.CUDA_MANAGED]) {
       const built = b.array({ length: 2, buffers: [null, new Int32Array([5, 6])] });
       const ptr = wrapDevice(b, built, { deviceType: t, deviceId: 0 });
-      (() => {
+      withoutCuda(() => {
         const data = importDeviceData(ptr, new Int32());
         assert.ok(!(data instanceof DeviceArray));
         assert.deepEqual([...(data.values as Int32Array)], [5, 6]);
-      })();
+      });
       assert.ok(await collectUntil(() => releaseCount(built.root.id) === 1));
     }
     b.freeAll();
   });
 
-  test('an export to CUDA memory is an unsupported error and leaves nothing behind', () => {
+  test('an export to CUDA memory is an unsupported error and leaves nothing behind', () => withoutCuda(() => {
     const before = accounting();
     for (const t of [DeviceType.CUDA, DeviceType.CUDA_HOST, DeviceType.CUDA_MANAGED]) {
       assert.throws(() => exportDeviceArray(int32Batch(), { deviceType: t }), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'unsupported');
@@ -128,7 +175,7 @@ describe('CUDA device arrays without CUDA', { skip: HAS_CUDA }, () => {
       freeDeviceArray(into);
     }
     assert.equal(accounting().liveExports, before.liveExports);
-  });
+  }));
 });
 
 // --- with CUDA ----------------------------------------------------------------------------
@@ -153,9 +200,9 @@ interface Peer {
 }
 
 function loadPeer(): Peer | string {
-  if (!cuda.ok) return 'no CUDA';
-  const path = process.env.ARROW_DEVICE_CUDA_PEER ?? fileURLToPath(new URL('./cuda/build/libpeer.so', import.meta.url));
-  if (!existsSync(path)) return `the CUDA C peer is not built (${path}); run test/device/cuda/run-gpu.sh`;
+  if (cuda.mode === 'none') return 'no CUDA';
+  const path = cuda.peer;
+  if (path === undefined) return 'the CUDA C peer is not built (test/device/cuda/build/libpeer.so); run test/device/cuda/run-gpu.sh';
   const lib = koffi().load(path);
   const exp = lib.func('int peer_export(int64_t n, int32_t device_type, uintptr_t schema, uintptr_t out)');
   const chk = lib.func('int64_t peer_check(int64_t n, uintptr_t array)');
@@ -170,15 +217,44 @@ function loadPeer(): Peer | string {
 }
 
 describe('CUDA device arrays', { skip: NO_CUDA }, () => {
-  const rt = cuda.ok ? cuda.runtime : undefined;
+  const rt = cuda.mode !== 'none' ? cuda.runtime : undefined;
+  const devices = cuda.mode !== 'none' ? cuda.devices : 0;
   const stream = rt ? rt.streamCreate() : 0n;
   after(() => {
     if (rt && stream) rt.streamDestroy(stream);
+    cudaRuntime().releaseCached();
+    if (sim) assert.deepEqual(sim.live(), { allocations: 0, streams: 0, events: 0, pendingOps: 0 }, 'no live CUDA object at the end');
+  });
+  // Every test leaves no CUDA object behind but the suite's stream (the runtime's own cached ones are let go first).
+  afterEach(async () => {
+    await settle();
+    cudaRuntime().releaseCached();
+    if (sim) assert.deepEqual(sim.live(), { allocations: 0, streams: 1, events: 0, pendingOps: 0 }, 'live CUDA objects after the test');
   });
 
   for (const f of goldFiles) {
-    const skip = ARROW_JS_UNREADABLE.has(f) ? 'arrow-js 21 cannot read this IPC file' : false;
-    test(`round trips ${f.replace('.arrow_file', '')} JS -> CUDA -> host`, { skip }, async () => {
+    const name = f.replace('.arrow_file', '');
+    if (ARROW_JS_UNREADABLE.has(f)) {
+      // arrow-js cannot read these: the case comes from the integration JSON, as the conformance runner reads it.
+      test(`round trips ${name} (integration JSON) -> CUDA -> host`, async () => {
+        (() => {
+          const c = load([new URL(`${name}.json.gz`, GOLD).pathname]);
+          const back = c.batches.map((view) => {
+            const array = exportDeviceArray(view, { deviceType: DeviceType.CUDA, deviceId: 0 });
+            const dev = importDeviceArray(array, c.schema);
+            const host = dev.toHostView({ validate: 'full' });
+            dev.release();
+            freeDeviceArray(array);
+            return host;
+          });
+          assert.ok(c.batches.length > 0);
+          assert.equal(diffCases(c, { schema: c.schema, batches: back }, true), undefined);
+        })();
+        await settle();
+      });
+      continue;
+    }
+    test(`round trips ${name} JS -> CUDA -> host`, async () => {
       (() => {
         const table = tableFromIPC(readFileSync(new URL(f, GOLD)));
         const back: RecordBatch[] = [];
@@ -238,7 +314,7 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
       const dev = importDeviceArray(p, batch.schema);
       freeDeviceArray(p);
       const targets = [
-        { deviceType: DeviceType.CUDA, deviceId: Math.min(1, (cuda.ok ? cuda.devices : 1) - 1) },
+        { deviceType: DeviceType.CUDA, deviceId: Math.min(1, devices - 1) },
         { deviceType: DeviceType.CUDA_MANAGED, deviceId: 0 },
         { deviceType: DeviceType.CUDA_HOST, deviceId: 0 },
         { deviceType: DeviceType.CPU },
@@ -277,6 +353,43 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
     }
   });
 
+  test("CUDA's errors are typed errors (CudaError, an ArrowDeviceError) that name the call, and a failed export leaves nothing behind", () => {
+    const r = cudaRuntime();
+    const expectCuda = (f: () => unknown, code: number, name: string, kind: string, call: RegExp): void => {
+      assert.throws(f, (e: unknown) => {
+        assert.ok(e instanceof CudaError && e instanceof ArrowDeviceError, String(e));
+        assert.equal(e.cudaError, code);
+        assert.equal(e.cudaErrorName, name);
+        assert.equal(e.kind, kind);
+        assert.match(e.message, call);
+        assert.match(e.message, new RegExp(`failed: ${name} \\(${code}\\)`));
+        return true;
+      });
+    };
+    const before = r.getDevice();
+    expectCuda(() => r.setDevice(devices + 3), 101, 'cudaErrorInvalidDevice', 'invalid', /^cudaSetDevice\(\d+\) failed/);
+    const d = r.malloc(64);
+    r.free(d);
+    expectCuda(() => r.free(d), 1, 'cudaErrorInvalidValue', 'invalid', /^cudaFree failed/);
+    const h = r.malloc(64, 'host');
+    const d2 = r.malloc(64);
+    try {
+      // HostToDevice with a device source: the direction does not match the pointers.
+      expectCuda(() => r.memcpy(d2, d2, 64, 1), 1, 'cudaErrorInvalidValue', 'invalid', /^cudaMemcpy failed/);
+    } finally {
+      r.free(d2);
+      r.free(h, 'host');
+    }
+    const s = r.streamCreate();
+    r.streamDestroy(s);
+    expectCuda(() => r.streamSynchronize(s), 400, 'cudaErrorInvalidResourceHandle', 'invalid', /^cudaStreamSynchronize failed/);
+    // An export to a device that does not exist: typed, nothing allocated, the current device unchanged.
+    const exports = accounting().liveExports;
+    expectCuda(() => exportDeviceArray(int32Batch(), { deviceType: DeviceType.CUDA, deviceId: devices + 3 }), 101, 'cudaErrorInvalidDevice', 'invalid', /cudaSetDevice/);
+    assert.equal(accounting().liveExports, exports);
+    assert.equal(r.getDevice(), before);
+  });
+
   const peer = loadPeer();
   if (typeof peer === 'string') console.log(`# CUDA peer tests skipped: ${peer}`);
   describe('against the CUDA C peer', { skip: typeof peer === 'string' ? peer : false }, () => {
@@ -287,7 +400,8 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
         (() => {
           const schema = allocArrowSchema();
           const array = allocDeviceArray();
-          assert.equal(p.exportBatch(n, t, schema, array), 0, p.lastError());
+          // The peer's kernels are still running when it returns: the import must wait on its event.
+          assert.equal(slowly(() => p.exportBatch(n, t, schema, array)), 0, p.lastError());
           assert.notEqual(readDeviceFieldsRaw(array).syncEvent, 0n);
           const x = importDeviceRecordBatch(array, schema);
           const batch = x instanceof DeviceArray ? x.toHostRecordBatch({ validate: 'full' }) : x;
@@ -307,18 +421,43 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
       test(`exports a JS batch to ${name} memory with an event, and the peer checks it on the device`, () => {
         const n = 10_000;
         const before = accounting().liveExports;
-        const ptr = exportDeviceArray(expectedBatch(n), { deviceType: t, deviceId: 0, stream });
+        // Our copies are still running when the export returns: the peer must wait on our event.
+        const batch = expectedBatch(n);
+        const ptr = slowly(() => exportDeviceArray(batch, { deviceType: t, deviceId: 0, stream }));
         assert.equal(p.check(n, ptr), 0n, p.lastError());
         assert.equal(accounting().liveExports, before, 'the peer released our export');
         freeDeviceArray(ptr);
       });
     }
 
+    test("copies the peer's batch, kernels still running, to every CUDA kind and the CPU: each copy waits on its event", () => {
+      const n = 2_000;
+      const targets = [
+        { deviceType: DeviceType.CUDA, deviceId: Math.min(1, devices - 1) },
+        { deviceType: DeviceType.CUDA_HOST, deviceId: 0 },
+        { deviceType: DeviceType.CUDA_MANAGED, deviceId: 0 },
+        { deviceType: DeviceType.CPU },
+      ];
+      for (const target of targets) {
+        const schema = allocArrowSchema();
+        const array = allocDeviceArray();
+        assert.equal(slowly(() => p.exportBatch(n, DeviceType.CUDA, schema, array)), 0, p.lastError());
+        const dev = importDeviceArray(array, schema);
+        const copy = dev.copyTo(target);
+        dev.release(); // the copy is complete: the peer's memory may go
+        assert.equal(diffTables(new Table([expectedBatch(n)]), new Table([copy.toHostRecordBatch()])), undefined, `to ${copy.deviceTypeName}`);
+        copy.release();
+        freeDeviceArray(array);
+        freeArrowSchema(schema);
+      }
+      assert.equal(p.liveExports(), 0n);
+    });
+
     test('passes the peer\'s batch through unchanged, back to the peer', () => {
       const n = 777;
       const schema = allocArrowSchema();
       const array = allocDeviceArray();
-      assert.equal(p.exportBatch(n, DeviceType.CUDA, schema, array), 0, p.lastError());
+      assert.equal(slowly(() => p.exportBatch(n, DeviceType.CUDA, schema, array)), 0, p.lastError());
       const dev = importDeviceArray(array, schema);
       const next = allocDeviceArray();
       dev.exportTo(next);

