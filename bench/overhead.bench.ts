@@ -1,18 +1,39 @@
 /**
  * Fixed per-batch overhead of export + import (independent of rows), against
- * the compiled library:
+ * the compiled library, with PyArrow measured in the same run on the same
+ * shapes (issue 13):
  *
- *   npx tsc -p tsconfig.run.json && node .build/run/bench/overhead.bench.js [--quick]
+ *   npm run bench:overhead [-- --quick]
  *
  * Prints microseconds per batch (median of several runs, each a loop of many
  * batches, so garbage collection and the releases the FinalizationRegistry
  * triggers are part of the figure) for:
- * - exportArray + importRecordBatch (arrow-js Schema given) + freeArrowArray,
- *   for a 1-row batch of 1 int32 column, of 4 columns (i32, f64, utf8, f64)
- *   and of 100 int32 columns;
+ * - exportArray + importRecordBatch (arrow-js Schema given, so the schema is
+ *   made once) + freeArrowArray, for a 1-row batch of 1 int32 column, of 4
+ *   columns (i32, f64, utf8, f64), of 100 int32 columns, and for 1M rows of
+ *   the 4 columns;
  * - exportArray + freeArrowArray alone (export, then release by the consumer);
+ * - the same shapes through PyArrow (`RecordBatch._export_to_c` then
+ *   `RecordBatch._import_from_c` with a schema imported once;
+ *   bench/pyarrow_overhead.py, run as a child process with the Python of the
+ *   Arrow C++ peer's venv), one line per shape:
+ *   `per-batch <shape>: ours <x> us, pyarrow <y> us, ratio <ours/pyarrow>`;
  * - exportArrayStream + importArrayStream of 1-row batches (batches/s).
+ *
+ * The Python is `.venv/bin/python` at the repository root, which
+ * `npm run setup:arrow-cpp` creates; ARROW_CPP_PYTHON names another one (an
+ * existing venv with pyarrow). Without it the PyArrow side is skipped with a
+ * message and the lines say so.
+ *
+ * One difference of form, not of work measured: PyArrow's loop exports into
+ * one ArrowArray struct allocated once (its import moves the contents out),
+ * ours lets exportArray allocate the struct and frees it after the import,
+ * as a caller of exportArray without `into` does.
  */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Field, Float64, Int32, makeData, RecordBatch, Schema, Struct, Table, Utf8, vectorFromArray, type Vector } from 'apache-arrow';
 import {
   accounting, exportArray, exportArrayStream, freeArrowArray, freeArrowArrayStream, importArrayStream, importRecordBatch,
@@ -33,23 +54,28 @@ function int32Batch(rows: number, columns: number): RecordBatch {
   return new RecordBatch(schema, makeData({ type: new Struct(fields), length: rows, children }));
 }
 
-function fourColumns(): RecordBatch {
+/** i32, f64, utf8, f64 with the values bench/pyarrow_overhead.py gives its four_columns(rows). */
+function fourColumns(rows: number): RecordBatch {
   const cols: Record<string, Vector> = {
-    i: vectorFromArray(Int32Array.from([1])),
-    f: vectorFromArray(Float64Array.from([0.5])),
-    s: vectorFromArray(['a'], new Utf8()),
-    d: vectorFromArray([1.5], new Float64()),
+    i: vectorFromArray(Int32Array.from({ length: rows }, (_, i) => i)),
+    f: vectorFromArray(Float64Array.from({ length: rows }, (_, i) => i * 0.5)),
+    s: vectorFromArray(Array.from({ length: rows }, (_, i) => `v${i % 1000}`), new Utf8()),
+    d: vectorFromArray(Float64Array.from({ length: rows }, (_, i) => i * 1.5)),
   };
-  return new Table(cols).batches[0]!;
+  const table = new Table(cols);
+  // One batch, or the loop would measure a batch of part of the rows.
+  if (table.batches.length !== 1) throw new Error(`fourColumns(${rows}) made ${table.batches.length} batches`);
+  return table.batches[0]!;
 }
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 /**
- * Median microseconds per iteration of `fn` run `n` times in a loop. The loop
- * yields to the event loop every 500 iterations, as a program would, so the
- * FinalizationRegistry callbacks (the producer releases of collected imports)
- * run, inside the timed region.
+ * Median microseconds per iteration of `fn` run `n` times in a loop, after a
+ * warm-up of min(n, 2000) iterations (bench/pyarrow_overhead.py follows the
+ * same discipline). The loop yields to the event loop every 500 iterations,
+ * as a program would, so the FinalizationRegistry callbacks (the producer
+ * releases of collected imports) run, inside the timed region.
  */
 async function perIter(fn: () => void, n: number): Promise<number> {
   for (let i = 0; i < Math.min(n, 2000); i++) fn(); // warm up
@@ -68,7 +94,8 @@ async function perIter(fn: () => void, n: number): Promise<number> {
 
 let sink = 0;
 
-async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<void> {
+/** Prints the export+import and export+free line of `batch`; returns export+import in microseconds. */
+async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<number> {
   const schema = batch.schema;
   const rt = await perIter(() => {
     const p = exportArray(batch);
@@ -81,9 +108,10 @@ async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<
     freeArrowArray(p);
   }, n);
   console.log(
-    `${label.padEnd(34)} export+import ${rt.toFixed(2).padStart(7)} us/batch (${(1e6 / rt).toFixed(0).padStart(7)}/s)` +
+    `${label.padEnd(38)} export+import ${rt.toFixed(2).padStart(7)} us/batch (${(1e6 / rt).toFixed(0).padStart(7)}/s)` +
       `   export+free ${ex.toFixed(2).padStart(7)} us`,
   );
+  return rt;
 }
 
 async function stream(label: string, batch: RecordBatch, count: number): Promise<void> {
@@ -105,15 +133,80 @@ async function stream(label: string, batch: RecordBatch, count: number): Promise
   const times: number[] = [];
   for (let r = 0; r < REPS; r++) times.push(await once(batches));
   const s = median(times);
-  console.log(`${label.padEnd(34)} stream        ${((s / count) * 1e6).toFixed(2).padStart(7)} us/batch (${(count / s).toFixed(0).padStart(7)}/s)`);
+  console.log(`${label.padEnd(38)} stream        ${((s / count) * 1e6).toFixed(2).padStart(7)} us/batch (${(count / s).toFixed(0).padStart(7)}/s)`);
+}
+
+// --- PyArrow side ---------------------------------------------------------------------
+
+/** The repository root: the nearest directory up with this package's package.json (works from bench/ and .build/run/bench/). */
+function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'arrow-device') return dir;
+    const up = dirname(dir);
+    if (up === dir) throw new Error('bench/overhead: repository root not found');
+    dir = up;
+  }
+}
+
+interface Shape {
+  /** The name bench/pyarrow_overhead.py builds the same batch by. */
+  key: string;
+  label: string;
+  make: () => RecordBatch;
+  iterations: number;
+}
+
+interface PyArrowRun {
+  pyarrow: string;
+  python: string;
+  allocator: string;
+  results: Record<string, number>;
+}
+
+/**
+ * Runs bench/pyarrow_overhead.py on the shapes with the same repeats and
+ * iterations; undefined (with the reason printed) when there is no Python.
+ * A Python that is there but fails is an error: the comparison would
+ * silently go missing otherwise.
+ */
+function runPyArrow(root: string, shapes: readonly Shape[]): PyArrowRun | undefined {
+  const python = process.env.ARROW_CPP_PYTHON ?? join(root, '.venv', 'bin', 'python');
+  if (!existsSync(python)) {
+    console.log(`pyarrow: skipped, no Python at ${python} (run \`npm run setup:arrow-cpp\`, or set ARROW_CPP_PYTHON to a Python with pyarrow)`);
+    return undefined;
+  }
+  const spec = { reps: REPS, shapes: shapes.map((s) => ({ shape: s.key, iterations: s.iterations })) };
+  const r = spawnSync(python, [join(root, 'bench', 'pyarrow_overhead.py'), JSON.stringify(spec)], { encoding: 'utf8' });
+  if (r.error) throw r.error;
+  if (r.status !== 0) throw new Error(`bench/pyarrow_overhead.py (${python}) exited with ${r.status}:\n${r.stderr}`);
+  return JSON.parse(r.stdout) as PyArrowRun;
 }
 
 console.log(`overhead bench: node ${process.version}, compiled library`);
 const n = quick ? 5000 : 20000;
-await roundTrip('1 row, 1 int32 column', int32Batch(1, 1), n);
-await roundTrip('1 row, 4 columns (i32,f64,utf8,f64)', fourColumns(), n);
-await roundTrip('1 row, 100 int32 columns', int32Batch(1, 100), Math.max(500, n / 20));
+const shapes: Shape[] = [
+  { key: '1x1', label: '1 row x 1 int32 column', make: () => int32Batch(1, 1), iterations: n },
+  { key: '1x4', label: '1 row x 4 columns (i32,f64,utf8,f64)', make: () => fourColumns(1), iterations: n },
+  { key: '1x100', label: '1 row x 100 int32 columns', make: () => int32Batch(1, 100), iterations: Math.max(500, n / 20) },
+  { key: '1Mx4', label: '1M rows x 4 columns (i32,f64,utf8,f64)', make: () => fourColumns(1_000_000), iterations: Math.max(500, n / 4) },
+];
+
+// PyArrow first, in its own process, while this one is idle: neither side
+// shares the cores with the other during its loops.
+const py = runPyArrow(repoRoot(), shapes);
+if (py) console.log(`pyarrow ${py.pyarrow} (Python ${py.python}, structs allocated with ${py.allocator})`);
+
+const ours = new Map<string, number>();
+for (const s of shapes) ours.set(s.key, await roundTrip(s.label, s.make(), s.iterations));
+for (const s of shapes) {
+  const x = ours.get(s.key)!;
+  const y = py?.results[s.key];
+  const theirs = y === undefined ? 'pyarrow skipped' : `pyarrow ${y.toFixed(2)} us, ratio ${(x / y).toFixed(2)}`;
+  console.log(`per-batch ${s.label}: ours ${x.toFixed(2)} us, ${theirs}`);
+}
 await stream('1 row, 1 int32 column', int32Batch(1, 1), quick ? 20000 : 100000);
-await stream('1 row, 4 columns', fourColumns(), quick ? 20000 : 50000);
+await stream('1 row, 4 columns', fourColumns(1), quick ? 20000 : 50000);
 await tick();
 console.log(`accounting after: ${JSON.stringify(accounting())} (sink ${sink})`);
