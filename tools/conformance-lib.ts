@@ -148,29 +148,16 @@ export function currentVia(): Via {
   return via;
 }
 
-/**
- * The case as arrow-js record batches, for the transports that carry them
- * (streams, async). Types arrow-js lacks (list views, run-end encoded) throw
- * `unsupported`: the runner turns that into a skip with the reason.
- */
-export function caseBatches(c: CaseData): { schema: Schema; batches: RecordBatch[] } {
-  const schema = nodeToSchema(c.schema, 'schema');
-  const type = new Struct(schema.fields);
-  return { schema, batches: c.batches.map((v) => new RecordBatch(schema, viewToData(v, type, 'array') as Data<Struct>)) };
-}
-
-/** Record batches (from a stream or an async reader) back as a case, with the schema they came with. */
-function batchesToCase(schema: SchemaNode, batches: readonly RecordBatch[]): CaseData {
-  return { schema, batches: batches.map((b) => dataToView(b.data, schema)) };
-}
-
 /** Exports a case (schema node + views) as C structs, through the run's transport. */
 export function exportCase(c: CaseData, opts: MemoryOption = {}, through: Via = via): CasePtrs {
   switch (through) {
     case 'stream':
     case 'device-stream': {
-      const { schema, batches } = caseBatches(c);
-      const stream = through === 'stream' ? exportArrayStream(batches, { ...opts, schema }) : exportDeviceArrayStream(batches, { ...opts, schema });
+      // Streams carry the case's struct ArrayViews as they are: every type of the spec goes through.
+      const stream =
+        through === 'stream'
+          ? exportArrayStream(c.batches, { ...opts, schema: c.schema })
+          : exportDeviceArrayStream(c.batches, { ...opts, schema: c.schema });
       return { schema: 0n, arrays: [], stream };
     }
     case 'device': {
@@ -207,8 +194,11 @@ export function importCase(ptrs: CasePtrs, free: (p: bigint) => void, opts: Memo
   const full = { ...opts, validate: 'full' as const };
   try {
     if (ptrs.stream !== undefined) {
-      const r = through === 'device-stream' ? importDeviceArrayStream(ptrs.stream, full) : importArrayStream(ptrs.stream, full);
-      return batchesToCase(r.schemaNode, r.readAll());
+      const r =
+        through === 'device-stream'
+          ? importDeviceArrayStream(ptrs.stream, { ...full, view: true, toHost: true })
+          : importArrayStream(ptrs.stream, { ...full, view: true });
+      return { schema: r.schemaNode, batches: r.readAll() };
     }
     const schema = importSchemaNode(ptrs.schema, opts);
     if (through === 'device' || through === 'cuda') {
@@ -241,27 +231,23 @@ export function importCase(ptrs: CasePtrs, free: (p: bigint) => void, opts: Memo
 
 /** Async transport, our producer side: pushes the case into a consumer's handler until it releases it. */
 export async function produceCase(c: CaseData, handler: Ptr): Promise<void> {
-  const { schema, batches } = caseBatches(c);
-  const r = await produceAsyncDeviceStream(batches, handler, { schema });
+  const r = await produceAsyncDeviceStream(c.batches, handler, { schema: c.schema });
   if (r.end !== 'complete') throw new Error(`async produce ended ${r.end}: ${r.error?.message ?? ''}`);
 }
 
 /** Async transport, our consumer side: `start` makes a producer push into our handler; reads it all. */
 export async function readCase(start: (handler: Ptr) => Promise<unknown>): Promise<CaseData> {
-  // keep: every batch is compared after the whole stream was read.
-  const reader = createAsyncDeviceStreamReader({ validate: 'full', keep: true });
+  // keep: every item is compared after the whole stream was read; views carry every type.
+  const reader = createAsyncDeviceStreamReader({ validate: 'full', keep: true, view: true, toHost: true });
   let failure: unknown;
   const producing = (async () => start(reader.handler))().catch((e: unknown) => {
     failure = e;
     // A producer that failed before sending the schema never releases the handler: free it.
     if (!reader.deviceType) reader.dispose();
   });
-  const batches: RecordBatch[] = [];
+  const batches: ArrayView[] = [];
   try {
-    for await (const b of reader) {
-      if (!(b instanceof RecordBatch)) throw new Error(`async read: expected CPU data, got a ${b.deviceTypeName} DeviceArray`);
-      batches.push(b);
-    }
+    for await (const b of reader) batches.push(b);
   } catch (e) {
     await producing;
     throw failure ?? e;
@@ -269,15 +255,11 @@ export async function readCase(start: (handler: Ptr) => Promise<unknown>): Promi
   await producing;
   if (failure) throw failure;
   await reader.closed;
-  const { schemaToNode: toNode } = await import('../src/schema/export.js');
-  return batchesToCase(toNode(await reader.schema), batches);
+  return { schema: await reader.schemaNodeAsync, batches };
 }
 
-/** Streams and async streams carry arrow-js batches: types arrow-js lacks are skipped, with the reason. */
-function transportSkip(e: unknown): string | undefined {
-  if (via !== 'array' && via !== 'device' && via !== 'cuda' && e instanceof ArrowDeviceError && e.kind === 'unsupported') {
-    return `--via ${via} carries arrow-js record batches: ${e.message}`;
-  }
+/** Every transport carries every type (streams and async streams carry ArrayViews): nothing is skipped for it. */
+function transportSkip(_e: unknown): string | undefined {
   return undefined;
 }
 

@@ -30,7 +30,7 @@ import { dataToView } from './arrowjs.js';
 import { writeArrayView, arrayReleaseCallback } from './export.js';
 import { validationLevel } from './import.js';
 import {
-  build, buildBatch, buildData, consume, nodeOf, planOf, readSchemaPtr, typeOf,
+  build, buildBatch, buildData, consume, nodeOf, planOf, planOfNode, readSchemaPtr, typeOf,
   type BatchPlan, type ImportCoreOptions, type SchemaLike,
 } from './importer.js';
 import {
@@ -75,14 +75,21 @@ export function importSchemaNode(ptr: Ptr, opts: SchemaImportOptions = {}): Sche
 }
 
 /**
- * Imports an `ArrowSchema` describing a record batch (format `+s`) as an arrow-js `Schema`.
+ * Imports an `ArrowSchema` describing a record batch (format `+s`) as an
+ * arrow-js `Schema`. Give the result to `importRecordBatch` / `importTable`
+ * for every array of this schema (a driver that sends the schema once):
+ * what those need of it is made once, and arrays are read by the schema as
+ * the producer sent it, also when `expand` changed its arrow-js form.
  *
  * @example
  * const schema = importSchema(schemaPtr);
  * console.log(schema.fields.map((f) => `${f.name}: ${f.type}`));
+ * for (const p of arrayPtrs) use(importRecordBatch(p, schema));
  */
 export function importSchema(ptr: Ptr, opts: SchemaImportOptions = {}): Schema {
-  return nodeToSchema(importSchemaNode(ptr, opts), 'schema', opts);
+  // Through the batch plan: importing arrays against the Schema returned then reads them by the
+  // schema as the producer sent it, also when `expand` changed the arrow-js form (list view -> list).
+  return planOfNode(importSchemaNode(ptr, opts), opts).arrow;
 }
 
 /** Imports an `ArrowSchema` as an arrow-js `Field` (name, type, nullability, metadata). */

@@ -80,9 +80,16 @@ function hasUniqueNames(schema: Schema): boolean {
 export function makeBatch(schema: Schema, struct: Struct, data: Data<Struct>): RecordBatch {
   const children = data.children;
   const N = data.length;
-  let same = BATCH_SHORTCUT && children.length === schema.fields.length && hasUniqueNames(schema);
+  // Repeated field names take the shortcut too: there the constructor's rebuilding by name is a
+  // known arrow-js bug (gold case duplicate_fieldnames: an int8 column reported as int32).
+  let same = BATCH_SHORTCUT && children.length === schema.fields.length;
   for (let i = 0; same && i < children.length; i++) same = children[i]!.length === N;
-  if (!same) return new ImportedRecordBatch(schema, data);
+  if (!same) {
+    const b = new ImportedRecordBatch(schema, data);
+    // Keep the schema as imported where the constructor rebuilt it by name.
+    if (!hasUniqueNames(schema) && b.data.children.length === schema.fields.length) (b as { schema: Schema }).schema = schema;
+    return b;
+  }
   const b = Object.create(ImportedRecordBatch.prototype) as { schema: Schema; data: Data<Struct>; _metadata: Map<string, string> };
   b.schema = schema;
   b.data = new Data(struct, 0, N, 0, [undefined, undefined, new Uint8Array(0)] as never, children) as Data<Struct>;

@@ -24,7 +24,9 @@
 import { RecordBatch, type Schema } from 'apache-arrow';
 import { errnoName, Errno } from '../abi/constants.js';
 import { importSchemaNode } from '../array/api.js';
-import { importDeviceRecordBatch, type DeviceImportOptions } from '../device/api.js';
+import { importDeviceArrayView, importDeviceRecordBatch, type DeviceImportOptions } from '../device/api.js';
+import type { ImportedRecordBatch } from '../array/imported.js';
+import type { ArrayView } from '../array/view.js';
 import { DeviceArray } from '../device/device-array.js';
 import { ArrowDeviceError, toErrno } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -52,8 +54,11 @@ export class AsyncStreamError extends ArrowDeviceError {
 }
 
 /** A batch and the metadata its producer sent with it. */
-export interface AsyncTaskResult {
-  readonly data: RecordBatch | DeviceArray;
+/** What an async reader yields: record batches (ArrayViews with `view: true`), or device arrays the CPU cannot read. */
+export type AsyncItem = ImportedRecordBatch | ArrayView | DeviceArray;
+
+export interface AsyncTaskResult<T extends AsyncItem = ImportedRecordBatch | DeviceArray> {
+  readonly data: T;
   readonly metadata: Metadata | null;
 }
 
@@ -65,6 +70,8 @@ export interface AsyncConsumerOptions extends DeviceImportOptions {
    * handed out. By default it keeps one alive at a time (see `next()`).
    */
   keep?: boolean;
+  /** Yield `ArrayView`s (every type of the spec) instead of record batches. */
+  view?: boolean;
 }
 
 interface QueuedTask {
@@ -73,9 +80,9 @@ interface QueuedTask {
   metadata: Metadata | null;
 }
 
-const readers = new HandleTable<AsyncDeviceStreamReader>();
+const readers = new HandleTable<AsyncDeviceStreamReader<AsyncItem>>();
 
-function readerOf(mem: Memory, handler: Ptr): AsyncDeviceStreamReader | undefined {
+function readerOf(mem: Memory, handler: Ptr): AsyncDeviceStreamReader<AsyncItem> | undefined {
   const id = Number(mem.readPtr(handler + BigInt(mem.layouts.ArrowAsyncDeviceStreamHandler.offsets.private_data!)));
   return readers.get(id);
 }
@@ -112,7 +119,7 @@ const releaseCb = defineCallback('async.handler_release', HANDLER_RELEASE, (mem,
  * nativeLib.produce(reader.handler);            // the producer takes the handler
  * for await (const batch of reader) console.log(batch.numRows);
  */
-export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | DeviceArray> {
+export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch | DeviceArray> implements AsyncIterable<T> {
   /** The `ArrowAsyncDeviceStreamHandler` to hand to the producer. Freed when the producer releases it. */
   readonly handler: Ptr;
   /** Resolves when the producer has released the handler (the stream is over, whatever the reason). */
@@ -124,12 +131,12 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
   private readonly keepAlive = new KeepAlive();
   private readonly changed = new Signal();
   private readonly queue: QueuedTask[] = [];
-  private schemaNode: SchemaNode | null = null;
+  private node: SchemaNode | null = null;
   private arrowSchema: Schema | null = null;
-  private schemaWaiters: { resolve: (s: Schema) => void; reject: (e: unknown) => void }[] = [];
+  private schemaWaiters: { resolve: (s: SchemaNode) => void; reject: (e: unknown) => void }[] = [];
   private producer: Ptr = 0n;
   /** What `next()` handed out last and was not kept: released when the reader moves on. */
-  private current: RecordBatch | DeviceArray | null = null;
+  private current: T | null = null;
   private ended = false;
   private released = false;
   private cancelled = false;
@@ -168,11 +175,24 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
     liveCounters.liveExports++;
   }
 
-  /** The stream's schema, once the producer sent it. */
+  /**
+   * The stream's schema as arrow-js `Schema`, once the producer sent it
+   * (rejects with `unsupported` for types arrow-js lacks, unless `expand`).
+   */
   get schema(): Promise<Schema> {
-    if (this.arrowSchema) return Promise.resolve(this.arrowSchema);
+    return this.schemaNodeAsync.then((node) => (this.arrowSchema ??= planOfNode(node, this.opts).arrow));
+  }
+
+  /** The stream's schema as sent (every type of the spec), once the producer sent it. */
+  get schemaNodeAsync(): Promise<SchemaNode> {
+    if (this.node) return Promise.resolve(this.node);
     if (this.error) return Promise.reject(this.error);
     return new Promise((resolve, reject) => this.schemaWaiters.push({ resolve, reject }));
+  }
+
+  /** The stream's schema as sent; null until the producer sent it. */
+  get schemaNode(): SchemaNode | null {
+    return this.node;
   }
 
   // --- handler callbacks (on the JS thread, one at a time) ---------------------------------
@@ -182,10 +202,12 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
     if (this.cancelled) return Errno.ECANCELED; // the producer then only calls release
     try {
       // Import consumes the schema (moved into our hands and released); the pointer is not kept.
-      this.schemaNode = importSchemaNode(schemaPtr, this.opts);
+      const node = importSchemaNode(schemaPtr, this.opts);
       // The batches are imported against this node (planOfNode converts it once, `expand` included):
-      // never against the converted arrow-js schema, which `expand` has changed.
-      this.arrowSchema = planOfNode(this.schemaNode, this.opts).arrow;
+      // never against the converted arrow-js schema, which `expand` has changed. A reader of
+      // ArrayViews converts it only when asked.
+      if (!this.opts.view) this.arrowSchema = planOfNode(node, this.opts).arrow;
+      this.node = node;
       const pL = this.mem.layouts.ArrowAsyncProducer;
       this.producer = this.mem.readPtr(this.handler + BigInt(this.mem.layouts.ArrowAsyncDeviceStreamHandler.offsets.producer!));
       if (this.producer === 0n) throw new ArrowDeviceError('invalid', 'handler.producer', 'NULL: the producer must fill it before on_schema');
@@ -197,7 +219,7 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
       this.fail(e instanceof ArrowDeviceError ? e : new ArrowDeviceError('io', 'on_schema', String(e)));
       return toErrno(e).errno;
     }
-    for (const w of this.schemaWaiters) w.resolve(this.arrowSchema);
+    for (const w of this.schemaWaiters) w.resolve(this.node!);
     this.schemaWaiters = [];
     this.request(this.queueSize);
     this.changed.wake();
@@ -258,7 +280,7 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
     readers.take(this.id);
     this.mem.free(this.handler);
     liveCounters.liveExports--;
-    if (!this.arrowSchema && !this.error) {
+    if (!this.node && !this.error) {
       this.fail(new ArrowDeviceError('producer', 'async stream', 'the producer released the handler before sending a schema'));
     }
     this.changed.wake();
@@ -301,7 +323,7 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
   }
 
   /** Extracts a task into an ArrowDeviceArray and imports it. */
-  private extract(q: QueuedTask): AsyncTaskResult {
+  private extract(q: QueuedTask): AsyncTaskResult<T> {
     const m = this.mem;
     const t = m.alloc(q.bytes.length);
     const out = m.alloc(m.layouts.ArrowDeviceArray.size);
@@ -312,8 +334,11 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
       if (rc !== 0) {
         throw new ArrowDeviceError('producer', 'extract_data', `${errnoName(rc)} (the producer reports details through on_error)`, { errno: rc });
       }
-      const data = importDeviceRecordBatch(out, this.schemaNode!, this.opts);
-      if (!(data instanceof RecordBatch) && this.deviceType !== undefined && data.deviceType !== this.deviceType) {
+      // The one import path, against the node the producer sent (never the converted schema, which `expand` changed).
+      const data = (
+        this.opts.view ? importDeviceArrayView(out, this.node!, this.opts) : importDeviceRecordBatch(out, this.node!, this.opts)
+      ) as T;
+      if (data instanceof DeviceArray && this.deviceType !== undefined && data.deviceType !== this.deviceType) {
         data.release();
         throw new ArrowDeviceError('invalid', 'device_array.device_type', `${data.deviceType}, but the producer said ${this.deviceType}`);
       }
@@ -329,7 +354,7 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
    * the reader's next step: it is the caller's from now on, released by its
    * `release()`, `using`, or the garbage collector. Returns it.
    */
-  keep<T extends RecordBatch | DeviceArray>(data: T): T {
+  keep<U extends T>(data: U): U {
     if (data === this.current) this.current = null;
     return data;
   }
@@ -348,7 +373,7 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
    * returned before is released first, unless it was kept (`keep()`, or the
    * `keep` option).
    */
-  async next(): Promise<AsyncTaskResult | undefined> {
+  async next(): Promise<AsyncTaskResult<T> | undefined> {
     this.drop('stream-advanced');
     for (;;) {
       const q = this.queue.shift();
@@ -406,7 +431,7 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
   }
 
   /** Batches with the metadata their producer sent. */
-  async *tasks(): AsyncGenerator<AsyncTaskResult> {
+  async *tasks(): AsyncGenerator<AsyncTaskResult<T>> {
     try {
       for (;;) {
         const r = await this.next();
@@ -421,13 +446,13 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
     }
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<RecordBatch | DeviceArray> {
+  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
     for await (const t of this.tasks()) yield t.data;
   }
 
   /** A WHATWG ReadableStream of the batches; its `cancel()` cancels the producer. */
-  toReadableStream(): ReadableStream<RecordBatch | DeviceArray> {
-    return new ReadableStream<RecordBatch | DeviceArray>(
+  toReadableStream(): ReadableStream<T> {
+    return new ReadableStream<T>(
       {
         pull: async (controller) => {
           try {
@@ -447,6 +472,10 @@ export class AsyncDeviceStreamReader implements AsyncIterable<RecordBatch | Devi
 }
 
 /** Creates a handler for a native producer and the reader of what it pushes. */
-export function createAsyncDeviceStreamReader(opts: AsyncConsumerOptions = {}): AsyncDeviceStreamReader {
-  return new AsyncDeviceStreamReader(opts);
+export function createAsyncDeviceStreamReader(opts: AsyncConsumerOptions & { view: true; toHost: true }): AsyncDeviceStreamReader<ArrayView>;
+export function createAsyncDeviceStreamReader(opts: AsyncConsumerOptions & { view: true }): AsyncDeviceStreamReader<ArrayView | DeviceArray>;
+export function createAsyncDeviceStreamReader(opts: AsyncConsumerOptions & { toHost: true }): AsyncDeviceStreamReader<ImportedRecordBatch>;
+export function createAsyncDeviceStreamReader(opts?: AsyncConsumerOptions): AsyncDeviceStreamReader<ImportedRecordBatch | DeviceArray>;
+export function createAsyncDeviceStreamReader(opts: AsyncConsumerOptions = {}): AsyncDeviceStreamReader<AsyncItem> {
+  return new AsyncDeviceStreamReader<AsyncItem>(opts);
 }

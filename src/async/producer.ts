@@ -31,16 +31,19 @@ import { nativeMemory } from '../memory/native.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
 import { StructWriter } from '../memory/struct.js';
 import { encodeMetadata, type Metadata } from '../schema/metadata.js';
+import type { SchemaNode } from '../schema/node.js';
+import type { ArrayView } from '../array/view.js';
 import { CANCEL, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal } from './common.js';
 
-type Item = RecordBatch | DeviceArray;
+/** What a task carries: an arrow-js record batch, a struct `ArrayView` (any type of the spec), or a `DeviceArray`. */
+type Item = RecordBatch | DeviceArray | ArrayView;
 /** What can be produced from: async or sync iterables of batches, a ReadableStream, an arrow-js async reader. */
 export type AsyncBatchSource = AsyncIterable<Item> | Iterable<Item> | ReadableStream<Item>;
 
 export interface AsyncProducerOptions {
   memory?: Memory;
-  /** The stream's schema; else the first batch's (a source with no batch then needs it). */
-  schema?: Schema;
+  /** The stream's schema (an arrow-js `Schema` or a `SchemaNode`); else the first item's (a source with no item then needs it). */
+  schema?: Schema | SchemaNode;
   /** `ArrowAsyncProducer.additional_metadata`, valid for the producer's lifetime. */
   additionalMetadata?: Metadata;
   /** Per-task metadata for `on_next_task`. */
@@ -161,9 +164,10 @@ function iterate(source: AsyncBatchSource): AsyncIterator<Item> {
   };
 }
 
-function schemaOf(item: Item): Schema {
+function schemaOf(item: Item): Schema | SchemaNode {
   if (item instanceof RecordBatch) return new Schema((item.data.type as Struct).children, item.schema.metadata);
-  throw new ArrowDeviceError('invalid', 'options.schema', 'a stream of DeviceArray needs options.schema');
+  if (item instanceof DeviceArray) throw new ArrowDeviceError('invalid', 'options.schema', 'a stream of DeviceArray needs options.schema');
+  return item.schema;
 }
 
 /**

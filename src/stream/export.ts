@@ -27,13 +27,23 @@ import { StructWriter } from '../memory/struct.js';
 import { schemaToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import { writeDeviceFields } from '../device/export.js';
+import { DeviceArray } from '../device/device-array.js';
+import type { ArrayView } from '../array/view.js';
 import {
   ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, RELEASE_SIG, fieldAddr,
   isStreamReleased, releaseStreamStruct, type StreamStruct,
 } from './struct.js';
 
-/** What a stream can be exported from: everything that yields `RecordBatch`es synchronously. */
-export type RecordBatchSource = Table | RecordBatchReader | Iterable<RecordBatch>;
+/**
+ * What a stream carries: arrow-js record batches, struct `ArrayView`s
+ * (every type of the spec, with `options.schema` as a `SchemaNode` or
+ * taken from the first view), or, on a device stream, `DeviceArray`s of
+ * the stream's device (moved out with their `sync_event`).
+ */
+export type StreamExportItem = RecordBatch | ArrayView | DeviceArray;
+
+/** What a stream can be exported from: everything that yields its items synchronously. */
+export type RecordBatchSource = Table | RecordBatchReader | Iterable<StreamExportItem>;
 
 export interface StreamExportOptions extends MemoryOption {
   /** Write into this stream struct (the consumer's memory) instead of allocating one. */
@@ -43,16 +53,24 @@ export interface StreamExportOptions extends MemoryOption {
    * the source (a Table's or reader's schema, else the first batch's).
    * Every batch must have the same layout (formats, children, dictionaries).
    */
-  schema?: Schema;
+  schema?: Schema | SchemaNode;
+  /**
+   * A device stream's `device_type` (and `device_id` of its arrays). By
+   * default the device of the first `DeviceArray` the source yields (read
+   * ahead at export), else CPU.
+   */
+  deviceType?: number;
 }
 
 interface StreamRecord {
   readonly mem: Memory;
   readonly s: StreamStruct;
   /** The source's iterator; null once it has ended, failed or been closed. */
-  iterator: Iterator<RecordBatch> | null;
-  /** A batch read ahead to learn the schema of a plain iterable. */
-  peeked: RecordBatch | undefined;
+  iterator: Iterator<StreamExportItem> | null;
+  /** An item read ahead to learn the schema (or device) of a plain iterable. */
+  peeked: StreamExportItem | undefined;
+  /** A device stream's device type (CPU for record batches and views). */
+  deviceType: number;
   node: SchemaNode | undefined;
   /** Struct types of batches already checked against `node`. */
   readonly verified: WeakSet<object>;
@@ -111,8 +129,8 @@ function batchSchema(batch: RecordBatch): Schema {
   return new Schema((batch.data.type as Struct).children, batch.schema.metadata);
 }
 
-/** The next batch of the source, or undefined at its end. */
-function pull(rec: StreamRecord): RecordBatch | undefined {
+/** The next item of the source, or undefined at its end. */
+function pull(rec: StreamRecord): StreamExportItem | undefined {
   if (rec.peeked) {
     const b = rec.peeked;
     rec.peeked = undefined;
@@ -125,10 +143,9 @@ function pull(rec: StreamRecord): RecordBatch | undefined {
     return undefined;
   }
   const b = r.value as unknown;
-  if (!(b instanceof RecordBatch)) {
-    throw invalid('', `the source yielded ${describe(b)}, not an arrow-js RecordBatch`);
-  }
-  return b;
+  if (b instanceof RecordBatch || b instanceof DeviceArray) return b;
+  if (isArrayView(b)) return b;
+  throw invalid('', `the source yielded ${describe(b)}, not an arrow-js RecordBatch, an ArrayView or a DeviceArray`);
 }
 
 function describe(v: unknown): string {
@@ -143,8 +160,8 @@ function streamNode(rec: StreamRecord): SchemaNode {
   const first = pull(rec);
   if (!first) throw invalid('', 'the source is empty and no schema was given (pass options.schema)');
   rec.peeked = first;
-  rec.node = schemaToNode(batchSchema(first));
-  rec.verified.add(first.data.type);
+  rec.node = itemNode(first);
+  if (first instanceof RecordBatch) rec.verified.add(first.data.type);
   return rec.node;
 }
 
@@ -192,19 +209,31 @@ function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
     clearLastError(rec);
     if (rec.failed) return fail(rec, rec.failed.errno, rec.failed.message);
     const node = streamNode(rec);
-    const batch = pull(rec);
-    if (!batch) {
-      writeEnd(mem, s, out);
+    const item = pull(rec);
+    if (!item) {
+      writeEnd(mem, s, out, rec.deviceType);
       return 0;
     }
-    const type = batch.data.type;
-    if (!rec.verified.has(type)) {
-      const d = layoutDiff(node, schemaToNode(batchSchema(batch)), 'schema');
+    const key = item instanceof RecordBatch ? item.data.type : item.schema;
+    if (!rec.verified.has(key)) {
+      const d = layoutDiff(node, itemNode(item), 'schema');
       if (d) throw invalid('', `the batch does not match the stream's schema: ${d}`);
-      rec.verified.add(type);
+      rec.verified.add(key);
     }
-    exportArray(dataToView(batch.data, node), { memory: mem, into: out });
-    if (s.kind === 'device') writeDeviceFields(mem, out, DeviceType.CPU, -1, 0n);
+    if (item instanceof DeviceArray) {
+      if (s.kind !== 'device') throw invalid('', 'a DeviceArray can only go through a device stream (exportDeviceArrayStream)');
+      if (item.deviceType !== rec.deviceType) {
+        throw invalid('', `a ${item.deviceTypeName} DeviceArray in a stream of device type ${rec.deviceType}: every array of a device stream is on the stream's device`);
+      }
+      // Moved out unchanged, with its sync_event: the consumer waits on it (CDeviceDataInterface.rst).
+      item.exportTo(out);
+    } else {
+      if (rec.deviceType !== DeviceType.CPU) {
+        throw invalid('', 'host data in a stream of device memory: export DeviceArrays of the stream\'s device (or copy them there)');
+      }
+      exportArray(item instanceof RecordBatch ? dataToView(item.data, node) : item, { memory: mem, into: out });
+      if (s.kind === 'device') writeDeviceFields(mem, out, DeviceType.CPU, -1, 0n);
+    }
     rec.batches++;
     return 0;
   } catch (e) {
@@ -216,10 +245,21 @@ function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
   }
 }
 
-/** The end of the stream: a released array (and, on a device stream, a CPU header). */
-function writeEnd(mem: Memory, s: StreamStruct, out: Ptr): void {
+/** The end of the stream: a released array (and, on a device stream, a header of the stream's device). */
+function writeEnd(mem: Memory, s: StreamStruct, out: Ptr, deviceType: number): void {
   mem.copyIn(out, new Uint8Array(mem.layouts.ArrowArray.size));
-  if (s.kind === 'device') writeDeviceFields(mem, out, DeviceType.CPU, -1, 0n);
+  if (s.kind === 'device') writeDeviceFields(mem, out, deviceType, deviceType === DeviceType.CPU ? -1 : 0, 0n);
+}
+
+/** An item's schema node: a batch's as its data says, a view's or a device array's own. */
+function itemNode(item: StreamExportItem): SchemaNode {
+  return item instanceof RecordBatch ? schemaToNode(batchSchema(item)) : item.schema;
+}
+
+function isArrayView(v: unknown): v is ArrayView {
+  if (v === null || typeof v !== 'object') return false;
+  const o = v as Partial<ArrayView>;
+  return typeof o.length === 'number' && typeof o.schema === 'object' && o.schema !== null && Array.isArray(o.children);
 }
 
 function getLastError(mem: Memory, s: StreamStruct, ptr: Ptr): Ptr {
@@ -269,7 +309,7 @@ function streamCallbacks(mem: Memory, s: StreamStruct): { getSchema: Ptr; getNex
 }
 
 /** The source's iterator and, where the source knows it, its schema. */
-function open(source: RecordBatchSource, path: string): { iterator: Iterator<RecordBatch>; schema: Schema | undefined } {
+function open(source: RecordBatchSource, path: string): { iterator: Iterator<StreamExportItem>; schema: Schema | undefined } {
   if (source instanceof Table) {
     const first = source.batches[0];
     return { iterator: source.batches[Symbol.iterator](), schema: first ? batchSchema(first) : source.schema };
@@ -281,7 +321,7 @@ function open(source: RecordBatchSource, path: string): { iterator: Iterator<Rec
   }
   const o = source as unknown as Record<symbol, unknown> | null;
   if (o !== null && typeof o === 'object' && typeof o[Symbol.iterator] === 'function') {
-    return { iterator: (source as Iterable<RecordBatch>)[Symbol.iterator](), schema: undefined };
+    return { iterator: (source as Iterable<StreamExportItem>)[Symbol.iterator](), schema: undefined };
   }
   if (o !== null && typeof o === 'object' && typeof o[Symbol.asyncIterator] === 'function') {
     throw asyncError(path, 'an AsyncIterable');
@@ -305,6 +345,7 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
     s,
     iterator,
     peeked: undefined,
+    deviceType: DeviceType.CPU,
     node: undefined,
     verified: new WeakSet(),
     batches: 0,
@@ -313,7 +354,16 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
   };
   try {
     const given = opts.schema ?? schema;
-    if (given) rec.node = schemaToNode(given);
+    if (given) rec.node = given instanceof Schema ? schemaToNode(given) : given;
+    if (s.kind === 'device') {
+      if (opts.deviceType !== undefined) rec.deviceType = opts.deviceType;
+      else if (!(source instanceof Table) && !(source instanceof RecordBatchReader)) {
+        // The stream's device_type is in the struct before any get_next: read ahead one item to learn it.
+        const first = pull(rec);
+        rec.peeked = first;
+        if (first instanceof DeviceArray) rec.deviceType = first.deviceType;
+      }
+    }
     const cb = streamCallbacks(m, s);
     const into = opts.into ?? m.alloc(s.layout(m).size);
     const id = records.add(rec);
@@ -323,7 +373,7 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
       .ptr('get_last_error', cb.getLastError)
       .ptr('release', cb.release)
       .ptr('private_data', BigInt(id));
-    if (s.kind === 'device') w.i32('device_type', DeviceType.CPU);
+    if (s.kind === 'device') w.i32('device_type', rec.deviceType);
     w.writeTo(m, into);
     liveCounters.liveExports++;
     return into;
@@ -373,9 +423,14 @@ export function exportArrayStream(source: RecordBatchSource, opts: StreamExportO
 }
 
 /**
- * Exports record batches as an `ArrowDeviceArrayStream` of CPU arrays
- * (`device_type` CPU, each array with `device_id` -1, a NULL `sync_event`
- * and zero `reserved`), otherwise exactly like `exportArrayStream`.
+ * Exports an `ArrowDeviceArrayStream`, otherwise exactly like
+ * `exportArrayStream`. Record batches and `ArrayView`s leave as CPU arrays
+ * (`device_type` CPU, `device_id` -1, a NULL `sync_event`, zero
+ * `reserved`). `DeviceArray`s of one device (CUDA memory, say) leave as
+ * they are, moved out of their handle with their `sync_event` (the
+ * consumer waits on it): the stream's `device_type` is theirs (read ahead
+ * from the first, or `options.deviceType`), and an array of another device
+ * fails the `get_next` that meets it.
  *
  * @example
  * const stream = exportDeviceArrayStream(table);

@@ -23,10 +23,13 @@
 import { Schema, Table } from 'apache-arrow';
 import { DeviceType, deviceTypeName, errnoName } from '../abi/constants.js';
 import { validationLevel } from '../array/import.js';
-import { buildBatch, planOfNode, type BatchPlan } from '../array/importer.js';
+import { build, buildBatch, planOfNode, type BatchPlan } from '../array/importer.js';
+import type { ArrayView } from '../array/view.js';
+import { importDeviceArrayView, importDeviceRecordBatch, readDeviceFields } from '../device/api.js';
+import { DeviceArray } from '../device/device-array.js';
 import { importedTable, type ImportedRecordBatch, type ImportedTable } from '../array/imported.js';
 import { ImportOwner } from '../array/owner.js';
-import type { ArrayImportOptions } from '../array/api.js';
+import type { DeviceImportOptions } from '../device/api.js';
 import { isReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
 import { ownersOf } from '../array/imported.js';
 import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
@@ -35,14 +38,24 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { nodeToSchema } from '../schema/arrowjs.js';
 import { readSchemaNode, releaseSchemaStruct, type SchemaNode } from '../schema/node.js';
-import { readDeviceFields } from '../device/api.js';
 import {
   ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, fieldAddr, isStreamReleased,
   releaseStreamStruct, type StreamStruct,
 } from './struct.js';
 
 /** Options of `importArrayStream`: those of `importRecordBatch`, applied to every batch. */
-export interface StreamImportOptions extends ArrayImportOptions {
+/**
+ * Options of the stream readers: those of `importRecordBatch` (and, for
+ * device streams, of `importDeviceRecordBatch`: `toHost`, `stream`), applied
+ * to every item.
+ */
+export interface StreamImportOptions extends DeviceImportOptions {
+  /**
+   * Yield `ArrayView`s (every type of the spec, list views and run-end
+   * encoded included, buffers as byte views) instead of arrow-js record
+   * batches. Ownership is the same: release one with `releaseImport(view)`.
+   */
+  view?: boolean;
   /**
    * Keep every batch read: the reader then never releases a batch it
    * handed out (each is released by its own `release()`, `using`, or the
@@ -50,6 +63,9 @@ export interface StreamImportOptions extends ArrayImportOptions {
    */
   keep?: boolean;
 }
+
+/** What a stream reader yields: record batches, ArrayViews (`view: true`), or device arrays the CPU cannot read. */
+export type StreamItem = ImportedRecordBatch | ArrayView | DeviceArray;
 
 /** The longest `get_last_error` text we copy; the rest is cut. */
 const MAX_ERROR_BYTES = 64 * 1024;
@@ -151,29 +167,41 @@ const registry = new FinalizationRegistry<StreamHandle>((h) => {
  * }
  * const table = importArrayStream(otherPtr).toTable(); // keeps every batch
  */
-export class RecordBatchStreamImport implements IterableIterator<ImportedRecordBatch>, AsyncIterable<ImportedRecordBatch> {
-  /** The schema of every batch, read from `get_schema` at import. */
-  readonly schema: Schema;
+export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch> implements IterableIterator<T>, AsyncIterable<T> {
+  #schema: Schema | undefined;
+  /**
+   * The schema of every batch, read from `get_schema` at import, as arrow-js
+   * `Schema` (converted on first access for a reader of ArrayViews; throws
+   * `unsupported` there for types arrow-js lacks unless `expand`).
+   */
+  get schema(): Schema {
+    return (this.#schema ??= nodeToSchema(this.schemaNode, 'schema', this.#opts));
+  }
   /** The same schema as read, with every type of the spec (arrow-js lacks a few). */
   readonly schemaNode: SchemaNode;
-  /** For a device stream, its `device_type` (always `DeviceType.CPU` for now); undefined for a plain stream. */
+  /**
+   * For a device stream, its `device_type` (`DeviceType.CPU`, `DeviceType.CUDA`, ...); undefined for a
+   * plain stream. A stream of memory the CPU cannot read in place yields `DeviceArray`s.
+   */
   readonly deviceType: number | undefined;
   readonly #h: StreamHandle;
   readonly #opts: StreamImportOptions;
   readonly #level: number;
-  readonly #plan: BatchPlan;
+  /** The arrow-js form of the schema, made once; null for a reader of ArrayViews. */
+  readonly #plan: BatchPlan | null;
   readonly #getNext: Ptr;
   #keepAll: boolean;
   /** The batch handed out last and not kept: released when the reader moves on. */
-  #current: ImportedRecordBatch | null = null;
+  #current: T | null = null;
   #count = 0;
 
   /** @internal Use `importArrayStream` / `importDeviceArrayStream`. */
-  constructor(h: StreamHandle, plan: BatchPlan, deviceType: number | undefined, opts: StreamImportOptions) {
+  constructor(h: StreamHandle, node: SchemaNode, plan: BatchPlan | null, deviceType: number | undefined, opts: StreamImportOptions) {
     this.#h = h;
     this.#plan = plan;
-    this.schemaNode = plan.node;
-    this.schema = plan.arrow;
+    this.schemaNode = node;
+    // A reader of ArrayViews converts its schema only when asked (types arrow-js lacks stay possible).
+    this.#schema = plan?.arrow;
     this.deviceType = deviceType;
     this.#opts = opts;
     this.#keepAll = opts.keep ?? false;
@@ -222,9 +250,9 @@ export class RecordBatchStreamImport implements IterableIterator<ImportedRecordB
    * calls `get_next` on the JS thread; the loop yields to the event loop
    * between batches. Leaving the loop early releases the stream, as `for...of` does.
    */
-  [Symbol.asyncIterator](): AsyncIterableIterator<ImportedRecordBatch> {
-    const next = async (): Promise<IteratorResult<ImportedRecordBatch, undefined>> => this.next();
-    const end = async (): Promise<IteratorResult<ImportedRecordBatch, undefined>> => this.return();
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    const next = async (): Promise<IteratorResult<T, undefined>> => this.next();
+    const end = async (): Promise<IteratorResult<T, undefined>> => this.return();
     return {
       next,
       return: end,
@@ -240,7 +268,7 @@ export class RecordBatchStreamImport implements IterableIterator<ImportedRecordB
    * step: it is the caller's from now on, released by its `release()`,
    * `using`, or the garbage collector. Returns it.
    */
-  keep(batch: ImportedRecordBatch): ImportedRecordBatch {
+  keep<U extends T>(batch: U): U {
     if (batch === this.#current) this.#current = null;
     return batch;
   }
@@ -250,7 +278,8 @@ export class RecordBatchStreamImport implements IterableIterator<ImportedRecordB
     const b = this.#current;
     if (!b) return;
     this.#current = null;
-    for (const o of ownersOf(b) ?? []) o.release(reason);
+    if (b instanceof DeviceArray) b.release();
+    else for (const o of ownersOf(b) ?? []) o.release(reason);
   }
 
   /**
@@ -258,7 +287,7 @@ export class RecordBatchStreamImport implements IterableIterator<ImportedRecordB
    * `{ done: true }` at the end of the stream, after releasing it. The
    * batch returned before is released first unless it was kept.
    */
-  next(): IteratorResult<ImportedRecordBatch, undefined> {
+  next(): IteratorResult<T, undefined> {
     const h = this.#h;
     const s = h.s;
     if (h.released) throw new ArrowDeviceError('released', s.path, `the stream is released (${h.why})`);
@@ -296,10 +325,9 @@ export class RecordBatchStreamImport implements IterableIterator<ImportedRecordB
       h.release('it failed');
       throw e;
     }
-    let batch: ImportedRecordBatch;
+    let batch: T;
     try {
-      // The owner adopts `out` and frees it; on failure it has released the array already.
-      batch = buildBatch(new ImportOwner(m, out, kind), this.#plan, this.#opts, this.#level, path);
+      batch = this.#importItem(m, out, kind, path);
     } catch (e) {
       h.release('it failed');
       throw e;
@@ -309,14 +337,37 @@ export class RecordBatchStreamImport implements IterableIterator<ImportedRecordB
     return { done: false, value: batch };
   }
 
+  /**
+   * One item from `out` (our allocation, filled by get_next), through the one
+   * import path: a CPU array is adopted as it is (no move); device memory goes
+   * through the device importers (host-readable kinds after their event,
+   * others as a `DeviceArray`), which move it out of `out`. On failure the
+   * array has been released and `out` freed.
+   */
+  #importItem(m: Memory, out: Ptr, kind: 'ArrowArray' | 'ArrowDeviceArray', path: string): T {
+    const opts = this.#opts;
+    if (this.deviceType === undefined || this.deviceType === DeviceType.CPU) {
+      const owner = new ImportOwner(m, out, kind);
+      if (opts.view) return build(owner, this.schemaNode, opts, this.#level, path, (v) => v) as T;
+      return buildBatch(owner, this.#plan!, opts, this.#level, path) as T;
+    }
+    try {
+      return (opts.view ? importDeviceArrayView(out, this.schemaNode, opts) : importDeviceRecordBatch(out, this.schemaNode, opts)) as T;
+    } catch (e) {
+      throw prefixPath(e, path);
+    } finally {
+      m.free(out);
+    }
+  }
+
   /** Leaves the iteration early: releases the stream. Called by `for...of` on `break`, `return` and throw. */
-  return(): IteratorResult<ImportedRecordBatch, undefined> {
+  return(): IteratorResult<T, undefined> {
     this.#end('it was closed');
     return { done: true, value: undefined };
   }
 
   /** As `return()`: releases the stream (arrow-js readers do the same). */
-  throw(): IteratorResult<ImportedRecordBatch, undefined> {
+  throw(): IteratorResult<T, undefined> {
     return this.return();
   }
 
@@ -346,10 +397,10 @@ export class RecordBatchStreamImport implements IterableIterator<ImportedRecordB
   }
 
   /** Reads every remaining batch and keeps them all (the stream is released at its end). */
-  readAll(): ImportedRecordBatch[] {
+  readAll(): T[] {
     this.#current = null;
     this.#keepAll = true;
-    const out: ImportedRecordBatch[] = [];
+    const out: T[] = [];
     for (let r = this.next(); !r.done; r = this.next()) out.push(r.value);
     return out;
   }
@@ -359,7 +410,15 @@ export class RecordBatchStreamImport implements IterableIterator<ImportedRecordB
    * stream is empty) that keeps them: `table.release()` releases them all.
    */
   toTable(): ImportedTable {
-    return importedTable(this.readAll(), this.schema);
+    if (this.#opts.view) throw invalid('toTable', 'a reader of ArrayViews ({ view: true }) has no Table form: use readAll()');
+    const items = this.readAll();
+    for (const b of items) {
+      if (b instanceof DeviceArray) {
+        for (const i of items) if (i instanceof DeviceArray) i.release();
+        throw unsupported('toTable', `a stream of ${b.deviceTypeName} memory yields DeviceArrays: copy each to the host (toHostRecordBatch())`);
+      }
+    }
+    return importedTable(items as ImportedRecordBatch[], this.schema);
   }
 }
 
@@ -389,7 +448,7 @@ function producerError(h: StreamHandle, op: 'get_schema' | 'get_next', rc: numbe
 }
 
 /** Moves the stream struct at `src` into our memory, checks it, reads the schema. Consumes the stream on failure. */
-function importStream(src: Ptr, s: StreamStruct, opts: StreamImportOptions): RecordBatchStreamImport {
+function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: StreamImportOptions): RecordBatchStreamImport<T> {
   const m = opts.memory ?? nativeMemory();
   if (src === 0n) throw invalid(s.path, 'NULL pointer');
   if (isStreamReleased(m, s, src)) throw new ArrowDeviceError('released', s.path, 'the struct is released (release is NULL)');
@@ -401,21 +460,24 @@ function importStream(src: Ptr, s: StreamStruct, opts: StreamImportOptions): Rec
     let deviceType: number | undefined;
     if (s.kind === 'device') {
       deviceType = m.readI32(fieldAddr(m, s, h.ptr, 'device_type'));
-      if (deviceType !== DeviceType.CPU) {
-        throw unsupported(
-          `${s.path}.device_type`,
-          `streams of ${deviceLabel(deviceType)} arrays are not supported yet: only CPU device streams import as record batches`,
-        );
-      }
+      if (deviceTypeName(deviceType) === undefined) throw invalid(`${s.path}.device_type`, `unknown device type ${deviceType}`);
     }
-    return new RecordBatchStreamImport(h, readStreamSchema(h, opts), deviceType, opts);
+    validationLevel(opts.validate);
+    const node = readStreamSchema(h);
+    let plan: BatchPlan | null = null;
+    try {
+      if (!opts.view) plan = planOfNode(node, opts);
+    } catch (e) {
+      throw prefixPath(e, s.path);
+    }
+    return new RecordBatchStreamImport<T>(h, node, plan, deviceType, opts);
   } catch (e) {
     h.release('it failed');
     throw e;
   }
 }
 
-function readStreamSchema(h: StreamHandle, opts: StreamImportOptions): BatchPlan {
+function readStreamSchema(h: StreamHandle): SchemaNode {
   const m = h.mem;
   const s = h.s;
   const slot = m.alloc(m.layouts.ArrowSchema.size);
@@ -430,7 +492,7 @@ function readStreamSchema(h: StreamHandle, opts: StreamImportOptions): BatchPlan
       if (node.type.id !== 'struct') {
         throw unsupported('schema.format', `a stream of "${node.format}" arrays is not a stream of record batches (struct "+s")`);
       }
-      return planOfNode(node, opts);
+      return node;
     } catch (e) {
       throw prefixPath(e, s.path);
     }
@@ -459,24 +521,38 @@ function readStreamSchema(h: StreamHandle, opts: StreamImportOptions): BatchPlan
  * freeArrowArrayStream(stream);             // moved out: only frees the memory
  * const table = reader.toTable();
  */
-export function importArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): RecordBatchStreamImport {
+export function importArrayStream(ptr: Ptr, opts: StreamImportOptions & { view: true }): RecordBatchStreamImport<ArrayView>;
+export function importArrayStream(ptr: Ptr, opts?: StreamImportOptions): RecordBatchStreamImport<ImportedRecordBatch>;
+export function importArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView> {
   return importStream(ptr, ARRAY_STREAM, opts);
 }
 
 /**
- * Imports an `ArrowDeviceArrayStream` (CDeviceDataInterface.rst) of CPU
- * arrays as a `RecordBatchStreamImport`, like `importArrayStream`. Every
- * array's `device_type` is checked against the stream's (Arrow C++ does
- * not check it), its `sync_event` must be NULL and its `reserved` bytes
- * zero. Streams of other devices are refused with an `unsupported` error
- * (and released) until the device layer can import their arrays.
+ * Imports an `ArrowDeviceArrayStream` (CDeviceDataInterface.rst) as a
+ * `RecordBatchStreamImport`, like `importArrayStream`, under the same
+ * ownership rules. Every array's `device_type` is checked against the
+ * stream's (Arrow C++ does not check it), and its device fields as for a
+ * single device array (`reserved` zero, a CPU array without an event, a
+ * CUDA array naming a device). What each item is follows the stream's
+ * device, as for `importDeviceRecordBatch`: CPU arrays are zero-copy
+ * record batches; CUDA_HOST and CUDA_MANAGED arrays too, after waiting on
+ * their `sync_event`; anything else (CUDA device memory, OpenCL, ...) a
+ * `DeviceArray` handle exposing its `syncEvent` (copy it with
+ * `toHostRecordBatch()`, pass it on with `exportTo`, or release it), or,
+ * with `toHost: true`, a host copy of it (then every item is a record batch).
  *
  * @example
  * const reader = importDeviceArrayStream(deviceStreamPtr);
- * reader.deviceType === DeviceType.CPU;
- * for (const batch of reader) use(batch);
+ * for (const item of reader) {
+ *   if (item instanceof DeviceArray) use(item.toHostRecordBatch()); // device memory
+ *   else use(item);                                                 // a RecordBatch
+ * }
  */
-export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): RecordBatchStreamImport {
+export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions & { view: true; toHost: true }): RecordBatchStreamImport<ArrayView>;
+export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions & { view: true }): RecordBatchStreamImport<ArrayView | DeviceArray>;
+export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions & { toHost: true }): RecordBatchStreamImport<ImportedRecordBatch>;
+export function importDeviceArrayStream(ptr: Ptr, opts?: StreamImportOptions): RecordBatchStreamImport<ImportedRecordBatch | DeviceArray>;
+export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView | DeviceArray> {
   return importStream(ptr, DEVICE_STREAM, opts);
 }
 

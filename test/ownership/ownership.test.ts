@@ -192,7 +192,7 @@ describe('streams keep a bounded number of batches outstanding', { skip }, () =>
     balanced(async () => {
       c().resetPeak();
       const s = c().deviceStream(N, ROWS);
-      const reader = importDeviceArrayStream(s);
+      const reader = importDeviceArrayStream(s, { toHost: true });
       freeArrowDeviceArrayStream(s);
       let n = 0;
       let last = -1;

@@ -456,7 +456,7 @@ describe('ArrowDeviceArrayStream (CPU)', () => {
       m.free(out);
       m.free(schema);
       // The rest through our importer.
-      const reader = importDeviceArrayStream(stream);
+      const reader = importDeviceArrayStream(stream, { toHost: true });
       assert.equal(reader.deviceType, DeviceType.CPU);
       assert.deepEqual(xs(reader), Array.from({ length: 12 }, (_, i) => i + 3));
       freeArrowDeviceArrayStream(stream);
@@ -510,7 +510,7 @@ describe('gold files through exported + imported streams', { skip: goldFiles.len
             const table = tableFromIPC(readFileSync(new URL(f, GOLD)));
             const ptr = kind === 'stream' ? exportArrayStream(table) : exportDeviceArrayStream(table);
             const reader: RecordBatchStreamImport =
-              kind === 'stream' ? importArrayStream(ptr, { validate: 'full' }) : importDeviceArrayStream(ptr, { validate: 'full' });
+              kind === 'stream' ? importArrayStream(ptr, { validate: 'full' }) : importDeviceArrayStream(ptr, { validate: 'full', toHost: true });
             m.free(ptr); // moved out at import
             const batches = reader.readAll();
             assert.equal(batches.length, table.batches.length);
