@@ -301,6 +301,9 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
       batches.push(batchFrom(ptrs[i]!, s, opts, `arrays[${i}]`));
     } catch (e) {
       for (const p of ptrs.slice(i + 1)) releaseArrowArray(p, { memory: m });
+      // The batches made so far never reach the caller, so no view of them
+      // can be read again: release their producers now, not at a later collection.
+      for (const b of batches) for (const o of owners.get(b)!) o.release();
       throw e;
     }
   }
