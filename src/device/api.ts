@@ -139,10 +139,11 @@ function schemaNodeOf(schema: SchemaLike | Ptr, opts: DeviceImportOptions): Sche
 function begin(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions): { m: Memory; node: SchemaNode; fields: DeviceFields } {
   const m = mem(opts);
   if (ptr === 0n) throw invalid('device_array', 'NULL pointer');
-  if (readRelease(m, ptr) === 0n) throw new ArrowDeviceError('released', 'device_array', 'the struct is released (array.release is NULL)');
   return consumeOnFailure(ptr, opts, () => {
     validationLevel(opts.validate);
+    // The schema first: import consumes it even when the array turns out to be released.
     const node = schemaNodeOf(schema, opts);
+    if (readRelease(m, ptr) === 0n) throw new ArrowDeviceError('released', 'device_array', 'the struct is released (array.release is NULL)');
     const fields = readDeviceFields(m, ptr);
     return { m, node, fields };
   });
