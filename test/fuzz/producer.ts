@@ -40,6 +40,8 @@ interface Lib {
   count(id: number): number;
   resetCounts(): void;
   fn(which: number): Ptr;
+  /** Mappings made and not unmapped (each costs one of the kernel's vm.max_map_count, about 65,000, twice). */
+  mapped(): number;
 }
 
 let lib: Lib | undefined;
@@ -58,6 +60,7 @@ export function producerLib(): Lib {
     count: (id) => count(id) as number,
     resetCounts: l.func('void fz_reset_counts(void)') as () => void,
     fn: (w) => BigInt(fn(w) as number | bigint),
+    mapped: l.func('int64_t fz_mapped(void)') as () => number,
   };
   return lib;
 }

@@ -43,7 +43,7 @@ async function settle(): Promise<void> {
   }
   pending = [];
   // Unmap the cases' memory, unless a struct was never released (its release may still come).
-  if (!leaked && nextId > 200_000) {
+  if (!leaked && L.mapped() > 10_000) {
     L.freeAll();
     L.resetCounts();
     nextId = 1;
