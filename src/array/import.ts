@@ -19,6 +19,35 @@
  *   the array, view types' views inside their data buffers, dictionary
  *   indices inside the dictionary.
  *
+ *   It also refuses (`unsupported`) date64 and second/millisecond timestamp
+ *   values beyond 2^53 ms, which arrow-js cannot read. The promise of `full`:
+ *   reading every value of the import through arrow-js cannot throw;
+ *   anything it lets through that makes arrow-js throw is a validation bug.
+ *
+ * What `minimal` and `default` leave unchecked, exactly (no import at any
+ * level reads outside what the struct declares; these only make values wrong):
+ * - `minimal`: whether offsets start at 0 or more and end in order, and
+ *   whether children are as long as their parent's offsets, fixed size or
+ *   run ends need (a short child gives wrong or missing values); run ends
+ *   and values of differing lengths; variadic sizes (a negative one is still
+ *   refused, it sizes a buffer).
+ * - `default` (and `minimal`): offsets between the first and the last
+ *   (neither monotone nor inside the data); union type ids (undeclared ids)
+ *   and dense union offsets (outside their child); run ends (increasing,
+ *   covering the array); list view offsets and sizes (outside the child);
+ *   views of view types (outside their data buffers); dictionary indices
+ *   (outside the dictionary); date64 and timestamp values arrow-js cannot
+ *   read; UTF-8 validity of utf8 data (no level checks it: arrow-js decodes
+ *   leniently). Reading such values through arrow-js may throw plain errors
+ *   or give garbage; `expand` checks list view ranges itself and turns what
+ *   arrow-js throws while expanding into typed errors.
+ *
+ * Limits at every level (typed errors naming the place and the size): a
+ * buffer past `MAX_BUFFER_BYTES` (4 GiB), nesting past MAX_NESTING_DEPTH, a
+ * struct reached twice in one tree (`visitOnce`), n_buffers past 2^20,
+ * metadata past MAX_METADATA_BYTES or MAX_METADATA_PAIRS, and `expand` past
+ * MAX_EXPANDED_ELEMENTS (src/array/arrowjs.ts).
+ *
  * Buffers are not viewed here: each becomes a `LazyBytes`, viewed on first
  * read (full validation reads, and so views, what it checks).
  */
