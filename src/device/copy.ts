@@ -16,7 +16,7 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import type { DeviceBackend, DeviceContext, ReadRange } from './backend.js';
 import { cudaRuntime, type CudaMemoryKind } from './cuda.js';
 import { writeDeviceFields, writeRawTree, type RawNode, type SharedResources } from './export.js';
-import { allBuffers, checkCopy, hostView, type DeviceArrayNode, type DeviceBuffer } from './tree.js';
+import { allBuffers, bufferPath, checkCopy, hostView, type DeviceArrayNode, type DeviceBuffer } from './tree.js';
 
 /**
  * Copies every buffer of `node` (sizes known) into new JS buffers, in one
@@ -28,7 +28,7 @@ export function copyTreeToHost(node: DeviceArrayNode, backend: DeviceBackend, ct
   const ranges: ReadRange[] = [];
   for (const b of allBuffers(node)) {
     if (b.address === 0n) continue;
-    if (b.size === undefined) throw invalid(b.path ?? '', 'a buffer size is unknown: resolve the sizes first');
+    if (b.size === undefined) throw invalid(bufferPath(b), 'a buffer size is unknown: resolve the sizes first');
     checkCopy(b, backend, ctx);
   }
   for (const b of allBuffers(node)) {

@@ -36,9 +36,13 @@ export interface DeviceBuffer {
    * have not been fetched yet (see `DeviceArray.resolveBufferSizes`).
    */
   readonly size: number | undefined;
-  /** Its place, `device_array.array.children[1].buffers[2]`, for the errors of reads and copies. */
-  readonly path?: string;
 }
+
+/**
+ * Each buffer's place, `device_array.array.children[1].buffers[2]`, for the
+ * errors of reads and copies (kept apart: the buffers are public objects).
+ */
+const bufferPaths = new WeakMap<DeviceBuffer, string>();
 
 /** A node of a device array: what its structs say, with buffers as device addresses. */
 export interface DeviceArrayNode {
@@ -58,7 +62,7 @@ export class DeviceNode implements DeviceArrayNode {
     readonly length: number,
     readonly offset: number,
     readonly nullCount: number,
-    readonly buffers: { address: Ptr; size: number | undefined; path?: string }[],
+    readonly buffers: { address: Ptr; size: number | undefined }[],
     readonly children: DeviceNode[],
     readonly dictionary: DeviceNode | null,
   ) {}
@@ -107,9 +111,14 @@ export function readFetches(fetches: readonly Fetch[], backend: DeviceBackend, c
   fetches.forEach((f, i) => f.apply(ranges[i]!.dst));
 }
 
+/** The place of a buffer of a tree read here (empty for one made elsewhere). */
+export function bufferPath(b: DeviceBuffer): string {
+  return bufferPaths.get(b) ?? '';
+}
+
 /** A host copy of `b` (its size known) is possible: refuses a buffer too large for JS or, on host memory, a bad address. */
 export function checkCopy(b: DeviceBuffer, backend: DeviceBackend, ctx: DeviceContext): void {
-  const path = b.path ?? '';
+  const path = bufferPath(b);
   checkBufferSize(b.size ?? 0, path);
   checkHostRange(ctx, backend, b.address, b.size ?? 0, path);
 }
@@ -171,11 +180,12 @@ export function readDeviceTree(
     const childPtrs = pointers(childrenPtr, nChildren, 'children');
     const end = offset + length;
 
-    const buffers: { address: Ptr; size: number | undefined; path: string }[] = bufPtrs.map((address, i) => ({
-      address,
-      size: undefined,
-      path: `${path}.buffers[${i}]`,
-    }));
+    const buffers: { address: Ptr; size: number | undefined }[] = bufPtrs.map((address, i) => {
+      const b = { address, size: undefined };
+      bufferPaths.set(b, `${path}.buffers[${i}]`);
+      return b;
+    });
+    const pathOf = (i: number): string => `${path}.buffers[${i}]`;
     /** Sets buffer `i`'s size; a NULL buffer is refused where `size` bytes are needed, unless `nullable`. */
     const sized = (i: number, size: number, what: string, nullable = false): void => {
       const b = buffers[i]!;
@@ -204,7 +214,7 @@ export function readDeviceTree(
         size: w,
         base: b.address,
         extent: (end + 1) * w,
-        path: b.path,
+        path: pathOf(i),
         apply: (bytes) => {
           const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
           const v = wide ? dv.getBigInt64(0, true) : BigInt(dv.getInt32(0, true));
@@ -249,7 +259,7 @@ export function readDeviceTree(
             size: nVariadic * 8,
             base: buffers[sizesAt]!.address,
             extent: nVariadic * 8,
-            path: buffers[sizesAt]!.path,
+            path: pathOf(sizesAt),
             apply: (bytes) => {
               const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
               for (let k = 0; k < nVariadic; k++) {
