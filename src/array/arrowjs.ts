@@ -15,7 +15,7 @@ import {
   type FixedSizeList, Schema, Struct,
   type Union,
 } from 'apache-arrow';
-import { invalid, unsupported } from '../errors.js';
+import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { typeToNode } from '../schema/export.js';
@@ -302,8 +302,45 @@ function build(type: DataType, values: Iterable<unknown>): Data {
   return d;
 }
 
+/**
+ * The most elements `{ expand: true }` builds for one array (2^24, about 16
+ * million): expansion copies every element through arrow-js's builders, so
+ * a valid run-end encoded array of 2^31 elements, or list views whose
+ * (overlapping, valid) sizes add up to billions, would otherwise run for
+ * minutes and die out of memory. Past it, expansion is refused as
+ * `unsupported` naming the place and the count; read the `ArrayView`
+ * instead, which costs nothing per element.
+ */
+export const MAX_EXPANDED_ELEMENTS = 1 << 24;
+
+function checkExpansion(count: number, path: string, what: string): void {
+  if (count > MAX_EXPANDED_ELEMENTS) {
+    throw unsupported(path, `expanding ${what} would build ${count} elements, more than the ${MAX_EXPANDED_ELEMENTS} { expand: true } builds`);
+  }
+}
+
+/**
+ * Runs an expansion: errors arrow-js throws while the values are read or
+ * built (a builder that cannot take a type, an int64 it cannot convert, a
+ * value out of range at levels that do not check contents) come out as a
+ * typed error at `path`, so every error of an import is an ArrowDeviceError.
+ */
+function expanding(path: string, fn: () => Data): Data {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof ArrowDeviceError) throw e;
+    throw new ArrowDeviceError('unsupported', path, `arrow-js cannot expand this array: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+}
+
 /** Run-end encoded -> its values type, each run repeated (the nearest arrow-js type). */
 function expandRunEnds(view: ArrayView, type: DataType, path: string, opts: ToArrowOptions): Data {
+  checkExpansion(view.length, path, 'this run-end encoded array');
+  return expanding(path, () => expandRunEndsNow(view, type, path, opts));
+}
+
+function expandRunEndsNow(view: ArrayView, type: DataType, path: string, opts: ToArrowOptions): Data {
   const [runEnds, valuesView] = view.children as [ArrayView, ArrayView];
   const values = new Vector([viewToData(valuesView, type, `${path}.children[1]`, opts)]);
   const w = (runEnds.schema.type as { bitWidth: number }).bitWidth / 8;
@@ -320,22 +357,39 @@ function expandRunEnds(view: ArrayView, type: DataType, path: string, opts: ToAr
 /** List view -> list with the same elements (the nearest arrow-js type). */
 function listViewToList(view: ArrayView, type: DataType, path: string, opts: ToArrowOptions): Data {
   const w = view.schema.type.id === 'large_list_view' ? 8 : 4;
-  const childData = viewToData(view.children[0]!, (type.children[0] as Field).type, `${path}.children[0]`, opts);
-  const child = new Vector([childData]);
-  const out: unknown[] = [];
+  const childView = view.children[0]!;
+  const valid = (i: number): boolean => view.nullCount === 0 || !view.buffers[0] || (view.buffers[0][i >> 3]! & (1 << (i & 7))) !== 0;
+  // First the sizes alone (O(length), no element read): every view inside
+  // the child (the `default` level does not check them, Columnar.rst
+  // "ListView Layout"), and the total under the cap, before anything is built.
+  let total = view.length;
   for (let i = view.offset; i < view.offset + view.length; i++) {
-    const valid = view.nullCount === 0 || !view.buffers[0] || (view.buffers[0][i >> 3]! & (1 << (i & 7))) !== 0;
-    if (!valid) {
-      out.push(null);
-      continue;
-    }
+    if (!valid(i)) continue;
     const off = readInt(view.buffers[1] ?? null, w, i);
     const size = readInt(view.buffers[2] ?? null, w, i);
-    const items: unknown[] = [];
-    for (let k = off; k < off + size; k++) items.push(child.get(k));
-    out.push(items);
+    if (!(off >= 0 && size >= 0 && off + size <= childView.length)) {
+      throw invalid(`${path}.buffers[1]`, `list view ${i} (offset ${off}, size ${size}) is outside the child of length ${childView.length}`);
+    }
+    total += size;
+    checkExpansion(total, path, 'this list view');
   }
-  return build(type, out);
+  return expanding(path, () => {
+    const childData = viewToData(childView, (type.children[0] as Field).type, `${path}.children[0]`, opts);
+    const child = new Vector([childData]);
+    const out: unknown[] = [];
+    for (let i = view.offset; i < view.offset + view.length; i++) {
+      if (!valid(i)) {
+        out.push(null);
+        continue;
+      }
+      const off = readInt(view.buffers[1] ?? null, w, i);
+      const size = readInt(view.buffers[2] ?? null, w, i);
+      const items: unknown[] = [];
+      for (let k = off; k < off + size; k++) items.push(child.get(k));
+      out.push(items);
+    }
+    return build(type, out);
+  });
 }
 
 /** The arrow-js `Data` of an `ArrayView`, with the type its schema gives. */

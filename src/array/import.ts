@@ -19,6 +19,35 @@
  *   the array, view types' views inside their data buffers, dictionary
  *   indices inside the dictionary.
  *
+ *   It also refuses (`unsupported`) date64 and second/millisecond timestamp
+ *   values beyond 2^53 ms, which arrow-js cannot read. The promise of `full`:
+ *   reading every value of the import through arrow-js cannot throw;
+ *   anything it lets through that makes arrow-js throw is a validation bug.
+ *
+ * What `minimal` and `default` leave unchecked, exactly (no import at any
+ * level reads outside what the struct declares; these only make values wrong):
+ * - `minimal`: whether offsets start at 0 or more and end in order, and
+ *   whether children are as long as their parent's offsets, fixed size or
+ *   run ends need (a short child gives wrong or missing values); run ends
+ *   and values of differing lengths; variadic sizes (a negative one is still
+ *   refused, it sizes a buffer).
+ * - `default` (and `minimal`): offsets between the first and the last
+ *   (neither monotone nor inside the data); union type ids (undeclared ids)
+ *   and dense union offsets (outside their child); run ends (increasing,
+ *   covering the array); list view offsets and sizes (outside the child);
+ *   views of view types (outside their data buffers); dictionary indices
+ *   (outside the dictionary); date64 and timestamp values arrow-js cannot
+ *   read; UTF-8 validity of utf8 data (no level checks it: arrow-js decodes
+ *   leniently). Reading such values through arrow-js may throw plain errors
+ *   or give garbage; `expand` checks list view ranges itself and turns what
+ *   arrow-js throws while expanding into typed errors.
+ *
+ * Limits at every level (typed errors naming the place and the size): a
+ * buffer past `MAX_BUFFER_BYTES` (4 GiB), nesting past MAX_NESTING_DEPTH, a
+ * struct reached twice in one tree (`visitOnce`), n_buffers past 2^20,
+ * metadata past MAX_METADATA_BYTES or MAX_METADATA_PAIRS, and `expand` past
+ * MAX_EXPANDED_ELEMENTS (src/array/arrowjs.ts).
+ *
  * Buffers are not viewed here: each becomes a `LazyBytes`, viewed on first
  * read (full validation reads, and so views, what it checks).
  */
@@ -26,7 +55,7 @@ import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { fixedByteWidth, physicalLayout } from '../schema/format.js';
-import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
+import { MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
 import { readPointers, StructReader } from '../memory/struct.js';
 import { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
@@ -50,6 +79,8 @@ export interface ImportContext {
   readonly level: number;
   /** Set once the token is held (`ImportOwner.hold`); absent means not yet. */
   held?: boolean;
+  /** The struct addresses read so far (see `visitOnce`); made on first use. */
+  seen?: Set<Ptr>;
 }
 
 export function validationLevel(level: ValidationLevel | undefined): number {
@@ -62,6 +93,20 @@ export function validationLevel(level: ValidationLevel | undefined): number {
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 /** Upper bound on n_buffers (view types: 3 + variadic buffers). */
 const MAX_BUFFERS = 1 << 20;
+/**
+ * The largest buffer this library views or copies: 4 GiB, the most a JS
+ * typed array holds on Node 20 (buffer.constants.MAX_LENGTH) and the most
+ * koffi can view (a larger view aborts the process). A larger buffer is
+ * valid Arrow, refused as `unsupported` with its place and size.
+ */
+export const MAX_BUFFER_BYTES = 2 ** 32;
+
+/** Refuses a buffer of `size` bytes at `path` that JS cannot hold (see MAX_BUFFER_BYTES). */
+export function checkBufferSize(size: number, path: string): void {
+  if (size > MAX_BUFFER_BYTES) {
+    throw new ArrowDeviceError('unsupported', path, `a buffer of ${size} bytes is larger than the ${MAX_BUFFER_BYTES} bytes JS can hold`);
+  }
+}
 
 function toCount(v: bigint, path: string, what: string, min = 0n): number {
   if (v < min) throw invalid(`${path}.${what}`, `negative value ${v}`);
@@ -101,6 +146,7 @@ function bufferOf(n: NodeState, i: number, size: number, align: number, what: st
       return null;
     }
     if (size === 0) return new Uint8Array(0);
+    checkBufferSize(size, `${n.path}.buffers[${i}]`);
     const ctx = n.ctx;
     if (ctx.copy) {
       liveCounters.copiedBuffers++;
@@ -219,6 +265,7 @@ export function readArrayView(
   const { mem } = ctx;
   if (ptr === 0n) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
+  visitOnce((ctx.seen ??= new Set()), ptr, path);
   try {
     const L = mem.layouts.ArrowArray;
     const o = L.offsets;
@@ -390,6 +437,9 @@ export function readArrayView(
         const width = fixedByteWidth(t)!;
         const align = t.id === 'decimal' || t.id === 'interval' ? 4 : Math.min(width, 8);
         buffers.push(validityOf(n), bufferOf(n, 1, end * width, t.id === 'fixed_binary' ? 1 : align, 'values'));
+        if (ctx.level >= LEVELS.full && ((t.id === 'date' && t.unit === 'ms') || (t.id === 'timestamp' && (t.unit === 's' || t.unit === 'ms')))) {
+          checkMillis(bytesOf(buffers[1] ?? null), offset, length, bytesOf(buffers[0] ?? null), nullCount, path);
+        }
       }
     }
 
@@ -546,6 +596,24 @@ function checkViews(
       if (off < 0 || off + len > sizes[buf]!) {
         throw invalid(`${path}.buffers[1]`, `view ${k} (offset ${off}, length ${len}) is outside data buffer ${buf} of ${sizes[buf]} bytes`);
       }
+    }
+  }
+}
+
+/**
+ * arrow-js reads date64 and second/millisecond timestamps as JS numbers of
+ * milliseconds, and throws for an int64 it cannot convert exactly (beyond
+ * 2^53). Valid Arrow, but `full` promises every value reads: such a value
+ * is refused as `unsupported`, with its place.
+ */
+function checkMillis(values: Uint8Array | null, offset: number, length: number, validity: Uint8Array | null, nullCount: number, path: string): void {
+  if (!values) return;
+  const dv = new DataView(values.buffer, values.byteOffset, values.byteLength);
+  for (let k = offset; k < offset + length; k++) {
+    if (validity && nullCount !== 0 && (validity[k >> 3]! & (1 << (k & 7))) === 0) continue;
+    const v = dv.getBigInt64(k * 8, true);
+    if (v > MAX_SAFE || v < -MAX_SAFE) {
+      throw new ArrowDeviceError('unsupported', `${path}.buffers[1]`, `value ${v} at ${k} is beyond the 2^53 arrow-js can read as a number`);
     }
   }
 }

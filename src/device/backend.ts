@@ -13,7 +13,7 @@
  *   the host with `cudaEventSynchronize` before the first byte is read.
  */
 import { DeviceType } from '../abi/constants.js';
-import { ArrowDeviceError, unsupported } from '../errors.js';
+import { ArrowDeviceError, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { cudaRuntime } from './cuda.js';
 
@@ -67,47 +67,64 @@ export function cudaDeviceOf(ctx: { deviceId: number }): number {
   return ctx.deviceId >= 0 ? ctx.deviceId : cudaRuntime().getDevice();
 }
 
+/** Runs `fn`; an error that names no place (a missing CUDA runtime, a failed CUDA call) is placed at the device array. */
+function placed<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
+  }
+}
+
 export const cudaBackend: DeviceBackend = {
   name: 'cuda',
   hostReadable: (t) => t === DeviceType.CUDA_HOST || t === DeviceType.CUDA_MANAGED,
   syncForHost(ctx) {
-    if (ctx.syncEvent === 0n) return;
-    requireNative(ctx);
-    const rt = cudaRuntime();
-    rt.eventSynchronize(ctx.mem.readPtr(ctx.syncEvent));
+    placed(() => cudaSyncForHost(ctx));
   },
   readBatch(ctx, ranges, small) {
-    const work = ranges.filter((r) => r.size > 0);
-    if (work.length === 0) return;
-    requireNative(ctx);
-    const rt = cudaRuntime();
-    const dev = cudaDeviceOf(ctx);
-    rt.onDevice(dev, () => {
-      const stream = ctx.stream ?? rt.internalStream(dev);
-      if (ctx.syncEvent !== 0n) rt.streamWaitEvent(stream, ctx.mem.readPtr(ctx.syncEvent));
-      if (small) {
-        // Into pinned staging: truly asynchronous copies, then one synchronisation.
-        const at: number[] = [];
-        let total = 0;
-        for (const r of work) {
-          at.push(total);
-          total += Math.ceil(r.size / 8) * 8;
-        }
-        const stage = rt.stagingBuffer(total);
-        work.forEach((r, i) => rt.memcpyAsync(stage + BigInt(at[i]!), r.src, r.size, stream));
-        rt.streamSynchronize(stream);
-        work.forEach((r, i) => ctx.mem.read(stage + BigInt(at[i]!), r.size, r.dst));
-      } else {
-        for (const r of work) {
-          const dst = ctx.mem.addressOf(r.dst);
-          if (dst === undefined) throw unsupported('', 'cannot take the address of a JS buffer');
-          rt.memcpyAsync(dst, r.src, r.size, stream);
-        }
-        rt.streamSynchronize(stream);
-      }
-    });
+    placed(() => cudaReadBatch(ctx, ranges, small));
   },
 };
+
+function cudaSyncForHost(ctx: DeviceContext): void {
+  if (ctx.syncEvent === 0n) return;
+  requireNative(ctx);
+  const rt = cudaRuntime();
+  rt.eventSynchronize(ctx.mem.readPtr(ctx.syncEvent));
+}
+
+function cudaReadBatch(ctx: DeviceContext, ranges: readonly ReadRange[], small: boolean): void {
+  const work = ranges.filter((r) => r.size > 0);
+  if (work.length === 0) return;
+  requireNative(ctx);
+  const rt = cudaRuntime();
+  const dev = cudaDeviceOf(ctx);
+  rt.onDevice(dev, () => {
+    const stream = ctx.stream ?? rt.internalStream(dev);
+    if (ctx.syncEvent !== 0n) rt.streamWaitEvent(stream, ctx.mem.readPtr(ctx.syncEvent));
+    if (small) {
+      // Into pinned staging: truly asynchronous copies, then one synchronisation.
+      const at: number[] = [];
+      let total = 0;
+      for (const r of work) {
+        at.push(total);
+        total += Math.ceil(r.size / 8) * 8;
+      }
+      const stage = rt.stagingBuffer(total);
+      work.forEach((r, i) => rt.memcpyAsync(stage + BigInt(at[i]!), r.src, r.size, stream));
+      rt.streamSynchronize(stream);
+      work.forEach((r, i) => ctx.mem.read(stage + BigInt(at[i]!), r.size, r.dst));
+    } else {
+      for (const r of work) {
+        const dst = ctx.mem.addressOf(r.dst);
+        if (dst === undefined) throw unsupported('', 'cannot take the address of a JS buffer');
+        rt.memcpyAsync(dst, r.src, r.size, stream);
+      }
+      rt.streamSynchronize(stream);
+    }
+  });
+}
 
 const backends = new Map<number, DeviceBackend>([
   [DeviceType.CPU, cpuBackend],

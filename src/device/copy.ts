@@ -11,25 +11,37 @@
  */
 import { DeviceType } from '../abi/constants.js';
 import type { ArrayView } from '../array/view.js';
-import { invalid, unsupported } from '../errors.js';
+import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import type { DeviceBackend, DeviceContext, ReadRange } from './backend.js';
 import { cudaRuntime, type CudaMemoryKind } from './cuda.js';
 import { writeDeviceFields, writeRawTree, type RawNode, type SharedResources } from './export.js';
-import { allBuffers, hostView, type DeviceArrayNode, type DeviceBuffer } from './tree.js';
+import { allBuffers, bufferPath, checkCopy, hostView, type DeviceArrayNode, type DeviceBuffer } from './tree.js';
 
-/** Copies every buffer of `node` (sizes known) into new JS buffers, in one batch. */
+/**
+ * Copies every buffer of `node` (sizes known) into new JS buffers, in one
+ * batch. A buffer JS cannot hold (see MAX_BUFFER_BYTES) or, on host memory,
+ * at a bad address is refused with its place before anything is allocated.
+ */
 export function copyTreeToHost(node: DeviceArrayNode, backend: DeviceBackend, ctx: DeviceContext): ArrayView {
   const copies = new Map<DeviceBuffer, Uint8Array>();
   const ranges: ReadRange[] = [];
   for (const b of allBuffers(node)) {
     if (b.address === 0n) continue;
-    if (b.size === undefined) throw invalid('', 'a buffer size is unknown: resolve the sizes first');
-    const dst = new Uint8Array(b.size);
-    copies.set(b, dst);
-    if (b.size > 0) ranges.push({ src: b.address, size: b.size, dst });
+    if (b.size === undefined) throw invalid(bufferPath(b), 'a buffer size is unknown: resolve the sizes first');
+    checkCopy(b, backend, ctx);
   }
-  backend.readBatch(ctx, ranges, false);
+  for (const b of allBuffers(node)) {
+    if (b.address === 0n) continue;
+    const dst = new Uint8Array(b.size!);
+    copies.set(b, dst);
+    if (b.size! > 0) ranges.push({ src: b.address, size: b.size!, dst });
+  }
+  try {
+    backend.readBatch(ctx, ranges, false);
+  } catch (e) {
+    throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
+  }
   return hostView(node, (b) => copies.get(b)!);
 }
 

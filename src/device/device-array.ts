@@ -23,10 +23,10 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { ImportOwner } from '../array/owner.js';
 import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import type { SchemaNode } from '../schema/node.js';
-import { backendFor, requireBackend, type DeviceContext, type ReadRange } from './backend.js';
+import { backendFor, requireBackend, type DeviceContext } from './backend.js';
 import { copyTreeToHost, writeCudaCopy } from './copy.js';
 import { writeDeviceFields } from './export.js';
-import { readDeviceTree, sizesKnown, type DeviceArrayNode, type DeviceBuffer, type DeviceNode, type Fetch } from './tree.js';
+import { readDeviceTree, readFetches, sizesKnown, type DeviceArrayNode, type DeviceBuffer, type DeviceNode, type Fetch } from './tree.js';
 
 /** What identifies a device: its type (`DeviceType.CUDA`) and id (-1 where the type has no ids). */
 export interface DeviceSpec {
@@ -142,9 +142,7 @@ export class DeviceArray implements DeviceArrayNode {
     this.live('resolveBufferSizes');
     if (this.#fetches.length === 0) return this;
     const backend = requireBackend(this.deviceType, this.deviceTypeName, 'device_array');
-    const ranges: ReadRange[] = this.#fetches.map((f) => ({ src: f.addr, size: f.size, dst: new Uint8Array(f.size) }));
-    backend.readBatch(this.context(opts), ranges, true);
-    this.#fetches.forEach((f, i) => f.apply(ranges[i]!.dst));
+    readFetches(this.#fetches, backend, this.context(opts));
     this.#fetches = [];
     return this;
   }

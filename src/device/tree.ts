@@ -21,9 +21,10 @@ import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { readPointers, StructReader } from '../memory/struct.js';
 import { fixedByteWidth } from '../schema/format.js';
-import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
+import { MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
 import type { ArrayView } from '../array/view.js';
-import { checkCounts } from '../array/import.js';
+import { checkBufferSize, checkCounts } from '../array/import.js';
+import type { DeviceBackend, DeviceContext, ReadRange } from './backend.js';
 
 /** One buffer of a device array. */
 export interface DeviceBuffer {
@@ -36,6 +37,12 @@ export interface DeviceBuffer {
    */
   readonly size: number | undefined;
 }
+
+/**
+ * Each buffer's place, `device_array.array.children[1].buffers[2]`, for the
+ * errors of reads and copies (kept apart: the buffers are public objects).
+ */
+const bufferPaths = new WeakMap<DeviceBuffer, string>();
 
 /** A node of a device array: what its structs say, with buffers as device addresses. */
 export interface DeviceArrayNode {
@@ -65,7 +72,55 @@ export class DeviceNode implements DeviceArrayNode {
 export interface Fetch {
   readonly addr: Ptr;
   readonly size: number;
+  /** The buffer the bytes are in: its start and the bytes from there to the end of the read. */
+  readonly base: Ptr;
+  readonly extent: number;
+  /** The buffer's place, for errors. */
+  readonly path: string;
   apply(bytes: Uint8Array): void;
+}
+
+/**
+ * Refuses, with the buffer's place, a read of `size` bytes from `base`
+ * that the host memory knows is bad (NULL page, out of range), when the
+ * backend reads the device's addresses as host addresses: a device array's
+ * buffer pointer of 0x10 must give a typed error like the host import's,
+ * not a read at 0x10 + offset that faults.
+ */
+function checkHostRange(ctx: DeviceContext, backend: DeviceBackend, base: Ptr, size: number, path: string): void {
+  if (!backend.hostReadable(ctx.deviceType) || size === 0) return;
+  try {
+    ctx.mem.checkAddress(base, size);
+  } catch (e) {
+    throw prefixPath(e, path);
+  }
+}
+
+/** Does `fetches` in one batch of `backend` reads and applies them; errors name the buffer read. */
+export function readFetches(fetches: readonly Fetch[], backend: DeviceBackend, ctx: DeviceContext): void {
+  const ranges: ReadRange[] = fetches.map((f) => {
+    checkHostRange(ctx, backend, f.base, f.extent, f.path);
+    return { src: f.addr, size: f.size, dst: new Uint8Array(f.size) };
+  });
+  try {
+    backend.readBatch(ctx, ranges, true);
+  } catch (e) {
+    // One batch: name the first buffer it read (the whole batch failed).
+    throw e instanceof ArrowDeviceError && e.path === '' && fetches.length > 0 ? prefixPath(e, fetches[0]!.path) : e;
+  }
+  fetches.forEach((f, i) => f.apply(ranges[i]!.dst));
+}
+
+/** The place of a buffer of a tree read here (empty for one made elsewhere). */
+export function bufferPath(b: DeviceBuffer): string {
+  return bufferPaths.get(b) ?? '';
+}
+
+/** A host copy of `b` (its size known) is possible: refuses a buffer too large for JS or, on host memory, a bad address. */
+export function checkCopy(b: DeviceBuffer, backend: DeviceBackend, ctx: DeviceContext): void {
+  const path = bufferPath(b);
+  checkBufferSize(b.size ?? 0, path);
+  checkHostRange(ctx, backend, b.address, b.size ?? 0, path);
 }
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -82,9 +137,19 @@ function toCount(v: bigint, path: string, what: string): number {
  * collecting into `fetches` the device reads its sizes and checks need.
  * `check` false skips the checks of fetched values (validation `none`).
  */
-export function readDeviceTree(mem: Memory, ptr: Ptr, schema: SchemaNode, path: string, fetches: Fetch[], check = true, depth = 0): DeviceNode {
+export function readDeviceTree(
+  mem: Memory,
+  ptr: Ptr,
+  schema: SchemaNode,
+  path: string,
+  fetches: Fetch[],
+  check = true,
+  depth = 0,
+  seen = new Set<Ptr>(),
+): DeviceNode {
   if (ptr === 0n) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
+  visitOnce(seen, ptr, path);
   try {
     const st = StructReader.read(mem, ptr, mem.layouts.ArrowArray);
     if (st.ptr('release') === 0n) throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
@@ -115,7 +180,12 @@ export function readDeviceTree(mem: Memory, ptr: Ptr, schema: SchemaNode, path: 
     const childPtrs = pointers(childrenPtr, nChildren, 'children');
     const end = offset + length;
 
-    const buffers: { address: Ptr; size: number | undefined }[] = bufPtrs.map((address) => ({ address, size: undefined }));
+    const buffers: { address: Ptr; size: number | undefined }[] = bufPtrs.map((address, i) => {
+      const b = { address, size: undefined };
+      bufferPaths.set(b, `${path}.buffers[${i}]`);
+      return b;
+    });
+    const pathOf = (i: number): string => `${path}.buffers[${i}]`;
     /** Sets buffer `i`'s size; a NULL buffer is refused where `size` bytes are needed, unless `nullable`. */
     const sized = (i: number, size: number, what: string, nullable = false): void => {
       const b = buffers[i]!;
@@ -142,6 +212,9 @@ export function readDeviceTree(mem: Memory, ptr: Ptr, schema: SchemaNode, path: 
       fetches.push({
         addr: b.address + BigInt(end * w),
         size: w,
+        base: b.address,
+        extent: (end + 1) * w,
+        path: pathOf(i),
         apply: (bytes) => {
           const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
           const v = wide ? dv.getBigInt64(0, true) : BigInt(dv.getInt32(0, true));
@@ -152,7 +225,7 @@ export function readDeviceTree(mem: Memory, ptr: Ptr, schema: SchemaNode, path: 
     };
     const children: DeviceNode[] = [];
     const child = (k: number): DeviceNode => {
-      const c = readDeviceTree(mem, childPtrs[k]!, schema.children[k]!, `${path}.children[${k}]`, fetches, check, depth + 1);
+      const c = readDeviceTree(mem, childPtrs[k]!, schema.children[k]!, `${path}.children[${k}]`, fetches, check, depth + 1, seen);
       children.push(c);
       return c;
     };
@@ -184,6 +257,9 @@ export function readDeviceTree(mem: Memory, ptr: Ptr, schema: SchemaNode, path: 
           fetches.push({
             addr: buffers[sizesAt]!.address,
             size: nVariadic * 8,
+            base: buffers[sizesAt]!.address,
+            extent: nVariadic * 8,
+            path: pathOf(sizesAt),
             apply: (bytes) => {
               const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
               for (let k = 0; k < nVariadic; k++) {
@@ -238,7 +314,9 @@ export function readDeviceTree(mem: Memory, ptr: Ptr, schema: SchemaNode, path: 
         validity();
         sized(1, end * fixedByteWidth(t)!, 'values');
     }
-    const dictionary = schema.dictionary ? readDeviceTree(mem, dictPtr, schema.dictionary, `${path}.dictionary`, fetches, check, depth + 1) : null;
+    const dictionary = schema.dictionary
+      ? readDeviceTree(mem, dictPtr, schema.dictionary, `${path}.dictionary`, fetches, check, depth + 1, seen)
+      : null;
     return new DeviceNode(schema, length, offset, nullCount, buffers, children, dictionary);
   } catch (e) {
     if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, path);

@@ -15,8 +15,18 @@ export type Metadata = Map<string, string>;
 const decoder = new TextDecoder('utf-8', { fatal: true });
 const encoder = new TextEncoder();
 
-/** Upper bound on a metadata blob we are willing to read (64 MiB). */
-export const MAX_METADATA_BYTES = 64 << 20;
+/**
+ * Upper bound on a metadata blob we are willing to read (16 MiB; the spec
+ * sets none). Every length is checked against it before its bytes are read,
+ * so a larger blob is refused before most of it is touched.
+ */
+export const MAX_METADATA_BYTES = 16 << 20;
+/**
+ * Upper bound on the number of key/value pairs (65,536). Each pair costs a
+ * few reads, so the count is refused up front, before any pair is read: a
+ * blob of millions of empty pairs would otherwise take seconds to reject.
+ */
+export const MAX_METADATA_PAIRS = 1 << 16;
 
 function readUtf8(mem: Memory, addr: Ptr, n: number, path: string, what: string): string {
   try {
@@ -37,6 +47,9 @@ export function readMetadata(mem: Memory, addr: Ptr, path = 'metadata', maxBytes
   const count = mem.readI32(addr);
   pos += 4;
   if (count < 0) throw invalid(path, `negative pair count ${count}`);
+  if (count > MAX_METADATA_PAIRS) throw invalid(path, `${count} pairs, more than the ${MAX_METADATA_PAIRS} this library reads`);
+  // Every pair takes at least its two lengths (8 bytes).
+  if (4 + count * 8 > maxBytes) throw invalid(path, `${count} pairs cannot fit in the ${maxBytes} bytes metadata may take`);
   const out: Metadata = new Map();
   for (let i = 0; i < count; i++) {
     need(4, `key length of pair ${i}`);

@@ -24,6 +24,23 @@ export interface SchemaNode {
 
 export const MAX_NESTING_DEPTH = 64;
 
+/**
+ * Refuses a struct reached a second time in one tree. In the C Data
+ * Interface every child is owned by its parent (CDataInterface.rst, "Release
+ * callback semantics": the parent's release releases its children), so a
+ * struct that two parents point at, or that points back at an ancestor, is
+ * invalid input. Reading it anyway would cost the size of the unfolded tree
+ * (exponential in the depth of a DAG, 2,000 fields naming one child read it
+ * 2,000 times): each address is read once, so an import costs what its input
+ * holds. Shared by the schema, array and device tree readers.
+ */
+export function visitOnce(seen: Set<bigint>, ptr: bigint, path: string): void {
+  if (seen.has(ptr)) {
+    throw invalid(path, `the struct at 0x${ptr.toString(16)} is reached a second time: every child must be owned by one parent`);
+  }
+  seen.add(ptr);
+}
+
 function checkNode(node: SchemaNode, path: string): void {
   const t = node.type;
   const n = node.children.length;
@@ -69,9 +86,10 @@ function checkNode(node: SchemaNode, path: string): void {
  * Reads the `ArrowSchema` at `ptr` without taking ownership (the caller
  * releases it). `path` prefixes error places; `depth` guards nesting.
  */
-export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', depth = 0): SchemaNode {
+export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', depth = 0, seen = new Set<Ptr>()): SchemaNode {
   if (ptr === 0n) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
+  visitOnce(seen, ptr, path);
   try {
     // Every field first, in one copy (the reader's scratch is reused by the reads below).
     const st = StructReader.read(mem, ptr, mem.layouts.ArrowSchema);
@@ -117,8 +135,8 @@ export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', depth = 0
     } catch (e) {
       throw prefixPath(e, `${path}.children`);
     }
-    const children = childPtrs.map((cp, i) => readSchemaNode(mem, cp, `${path}.children[${i}]`, depth + 1));
-    const dictionary = dictPtr === 0n ? null : readSchemaNode(mem, dictPtr, `${path}.dictionary`, depth + 1);
+    const children = childPtrs.map((cp, i) => readSchemaNode(mem, cp, `${path}.children[${i}]`, depth + 1, seen));
+    const dictionary = dictPtr === 0n ? null : readSchemaNode(mem, dictPtr, `${path}.dictionary`, depth + 1, seen);
     const node: SchemaNode = { format, type, name, metadata, flags, children, dictionary };
     checkNode(node, path);
     return node;

@@ -23,6 +23,7 @@ import {
 import type { ArrayView } from '../../../src/array/view.js';
 import { ArrowDeviceError, type ErrorKind } from '../../../src/errors.js';
 import { accounting } from '../../../src/memory/accounting.js';
+import { MAX_METADATA_BYTES } from '../../../src/schema/metadata.js';
 import { runChild } from '../../helpers/child.js';
 import {
   bitmap, Builder, md, releaseCount, trackerProblems, views, type ArraySpec, type Built, type CStringSpec, type SchemaSpec,
@@ -398,19 +399,19 @@ const schemaCases: SchemaCase[] = [
     name: 'rejects metadata whose key length runs past the end',
     fn: 'importField',
     schema: S('i', { metadata: md(1, 0x7fffffff, 'k') }),
-    expect: bad('schema.metadata: key of pair 0 runs past the end of the metadata (67108864 bytes at most)'),
+    expect: bad(`schema.metadata: key of pair 0 runs past the end of the metadata (${MAX_METADATA_BYTES} bytes at most)`),
   },
   {
     name: 'rejects metadata whose value length runs past the end',
     fn: 'importField',
     schema: S('i', { metadata: md(1, 1, 'k', 0x7fffffff, 'v') }),
-    expect: bad('schema.metadata: value of pair 0 runs past the end of the metadata (67108864 bytes at most)'),
+    expect: bad(`schema.metadata: value of pair 0 runs past the end of the metadata (${MAX_METADATA_BYTES} bytes at most)`),
   },
   {
     name: 'rejects metadata whose second key length runs past the end',
     fn: 'importField',
     schema: S('i', { metadata: md(2, 1, 'a', 1, 'b', 0x7ffffff0, 'c') }),
-    expect: bad('schema.metadata: key of pair 1 runs past the end of the metadata (67108864 bytes at most)'),
+    expect: bad(`schema.metadata: key of pair 1 runs past the end of the metadata (${MAX_METADATA_BYTES} bytes at most)`),
   },
   {
     name: 'rejects a metadata key that is not valid UTF-8',

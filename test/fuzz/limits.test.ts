@@ -1,0 +1,178 @@
+/**
+ * Issue 18's findings, one test each, laid out by the fuzz producer (every
+ * buffer and struct in a guarded mapping): limits are typed errors naming
+ * the place and the size, shared structs are refused in linear time, device
+ * reads name their buffer, a failed importTable releases what it imported.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  ArrowDeviceError, importDeviceArray, importField, importRecordBatch, importData, importTable,
+} from '../../src/index.js';
+import { MAX_BUFFER_BYTES } from '../../src/array/import.js';
+import { MAX_EXPANDED_ELEMENTS } from '../../src/array/arrowjs.js';
+import { MAX_METADATA_PAIRS } from '../../src/schema/metadata.js';
+import type { ADesc, Case, SDesc } from './cases.js';
+import { layOut, producerLib, producerMissing } from './producer.js';
+import { runOne } from './runner.js';
+
+const skip = producerMissing ?? false;
+const b64 = (a: ArrayBufferView): string => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64');
+const S = (format: string, children: SDesc[] = [], extra: Partial<SDesc> = {}): SDesc => ({
+  format, name: 'f', flags: '2', metadata: null, children, dictionary: null, ...extra,
+});
+const A = (length: number | string, buffers: (ArrayBufferView | null)[], children: ADesc[] = [], extra: Partial<ADesc> = {}): ADesc => ({
+  length: String(length), offset: '0', nullCount: '0', buffers: buffers.map((b) => (b ? b64(b) : null)), children, dictionary: null, ...extra,
+});
+const kase = (schema: SDesc, arrays: ADesc[], extra: Partial<Case> = {}): Case => ({
+  origin: 'limits.test.ts', mutations: [], driver: 'data', level: 'default', expand: false, copy: false, schema, arrays, ...extra,
+});
+let ids = 1;
+const lay = (c: Case) => {
+  const l = layOut(c, ids);
+  ids += l.ids.length;
+  return l;
+};
+
+function throwsAt(fn: () => unknown, path: RegExp, detail: RegExp): ArrowDeviceError {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (e) {
+    caught = e;
+  }
+  assert.ok(caught instanceof ArrowDeviceError, `expected an ArrowDeviceError, got ${String(caught)}`);
+  assert.match(caught.path, path);
+  assert.match(caught.detail, detail);
+  return caught;
+}
+
+describe('hostile shapes are refused in linear time', { skip }, () => {
+  test('a schema DAG (each level names the one below twice) is refused at the second visit, at once', () => {
+    let s = S('i');
+    // Built once per level; the second child's pointer names the first child's struct.
+    for (let d = 0; d < 30; d++) s = S('+s', [s, S('i')], { alias: [null, 0] });
+    const l = lay(kase(s, []));
+    const t0 = performance.now();
+    throwsAt(() => importField(l.schema), /^schema(\.children\[0\])*\.children\[1\]$/, /reached a second time/);
+    assert.ok(performance.now() - t0 < 1000, 'linear, not 2^30');
+  });
+
+  test('2,000 fields pointing at one child: refused at field 1, not read 2,000 times', () => {
+    const kids = Array.from({ length: 2000 }, (_, k) => (k === 0 ? S('+s', [S('i'), S('u')]) : S('i')));
+    const l = lay(kase(S('+s', kids, { alias: kids.map((_, k) => (k === 0 ? null : 0)) }), []));
+    throwsAt(() => importField(l.schema), /^schema\.children\[1\]$/, /reached a second time/);
+  });
+
+  test('an array child reached twice is refused with its place', () => {
+    const schema = S('+s', [S('i'), S('i')]);
+    const l = lay(kase(schema, [A(1, [null], [A(1, [null, new Int32Array([1])]), A(1, [null, new Int32Array([2])])], { alias: [null, 0] })]));
+    throwsAt(() => importRecordBatch(l.arrays[0]!, l.schema), /^array\.children\[1\]$/, /reached a second time/);
+  });
+
+  test('a device array child reached twice is refused too', () => {
+    const schema = S('+s', [S('i'), S('i')]);
+    const c = kase(schema, [A(1, [null], [A(1, [null, new Int32Array([1])]), A(1, [null, new Int32Array([2])])], { alias: [null, 0] })]);
+    c.device = { type: 1, id: '-1', syncEvent: '0', reserved: false };
+    const l = lay(c);
+    throwsAt(() => importDeviceArray(l.arrays[0]!, l.schema), /^device_array\.array\.children\[1\]$/, /reached a second time/);
+  });
+
+  test(`metadata declaring more than ${MAX_METADATA_PAIRS} pairs is refused before any pair is read`, () => {
+    // Only the count is there: reading one pair would fault on the guard page.
+    const md = Buffer.alloc(4);
+    md.writeInt32LE(MAX_METADATA_PAIRS + 1, 0);
+    const l = lay(kase(S('i', [], { metadata: md.toString('base64') }), []));
+    throwsAt(() => importField(l.schema), /^schema\.metadata$/, new RegExp(`more than the ${MAX_METADATA_PAIRS}`));
+  });
+});
+
+describe('limits are typed errors naming the place and the size', { skip }, () => {
+  test(`a buffer past ${MAX_BUFFER_BYTES} bytes (a valid 5 GiB int8 array) is refused, not viewed`, () => {
+    const n = 5 * 2 ** 30;
+    const l = lay(kase(S('c'), [A(n, [null, new Int8Array(8)])]));
+    const e = throwsAt(() => importData(l.arrays[0]!, l.schema), /^array\.buffers\[1\]$/, new RegExp(`${n} bytes`));
+    assert.equal(e.kind, 'unsupported');
+  });
+
+  test('copying a buffer past the limit from a device array is refused with its place', () => {
+    const n = 5 * 2 ** 30;
+    const c = kase(S('c'), [A(n, [null, new Int8Array(8)])]);
+    c.device = { type: 1, id: '-1', syncEvent: '0', reserved: false };
+    const l = lay(c);
+    const dev = importDeviceArray(l.arrays[0]!, l.schema);
+    try {
+      throwsAt(() => dev.toHostView(), /^device_array\.array\.buffers\[1\]$/, new RegExp(`${n} bytes`));
+    } finally {
+      dev.release();
+    }
+  });
+
+  test(`expanding a valid run-end encoded array past ${MAX_EXPANDED_ELEMENTS} elements is refused`, () => {
+    const n = 2 ** 31 - 1;
+    const schema = S('+r', [S('i', [], { name: 'run_ends', flags: '0' }), S('i', [], { name: 'values' })]);
+    const l = lay(kase(schema, [A(n, [], [A(1, [null, new Int32Array([n])]), A(1, [null, new Int32Array([7])])])]));
+    const t0 = performance.now();
+    throwsAt(() => importData(l.arrays[0]!, l.schema, { expand: true }), /^array$/, new RegExp(`${n} elements`));
+    assert.ok(performance.now() - t0 < 2000);
+  });
+
+  test('expanding list views whose valid, overlapping sizes add up past the cap is refused before building', () => {
+    const rows = 64;
+    const size = 2 ** 20; // 64 views of the whole child: 2^26 elements
+    const schema = S('+vl', [S('c', [], { name: 'item' })]);
+    const child = A(size, [null, new Int8Array(size)]);
+    const l = lay(kase(schema, [A(rows, [null, new Int32Array(rows), new Int32Array(rows).fill(size)], [child])]));
+    const t0 = performance.now();
+    throwsAt(() => importData(l.arrays[0]!, l.schema, { expand: true }), /^array$/, /elements, more than/);
+    assert.ok(performance.now() - t0 < 2000);
+  });
+
+  test('expanding a list view whose sizes run past its child (unchecked at default) is a typed error', () => {
+    const schema = S('+vl', [S('i', [], { name: 'item' })]);
+    const l = lay(kase(schema, [A(1, [null, new Int32Array([0]), new Int32Array([2 ** 30])], [A(2, [null, new Int32Array(2)])])]));
+    throwsAt(() => importData(l.arrays[0]!, l.schema, { expand: true }), /^array\.buffers\[1\]$/, /outside the child/);
+  });
+});
+
+describe('untyped errors and errors without a place', { skip }, () => {
+  test('full validation refuses a date64 value arrow-js cannot read', () => {
+    const l = lay(kase(S('tdm'), [A(1, [null, new BigInt64Array([2n ** 60n])])]));
+    const e = throwsAt(() => importData(l.arrays[0]!, l.schema, { validate: 'full' }), /^array\.buffers\[1\]$/, /2\^53/);
+    assert.equal(e.kind, 'unsupported');
+  });
+
+  test('a union under expand (arrow-js builders refuse it) is a typed error, not arrow-js\'s', async () => {
+    const schema = S('+r', [S('i', [], { name: 'run_ends', flags: '0' }), S('+us:0', [S('i', [], { name: 'a' })], { name: 'values' })]);
+    const values = A(1, [new Int8Array([0])], [A(1, [null, new Int32Array([5])])]);
+    const c = kase(schema, [A(2, [], [A(1, [null, new Int32Array([2])]), values])], { expand: true });
+    const f = await runOne(c, ids);
+    ids += 100;
+    assert.deepEqual(f.filter((x) => x.kind === 'untyped'), []);
+  });
+
+  test('a device array whose offsets pointer is 0x10 gives a typed error with the buffer\'s place', () => {
+    const c = kase(S('u'), [A(2, [null, new Int32Array([0, 1, 2]), new Uint8Array(2)], [], { rawBuffer: { index: 1, addr: '16' } })]);
+    c.device = { type: 1, id: '-1', syncEvent: '0', reserved: false };
+    const l = lay(c);
+    const dev = importDeviceArray(l.arrays[0]!, l.schema);
+    try {
+      throwsAt(() => dev.resolveBufferSizes(), /^device_array\.array\.buffers\[1\]$/, /invalid address 0x10/);
+    } finally {
+      dev.release();
+    }
+  });
+});
+
+describe('release', { skip }, () => {
+  test('importTable failing on arrays[1] releases arrays[0] at once', () => {
+    const schema = S('+s', [S('i')]);
+    const good = A(1, [null], [A(1, [null, new Int32Array([1])])]);
+    const bad = A(1, [null], [A(1, [null, new Int32Array([1])])], { nBuffers: '3' });
+    const l = lay(kase(schema, [good, bad]));
+    assert.throws(() => importTable(l.arrays, l.schema), ArrowDeviceError);
+    // No collection in between: the producer's count says it already ran.
+    assert.equal(producerLib().count(l.arrayIds[0]!), 1);
+    assert.equal(producerLib().count(l.arrayIds[1]!), 1);
+  });
+});

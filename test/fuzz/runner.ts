@@ -1,0 +1,158 @@
+/**
+ * Runs fuzz cases against the importers and judges them by the oracles of
+ * issue 18:
+ * - only `ArrowDeviceError`s come out of an importer, each with a place
+ *   (a plain TypeError/RangeError, or an error with an empty path, is a finding);
+ * - at `full` validation, reading every value of an import through arrow-js
+ *   does not throw (what full validation lets through is a validation bug);
+ * - an import that fails has released what it was handed at once;
+ * - every struct handed over is released exactly once (after a collection,
+ *   for zero-copy imports), and no struct twice.
+ * A crash or a hang is seen by the parent process (tools/fuzz.ts), which
+ * runs this in a child.
+ */
+import { Data, RecordBatch, Vector } from 'apache-arrow';
+import {
+  ArrowDeviceError, DeviceArray, importArrayStream, importArrayView, importData, importDeviceArray, importDeviceArrayStream,
+  importDeviceData, importDeviceRecordBatch, importField, importRecordBatch, importTable,
+} from '../../src/index.js';
+import { collectUntil } from '../helpers/gc.js';
+import type { Case } from './cases.js';
+import { layOut, producerLib, type Laid } from './producer.js';
+
+export type FindingKind = 'untyped' | 'no-path' | 'full-read' | 'late-release' | 'leak' | 'double-release';
+
+export interface Finding {
+  kind: FindingKind;
+  message: string;
+}
+
+const replacer = (_k: string, v: unknown): unknown => (typeof v === 'bigint' ? String(v) : v);
+/** The most rows read per array: reading is the oracle of `full`, not a benchmark. */
+const MAX_ROWS = 2000;
+
+/** Reads every value (up to MAX_ROWS) through arrow-js, as an application would. */
+function readAll(d: Data | RecordBatch): void {
+  const v = d instanceof RecordBatch ? d : new Vector([d]);
+  const n = Math.min(d instanceof RecordBatch ? d.numRows : d.length, MAX_ROWS);
+  for (let i = 0; i < n; i++) JSON.stringify(v.get(i), replacer);
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
+
+/** What the importers were handed, and must release. */
+function handed(c: Case, laid: Laid): (number | null)[] {
+  const ids: (number | null)[] = [laid.schemaId];
+  switch (c.driver) {
+    case 'field': return ids;
+    case 'table': return [...ids, ...laid.arrayIds];
+    // The schema and arrays reach the consumer through the stream, which releases those it did not hand out.
+    case 'stream': case 'deviceStream': return [laid.streamId, ...ids, ...laid.arrayIds];
+    default: return [...ids, laid.arrayIds[0] ?? null];
+  }
+}
+
+/**
+ * Runs one laid-out case. Returns the findings of the import itself; the
+ * release checks that need a collection are `checkReleases`.
+ */
+export function runLaid(c: Case, laid: Laid): Finding[] {
+  const out: Finding[] = [];
+  const opts = { validate: c.level, expand: c.expand, copy: c.copy } as const;
+  const full = c.level === 'full';
+  let reading = false;
+  const read = (d: Data | RecordBatch): void => {
+    reading = true;
+    try {
+      readAll(d);
+    } catch (e) {
+      if (full) out.push({ kind: 'full-read', message: `reading values after full validation threw ${describe(e)}` });
+    } finally {
+      reading = false;
+    }
+  };
+  try {
+    switch (c.driver) {
+      case 'field': importField(laid.schema); break;
+      case 'arrayView': {
+        const v = importArrayView(laid.arrays[0]!, laid.schema, opts);
+        void v.buffers;
+        break;
+      }
+      case 'data': read(importData(laid.arrays[0]!, laid.schema, opts)); break;
+      case 'recordBatch': read(importRecordBatch(laid.arrays[0]!, laid.schema, opts)); break;
+      case 'table': for (const b of importTable(laid.arrays, laid.schema, opts).batches) read(b); break;
+      case 'deviceArray': {
+        const dev = importDeviceArray(laid.arrays[0]!, laid.schema, opts);
+        try {
+          dev.resolveBufferSizes();
+          read(dev.toHost(opts));
+        } finally {
+          dev.release();
+        }
+        break;
+      }
+      case 'deviceData': {
+        const d = importDeviceData(laid.arrays[0]!, laid.schema, { ...opts, toHost: true });
+        if (!(d instanceof DeviceArray)) read(d);
+        break;
+      }
+      case 'deviceRecordBatch': {
+        const b = importDeviceRecordBatch(laid.arrays[0]!, laid.schema, { ...opts, toHost: true });
+        if (!(b instanceof DeviceArray)) read(b);
+        break;
+      }
+      case 'stream': case 'deviceStream': {
+        const s = c.driver === 'stream' ? importArrayStream(laid.stream, opts) : importDeviceArrayStream(laid.stream, { ...opts, toHost: true });
+        try {
+          for (const b of s) read(b);
+        } finally {
+          s.release();
+        }
+        break;
+      }
+    }
+  } catch (e) {
+    if (reading) throw e;
+    if (!(e instanceof ArrowDeviceError)) out.push({ kind: 'untyped', message: `${c.driver} threw ${describe(e)}` });
+    else if (e.path === '') out.push({ kind: 'no-path', message: `${c.driver} threw an error without a place: ${e.message}` });
+    // Import consumes, on failure at once (src/array/api.ts): nothing handed over may wait for a collection.
+    const L = producerLib();
+    const pending = handed(c, laid).filter((id) => id !== null && L.count(id) === 0);
+    if (pending.length && c.driver !== 'stream' && c.driver !== 'deviceStream') {
+      out.push({ kind: 'late-release', message: `${c.driver} failed (${describe(e)}) but ${pending.length} struct(s) handed over are not released yet` });
+    }
+  }
+  return out;
+}
+
+/**
+ * After the results of `cases` are dropped: collects until every struct
+ * handed over is released, then checks none was released twice.
+ */
+export async function checkReleases(cases: { c: Case; laid: Laid; index: number }[]): Promise<{ index: number; f: Finding }[]> {
+  const L = producerLib();
+  const roots = cases.flatMap(({ c, laid, index }) => handed(c, laid).filter((x): x is number => x !== null).map((id) => ({ id, index })));
+  await collectUntil(() => roots.every((r) => L.count(r.id) >= 1), 20);
+  const out: { index: number; f: Finding }[] = [];
+  for (const r of roots) {
+    if (L.count(r.id) === 0) out.push({ index: r.index, f: { kind: 'leak', message: `struct record ${r.id} handed over was never released` } });
+  }
+  for (const { laid, index } of cases) {
+    for (const id of laid.ids) {
+      const n = L.count(id);
+      if (n > 1) out.push({ index, f: { kind: 'double-release', message: `struct record ${id} released ${n} times` } });
+    }
+  }
+  return out;
+}
+
+/** Lays out and runs one case, then checks its releases: what a regression test of a reproducer does. */
+export async function runOne(c: Case, firstId = 1): Promise<Finding[]> {
+  const laid = layOut(c, firstId);
+  const f = runLaid(c, laid);
+  const r = await checkReleases([{ c, laid, index: 0 }]);
+  return [...f, ...r.map((x) => x.f)];
+}

@@ -1,0 +1,125 @@
+/**
+ * `npm run fuzz -- [--seconds 60] [--seed N] [--case-timeout 30] [--save]`:
+ * the hostile-producer fuzzer of issue 18 (test/fuzz). The loop runs in a
+ * child process (test/fuzz/worker.ts); a crash (signal) or a hang (no
+ * heartbeat for --case-timeout seconds) ends the child, is recorded as a
+ * finding with its reproducer (seed, case index, mutated description), and
+ * a new child goes on from the next case. At the end: cases run, cases per
+ * second, findings by kind. Exit status 1 on any finding; with --save each
+ * is written to test/fuzz/reproducers/ (test/fuzz/reproducers.test.ts
+ * replays them all).
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { loadCorpus, makeCase } from '../test/fuzz/cases.js';
+
+const argv = process.argv.slice(2);
+const opt = (name: string, def: number): number => {
+  const k = argv.indexOf(`--${name}`);
+  if (k < 0) return def;
+  const v = Number(argv[k + 1]);
+  if (!Number.isFinite(v)) throw new Error(`--${name} needs a number`);
+  return v;
+};
+const seconds = opt('seconds', Number(process.env.FUZZ_SECONDS ?? 60));
+const seed = opt('seed', Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000));
+const caseTimeout = opt('case-timeout', 30) * 1000;
+const save = argv.includes('--save');
+const root = fileURLToPath(new URL('..', import.meta.url));
+const worker = fileURLToPath(new URL('../test/fuzz/worker.ts', import.meta.url));
+const reproDir = fileURLToPath(new URL('../test/fuzz/reproducers/', import.meta.url));
+
+interface Found {
+  kind: string;
+  message: string;
+  index: number;
+  seed: number;
+  honest?: boolean;
+  case?: unknown;
+}
+
+const findings: Found[] = [];
+const seen = new Set<string>();
+let cases = 0;
+const start = Date.now();
+const deadline = start + seconds * 1000;
+let next = 0;
+
+function record(f: Found): void {
+  // One reproducer per kind and message shape (numbers aside): the same bug found again is not news.
+  const key = `${f.kind} ${f.message.replace(/\d+/g, 'N')}`;
+  findings.push(f);
+  if (seen.has(key)) return;
+  seen.add(key);
+  console.log(`FINDING ${f.kind} (seed ${f.seed}, case ${f.index}): ${f.message}`);
+  if (save) {
+    mkdirSync(reproDir, { recursive: true });
+    const c = f.case ?? makeCase(loadCorpus(), f.seed, f.index);
+    writeFileSync(`${reproDir}/${f.kind}-s${f.seed}-c${f.index}.json`, `${JSON.stringify({ ...f, case: c }, null, 1)}\n`);
+  }
+}
+
+/** Runs one child from case `from` until the deadline; resolves with the index to go on from. */
+function runChild(from: number): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', worker, '--seed', String(seed), '--start', String(from), '--until', String(deadline)], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let current = from;
+    let last = Date.now();
+    let hung = false;
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => {
+      stderr = (stderr + b.toString()).slice(-4000);
+    });
+    const timer = setInterval(() => {
+      if (Date.now() - last > caseTimeout) {
+        hung = true;
+        child.kill('SIGKILL');
+      }
+    }, 500);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const tag = line.slice(0, 2);
+      const body = line.slice(2);
+      if (tag === 'C ') {
+        current = Number(body);
+        last = Date.now();
+        cases++;
+      } else if (tag === 'F ') {
+        record(JSON.parse(body) as Found);
+      } else if (tag === 'D ') {
+        const d = JSON.parse(body) as { skipped?: string };
+        if (d.skipped) console.log(`fuzz: skipped (${d.skipped})`);
+      }
+    });
+    child.on('exit', (code, signal) => {
+      clearInterval(timer);
+      if (hung) {
+        record({ kind: 'hang', message: `case ran past ${caseTimeout / 1000} s`, index: current, seed });
+        resolve(current + 1);
+      } else if (signal || code !== 0) {
+        const why = signal ? `signal ${signal}` : `exit code ${code}`;
+        record({ kind: 'crash', message: `${why}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`, index: current, seed });
+        resolve(current + 1);
+      } else {
+        resolve(-1);
+      }
+    });
+  });
+}
+
+console.log(`fuzz: seed ${seed}, ${seconds} s, per-case timeout ${caseTimeout / 1000} s`);
+while (Date.now() < deadline) {
+  const from = await runChild(next);
+  if (from < 0) break;
+  next = from;
+}
+const secs = (Date.now() - start) / 1000;
+const byKind = new Map<string, number>();
+for (const f of findings) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
+console.log(`fuzz: ${cases} cases in ${secs.toFixed(1)} s (${(cases / secs).toFixed(1)} cases/s), seed ${seed}`);
+console.log(`fuzz: ${findings.length} finding(s)${findings.length ? `: ${[...byKind].map(([k, n]) => `${k} ${n}`).join(', ')}` : ''}`);
+process.exit(findings.length ? 1 : 0);
