@@ -30,10 +30,10 @@ describe('async device streams with Arrow C++', { skip }, () => {
         const path = new URL(`${name}.arrow_file`, GOLD).pathname;
         const expected = tableFromIPC(readFileSync(path));
         const file = Batches.readIpcFile(path);
-        const reader = createAsyncDeviceStreamReader({ queueSize: 2, validate: 'full' });
+        const reader = createAsyncDeviceStreamReader({ queueSize: 2, validate: 'full', keep: true, toHost: true });
         const producing = asyncProduce(file, reader.handler);
         const got: RecordBatch[] = [];
-        for await (const b of reader) got.push(b as RecordBatch);
+        for await (const b of reader) got.push(b);
         await producing;
         assert.equal(got.length, expected.batches.length);
         for (let i = 0; i < got.length; i++) assert.equal(diffTables(expected.batches[i]!, got[i]!), undefined, `batch ${i}`);

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { Int32, RecordBatch, Schema, Table, tableFromArrays, tableFromIPC, Utf8, Vector, vectorFromArray, type Data } from 'apache-arrow';
+import { Int32, RecordBatch, Schema, Table, tableFromArrays, tableFromIPC, Utf8, Vector, vectorFromArray, type Data, type Struct } from 'apache-arrow';
 import { exportSchema, freeArrowSchema, importRecordBatch } from '../../src/array/api.js';
 import { DeviceType } from '../../src/abi/constants.js';
 import {
@@ -72,7 +72,7 @@ describe('CPU device arrays: gold files', { skip: goldFiles.length ? false : `no
         const moved: RecordBatch[] = [];
         for (const batch of table.batches) {
           const { schema, array } = exportDeviceRecordBatch(batch);
-          const node = schemaToNode(new Schema(batch.schema.fields, batch.schema.metadata));
+          const node = schemaToNode(new Schema((batch.data.type as Struct).children, batch.schema.metadata));
           const dev = importDeviceArray(array, schema);
           assert.equal(dev.deviceType, DeviceType.CPU);
           assert.equal(dev.deviceTypeName, 'CPU');
