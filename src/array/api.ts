@@ -19,6 +19,7 @@
  *   `freeArrowArray`/`freeArrowSchema` once the consumer has moved or released it).
  */
 import { Data, DataType, Field, RecordBatch, Schema, Struct, Table, Vector } from 'apache-arrow';
+import { arrayPtrArg, batchSchemaArg, optionalPtrArg, ptrArrayArg, schemaLikeArg, schemaPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
@@ -69,6 +70,7 @@ const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory()
  */
 export function importSchemaNode(ptr: Ptr, opts: SchemaImportOptions = {}): SchemaNode {
   const m = mem(opts);
+  schemaPtrArg(ptr, 'ptr', m);
   if (ptr === 0n) throw invalid('schema', 'NULL pointer');
   if (m.readPtr(ptr + BigInt(m.layouts.ArrowSchema.offsets.release!)) === 0n) {
     throw new ArrowDeviceError('released', 'schema', 'the struct is released (release is NULL)');
@@ -114,6 +116,7 @@ export function importType(ptr: Ptr, opts: SchemaImportOptions = {}): DataType {
  */
 export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr {
   const m = mem(opts);
+  optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
   const into = opts.into ?? m.alloc(m.layouts.ArrowSchema.size);
   try {
     writeSchemaNode(m, toSchemaNode(s), into);
@@ -154,7 +157,9 @@ function importView(ptr: Ptr, node: SchemaNode, opts: ArrayImportOptions, path =
  * no longer reachable (or at once with `copy`).
  */
 export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): ArrayView {
-  const node = consumeOnFailure(ptr, opts, () => schemaNodeOf(schema, opts));
+  const m = mem(opts);
+  arrayPtrArg(ptr, 'ptr', m);
+  const node = consumeOnFailure(ptr, opts, () => schemaNodeOf(schemaLikeArg(schema, 'schema', m, m.layouts.ArrowSchema.size), opts));
   const { view, owner } = importView(ptr, node, opts);
   owner.done();
   return owned(view, [owner]);
@@ -195,7 +200,10 @@ export function disposeImport(x: object): void {
  * const copy = importData(arrayPtr2, new Int32(), { copy: true }); // released at once
  */
 export function importData(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): Data {
+  const m = mem(opts);
+  arrayPtrArg(ptr, 'ptr', m);
   const { node, type } = consumeOnFailure(ptr, opts, () => {
+    schemaLikeArg(schema, 'schema', m, m.layouts.ArrowSchema.size);
     const node = schemaNodeOf(schema, opts);
     const type =
       schema instanceof DataType ? schema : schema instanceof Field ? schema.type : nodeToType(node, 'schema', opts);
@@ -278,7 +286,9 @@ function batchFrom(ptr: Ptr, s: BatchSchema, opts: ArrayImportOptions, path: str
  * batch.getChild('x')?.toArray();
  */
 export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): RecordBatch {
-  const s = consumeOnFailure(ptr, opts, () => schemaOf(schema, opts));
+  const m = mem(opts);
+  arrayPtrArg(ptr, 'ptr', m);
+  const s = consumeOnFailure(ptr, opts, () => schemaOf(batchSchemaArg(schema, 'schema', m, m.layouts.ArrowSchema.size), opts));
   return batchFrom(ptr, s, opts, 'array');
 }
 
@@ -288,9 +298,10 @@ export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, o
  */
 export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): Table {
   const m = mem(opts);
+  ptrArrayArg(ptrs, 'ptrs', m, m.layouts.ArrowArray.size, 'ArrowArrays');
   let s: BatchSchema;
   try {
-    s = schemaOf(schema, opts);
+    s = schemaOf(batchSchemaArg(schema, 'schema', m, m.layouts.ArrowSchema.size), opts);
   } catch (e) {
     for (const p of ptrs) releaseArrowArray(p, opts);
     throw e;
@@ -322,6 +333,7 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
  */
 export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: ExportOptions = {}): Ptr {
   const m = mem(opts);
+  optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowArray.size, 'an ArrowArray');
   const view = toExportView(x);
   const into = opts.into ?? m.alloc(m.layouts.ArrowArray.size);
   try {
@@ -381,6 +393,9 @@ function batchSchema(batch: RecordBatch): Schema {
 
 /** Exports a `RecordBatch` as a schema and a struct array. */
 export function exportRecordBatch(batch: RecordBatch, opts: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr } = {}): { schema: Ptr; array: Ptr } {
+  const m = mem(opts);
+  optionalPtrArg(opts.schemaInto, 'opts.schemaInto', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
+  optionalPtrArg(opts.arrayInto, 'opts.arrayInto', m, m.layouts.ArrowArray.size, 'an ArrowArray');
   const schema = exportSchema(batchSchema(batch), { ...opts, into: opts.schemaInto });
   try {
     return { schema, array: exportArray(batch, { ...opts, into: opts.arrayInto }) };
@@ -414,6 +429,7 @@ export function allocArrowArray(opts: MemoryOption = {}): Ptr {
 /** Calls the `ArrowArray`'s release if it is not released yet. */
 export function releaseArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
   const m = mem(opts);
+  arrayPtrArg(ptr, 'ptr', m);
   if (ptr === 0n) return;
   const off = BigInt(m.layouts.ArrowArray.offsets.release!);
   const rel = m.readPtr(ptr + off);
@@ -424,7 +440,7 @@ export function releaseArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
 
 /** Calls the `ArrowSchema`'s release if it is not released yet. */
 export function releaseArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseSchemaStruct(mem(opts), ptr);
+  releaseSchemaStruct(mem(opts), schemaPtrArg(ptr, 'ptr', mem(opts)));
 }
 
 /** Releases (if still live) and frees an `ArrowArray` struct allocated by this library. */
@@ -445,6 +461,8 @@ export function freeArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
  */
 export function moveArrowArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
   const m = mem(opts);
+  arrayPtrArg(src, 'src', m);
+  arrayPtrArg(dst, 'dst', m);
   const L = m.layouts.ArrowArray;
   m.copyIn(dst, m.copyOut(src, L.size));
   m.writePtr(src + BigInt(L.offsets.release!), 0n);
@@ -453,6 +471,8 @@ export function moveArrowArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): voi
 /** Moves an `ArrowSchema` (bitwise copy, then the source marked released). */
 export function moveArrowSchema(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
   const m = mem(opts);
+  schemaPtrArg(src, 'src', m);
+  schemaPtrArg(dst, 'dst', m);
   const L = m.layouts.ArrowSchema;
   m.copyIn(dst, m.copyOut(src, L.size));
   m.writePtr(src + BigInt(L.offsets.release!), 0n);
@@ -461,5 +481,6 @@ export function moveArrowSchema(src: Ptr, dst: Ptr, opts: MemoryOption = {}): vo
 /** Whether `ptr` is an `ArrowArray` exported by this library (its release is ours). */
 export function isOurArrowArray(ptr: Ptr, opts: MemoryOption = {}): boolean {
   const m = mem(opts);
+  arrayPtrArg(ptr, 'ptr', m);
   return m.readPtr(ptr + BigInt(m.layouts.ArrowArray.offsets.release!)) === arrayReleaseCallback(m);
 }

@@ -34,6 +34,7 @@ import { writeArrayView } from '../array/export.js';
 import { readArrayView, validationLevel } from '../array/import.js';
 import { ImportOwner } from '../array/owner.js';
 import type { ArrayView } from '../array/view.js';
+import { deviceArrayPtrArg, schemaLikeArg } from '../args.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
@@ -138,11 +139,12 @@ function schemaNodeOf(schema: SchemaLike | Ptr, opts: DeviceImportOptions): Sche
 /** Checks the pointer, the schema and the device fields; releases the array on failure. */
 function begin(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions): { m: Memory; node: SchemaNode; fields: DeviceFields } {
   const m = mem(opts);
+  deviceArrayPtrArg(ptr, 'ptr', m);
   if (ptr === 0n) throw invalid('device_array', 'NULL pointer');
   if (readRelease(m, ptr) === 0n) throw new ArrowDeviceError('released', 'device_array', 'the struct is released (array.release is NULL)');
   return consumeOnFailure(ptr, opts, () => {
     validationLevel(opts.validate);
-    const node = schemaNodeOf(schema, opts);
+    const node = schemaNodeOf(schemaLikeArg(schema, 'schema', m, m.layouts.ArrowSchema.size), opts);
     const fields = readDeviceFields(m, ptr);
     return { m, node, fields };
   });
@@ -361,6 +363,7 @@ export function allocDeviceArray(opts: MemoryOption = {}): Ptr {
 
 /** Calls the release of the `ArrowDeviceArray`'s embedded array if it is not released yet. */
 export function releaseDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
+  deviceArrayPtrArg(ptr, 'ptr', mem(opts));
   releaseArrowArray(ptr + BigInt(mem(opts).layouts.ArrowDeviceArray.offsets.array!), opts);
 }
 
@@ -374,6 +377,8 @@ export function freeDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
 /** Moves an `ArrowDeviceArray` (CDeviceDataInterface.rst, "Moving an array"): bitwise copy, then the source's `array.release` set to NULL. */
 export function moveDeviceArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
   const m = mem(opts);
+  deviceArrayPtrArg(src, 'src', m);
+  deviceArrayPtrArg(dst, 'dst', m);
   const L = m.layouts.ArrowDeviceArray;
   m.copyIn(dst, m.read(src, L.size));
   m.writePtr(src + BigInt(L.offsets.array! + m.layouts.ArrowArray.offsets.release!), 0n);

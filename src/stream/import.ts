@@ -19,6 +19,7 @@ import { readArrayView, validationLevel } from '../array/import.js';
 import { makeBatch, viewToData } from '../array/arrowjs.js';
 import { ImportOwner } from '../array/owner.js';
 import type { ArrayImportOptions } from '../array/api.js';
+import { streamPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -344,6 +345,7 @@ function producerError(h: StreamHandle, op: 'get_schema' | 'get_next', rc: numbe
 /** Moves the stream struct at `src` into our memory, checks it, reads the schema. Consumes the stream on failure. */
 function importStream(src: Ptr, s: StreamStruct, opts: StreamImportOptions): RecordBatchStreamImport {
   const m = opts.memory ?? nativeMemory();
+  streamPtrArg(src, 'ptr', m, s === DEVICE_STREAM);
   if (src === 0n) throw invalid(s.path, 'NULL pointer');
   if (isStreamReleased(m, s, src)) throw new ArrowDeviceError('released', s.path, 'the struct is released (release is NULL)');
   const L = s.layout(m);
