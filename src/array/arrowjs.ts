@@ -15,7 +15,8 @@ import {
   type FixedSizeList, Schema, Struct,
   type Union,
 } from 'apache-arrow';
-import { invalid, unsupported } from '../errors.js';
+import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
+import { isDetached, isWasmMemoryBuffer } from '../memory/wasm.js';
 import { liveCounters } from '../memory/accounting.js';
 import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { typeToNode } from '../schema/export.js';
@@ -137,16 +138,53 @@ class LazyViewData extends LazyData {
     delete (this as { variadicBuffers?: unknown }).variadicBuffers;
   }
 }
+/** The views in a buffer slot's value that are of a wasm memory (`variadicBuffers` holds several). */
+function wasmViews(value: unknown): ArrayBufferView[] {
+  const views = Array.isArray(value) ? value : [value];
+  return views.filter((v): v is ArrayBufferView => ArrayBuffer.isView(v) && isWasmMemoryBuffer(v.buffer));
+}
+
 for (const key of LAZY_KEYS) {
   const own = (self: object, value: unknown): void => {
     Object.defineProperty(self, key, { value, writable: true, configurable: true, enumerable: true });
+  };
+  /**
+   * A view of wasm memory is detached when the module's memory grows, and a
+   * detached typed array reads as empty (length 0, every index undefined):
+   * arrow-js would return wrong values without a word. So such a slot stays
+   * an accessor that checks on each read and throws instead; native views
+   * (plain own properties, no cost per read) are detached only on release.
+   */
+  const checked = (self: object, value: unknown, views: ArrayBufferView[]): void => {
+    Object.defineProperty(self, key, {
+      configurable: true,
+      enumerable: true,
+      get() {
+        for (const v of views) {
+          if (isDetached(v)) {
+            throw new ArrowDeviceError(
+              'memory',
+              key,
+              "this buffer was viewed in a WebAssembly module's memory before the memory grew, which detached the view; " +
+                'read the data after the module is done growing its memory, or import with { copy: true }',
+            );
+          }
+        }
+        return value;
+      },
+      set(v: unknown) {
+        own(self, v);
+      },
+    });
   };
   Object.defineProperty(key === 'variadicBuffers' ? LazyViewData.prototype : LazyData.prototype, key, {
     configurable: true,
     get(this: LazyData) {
       const thunk = this[PARTS]?.[key];
       const value = thunk ? thunk() : key === 'variadicBuffers' ? [] : undefined;
-      own(this, value);
+      const views = wasmViews(value);
+      if (views.length > 0) checked(this, value, views);
+      else own(this, value);
       return value;
     },
     set(this: LazyData, value: unknown) {

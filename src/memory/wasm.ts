@@ -116,6 +116,18 @@ function memoryError(detail: string): ArrowDeviceError {
   return new ArrowDeviceError('memory', '', detail);
 }
 
+/**
+ * Every ArrayBuffer a wasm memory backend has seen as its memory's buffer
+ * (growth replaces it): how the array layer tells a view of wasm memory,
+ * which growth can detach while the import is live, from a native view.
+ */
+const wasmBuffers = new WeakSet<ArrayBuffer>();
+
+/** Whether `buf` is (or was, before a growth) the buffer of a wasm memory this library reads. */
+export function isWasmMemoryBuffer(buf: ArrayBufferLike): boolean {
+  return wasmBuffers.has(buf as ArrayBuffer);
+}
+
 /** Whether a view's ArrayBuffer has been detached (by a growth of the memory it viewed). */
 export function isDetached(view: ArrayBufferView): boolean {
   const buf = view.buffer as ArrayBuffer & { detached?: boolean };
@@ -225,6 +237,7 @@ class WasmMemoryImpl implements WasmMemory {
     this.name = o.name ?? 'wasm32';
     this.u8 = new Uint8Array(this.memory.buffer);
     this.dv = new DataView(this.memory.buffer);
+    wasmBuffers.add(this.memory.buffer);
   }
 
   get allocations(): { count: number; bytes: number } {
@@ -241,6 +254,7 @@ class WasmMemoryImpl implements WasmMemory {
   private refresh(): void {
     const buf = this.memory.buffer;
     if (buf !== this.u8.buffer) {
+      wasmBuffers.add(buf);
       this.u8 = new Uint8Array(buf);
       this.dv = new DataView(buf);
       this.growths++;
