@@ -18,7 +18,7 @@
  * instead of when the garbage collector finds the batch unreachable.
  */
 // The DuckDB peer first: it raises koffi's async stack before any library loads.
-import { DuckDB, duckdbAvailable } from '../test/peers/duckdb/duckdb.js';
+import { DUCKDB_MISSING, DuckDB, duckdbAvailable } from '../test/peers/duckdb/duckdb.js';
 import { Field, Float64, Int32, makeData, RecordBatch, Schema, Struct, Table, Utf8, vectorFromArray } from 'apache-arrow';
 import { accounting, createAsyncDeviceStreamReader, exportArrayStream, freeArrowArrayStream, importArrayStream } from '../src/index.js';
 import { counting, countingMissing } from '../test/ownership/counting.js';
@@ -66,7 +66,7 @@ function sameThread(label: string, batch: RecordBatch, count: number, reps: numb
 
 async function duck(): Promise<void> {
   if (!duckdbAvailable()) {
-    console.log('DuckDB: libduckdb.so not available, skipped');
+    console.log(`DuckDB skipped: ${DUCKDB_MISSING}`);
     return;
   }
   const rows = 10_000_000;

@@ -7,7 +7,7 @@ export { ArrowDeviceError, type ErrorKind } from './errors.js';
 export {
   nativeMemory, NULL, accounting, wasmMemory, wasmMemoryFromExports, isDetached,
   type Accounting, type Memory, type Ptr, type Signature, type CType, type CValue,
-  type WasmMemory, type WasmMemoryOptions, type WasmTable, type WasmMalloc, type WasmFree,
+  type WasmMemory, type WasmMemoryOptions, type WasmLinearMemory, type WasmTable, type WasmMalloc, type WasmFree,
 } from './memory/index.js';
 export { parseFormat, formatOf, type TypeInfo, type TimeUnit } from './schema/format.js';
 export type { SchemaNode } from './schema/node.js';

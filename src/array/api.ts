@@ -19,6 +19,7 @@
  *   `freeArrowArray`/`freeArrowSchema` once the consumer has moved or released it).
  */
 import { Data, DataType, Schema, Struct, Table, Vector, RecordBatch, type Field } from 'apache-arrow';
+import { arrayPtrArg, optionalPtrArg, ptrArrayArg, schemaPtrArg } from '../args.js';
 import { invalid } from '../errors.js';
 import { moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -113,6 +114,7 @@ export function importType(ptr: Ptr, opts: SchemaImportOptions = {}): DataType {
  */
 export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr {
   const m = mem(opts);
+  optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
   const into = opts.into ?? m.alloc(m.layouts.ArrowSchema.size);
   try {
     writeSchemaNode(m, toSchemaNode(s), into);
@@ -203,9 +205,11 @@ export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, o
  */
 export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): ImportedTable {
   const m = mem(opts);
-  if (!Array.isArray(ptrs)) {
+  try {
+    ptrArrayArg(ptrs, 'ptrs', m, m.layouts.ArrowArray.size, 'ArrowArrays');
+  } catch (e) {
     if (typeof schema === 'bigint' && schema !== 0n) releaseStruct(m, 'ArrowSchema', schema);
-    throw invalid('arrays', `expected an array of pointers (bigint[]), got ${ptrs === null ? 'null' : typeof ptrs}`);
+    throw e;
   }
   let plan: BatchPlan;
   try {
@@ -242,6 +246,7 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
  */
 export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: ExportOptions = {}): Ptr {
   const m = mem(opts);
+  optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowArray.size, 'an ArrowArray');
   const view = toExportView(x);
   const into = opts.into ?? m.alloc(m.layouts.ArrowArray.size);
   try {
@@ -301,6 +306,9 @@ function batchSchema(batch: RecordBatch): Schema {
 
 /** Exports a `RecordBatch` as a schema and a struct array. */
 export function exportRecordBatch(batch: RecordBatch, opts: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr } = {}): { schema: Ptr; array: Ptr } {
+  const m = mem(opts);
+  optionalPtrArg(opts.schemaInto, 'opts.schemaInto', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
+  optionalPtrArg(opts.arrayInto, 'opts.arrayInto', m, m.layouts.ArrowArray.size, 'an ArrowArray');
   const schema = exportSchema(batchSchema(batch), { ...opts, into: opts.schemaInto });
   try {
     return { schema, array: exportArray(batch, { ...opts, into: opts.arrayInto }) };
@@ -344,12 +352,12 @@ export function allocArrowArray(opts: MemoryOption = {}): Ptr {
 
 /** Calls the `ArrowArray`'s release if it is not released yet. */
 export function releaseArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStruct(mem(opts), 'ArrowArray', ptr);
+  releaseStruct(mem(opts), 'ArrowArray', arrayPtrArg(ptr, 'ptr', mem(opts)));
 }
 
 /** Calls the `ArrowSchema`'s release if it is not released yet. */
 export function releaseArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStruct(mem(opts), 'ArrowSchema', ptr);
+  releaseStruct(mem(opts), 'ArrowSchema', schemaPtrArg(ptr, 'ptr', mem(opts)));
 }
 
 /** Releases (if still live) and frees an `ArrowArray` struct allocated by this library. */
@@ -371,16 +379,19 @@ export function freeArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
  * a bitwise copy into `dst`, then the source marked released.
  */
 export function moveArrowArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  moveStruct(mem(opts), 'ArrowArray', src, dst);
+  const m = mem(opts);
+  moveStruct(m, 'ArrowArray', arrayPtrArg(src, 'src', m), arrayPtrArg(dst, 'dst', m));
 }
 
 /** Moves an `ArrowSchema` (bitwise copy, then the source marked released). */
 export function moveArrowSchema(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  moveStruct(mem(opts), 'ArrowSchema', src, dst);
+  const m = mem(opts);
+  moveStruct(m, 'ArrowSchema', schemaPtrArg(src, 'src', m), schemaPtrArg(dst, 'dst', m));
 }
 
 /** Whether `ptr` is an `ArrowArray` exported by this library (its release is ours). */
 export function isOurArrowArray(ptr: Ptr, opts: MemoryOption = {}): boolean {
   const m = mem(opts);
+  arrayPtrArg(ptr, 'ptr', m);
   return m.readPtr(ptr + BigInt(m.layouts.ArrowArray.offsets.release!)) === arrayReleaseCallback(m);
 }

@@ -22,6 +22,7 @@ import { typeToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from './view.js';
 import { ImportedView } from './import.js';
+import { isDetached, isWasmMemoryBuffer } from '../memory/wasm.js';
 import { ImportedData, ImportedRecordBatch } from './imported.js';
 
 type TypedArrayCtor =
@@ -109,6 +110,7 @@ interface Parts {
 const PARTS = Symbol('arrow-device.parts');
 const SOURCE = Symbol('arrow-device.source');
 const CACHE = Symbol('arrow-device.cache');
+const WASM = Symbol('arrow-device.wasm-views');
 const LAZY_KEYS = ['valueOffsets', 'values', 'nullBitmap', 'typeIds', 'variadicBuffers'] as const;
 type LazyKey = (typeof LAZY_KEYS)[number];
 
@@ -125,6 +127,8 @@ type LazyKey = (typeof LAZY_KEYS)[number];
 class LazyData extends ImportedData {
   declare [PARTS]: Parts;
   declare [CACHE]: { [K in LazyKey]?: unknown };
+  /** The wasm-memory views of each slot read, checked for detachment on every read; absent for native imports. */
+  declare [WASM]: { [K in LazyKey]?: ArrayBufferView[] } | undefined;
   /**
    * The import this Data reads, kept for the Data's whole life: it holds the
    * import's keep-alive token, so the producer's memory stays while the Data
@@ -149,6 +153,21 @@ class LazyData extends ImportedData {
  */
 class LazyViewData extends LazyData {}
 
+/** The views in a buffer slot's value that are of a wasm memory (`variadicBuffers` holds several). */
+function wasmViews(value: unknown): ArrayBufferView[] {
+  const views = Array.isArray(value) ? value : [value];
+  return views.filter((v): v is ArrayBufferView => ArrayBuffer.isView(v) && isWasmMemoryBuffer(v.buffer));
+}
+
+function wasmDetached(key: string): ArrowDeviceError {
+  return new ArrowDeviceError(
+    'memory',
+    key,
+    "this buffer was viewed in a WebAssembly module's memory before the memory grew, which detached the view; " +
+      'read the data after the module is done growing its memory, or import with { copy: true }',
+  );
+}
+
 for (const key of LAZY_KEYS) {
   Object.defineProperty(key === 'variadicBuffers' ? LazyViewData.prototype : LazyData.prototype, key, {
     configurable: true,
@@ -163,6 +182,16 @@ for (const key of LAZY_KEYS) {
         const thunk = this[PARTS][key];
         value = thunk ? thunk() : key === 'variadicBuffers' ? [] : undefined;
         cache[key] = value;
+        const views = wasmViews(value);
+        if (views.length > 0) (this[WASM] ??= {})[key] = views;
+      }
+      // A view of wasm memory is detached when the module's memory grows, and a detached typed
+      // array reads as empty (length 0, every index undefined): arrow-js would return wrong values
+      // without a word. Such a slot is checked on each read (native views cost nothing here).
+      const wasm = this[WASM];
+      if (wasm !== undefined) {
+        const views = wasm[key];
+        if (views !== undefined) for (const v of views) if (isDetached(v)) throw wasmDetached(key);
       }
       return value;
     },

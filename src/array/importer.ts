@@ -17,6 +17,7 @@
  * schema once: a stream or a driver that sends the schema once pays for it once.
  */
 import { DataType, Field, Schema, Struct, type Data } from 'apache-arrow';
+import { batchSchemaArg, ptrArg, schemaLikeArg, schemaPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
 import { isReleased, releaseStruct, type CStructKind } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -81,6 +82,7 @@ export function planOfNode(node: SchemaNode, opts: ToArrowOptions, path = 'schem
 
 /** Reads (and releases) an `ArrowSchema` pointer into a `SchemaNode`. */
 export function readSchemaPtr(m: Memory, ptr: Ptr, keep = false, path = 'schema'): SchemaNode {
+  schemaPtrArg(ptr, 'ptr', m);
   if (ptr === 0n) throw invalid(path, 'NULL pointer');
   if (isReleased(m, 'ArrowSchema', ptr)) throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
   try {
@@ -94,12 +96,14 @@ export function readSchemaPtr(m: Memory, ptr: Ptr, keep = false, path = 'schema'
 
 /** A schema argument as a `SchemaNode` (a pointer is read and released). */
 export function nodeOf(m: Memory, schema: SchemaLike | Ptr): SchemaNode {
+  schemaLikeArg(schema, 'schema', m, m.layouts.ArrowSchema.size);
   return typeof schema === 'bigint' ? readSchemaPtr(m, schema) : toSchemaNode(schema);
 }
 
 /** A schema argument as a batch plan (a pointer is read and released). */
 export function planOf(m: Memory, schema: Schema | SchemaNode | Ptr, opts: ToArrowOptions): BatchPlan {
   if (schema instanceof Schema) return planOfSchema(schema);
+  batchSchemaArg(schema, 'schema', m, m.layouts.ArrowSchema.size);
   return planOfNode(typeof schema === 'bigint' ? readSchemaPtr(m, schema) : schema, opts);
 }
 
@@ -125,7 +129,7 @@ export function consume<T>(
 ): { prepared: T; level: number } {
   let schemaTaken = false;
   try {
-    if (typeof ptr !== 'bigint') throw invalid(path, `expected a pointer (bigint), got ${typeof ptr}`);
+    ptrArg(ptr, 'ptr', m, m.layouts[kind].size, `an ${kind}`);
     if (ptr === 0n) throw invalid(path, 'NULL pointer');
     if (isReleased(m, kind, ptr)) {
       throw new ArrowDeviceError('released', path, `the struct is released (${kind === 'ArrowArray' ? '' : 'array.'}release is NULL)`);

@@ -144,7 +144,9 @@ function isReadableStream(s: AsyncBatchSource): s is ReadableStream<Item> {
 /** Iterates any of the sources; `return()` ends it early. */
 function iterate(source: AsyncBatchSource): AsyncIterator<Item> {
   if (isReadableStream(source) && !(Symbol.asyncIterator in source)) {
-    const reader = source.getReader();
+    // Node's ReadableStream type is async-iterable, so without the DOM lib TypeScript
+    // narrows `source` to never here; a browser's stream may still lack the iterator.
+    const reader = (source as ReadableStream<Item>).getReader();
     return {
       next: async () => {
         const r = await reader.read();

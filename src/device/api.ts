@@ -37,6 +37,7 @@ import { makeBatch } from '../array/arrowjs.js';
 import { ImportOwner } from '../array/owner.js';
 import { isReleased, moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import type { ArrayView } from '../array/view.js';
+import { deviceArrayPtrArg, schemaLikeArg } from '../args.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
@@ -345,7 +346,7 @@ export function allocDeviceArray(opts: MemoryOption = {}): Ptr {
 
 /** Calls the release of the `ArrowDeviceArray`'s embedded array if it is not released yet. */
 export function releaseDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStruct(mem(opts), 'ArrowDeviceArray', ptr);
+  releaseStruct(mem(opts), 'ArrowDeviceArray', deviceArrayPtrArg(ptr, 'ptr', mem(opts)));
 }
 
 /** Releases (if still live) and frees an `ArrowDeviceArray` allocated by this library. */
@@ -358,5 +359,6 @@ export function freeDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
 
 /** Moves an `ArrowDeviceArray` (CDeviceDataInterface.rst, "Moving an array"): bitwise copy, then the source's `array.release` set to NULL. */
 export function moveDeviceArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  moveStruct(mem(opts), 'ArrowDeviceArray', src, dst);
+  const m = mem(opts);
+  moveStruct(m, 'ArrowDeviceArray', deviceArrayPtrArg(src, 'src', m), deviceArrayPtrArg(dst, 'dst', m));
 }

@@ -48,10 +48,12 @@ function raiseAsyncStack(k: Koffi): void {
 
 /**
  * Addresses below this are never valid on the platforms we run on (Linux's
- * default `vm.mmap_min_addr` is 64 KiB; Windows and macOS reserve the low
- * pages too). Reading one would crash the process instead of throwing.
+ * default `vm.mmap_min_addr` is 64 KiB; Windows reserves the first 64 KiB and
+ * macOS the first 4 GiB). Reading one would crash the process instead of
+ * throwing. It is also where a small wasm module's pointers fall, when one is
+ * passed without `{ memory }`: the message says so.
  */
-const MIN_VALID_ADDRESS = 4096n;
+export const MIN_VALID_ADDRESS = 0x10000n;
 const MAX_ADDRESS = (1n << 64n) - 1n;
 
 const textDecoder = new TextDecoder('utf-8', { fatal: true });

@@ -45,6 +45,33 @@ export type WasmMalloc = (size: number, align: number) => number;
 /** `free(ptr, size, align)`, with what `malloc` was given. */
 export type WasmFree = (ptr: number, size: number, align: number) => void;
 
+/**
+ * The part of a `WebAssembly.Memory` this backend uses. The WebAssembly
+ * types are declared here, structurally, rather than taken from TypeScript's
+ * DOM lib: the published .d.ts must type-check in a Node project whose `lib`
+ * has no "DOM" (a real `WebAssembly.Memory` fits this interface).
+ */
+export interface WasmLinearMemory {
+  readonly buffer: ArrayBuffer;
+  grow(delta: number): number;
+}
+
+/**
+ * The WebAssembly JS API at run time (the global object), typed with only what
+ * this file calls. Module-scoped: it shadows, and never conflicts with, the DOM
+ * lib's global where a program has one.
+ */
+declare const WebAssembly: {
+  readonly Memory: abstract new (...args: never[]) => WasmLinearMemory;
+  readonly Table: abstract new (...args: never[]) => WasmTable;
+  readonly Module: new (bytes: Uint8Array<ArrayBuffer>) => WasmModule;
+  readonly Instance: new (module: WasmModule, imports: Record<string, Record<string, unknown>>) => {
+    readonly exports: Record<string, unknown>;
+  };
+};
+/** A compiled module, opaque here. */
+type WasmModule = object;
+
 /** The part of a `WebAssembly.Table` this backend uses (a wrapper for tests or glue code will do). */
 export interface WasmTable {
   readonly length: number;
@@ -54,7 +81,7 @@ export interface WasmTable {
 
 export interface WasmMemoryOptions {
   /** The module's linear memory (wasm32). */
-  memory: WebAssembly.Memory;
+  memory: WasmLinearMemory;
   /** The module's allocator: `__wbindgen_malloc`, or C `malloc`. See the file comment. */
   malloc: WasmMalloc;
   /** The allocator's free: `__wbindgen_free`, or C `free`. */
@@ -64,15 +91,15 @@ export interface WasmMemoryOptions {
    * function pointers (`release`) and to register callbacks. It must be
    * growable for `registerCallback`.
    */
-  table?: WebAssembly.Table | WasmTable;
+  table?: WasmTable;
   /** A name for messages; "wasm32" by default. */
   name?: string;
 }
 
 /** A wasm32 `Memory`, plus what a test or a caller may want to know about the module side. */
 export interface WasmMemory extends Memory {
-  readonly memory: WebAssembly.Memory;
-  readonly table: WebAssembly.Table | WasmTable | undefined;
+  readonly memory: WasmLinearMemory;
+  readonly table: WasmTable | undefined;
   /** Allocations made with `alloc` and not freed yet, and their bytes. */
   readonly allocations: { readonly count: number; readonly bytes: number };
   /** How many times the memory has been seen to grow (its buffer replaced) since this object was made. */
@@ -87,6 +114,18 @@ const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
 function memoryError(detail: string): ArrowDeviceError {
   return new ArrowDeviceError('memory', '', detail);
+}
+
+/**
+ * Every ArrayBuffer a wasm memory backend has seen as its memory's buffer
+ * (growth replaces it): how the array layer tells a view of wasm memory,
+ * which growth can detach while the import is live, from a native view.
+ */
+const wasmBuffers = new WeakSet<ArrayBuffer>();
+
+/** Whether `buf` is (or was, before a growth) the buffer of a wasm memory this library reads. */
+export function isWasmMemoryBuffer(buf: ArrayBufferLike): boolean {
+  return wasmBuffers.has(buf as ArrayBuffer);
 }
 
 /** Whether a view's ArrayBuffer has been detached (by a growth of the memory it viewed). */
@@ -153,7 +192,7 @@ export function trampolineModule(sig: Signature): Uint8Array<ArrayBuffer> {
   ]);
 }
 
-const trampolineModules = new Map<string, WebAssembly.Module>();
+const trampolineModules = new Map<string, WasmModule>();
 
 function trampoline(sig: Signature, fn: (...args: (number | bigint)[]) => number | bigint | undefined): Function {
   const key = `${sig.result}(${sig.params.join(',')})`;
@@ -175,8 +214,8 @@ class WasmMemoryImpl implements WasmMemory {
    * module: the import layer must track the views themselves, not their buffer.
    */
   readonly viewsShareBuffer = true;
-  readonly memory: WebAssembly.Memory;
-  readonly table: WebAssembly.Table | WasmTable | undefined;
+  readonly memory: WasmLinearMemory;
+  readonly table: WasmTable | undefined;
   growths = 0;
   /** The allocator functions, as given. */
   readonly mallocFn: WasmMalloc;
@@ -198,6 +237,7 @@ class WasmMemoryImpl implements WasmMemory {
     this.name = o.name ?? 'wasm32';
     this.u8 = new Uint8Array(this.memory.buffer);
     this.dv = new DataView(this.memory.buffer);
+    wasmBuffers.add(this.memory.buffer);
   }
 
   get allocations(): { count: number; bytes: number } {
@@ -214,6 +254,7 @@ class WasmMemoryImpl implements WasmMemory {
   private refresh(): void {
     const buf = this.memory.buffer;
     if (buf !== this.u8.buffer) {
+      wasmBuffers.add(buf);
       this.u8 = new Uint8Array(buf);
       this.dv = new DataView(buf);
       this.growths++;
@@ -374,7 +415,7 @@ class WasmMemoryImpl implements WasmMemory {
     return undefined;
   }
 
-  private needTable(what: string): WebAssembly.Table | WasmTable {
+  private needTable(what: string): WasmTable {
     if (!this.table) {
       throw new ArrowDeviceError(
         'unsupported',
@@ -457,7 +498,7 @@ function fromWasm(t: CType, v: number | bigint): CValue {
   }
 }
 
-const byMemory = new WeakMap<WebAssembly.Memory, WasmMemoryImpl[]>();
+const byMemory = new WeakMap<WasmLinearMemory, WasmMemoryImpl[]>();
 
 /**
  * The `Memory` of a wasm32 module: pass it as `{ memory }` to every import
@@ -493,7 +534,7 @@ export function wasmMemory(opts: WasmMemoryOptions): WasmMemory {
  * or `_malloc`/`_free` (Emscripten); the table `__indirect_function_table`.
  * `overrides` fills in or replaces any of them.
  */
-export function wasmMemoryFromExports(exports: WebAssembly.Exports, overrides: Partial<WasmMemoryOptions> = {}): WasmMemory {
+export function wasmMemoryFromExports(exports: object, overrides: Partial<WasmMemoryOptions> = {}): WasmMemory {
   const ex = exports as Record<string, unknown>;
   const fn = (...names: string[]): unknown => names.map((n) => ex[n]).find((f) => typeof f === 'function');
   const memory = overrides.memory ?? ex.memory;

@@ -15,6 +15,7 @@
  */
 import { RecordBatch, RecordBatchReader, Schema, Struct, Table } from 'apache-arrow';
 import { DeviceType, Errno } from '../abi/constants.js';
+import { streamPtrArg } from '../args.js';
 import { dataToView } from '../array/arrowjs.js';
 import { exportArray, exportSchema, type MemoryOption } from '../array/api.js';
 import { ArrowDeviceError, invalid, toErrno, unsupported } from '../errors.js';
@@ -458,12 +459,12 @@ export function allocArrowDeviceArrayStream(opts: MemoryOption = {}): Ptr {
 
 /** Calls the `ArrowArrayStream`'s release if it is not released yet (then it is marked released). */
 export function releaseArrowArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStreamStruct(mem(opts), ARRAY_STREAM, ptr);
+  releaseStreamStruct(mem(opts), ARRAY_STREAM, streamPtrArg(ptr, 'ptr', mem(opts), false));
 }
 
 /** Calls the `ArrowDeviceArrayStream`'s release if it is not released yet. */
 export function releaseArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStreamStruct(mem(opts), DEVICE_STREAM, ptr);
+  releaseStreamStruct(mem(opts), DEVICE_STREAM, streamPtrArg(ptr, 'ptr', mem(opts), true));
 }
 
 /** Releases (if still live) and frees an `ArrowArrayStream` struct allocated by this library. */
@@ -482,5 +483,5 @@ export function freeArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {}): v
 
 /** Whether the `ArrowArrayStream` at `ptr` is released (its `release` is NULL). */
 export function isArrowArrayStreamReleased(ptr: Ptr, opts: MemoryOption = {}): boolean {
-  return isStreamReleased(mem(opts), ARRAY_STREAM, ptr);
+  return isStreamReleased(mem(opts), ARRAY_STREAM, streamPtrArg(ptr, 'ptr', mem(opts), false));
 }

@@ -32,6 +32,7 @@ import { ImportOwner } from '../array/owner.js';
 import type { DeviceImportOptions } from '../device/api.js';
 import { isReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
 import { ownersOf } from '../array/imported.js';
+import { streamPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -450,6 +451,7 @@ function producerError(h: StreamHandle, op: 'get_schema' | 'get_next', rc: numbe
 /** Moves the stream struct at `src` into our memory, checks it, reads the schema. Consumes the stream on failure. */
 function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: StreamImportOptions): RecordBatchStreamImport<T> {
   const m = opts.memory ?? nativeMemory();
+  streamPtrArg(src, 'ptr', m, s === DEVICE_STREAM);
   if (src === 0n) throw invalid(s.path, 'NULL pointer');
   if (isStreamReleased(m, s, src)) throw new ArrowDeviceError('released', s.path, 'the struct is released (release is NULL)');
   const h = new StreamHandle(m, s, moveToNew(m, s.name, src));

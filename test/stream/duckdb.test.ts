@@ -7,14 +7,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Int32, makeData, RecordBatch, Schema, Field, Struct, Table, Utf8, vectorFromArray } from 'apache-arrow';
-import { DUCKDB_LIBRARY_PATH, DuckDB, duckdbAvailable } from '../peers/duckdb/duckdb.js';
+import { DUCKDB_MISSING, DuckDB, duckdbAvailable } from '../peers/duckdb/duckdb.js';
 import { accounting } from '../../src/index.js';
 import { exportArrayStream, freeArrowArrayStream } from '../../src/stream/index.js';
 import { collectUntil } from '../helpers/gc.js';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const skip = duckdbAvailable() ? false : `libduckdb.so not available at ${DUCKDB_LIBRARY_PATH}`;
+const skip = duckdbAvailable() ? false : DUCKDB_MISSING;
 
 const schema = new Schema([new Field('x', new Int32(), false)]);
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Int32, makeData, RecordBatch, Schema, Field, Struct, Utf8, vectorFromArray, Vector } from 'apache-arrow';
 import {
-  accounting, exportRecordBatch, freeArrowArray, freeArrowSchema, importVector, importData,
+  accounting, ArrowDeviceError, exportRecordBatch, freeArrowArray, freeArrowSchema, importVector, importData,
 } from '../../src/index.js';
 import { isDetached } from '../../src/memory/wasm.js';
 import { collectUntil } from '../helpers/gc.js';
@@ -85,7 +85,7 @@ describe('wasm32 C peer', { skip }, () => {
     p.mem.free(schema);
   });
 
-  test('memory growth: buffers first read after a growth see the new memory; views read before are detached, never stale', () => {
+  test('memory growth: buffers first read after a growth see the new memory; views read before are detached, and reading them through the Data throws', () => {
     const p = cPeer();
     const { array, schema } = produce(p, 50);
     const lazy = importVector(array, schema, { memory: p.mem });
@@ -98,10 +98,16 @@ describe('wasm32 C peer', { skip }, () => {
     // Imported but not read yet: the views are made now, in the new buffer.
     assert.deepEqual([...lazy].map((x) => x ?? null), expected(50, true));
     assert.equal(lazy.data[0]!.values.buffer, p.exports.memory.buffer);
-    // Read before the growth: detached by the engine, length 0; no stale bytes.
+    // Read before the growth: detached by the engine, length 0; no stale bytes. A typed
+    // array the caller kept is plain JS (isDetached tells); through the Data, a read throws
+    // rather than reading as empty.
     assert.equal(isDetached(earlyValues), true);
     assert.equal(earlyValues.length, 0);
-    assert.equal(early.data[0]!.values[0], undefined);
+    const detached = (e: unknown): boolean =>
+      e instanceof ArrowDeviceError && e.kind === 'memory' && e.path === 'values' && /memory grew, which detached the view/.test(e.message);
+    assert.throws(() => early.data[0]!.values, detached);
+    assert.throws(() => [...early], detached);
+    assert.throws(() => early.get(0), detached);
     // Copied: unaffected.
     assert.deepEqual([...copied].map((x) => x ?? null), expected(50, true));
     p.exports.free(big);

@@ -5,7 +5,7 @@
  * the peer-first direction itself with `EXCEPT ALL` both ways.
  */
 import { exportArray, freeArrowArray, nativeMemory, releaseArrowSchema } from '../../src/index.js';
-import { DuckDB, duckdbAvailable, freeStruct } from '../../test/peers/duckdb/duckdb.js';
+import { DUCKDB_MISSING, DuckDB, duckdbAvailable, freeStruct } from '../../test/peers/duckdb/duckdb.js';
 import { emptyBatch, exportCase, importCase } from '../conformance-lib.js';
 import type { SchemaNode } from '../../src/index.js';
 import type { CaseData, CasePtrs, Peer } from './peer.js';
@@ -65,7 +65,7 @@ function staticSkip(data: CaseData): string | undefined {
 }
 
 export async function duckdbPeer(): Promise<Peer> {
-  if (!duckdbAvailable()) throw new Error('libduckdb.so not found (npm package @duckdb/node-bindings-linux-x64)');
+  if (!duckdbAvailable()) throw new Error(DUCKDB_MISSING);
   const db = await DuckDB.open({ threads: 2 });
   let n = 0;
   return {

@@ -11,9 +11,9 @@ import {
 } from 'apache-arrow';
 import { accounting, exportSchema, exportTable, freeArrowArray, freeArrowSchema, importTable } from '../../../src/index.js';
 import { collectUntil } from '../../helpers/gc.js';
-import { DuckDB, duckdbAvailable, freeStruct } from './duckdb.js';
+import { DUCKDB_MISSING, DuckDB, duckdbAvailable, freeStruct } from './duckdb.js';
 
-const skip = duckdbAvailable() ? false : 'libduckdb.so not found (npm package @duckdb/node-bindings-linux-x64)';
+const skip = duckdbAvailable() ? false : DUCKDB_MISSING;
 
 /** The storage value of element i (raw integers for temporal types), for comparisons with SQL. */
 function raw(v: Vector, i: number, stride = 1): Array<number | bigint> {

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import koffi from 'koffi';
 import {
   DUCKDB_ASYNC_CALLS,
-  DUCKDB_LIBRARY_PATH,
+  DUCKDB_MISSING,
   DuckDB,
   duckdbAvailable,
   duckdbVersion,
@@ -45,7 +45,7 @@ function columnFormats(schema: bigint): Record<string, string> {
   return out;
 }
 
-const skip = duckdbAvailable() ? false : `libduckdb.so not available at ${DUCKDB_LIBRARY_PATH}`;
+const skip = duckdbAvailable() ? false : DUCKDB_MISSING;
 
 describe('DuckDB Arrow C Data Interface peer', { skip }, () => {
   let db: DuckDB;

@@ -2,7 +2,7 @@
  * DuckDB as an independent Arrow C Data Interface peer for tests.
  *
  * A deliberately small koffi binding to DuckDB's C API (libduckdb.so from
- * @duckdb/node-bindings-linux-x64, DuckDB v1.5.6). It knows nothing of src/:
+ * @duckdb/node-bindings-linux-x64, DuckDB v1.5.6, installed by setup.sh here). It knows nothing of src/:
  * it hands out and takes raw native addresses (bigint) of `struct ArrowSchema`
  * (72 bytes) and `struct ArrowArray` (80 bytes), so a test can check our
  * importer/exporter against a producer/consumer we did not write.
@@ -31,25 +31,43 @@
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
 import type { KoffiFunc } from 'koffi';
 
 // ---------------------------------------------------------------------------
 // Library location and koffi configuration
 
+const PACKAGE_LIB = 'node_modules/@duckdb/node-bindings-linux-x64/libduckdb.so';
+
+/**
+ * Where libduckdb.so is: $DUCKDB_LIBRARY_PATH, else .build/duckdb (where
+ * test/peers/duckdb/setup.sh installs the package) in this module's directory
+ * or an ancestor (the module also runs compiled, from .build/run), else a
+ * node_modules copy. Returns the first place looked when none exists.
+ */
 function resolveLibrary(): string {
   const fromEnv = process.env.DUCKDB_LIBRARY_PATH;
   if (fromEnv) return fromEnv;
+  const candidates: string[] = [];
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    candidates.push(join(dir, '.build/duckdb', PACKAGE_LIB));
+    if (dirname(dir) === dir) break;
+  }
   try {
     const require = createRequire(import.meta.url);
-    return join(dirname(require.resolve('@duckdb/node-bindings-linux-x64/package.json')), 'libduckdb.so');
+    candidates.push(join(dirname(require.resolve('@duckdb/node-bindings-linux-x64/package.json')), 'libduckdb.so'));
   } catch {
-    return join(process.cwd(), 'node_modules/@duckdb/node-bindings-linux-x64/libduckdb.so');
+    // not in node_modules: the usual case since it left package.json
   }
+  return candidates.find((c) => existsSync(c)) ?? join(process.cwd(), '.build/duckdb', PACKAGE_LIB);
 }
 
 /** Resolved path to libduckdb.so (override with env DUCKDB_LIBRARY_PATH). */
 export const DUCKDB_LIBRARY_PATH: string = resolveLibrary();
+
+/** Why the DuckDB tests skip when libduckdb.so is missing, and how to get it. */
+export const DUCKDB_MISSING = `libduckdb.so not available at ${DUCKDB_LIBRARY_PATH}: run \`npm run setup:duckdb\` (Linux x64 only) or set DUCKDB_LIBRARY_PATH`;
 
 const ASYNC_STACK_SIZE = 8 << 20;
 

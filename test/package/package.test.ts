@@ -1,0 +1,172 @@
+/**
+ * The package as a consumer gets it: `npm pack`, the tarball installed into a
+ * temporary project, then used the three ways a consumer uses it:
+ *
+ * - imported as ESM (a round trip through the C Data Interface);
+ * - `require`d from CommonJS (Node's require(esm): Node ^20.19 or >= 22.12);
+ * - type-checked from a consumer .ts file with `strict`, `skipLibCheck: false`,
+ *   `lib: ["es2023"]` (no DOM) and `types: ["node"]`, by the repository's
+ *   TypeScript, so the published .d.ts need nothing the consumer lacks.
+ *
+ * No registry: the project gets apache-arrow, koffi and @types/node as file:
+ * links to this repository's node_modules, and npm runs with --offline.
+ * dist/ is rebuilt first when a file under src/ is newer than it (CI builds
+ * before testing, so there it is not).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { tempDir } from '../helpers/tools.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const modules = join(root, 'node_modules');
+const tsc = join(modules, 'typescript/bin/tsc');
+
+/** Runs a command; on failure the error carries its output, so the test says what broke. */
+function sh(cmd: string, args: string[], cwd: string): string {
+  try {
+    return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_update_notifier: 'false' } });
+  } catch (e) {
+    const err = e as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`${cmd} ${args.join(' ')} failed in ${cwd}:\n${err.stdout ?? ''}${err.stderr ?? ''}`);
+  }
+}
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestMtime(p) : statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+// require(esm) without a flag: Node 20.19+, 22.12+ (process.features.require_module says so).
+const requireEsm = (process.features as { require_module?: boolean }).require_module === true;
+
+/** What a consumer writes: arrow-js in, C structs out and back, values compared. */
+const ESM_CONSUMER = `
+import assert from 'node:assert/strict';
+import { tableFromArrays } from 'apache-arrow';
+import { accounting, exportRecordBatch, importRecordBatch, freeArrowSchema, ArrowDeviceError } from 'arrow-device';
+const batch = tableFromArrays({ id: Int32Array.from([1, 2, 3]), name: ['a', null, 'c'] }).batches[0];
+const { schema, array } = exportRecordBatch(batch);
+const back = importRecordBatch(array, schema);
+freeArrowSchema(schema);
+assert.deepEqual(back.toArray().map((r) => r.toJSON()), [{ id: 1, name: 'a' }, { id: 2, name: null }, { id: 3, name: 'c' }]);
+assert.equal(typeof accounting().liveImports, 'number');
+assert.ok(new ArrowDeviceError('invalid', 'x', 'y') instanceof Error);
+console.log('esm ok');
+`;
+
+/**
+ * CommonJS: require('arrow-device') loads the ESM build, and batches made with
+ * require('apache-arrow') (arrow-js's separate CommonJS build) go through it:
+ * arrow-js's classes recognise each other's instances across its builds
+ * (Symbol.hasInstance with Symbol.for markers), which this proves for us.
+ */
+const CJS_CONSUMER = `
+const assert = require('node:assert/strict');
+const { tableFromArrays, RecordBatch } = require('apache-arrow');
+const ad = require('arrow-device');
+const { exportRecordBatch, importRecordBatch, freeArrowSchema } = ad;
+const batch = tableFromArrays({ id: Int32Array.from([1, 2, 3]) }).batches[0];
+const { schema, array } = exportRecordBatch(batch);
+const back = importRecordBatch(array, schema);
+freeArrowSchema(schema);
+assert.ok(back instanceof RecordBatch);
+assert.deepEqual([...back.getChild('id')], [1, 2, 3]);
+assert.equal(require('arrow-device'), ad);
+import('arrow-device').then((esm) => {
+  // One module instance for require and import: one registry of exports, one accounting.
+  assert.equal(esm.importRecordBatch, importRecordBatch);
+  console.log('cjs ok');
+});
+`;
+
+/** Type-checked only: the public types as a consumer spells them. */
+const TS_CONSUMER = `
+import { Table, tableFromArrays, type RecordBatch } from 'apache-arrow';
+import {
+  ArrowDeviceError, exportRecordBatch, importRecordBatch, importTable, exportTable, nativeMemory, wasmMemoryFromExports,
+  type Memory, type Ptr, type WasmMemoryOptions, type WasmLinearMemory,
+} from 'arrow-device';
+const batch: RecordBatch = tableFromArrays({ id: Int32Array.from([1, 2, 3]) }).batches[0]!;
+const ptrs: { schema: Ptr; array: Ptr } = exportRecordBatch(batch);
+const back: RecordBatch = importRecordBatch(ptrs.array, ptrs.schema);
+const out = exportTable(new Table([back]));
+const table: Table = importTable(out.arrays, out.schema);
+const mem: Memory = nativeMemory();
+declare const linear: WasmLinearMemory;
+const options: Pick<WasmMemoryOptions, 'memory'> = { memory: linear };
+export function fromExports(exports: object): Memory { return wasmMemoryFromExports(exports); }
+export function describe(e: unknown): string { return e instanceof ArrowDeviceError ? e.kind + ' ' + e.path : String(e); }
+export { table, mem, options };
+`;
+
+describe('package', { timeout: 120_000 }, () => {
+  let project = '';
+
+  before(() => {
+    if (!existsSync(join(root, 'dist/index.js')) || newestMtime(join(root, 'src')) > newestMtime(join(root, 'dist'))) {
+      console.log('package test: dist/ is older than src/, building');
+      sh('npm', ['run', 'build'], root);
+    }
+    project = tempDir('package');
+    // --ignore-scripts: dist/ is current (above); prepack would rebuild it regardless.
+    const packed = JSON.parse(sh('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', project], root)) as { filename: string; files: { path: string }[] }[];
+    const info = packed[0]!;
+    const files = new Set(info.files.map((f) => f.path));
+    assert.ok(files.has('dist/index.js') && files.has('dist/index.d.ts') && files.has('src/index.ts'), 'dist and src are in the tarball');
+    assert.ok(![...files].some((f) => f.startsWith('test/') || f.startsWith('.build/')), 'no tests or build outputs in the tarball');
+    writeFileSync(join(project, 'package.json'), JSON.stringify({
+      name: 'consumer',
+      private: true,
+      dependencies: {
+        'arrow-device': `file:./${info.filename}`,
+        'apache-arrow': `file:${join(modules, 'apache-arrow')}`,
+        koffi: `file:${join(modules, 'koffi')}`,
+        '@types/node': `file:${join(modules, '@types/node')}`,
+      },
+    }, null, 2));
+    // --ignore-scripts: koffi's install script is not needed, its built module is in the linked directory.
+    // --legacy-peer-deps: npm 11 crashes placing the peer apache-arrow when it is a file: link
+    // ("Cannot read properties of null (reading 'matches')"); it is a direct dependency here anyway.
+    sh('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--no-package-lock', '--legacy-peer-deps'], project);
+  });
+
+  after(() => {
+    if (project) rmSync(project, { recursive: true, force: true });
+  });
+
+  test('the tarball ships what its source maps point at', () => {
+    const map = JSON.parse(execFileSync('cat', [join(project, 'node_modules/arrow-device/dist/index.js.map')], { encoding: 'utf8' })) as { sources: string[] };
+    for (const s of map.sources) assert.ok(existsSync(join(project, 'node_modules/arrow-device/dist', s)), `source map entry ${s} resolves`);
+  });
+
+  test('imports as ESM and round-trips a batch', () => {
+    writeFileSync(join(project, 'esm.mjs'), ESM_CONSUMER);
+    assert.equal(sh(process.execPath, ['esm.mjs'], project).trim(), 'esm ok');
+  });
+
+  test('requires from CommonJS (require(esm)): one module instance', { skip: requireEsm ? false : `Node ${process.version} has no require(esm) (needs ^20.19 or >= 22.12)` }, () => {
+    writeFileSync(join(project, 'cjs.cjs'), CJS_CONSUMER);
+    assert.equal(sh(process.execPath, ['cjs.cjs'], project).trim(), 'cjs ok');
+  });
+
+  test('the .d.ts type-check under strict, skipLibCheck false, lib es2023 without DOM', () => {
+    mkdirSync(join(project, 'src'), { recursive: true });
+    writeFileSync(join(project, 'src/consumer.ts'), TS_CONSUMER);
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: {
+        strict: true, skipLibCheck: false, lib: ['es2023'], types: ['node'],
+        module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true,
+      },
+      include: ['src'],
+    }, null, 2));
+    sh(process.execPath, [tsc, '-p', 'tsconfig.json'], project);
+  });
+});
