@@ -139,9 +139,20 @@ export function consume<T>(
     const prepared = prepare();
     return { prepared, level };
   } catch (e) {
-    if (!schemaTaken && typeof schema === 'bigint' && schema !== 0n) releaseStruct(m, 'ArrowSchema', schema);
-    if (typeof ptr === 'bigint' && ptr !== 0n) releaseStruct(m, kind as CStructKind, ptr);
+    // Consume what can be consumed; a pointer that is itself the problem (bad address) must not
+    // turn the error the caller needs into another one.
+    if (!schemaTaken && typeof schema === 'bigint' && schema !== 0n) quietly(() => releaseStruct(m, 'ArrowSchema', schema));
+    if (typeof ptr === 'bigint' && ptr !== 0n) quietly(() => releaseStruct(m, kind as CStructKind, ptr));
     throw e;
+  }
+}
+
+/** Runs a cleanup whose failure must not replace the error being thrown. */
+function quietly(fn: () => unknown): void {
+  try {
+    fn();
+  } catch {
+    // The original error says what went wrong; this one only follows from it.
   }
 }
 
