@@ -46,6 +46,7 @@ function importPhase(ptrs: readonly Ptr[], schema: Schema): void {
     const b = importRecordBatch(ptrs[i]!, schema);
     freeArrowArray(ptrs[i]!);
     sink += b.numRows;
+    b.release(); // deterministic, as PyArrow's refcount drop is
   }
 }
 

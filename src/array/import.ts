@@ -79,6 +79,8 @@ export interface ImportContext {
   readonly level: number;
   /** Set once the token is held (`ImportOwner.hold`); absent means not yet. */
   held?: boolean;
+  /** Buffer pointer arrays a parent read for its children, by address (see prefetchChildBuffers). */
+  prefetched?: Map<Ptr, Ptr[]>;
   /** The struct addresses read so far (see `visitOnce`); made on first use. */
   seen?: Set<Ptr>;
 }
@@ -189,9 +191,18 @@ function readOffsets(n: NodeState, i: number, wide: boolean, what: string): { vi
   // offset + length + 1 offsets; an empty array may have a NULL offsets buffer, one with elements may not.
   const view = bufferOf(n, i, (end + 1) * w, w, what, n.length === 0);
   if (!view || byteLength(view) === 0) return { view, first: 0, last: 0 };
-  // Only the first and last offsets size the data: read those two without viewing the buffer.
-  const first = offsetAt(n, i, readSmall(ctx.mem, view, offset * w, w), wide, offset, offset);
-  const last = offsetAt(n, i, readSmall(ctx.mem, view, end * w, w), wide, end, end);
+  // Only the first and last offsets size the data: read those two without viewing the buffer,
+  // in one read when they are close (a small array), else one read each.
+  let first: number;
+  let last: number;
+  if ((end - offset) * w <= 64) {
+    const both = readSmall(ctx.mem, view, offset * w, (end - offset + 1) * w);
+    first = offsetAt(n, i, both, wide, offset, offset);
+    last = offsetAt(n, i, both, wide, end, offset);
+  } else {
+    first = offsetAt(n, i, readSmall(ctx.mem, view, offset * w, w), wide, offset, offset);
+    last = offsetAt(n, i, readSmall(ctx.mem, view, end * w, w), wide, end, end);
+  }
   if (ctx.level >= LEVELS.default) {
     if (first < 0) throw invalid(`${path}.buffers[${i}]`, `first ${what} ${first} is negative`);
     if (last < first) throw invalid(`${path}.buffers[${i}]`, `last ${what} ${last} is less than the first ${first}`);
@@ -206,6 +217,103 @@ function readOffsets(n: NodeState, i: number, wide: boolean, what: string): { vi
     }
   }
   return { view, first, last: Math.max(last, 0) };
+}
+
+/**
+ * A node's buffer and child pointer arrays, with as few memory reads as the
+ * layout allows (each read through the FFI costs more than the rest of a
+ * small node): from what a parent prefetched, or in one read when the
+ * children array follows the buffers array (as in a tree exported in one
+ * allocation); otherwise one read each. Only the bytes the two arrays
+ * declare are read.
+ */
+function nodePointers(
+  ctx: ImportContext,
+  buffersPtr: Ptr,
+  nBuffers: number,
+  childrenPtr: Ptr,
+  nChildren: number,
+  path: string,
+): { bufferPtrs: Ptr[]; childPtrs: Ptr[] } {
+  const mem = ctx.mem;
+  const ps = mem.target.pointerSize;
+  const pre = ctx.prefetched?.get(buffersPtr);
+  if (pre !== undefined && pre.length === nBuffers) {
+    ctx.prefetched!.delete(buffersPtr);
+    return { bufferPtrs: pre, childPtrs: pointersAt(mem, childrenPtr, nChildren, path, 'children') };
+  }
+  if (nBuffers > 0 && nChildren > 0 && childrenPtr === buffersPtr + BigInt(nBuffers * ps)) {
+    try {
+      const all = readPointers(mem, buffersPtr, nBuffers + nChildren);
+      return { bufferPtrs: all.slice(0, nBuffers), childPtrs: all.slice(nBuffers) };
+    } catch {
+      // Fall through: each array reports its own bad address.
+    }
+  }
+  return {
+    bufferPtrs: pointersAt(mem, buffersPtr, nBuffers, path, 'buffers'),
+    childPtrs: pointersAt(mem, childrenPtr, nChildren, path, 'children'),
+  };
+}
+
+/**
+ * Reads the buffer pointer arrays of several children in one read where
+ * they lie one after another (a tree exported in one allocation), for the
+ * children to take (`nodePointers`). A child's array is prefetched only when
+ * its `n_buffers` is what its type has, so no byte is read that the child's
+ * own read would not read.
+ */
+function prefetchChildBuffers(ctx: ImportContext, structs: DataView, schema: SchemaNode, nChildren: number): void {
+  const mem = ctx.mem;
+  const L = mem.layouts.ArrowArray;
+  const o = L.offsets;
+  const ps = mem.target.pointerSize;
+  const wide = ps === 8;
+  let runStart = -1;
+  let runPtr = 0n;
+  let runCount = 0;
+  const counts: number[] = [];
+  const ptrs: Ptr[] = [];
+  const flush = (end: number): void => {
+    if (end - runStart >= 2) {
+      try {
+        const all = readPointers(mem, runPtr, runCount);
+        const map = (ctx.prefetched ??= new Map());
+        let at = 0;
+        for (let k = runStart; k < end; k++) {
+          map.set(ptrs[k]!, all.slice(at, at + counts[k]!));
+          at += counts[k]!;
+        }
+      } catch {
+        // Each child reads (and reports) its own.
+      }
+    }
+    runStart = -1;
+    runCount = 0;
+  };
+  for (let k = 0; k < nChildren; k++) {
+    const at = k * L.size;
+    const nb = Number(structs.getBigInt64(at + o.n_buffers!, true));
+    const bp = ptrAt(structs, at + o.buffers!, wide);
+    const child = schema.children[k];
+    const phys = child ? physicalLayout(child.type) : undefined;
+    counts[k] = nb;
+    ptrs[k] = bp;
+    const ok = phys !== undefined && !phys.variadic && nb > 0 && nb === phys.nBuffers && bp !== 0n;
+    if (!ok) {
+      flush(k);
+      continue;
+    }
+    if (runStart >= 0 && bp === runPtr + BigInt(runCount * ps)) {
+      runCount += nb;
+    } else {
+      flush(k);
+      runStart = k;
+      runPtr = bp;
+      runCount = nb;
+    }
+  }
+  flush(nChildren);
 }
 
 /**
@@ -310,11 +418,11 @@ export function readArrayView(
     // at every level but `none`, which still refuses counts it cannot use.
     checkCounts(schema, { nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount }, path);
 
-    const bufferPtrs = pointersAt(mem, buffersPtr, nBuffers, path, 'buffers');
-    const childPtrs = pointersAt(mem, childrenPtr, nChildren, path, 'children');
+    const { bufferPtrs, childPtrs } = nodePointers(ctx, buffersPtr, nBuffers, childrenPtr, nChildren, path);
     const end = offset + length;
     const n: NodeState = { ctx, path, length, offset, end, nullCount, bufferPtrs };
     const structs = nChildren > 1 ? adjacentStructs(mem, childPtrs, L.size) : null;
+    if (structs) prefetchChildBuffers(ctx, structs, schema, nChildren);
 
     const buffers: Buf[] = [];
     const children: ArrayView[] = [];

@@ -28,17 +28,26 @@ export interface Releasable {
   [Symbol.dispose](): void;
 }
 
-const owners = new WeakMap<object, readonly ImportOwner[]>();
+/**
+ * The owners of an object an import returned, as a symbol-keyed property
+ * of the object itself: a WeakMap entry per import cost more than the rest
+ * of a small import (ephemeron bookkeeping in the garbage collector), and a
+ * symbol key stays out of `Object.keys` and JSON.
+ */
+const OWNERS = Symbol('arrow-device.owners');
+type Owned = { [OWNERS]?: readonly ImportOwner[] };
 
 /** Records the owners of an object an import returns. */
 export function owned<T extends object>(x: T, by: readonly ImportOwner[]): T {
-  owners.set(x, by);
+  // A plain assignment (the cheapest property add): symbol keys are never listed by Object.keys,
+  // for...in or JSON.stringify.
+  (x as Owned)[OWNERS] = by;
   return x;
 }
 
 /** The owners of an object an import returned; undefined for any other object. */
 export function ownersOf(x: object): readonly ImportOwner[] | undefined {
-  return owners.get(x);
+  return (x as Owned)[OWNERS];
 }
 
 /**
@@ -53,14 +62,14 @@ export function ownersOf(x: object): readonly ImportOwner[] | undefined {
  * releaseImport(batch);         // or batch.release(), or `using batch = ...`
  */
 export function releaseImport(x: object): void {
-  const by = owners.get(x);
+  const by = ownersOf(x);
   if (!by) throw invalid('releaseImport', 'not an object returned by an import of this library');
   releaseAll(by);
 }
 
 /** Whether every owner behind `x` (an object an import returned) is released. */
 export function isImportReleased(x: object): boolean {
-  const by = owners.get(x);
+  const by = ownersOf(x);
   if (!by) throw invalid('isImportReleased', 'not an object returned by an import of this library');
   return by.every((o) => o.isReleased);
 }

@@ -19,7 +19,7 @@
 import { DataType, Field, Schema, Struct, type Data } from 'apache-arrow';
 import { batchSchemaArg, ptrArg, schemaLikeArg, schemaPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
-import { isReleased, releaseStruct, type CStructKind } from '../memory/cstruct.js';
+import { isReleased, releaseOffset, releaseStruct, type CStructKind } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { schemaToNode, toSchemaNode } from '../schema/export.js';
@@ -126,18 +126,23 @@ export function consume<T>(
   opts: ImportCoreOptions,
   path: string,
   prepare: () => T,
-): { prepared: T; level: number } {
+): { prepared: T; level: number; bytes: Uint8Array } {
   let schemaTaken = false;
   try {
     ptrArg(ptr, 'ptr', m, m.layouts[kind].size, `an ${kind}`);
     if (ptr === 0n) throw invalid(path, 'NULL pointer');
-    if (isReleased(m, kind, ptr)) {
+    // The struct, read once: the released check here, then the move (ImportOwner.move) and the
+    // first read of the array take these bytes instead of reading the struct again.
+    const bytes = m.read(ptr, m.layouts[kind].size);
+    const relAt = Number(releaseOffset(m, kind));
+    const rel = m.target.pointerSize === 8 ? new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(relAt, true) : BigInt(new DataView(bytes.buffer, bytes.byteOffset).getUint32(relAt, true));
+    if (rel === 0n) {
       throw new ArrowDeviceError('released', path, `the struct is released (${kind === 'ArrowArray' ? '' : 'array.'}release is NULL)`);
     }
     const level = validationLevel(opts.validate);
     schemaTaken = true;
     const prepared = prepare();
-    return { prepared, level };
+    return { prepared, level, bytes };
   } catch (e) {
     // Consume what can be consumed; a pointer that is itself the problem (bad address) must not
     // turn the error the caller needs into another one.
@@ -163,7 +168,9 @@ function quietly(fn: () => unknown): void {
 export function build<T>(owner: ImportOwner, node: SchemaNode, opts: ImportCoreOptions, level: number, path: string, fn: (view: ArrayView) => T): T {
   let result: T;
   try {
-    const view = readArrayView({ mem: owner.mem, owner, token: {}, copy: opts.copy ?? false, level }, owner.arrayPtr, node, path);
+    // The struct's bytes as the move read them: not read again.
+    const pre = owner.takeMovedArray();
+    const view = readArrayView({ mem: owner.mem, owner, token: {}, copy: opts.copy ?? false, level }, owner.arrayPtr, node, path, 0, pre, 0);
     result = fn(view);
   } catch (e) {
     owner.release('failed');

@@ -27,9 +27,46 @@
  * caller may free or reuse its struct at once.
  */
 import { liveCounters } from '../memory/accounting.js';
-import { markReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
+import { markReleased, releaseOffset } from '../memory/cstruct.js';
+import { RELEASE_SIG } from '../memory/registry.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ArrowDeviceError } from '../errors.js';
+
+/**
+ * Slots for our copies of moved structs (80 or 128 bytes), carved from
+ * chunks of 64: an import then costs no allocator call through the FFI (a
+ * calloc and a free per import were a tenth of a small import). Chunks are
+ * kept for reuse, so the memory held is that of the most imports live at once.
+ */
+class SlotPool {
+  private readonly free: Ptr[] = [];
+  constructor(
+    private readonly mem: Memory,
+    private readonly size: number,
+  ) {}
+
+  take(): Ptr {
+    const p = this.free.pop();
+    if (p !== undefined) return p;
+    const n = 64;
+    const chunk = this.mem.alloc(this.size * n);
+    for (let k = n - 1; k > 0; k--) this.free.push(chunk + BigInt(k * this.size));
+    return chunk;
+  }
+
+  give(p: Ptr): void {
+    this.free.push(p);
+  }
+}
+
+const pools = new WeakMap<Memory, Map<number, SlotPool>>();
+function poolFor(mem: Memory, size: number): SlotPool {
+  let bySize = pools.get(mem);
+  if (!bySize) pools.set(mem, (bySize = new Map()));
+  let pool = bySize.get(size);
+  if (!pool) bySize.set(size, (pool = new SlotPool(mem, size)));
+  return pool;
+}
 
 const viewRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.viewCollected());
 const holderRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.holderCollected());
@@ -84,9 +121,49 @@ export class ImportOwner {
     liveCounters.liveImports++;
   }
 
+  /**
+   * The struct's bytes as moved, kept for the import's first read of them
+   * (one memory read fewer per import); null once taken or when adopted.
+   */
+  private moved: Uint8Array | null = null;
+  /** Where our copy of the struct came from: a slot pool (moved), or `mem.alloc` (adopted). */
+  private pool: SlotPool | null = null;
+  /** The producer's release callback, from the moved bytes; null when adopted (read at release). */
+  private releaseFn: Ptr | null = null;
+
   /** Moves the struct at `src` into a new allocation and returns its owner. */
-  static move(mem: Memory, src: Ptr, kind: OwnedStruct = 'ArrowArray'): ImportOwner {
-    return new ImportOwner(mem, moveToNew(mem, kind, src), kind);
+  static move(mem: Memory, src: Ptr, kind: OwnedStruct = 'ArrowArray', read?: Uint8Array): ImportOwner {
+    const size = mem.layouts[kind].size;
+    // `read`: the struct's bytes as the caller just read them (consume), not read again.
+    const bytes = read ?? mem.read(src, size);
+    // Native memory pools the struct copies (an FFI allocator call saved per import); a wasm
+    // module's allocator is a plain call into the module, and tests prove its memory back to empty.
+    const pool = mem.viewsShareBuffer ? null : poolFor(mem, size);
+    const dst = pool ? pool.take() : mem.alloc(size);
+    try {
+      mem.copyIn(dst, bytes);
+      markReleased(mem, kind, src);
+    } catch (e) {
+      if (pool) pool.give(dst);
+      else mem.free(dst);
+      throw e;
+    }
+    const owner = new ImportOwner(mem, dst, kind);
+    owner.pool = pool;
+    owner.moved = bytes;
+    const at = (kind === 'ArrowArray' ? 0 : mem.layouts.ArrowDeviceArray.offsets.array!) + mem.layouts.ArrowArray.offsets.release!;
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    owner.releaseFn = mem.target.pointerSize === 8 ? dv.getBigUint64(at, true) : BigInt(dv.getUint32(at, true));
+    return owner;
+  }
+
+  /** The bytes of the moved struct's `ArrowArray`, once (see `moved`), as a DataView; null afterwards. */
+  takeMovedArray(): DataView | null {
+    const b = this.moved;
+    if (b === null) return null;
+    this.moved = null;
+    const at = this.kind === 'ArrowArray' ? 0 : this.mem.layouts.ArrowDeviceArray.offsets.array!;
+    return new DataView(b.buffer, b.byteOffset + at, this.mem.layouts.ArrowArray.size);
   }
 
   /** The `ArrowArray` the owner holds (inside the device array for `ArrowDeviceArray`). */
@@ -197,12 +274,20 @@ export class ImportOwner {
       const hooks = this.onRelease;
       this.onRelease = null;
       if (hooks) for (const h of hooks) h();
-      releaseStruct(this.mem, 'ArrowArray', this.arrayPtr);
+      // The struct is ours and freed right after: no need to mark it released. Its release
+      // callback is known from the move (nobody else writes our copy), else read now.
+      const rel = this.releaseFn ?? this.mem.readPtr(this.arrayPtr + releaseOffset(this.mem, 'ArrowArray'));
+      if (rel !== 0n) this.mem.call(rel, RELEASE_SIG, this.arrayPtr);
     } finally {
-      this.mem.free(this.ptr);
+      this.freeStruct();
       liveCounters.liveImports--;
       liveCounters.releasedImports++;
     }
+  }
+
+  private freeStruct(): void {
+    if (this.pool) this.pool.give(this.ptr);
+    else this.mem.free(this.ptr);
   }
 
   /**
@@ -220,7 +305,7 @@ export class ImportOwner {
     if (hooks) for (const h of hooks) h();
     this.mem.copyIn(into, this.mem.read(this.ptr, this.mem.layouts[this.kind].size));
     markReleased(this.mem, 'ArrowArray', this.arrayPtr);
-    this.mem.free(this.ptr);
+    this.freeStruct();
     liveCounters.liveImports--;
   }
 
