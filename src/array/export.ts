@@ -100,7 +100,7 @@ function releaseRecord(mem: Memory, L: StructLayout, rec: ArrayRecord, inPlace: 
     const wide = mem.target.pointerSize === 8;
     const relOff = L.offsets.release!;
     const idOff = L.offsets.private_data!;
-    const b = mem.read(rec.structs, n * L.size);
+    const b = mem.readTransient ? mem.readTransient(rec.structs, n * L.size) : mem.read(rec.structs, n * L.size);
     const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
     const ours = arrayReleaseCallback(mem);
     for (let k = 0; k < n; k++) {

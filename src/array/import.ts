@@ -328,7 +328,7 @@ function adjacentStructs(mem: Memory, ptrs: Ptr[], size: number): DataView | nul
   if (first === 0n) return null;
   for (let k = 1; k < n; k++) if (ptrs[k] !== first + BigInt(k * size)) return null;
   try {
-    const b = mem.read(first, n * size);
+    const b = mem.readTransient ? mem.readTransient(first, n * size) : mem.read(first, n * size);
     return new DataView(b.buffer, b.byteOffset, b.byteLength);
   } catch {
     return null; // let each child report its own bad address
@@ -616,7 +616,10 @@ function byteLength(b: Uint8Array | LazyBytes): number {
 
 /** `n` bytes at `at` of a buffer, copied (from the view if there is one, else straight from memory). */
 function readSmall(mem: Memory, b: Uint8Array | LazyBytes, at: number, n: number): Uint8Array {
-  if (b instanceof LazyBytes && !b.materialized) return mem.read(b.addr + BigInt(at), n);
+  if (b instanceof LazyBytes && !b.materialized) {
+    const addr = b.addr + BigInt(at);
+    return mem.readTransient ? mem.readTransient(addr, n) : mem.read(addr, n);
+  }
   return bytesOf(b)!.subarray(at, at + n);
 }
 

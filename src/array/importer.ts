@@ -133,7 +133,7 @@ export function consume<T>(
     if (ptr === 0n) throw invalid(path, 'NULL pointer');
     // The struct, read once: the released check here, then the move (ImportOwner.move) and the
     // first read of the array take these bytes instead of reading the struct again.
-    const bytes = m.read(ptr, m.layouts[kind].size);
+    const bytes = m.readTransient ? m.readTransient(ptr, m.layouts[kind].size) : m.read(ptr, m.layouts[kind].size);
     const relAt = Number(releaseOffset(m, kind));
     const rel = m.target.pointerSize === 8 ? new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(relAt, true) : BigInt(new DataView(bytes.buffer, bytes.byteOffset).getUint32(relAt, true));
     if (rel === 0n) {

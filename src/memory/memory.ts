@@ -39,6 +39,14 @@ export interface Memory {
   readonly viewsShareBuffer?: boolean;
 
   /**
+   * Like `read`, for a copy the caller drops soon (a struct being parsed, a
+   * few offsets): the native backend serves it from a shared arena instead of
+   * allocating a backing store per read, which costs more than the read
+   * itself. Absent on memories where `read` is cheap.
+   */
+  readTransient?(addr: Ptr, byteLength: number): Uint8Array;
+
+  /**
    * Whether `addr` is a live allocation of this memory's `alloc` (absent on
    * memories that do not track them). `free*` helpers check it before they
    * touch the struct, so misuse is a typed error, never a crash.

@@ -162,6 +162,23 @@ class NativeMemory implements Memory {
     return this.read(addr, byteLength);
   }
 
+  /** The arena of `readTransient`: small copies are subarrays of one 64 KiB buffer until it is used up. */
+  private arena = new Uint8Array(ARENA_BYTES);
+  private arenaNext = 0;
+
+  readTransient(addr: Ptr, byteLength: number): Uint8Array {
+    if (byteLength > ARENA_MAX_READ) return this.read(addr, byteLength);
+    if (this.arenaNext + byteLength > ARENA_BYTES) {
+      // A fresh arena: the old one stays alive only while copies made from it are reachable.
+      this.arena = new Uint8Array(ARENA_BYTES);
+      this.arenaNext = 0;
+    }
+    const out = this.arena.subarray(this.arenaNext, this.arenaNext + byteLength);
+    // 8-byte aligned, so DataViews and BigInt64Array over copies stay aligned.
+    this.arenaNext += (byteLength + 7) & ~7;
+    return this.read(addr, byteLength, out);
+  }
+
   read(addr: Ptr, byteLength: number, into?: Uint8Array): Uint8Array {
     const out = into ?? new Uint8Array(byteLength);
     if (byteLength === 0) return out;
@@ -332,6 +349,10 @@ function loadLibC(k: Koffi): LibC {
 }
 
 type AsyncFn = { async: (...args: unknown[]) => void };
+
+/** Size of a `readTransient` arena, and the largest read served from one. */
+const ARENA_BYTES = 64 * 1024;
+const ARENA_MAX_READ = 1024;
 
 let native: NativeMemory | undefined;
 
