@@ -174,3 +174,40 @@ int cp_make_device_stream(struct ArrowDeviceArrayStream* out, int64_t n, int64_t
   out->private_data = st;
   return 0;
 }
+
+/* ---- consumers: what a native library given our exports does ------------------------ */
+
+static int64_t consumed_rows;
+int64_t cp_consumed_rows(void) { return consumed_rows; }
+
+/* Takes an ArrowSchema and an ArrowArray, reads the array's length and releases both (a consumer
+ * that is done with them). Returns 0, or EINVAL for a released struct. */
+int cp_consume(struct ArrowSchema* schema, struct ArrowArray* array) {
+  if (!schema || !array || !schema->release || !array->release) return 22;
+  consumed_rows += array->length;
+  schema->release(schema);
+  array->release(array);
+  return 0;
+}
+
+/* Reads a whole ArrowArrayStream (schema, then every batch until the end), releasing each, then
+ * the stream. Returns the number of batches, or -errno on a stream error. */
+int64_t cp_consume_stream(struct ArrowArrayStream* stream) {
+  struct ArrowSchema schema;
+  struct ArrowArray array;
+  int64_t n = 0;
+  if (!stream || !stream->release) return -22;
+  int rc = stream->get_schema(stream, &schema);
+  if (rc != 0) { stream->release(stream); return -rc; }
+  schema.release(&schema);
+  for (;;) {
+    rc = stream->get_next(stream, &array);
+    if (rc != 0) { stream->release(stream); return -rc; }
+    if (array.release == NULL) break;
+    consumed_rows += array.length;
+    array.release(&array);
+    n++;
+  }
+  stream->release(stream);
+  return n;
+}

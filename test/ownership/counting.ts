@@ -39,7 +39,19 @@ export interface Counting {
   stream(n: number, rows: number): Ptr;
   /** A new CPU ArrowDeviceArrayStream of `n` batches of `rows` rows. */
   deviceStream(n: number, rows: number): Ptr;
+  /** The C consumers: the koffi functions, for code that calls them as a user would (`.async` too). */
+  readonly lib: {
+    /** `int cp_consume(struct ArrowSchema*, struct ArrowArray*)`: reads the length, releases both. */
+    consume: KoffiFunction;
+    /** `int64_t cp_consume_stream(struct ArrowArrayStream*)`: reads every batch, releases the stream. */
+    consume_stream: KoffiFunction;
+  };
+  /** Rows the C consumers have read. */
+  consumedRows(): number;
 }
+
+/** A koffi function: callable, and with koffi's `.async(...args, callback)` form. */
+export type KoffiFunction = ((...args: unknown[]) => unknown) & { async: (...args: unknown[]) => void };
 
 let fixture: Counting | undefined;
 
@@ -70,6 +82,11 @@ export function counting(): Counting {
     return p;
   };
   fixture = {
+    lib: {
+      consume: lib.func('int cp_consume(uintptr_t schema, uintptr_t array)') as unknown as KoffiFunction,
+      consume_stream: lib.func('int64_t cp_consume_stream(uintptr_t stream)') as unknown as KoffiFunction,
+    },
+    consumedRows: i64('cp_consumed_rows'),
     outstanding: i64('cp_outstanding'),
     peak: i64('cp_peak'),
     resetPeak: () => void resetPeak(),
