@@ -1,26 +1,79 @@
 /**
- * arrow-device: the Apache Arrow C Data Interface and C Device Data Interface
- * for TypeScript. This file is the public API and nothing else.
+ * arrow-device: the Apache Arrow C Data Interface, C Stream Interface and C
+ * Device Data Interface for TypeScript.
+ *
+ * This file is the public API, and only it: every name is listed by hand
+ * (as arrow-js's Arrow.ts does), so a module's internals never leak and a
+ * rename is a decision, not a side effect. Names follow Arrow's own words:
+ * `import*` / `export*` + the arrow-js or spec object (`importRecordBatch`,
+ * `exportArrayStream`), and the struct helpers carry the C struct's name
+ * (`allocArrowDeviceArray`, `freeArrowArrayStream`). Older names stay as
+ * deprecated aliases (see CHANGELOG.md, "Migration").
  */
-export * from './abi/index.js';
+
+// --- constants and struct layouts (CDataInterface.rst, CDeviceDataInterface.rst) ---------
+export { DeviceType, Flag, Errno, deviceTypeName, errnoName, type DeviceTypeName, type DeviceTypeCode, type ErrnoName } from './abi/constants.js';
+export { layoutsFor, NATIVE64, WASM32, type Target, type Layouts, type StructLayout, type FieldLayout } from './abi/layout.js';
+
+// --- errors ----------------------------------------------------------------------------------
 export { ArrowDeviceError, type ErrorKind } from './errors.js';
+
+// --- memory: where structs live (the process's own, or a WebAssembly module's) --------------
 export {
   nativeMemory, NULL, accounting, wasmMemory, wasmMemoryFromExports, isDetached,
   type Accounting, type Memory, type Ptr, type Signature, type CType, type CValue,
   type WasmMemory, type WasmMemoryOptions, type WasmLinearMemory, type WasmTable, type WasmMalloc, type WasmFree,
 } from './memory/index.js';
-export { parseFormat, formatOf, type TypeInfo, type TimeUnit } from './schema/format.js';
+
+// --- schemas -----------------------------------------------------------------------------------
+export { parseFormat, formatOf, type TypeInfo, type TimeUnit as FormatTimeUnit } from './schema/format.js';
 export type { SchemaNode } from './schema/node.js';
 export type { Metadata } from './schema/metadata.js';
 export type { ToArrowOptions } from './schema/arrowjs.js';
+
+// --- arrays and record batches (ArrowSchema, ArrowArray) --------------------------------------
 export type { ArrayView } from './array/view.js';
 export { isValid, getBit } from './array/view.js';
 export type { ValidationLevel } from './array/import.js';
 export { viewToArrow, dataToView, viewToData } from './array/arrowjs.js';
-export * from './array/api.js';
+export {
+  importSchema, importSchemaNode, importField, importType, exportSchema,
+  importData, importVector, importRecordBatch, importTable, importArrayView,
+  exportArray, exportRecordBatch, exportTable,
+  allocArrowSchema, allocArrowArray, releaseArrowSchema, releaseArrowArray, freeArrowSchema, freeArrowArray,
+  moveArrowSchema, moveArrowArray, isOurArrowArray, disposeImport,
+  type MemoryOption, type SchemaImportOptions, type ArrayImportOptions, type ExportOptions, type SchemaLike,
+} from './array/api.js';
 export {
   releaseImport, isImportReleased, ImportedRecordBatch, ImportedTable, ImportedVector, ImportedData, type Releasable,
 } from './array/imported.js';
-export * from './device/index.js';
-export * from './stream/index.js';
-export * from './async/index.js';
+
+// --- device arrays (ArrowDeviceArray) --------------------------------------------------------------
+export {
+  importDeviceArray, importDeviceData, importDeviceRecordBatch, importDeviceArrayView,
+  exportDeviceArray, exportDeviceRecordBatch,
+  allocArrowDeviceArray, releaseArrowDeviceArray, freeArrowDeviceArray, moveArrowDeviceArray,
+  allocDeviceArray, releaseDeviceArray, freeDeviceArray, moveDeviceArray,
+  type DeviceImportOptions, type DeviceExportOptions, type DeviceFields,
+} from './device/api.js';
+export { DeviceArray, type DeviceSpec, type DeviceCopyOptions, type ToHostOptions } from './device/device-array.js';
+export type { DeviceArrayNode, DeviceBuffer } from './device/tree.js';
+export { cudaAvailable, CudaError, type CudaMemoryKind } from './device/cuda.js';
+
+// --- streams (ArrowArrayStream, ArrowDeviceArrayStream) -------------------------------------------
+export {
+  importArrayStream, importDeviceArrayStream, RecordBatchStreamImport, StreamProducerError,
+  type StreamImportOptions, type StreamItem,
+} from './stream/import.js';
+export {
+  exportArrayStream, exportDeviceArrayStream, allocArrowArrayStream, allocArrowDeviceArrayStream, releaseArrowArrayStream,
+  releaseArrowDeviceArrayStream, freeArrowArrayStream, freeArrowDeviceArrayStream, isArrowArrayStreamReleased,
+  type RecordBatchSource, type StreamExportOptions, type StreamExportItem,
+} from './stream/export.js';
+
+// --- async device streams (ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask) ----
+export {
+  AsyncDeviceStreamReader, AsyncStreamError, createAsyncDeviceStreamReader,
+  type AsyncConsumerOptions, type AsyncTaskResult, type AsyncItem,
+} from './async/consumer.js';
+export { produceAsyncDeviceStream, type AsyncBatchSource, type AsyncProducerOptions, type AsyncProduceResult } from './async/producer.js';

@@ -250,7 +250,7 @@ export function importDeviceArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: 
  * Exports arrow-js `Data`, a one-chunk `Vector`, a `RecordBatch`, an
  * `ArrayView` or a `DeviceArray` as an `ArrowDeviceArray`. Returns the
  * struct's address (`opts.into`, or a new allocation the caller frees with
- * `freeDeviceArray` once the consumer has moved or released it).
+ * `freeArrowDeviceArray` once the consumer has moved or released it).
  *
  * - CPU (the default): zero-copy, `device_id` -1, `sync_event` NULL,
  *   `reserved` zeroed; the JS buffers are pinned until the consumer's release.
@@ -263,7 +263,7 @@ export function importDeviceArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: 
  * const ptr = exportDeviceArray(batch);                                    // CPU
  * const gpu = exportDeviceArray(batch, { deviceType: DeviceType.CUDA, deviceId: 0, stream });
  * await lib.consume.async(schemaPtr, gpu);
- * freeDeviceArray(gpu);
+ * freeArrowDeviceArray(gpu);
  */
 export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | DeviceArray, opts: DeviceExportOptions = {}): Ptr {
   const m = mem(opts);
@@ -339,26 +339,35 @@ export function exportDeviceRecordBatch(
 // --- struct helpers ----------------------------------------------------------------------
 
 /** Allocates a zeroed `ArrowDeviceArray` for a producer to fill. */
-export function allocDeviceArray(opts: MemoryOption = {}): Ptr {
+export function allocArrowDeviceArray(opts: MemoryOption = {}): Ptr {
   const m = mem(opts);
   return m.alloc(m.layouts.ArrowDeviceArray.size);
 }
 
 /** Calls the release of the `ArrowDeviceArray`'s embedded array if it is not released yet. */
-export function releaseDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
+export function releaseArrowDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
   releaseStruct(mem(opts), 'ArrowDeviceArray', deviceArrayPtrArg(ptr, 'ptr', mem(opts)));
 }
 
 /** Releases (if still live) and frees an `ArrowDeviceArray` allocated by this library. */
-export function freeDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  checkOwned(mem(opts), ptr, 'freeDeviceArray');
+export function freeArrowDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
+  checkOwned(mem(opts), ptr, 'freeArrowDeviceArray');
   if (ptr === 0n) return;
-  releaseDeviceArray(ptr, opts);
+  releaseArrowDeviceArray(ptr, opts);
   mem(opts).free(ptr);
 }
 
 /** Moves an `ArrowDeviceArray` (CDeviceDataInterface.rst, "Moving an array"): bitwise copy, then the source's `array.release` set to NULL. */
-export function moveDeviceArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
+export function moveArrowDeviceArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
   const m = mem(opts);
   moveStruct(m, 'ArrowDeviceArray', deviceArrayPtrArg(src, 'src', m), deviceArrayPtrArg(dst, 'dst', m));
 }
+
+/** @deprecated The name before 0.2: `allocArrowDeviceArray`. */
+export const allocDeviceArray = allocArrowDeviceArray;
+/** @deprecated The name before 0.2: `releaseArrowDeviceArray`. */
+export const releaseDeviceArray = releaseArrowDeviceArray;
+/** @deprecated The name before 0.2: `freeArrowDeviceArray`. */
+export const freeDeviceArray = freeArrowDeviceArray;
+/** @deprecated The name before 0.2: `moveArrowDeviceArray`. */
+export const moveDeviceArray = moveArrowDeviceArray;

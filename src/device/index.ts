@@ -2,6 +2,7 @@
 export {
   importDeviceArray, importDeviceData, importDeviceRecordBatch, importDeviceArrayView, readDeviceFields,
   exportDeviceArray, exportDeviceRecordBatch, allocDeviceArray, releaseDeviceArray, freeDeviceArray, moveDeviceArray,
+  allocArrowDeviceArray, releaseArrowDeviceArray, freeArrowDeviceArray, moveArrowDeviceArray,
   type DeviceImportOptions, type DeviceExportOptions, type DeviceFields,
 } from './api.js';
 export { DeviceArray, type DeviceSpec, type DeviceCopyOptions, type ToHostOptions } from './device-array.js';
