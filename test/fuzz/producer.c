@@ -28,30 +28,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-struct ArrowSchema {
-  const char *format;
-  const char *name;
-  const char *metadata;
-  int64_t flags;
-  int64_t n_children;
-  struct ArrowSchema **children;
-  struct ArrowSchema *dictionary;
-  void (*release)(struct ArrowSchema *);
-  void *private_data;
-};
-
-struct ArrowArray {
-  int64_t length;
-  int64_t null_count;
-  int64_t offset;
-  int64_t n_buffers;
-  int64_t n_children;
-  const void **buffers;
-  struct ArrowArray **children;
-  struct ArrowArray *dictionary;
-  void (*release)(struct ArrowArray *);
-  void *private_data;
-};
+/* The structs, from the one header every C peer shares (test/include/arrow_c_abi.h). */
+#include "../include/arrow_c_abi.h"
 
 typedef struct {
   int64_t id;
@@ -152,23 +130,6 @@ typedef struct {
   const char *message;
 } stream_state;
 
-struct ArrowArrayStream {
-  int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *);
-  int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *);
-  const char *(*get_last_error)(struct ArrowArrayStream *);
-  void (*release)(struct ArrowArrayStream *);
-  void *private_data;
-};
-
-struct ArrowDeviceArrayStream {
-  int32_t device_type;
-  int (*get_schema)(struct ArrowDeviceArrayStream *, struct ArrowSchema *);
-  int (*get_next)(struct ArrowDeviceArrayStream *, void *);
-  const char *(*get_last_error)(struct ArrowDeviceArrayStream *);
-  void (*release)(struct ArrowDeviceArrayStream *);
-  void *private_data;
-};
-
 static int do_get_schema(stream_state *st, struct ArrowSchema *out) {
   if (st->schema_code) return st->schema_code;
   if (!st->schema || !st->schema->release) return 22; /* EINVAL: asked twice */
@@ -207,7 +168,7 @@ static void s_release(struct ArrowArrayStream *s) {
 }
 
 static int d_get_schema(struct ArrowDeviceArrayStream *s, struct ArrowSchema *out) { return do_get_schema(s->private_data, out); }
-static int d_get_next(struct ArrowDeviceArrayStream *s, void *out) { return do_get_next(s->private_data, out); }
+static int d_get_next(struct ArrowDeviceArrayStream *s, struct ArrowDeviceArray *out) { return do_get_next(s->private_data, out); }
 static const char *d_last_error(struct ArrowDeviceArrayStream *s) { return ((stream_state *)s->private_data)->message; }
 static void d_release(struct ArrowDeviceArrayStream *s) {
   do_release(s->private_data);

@@ -49,7 +49,7 @@ let lib: Lib | undefined;
 export function producerLib(): Lib {
   if (lib) return lib;
   const so = join(tempDir('fuzz-producer'), 'libfuzzproducer.so');
-  run(cc!, ['-std=c11', '-D_GNU_SOURCE', '-O1', '-shared', '-fPIC', '-o', so, join(here, 'producer.c')]);
+  run(cc!, ['-std=c11', '-D_GNU_SOURCE', '-O1', '-shared', '-fPIC', '-o', so, join(here, 'producer.c')]); // includes ../include/arrow_c_abi.h
   const l = koffi.load(so);
   const guarded = l.func('uintptr_t fz_guarded(uint64_t size)');
   const fn = l.func('uintptr_t fz_fn(int32_t which)');
