@@ -193,7 +193,25 @@ async function run(L: Loaded, bytes: Uint8Array, source: string): Promise<void> 
   } else {
     $('#release-zero-copy').textContent = `${zeroArraysAtImport} at import, ${zeroArrays} of ${n} so far (released when the browser collects the table)`;
   }
-  const ok = same && zeroSchema === 1 && copySchema === 1 && copyArrays === n && (!hasGc || zeroArrays === n);
+  // 3. release(): deterministic, whatever was read. WebAssembly memory cannot be detached, so the
+  // library's own objects check: a read after release throws instead of reading the module's memory.
+  const r = readFFI(bytes, memory);
+  const a2 = calls(r.arrayRelease);
+  const t3 = importTable(r.arrays, r.schema, { memory });
+  r.ffi.free();
+  const before = t3.numRows > 0 ? String(t3.getChildAt(0)!.get(0)) : '';
+  t3.release();
+  const releasedNow = calls(r.arrayRelease) - a2;
+  let threw = false;
+  try {
+    if (t3.numRows > 0) t3.getChildAt(0)!.get(0);
+  } catch (e) {
+    threw = /read of a released import/.test((e as Error).message);
+  }
+  const explicitOk = releasedNow === n && (t3.numRows === 0 || (threw && before !== ''));
+  verdict('release-explicit', explicitOk, `${releasedNow} of ${n} batches at release(); a read after it ${threw ? 'throws' : 'does not throw'}`);
+
+  const ok = same && zeroSchema === 1 && copySchema === 1 && copyArrays === n && (!hasGc || zeroArrays === n) && explicitOk;
   setStatus(ok ? 'done' : 'error', ok ? `done: ${source}` : `checks failed for ${source}`);
 }
 

@@ -137,6 +137,7 @@ describe('browser example: parquet-wasm → arrow-device in headless Chromium', 
     assert.equal(await text('#release-schema'), '1 call at import (copy: true import: 1)');
     assert.equal(await text('#release-copy'), `${BATCHES} of ${BATCHES} batches, at import`);
     assert.equal(await text('#release-zero-copy'), `0 at import, ${BATCHES} of ${BATCHES} batches after collection`);
+    assert.equal(await text('#release-explicit'), `${BATCHES} of ${BATCHES} batches at release(); a read after it throws`);
     assert.equal(await text('#copy-matches'), `yes (${SAMPLE_ROWS} rows compared)`);
     for (const id of ['release-schema', 'release-copy', 'release-zero-copy', 'copy-matches']) {
       assert.equal(await page.locator(`#${id}`).getAttribute('class'), 'ok', id);
