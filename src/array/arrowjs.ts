@@ -22,6 +22,7 @@ import { typeToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from './view.js';
 import { ImportedView } from './import.js';
+import type { ImportOwner } from './owner.js';
 import { isDetached, isWasmMemoryBuffer } from '../memory/wasm.js';
 import { ImportedData, ImportedRecordBatch } from './imported.js';
 
@@ -111,6 +112,7 @@ const PARTS = Symbol('arrow-device.parts');
 const SOURCE = Symbol('arrow-device.source');
 const CACHE = Symbol('arrow-device.cache');
 const WASM = Symbol('arrow-device.wasm-views');
+const OWNER = Symbol('arrow-device.owner');
 const LAZY_KEYS = ['valueOffsets', 'values', 'nullBitmap', 'typeIds', 'variadicBuffers'] as const;
 type LazyKey = (typeof LAZY_KEYS)[number];
 
@@ -127,6 +129,8 @@ type LazyKey = (typeof LAZY_KEYS)[number];
 class LazyData extends ImportedData {
   declare [PARTS]: Parts;
   declare [CACHE]: { [K in LazyKey]?: unknown };
+  /** The import's owner (null for a copy): checked on every buffer read. */
+  declare [OWNER]: ImportOwner | null;
   /** The wasm-memory views of each slot read, checked for detachment on every read; absent for native imports. */
   declare [WASM]: { [K in LazyKey]?: ArrayBufferView[] } | undefined;
   /**
@@ -138,10 +142,13 @@ class LazyData extends ImportedData {
   declare [SOURCE]: ImportedView;
   constructor(source: ImportedView, parts: Parts, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
     super(type, O, N, nullCount, [] as never, children, dictionary, []);
-    // Whatever the Data constructor stored through the setters (variadicBuffers = []) is dropped: the parts make it.
+    // Whatever the Data constructor stored through the setters (variadicBuffers = []) was dropped:
+    // the parts make it. Every field is an own property from here on (the getters read only these).
     this[CACHE] = {};
     this[PARTS] = parts;
     this[SOURCE] = source;
+    this[OWNER] = source.owner;
+    this[WASM] = undefined;
   }
 }
 
@@ -171,12 +178,17 @@ function wasmDetached(key: string): ArrowDeviceError {
 for (const key of LAZY_KEYS) {
   Object.defineProperty(key === 'variadicBuffers' ? LazyViewData.prototype : LazyData.prototype, key, {
     configurable: true,
+    // The hot path (arrow-js reads `data.values` on every get(i)): own fields only, one branch for
+    // the release check, one for wasm memory.
     get(this: LazyData) {
-      const source = this[SOURCE];
-      // Read by the Data constructor itself, before the fields below exist.
-      if (source === undefined) return this[CACHE]?.[key];
-      source.owner?.check(source.path, 'a read');
       const cache = this[CACHE];
+      // Read by the Data constructor itself, before the fields below exist.
+      if (cache === undefined) return undefined;
+      const owner = this[OWNER];
+      if (owner !== null && owner.isReleased) {
+        const source = this[SOURCE];
+        owner.check(source.path, 'a read');
+      }
       let value = cache[key];
       if (value === undefined && !(key in cache)) {
         const thunk = this[PARTS][key];
@@ -197,7 +209,8 @@ for (const key of LAZY_KEYS) {
     },
     set(this: LazyData, value: unknown) {
       // Called by the Data constructor before CACHE exists: the constructor resets it after.
-      (this[CACHE] ??= {})[key] = value;
+      const cache = this[CACHE];
+      if (cache !== undefined) cache[key] = value;
     },
   });
 }
