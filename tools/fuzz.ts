@@ -1,5 +1,5 @@
 /**
- * `npm run fuzz -- [--seconds 60] [--seed N] [--case-timeout 30] [--save]`:
+ * `npm run fuzz -- [--seconds 60] [--seed N] [--cases N] [--case-timeout 30] [--save]`:
  * the hostile-producer fuzzer of issue 18 (test/fuzz). The loop runs in a
  * child process (test/fuzz/worker.ts); a crash (signal) or a hang (no
  * heartbeat for --case-timeout seconds) ends the child, is recorded as a
@@ -26,6 +26,8 @@ const opt = (name: string, def: number): number => {
 const seconds = opt('seconds', Number(process.env.FUZZ_SECONDS ?? 60));
 const seed = opt('seed', Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000));
 const caseTimeout = opt('case-timeout', 30) * 1000;
+/** At most this many cases (from index 0): with a fixed seed, a run that is the same on every machine fast enough. */
+const maxCases = opt('cases', Number.POSITIVE_INFINITY);
 const save = argv.includes('--save');
 const root = fileURLToPath(new URL('..', import.meta.url));
 const worker = fileURLToPath(new URL('../test/fuzz/worker.ts', import.meta.url));
@@ -64,7 +66,8 @@ function record(f: Found): void {
 /** Runs one child from case `from` until the deadline; resolves with the index to go on from. */
 function runChild(from: number): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker, '--seed', String(seed), '--start', String(from), '--until', String(deadline)], {
+    const limit = Number.isFinite(maxCases) ? ['--cases', String(maxCases - from)] : [];
+    const child = spawn(process.execPath, ['--import', 'tsx', worker, '--seed', String(seed), '--start', String(from), '--until', String(deadline), ...limit], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -112,7 +115,7 @@ function runChild(from: number): Promise<number> {
 }
 
 console.log(`fuzz: seed ${seed}, ${seconds} s, per-case timeout ${caseTimeout / 1000} s`);
-while (Date.now() < deadline) {
+while (Date.now() < deadline && next < maxCases) {
   const from = await runChild(next);
   if (from < 0) break;
   next = from;

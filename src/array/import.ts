@@ -19,8 +19,8 @@
  *   the array, view types' views inside their data buffers, dictionary
  *   indices inside the dictionary.
  *
- *   It also refuses (`unsupported`) date64 and second/millisecond timestamp
- *   values beyond 2^53 ms, which arrow-js cannot read. The promise of `full`:
+ *   It also refuses (`unsupported`) date64 and second/millisecond/microsecond
+ *   timestamp values beyond 2^53 ms, which arrow-js cannot read. The promise of `full`:
  *   reading every value of the import through arrow-js cannot throw;
  *   anything it lets through that makes arrow-js throw is a validation bug.
  *
@@ -545,8 +545,10 @@ export function readArrayView(
         const width = fixedByteWidth(t)!;
         const align = t.id === 'decimal' || t.id === 'interval' ? 4 : Math.min(width, 8);
         buffers.push(validityOf(n), bufferOf(n, 1, end * width, t.id === 'fixed_binary' ? 1 : align, 'values'));
-        if (ctx.level >= LEVELS.full && ((t.id === 'date' && t.unit === 'ms') || (t.id === 'timestamp' && (t.unit === 's' || t.unit === 'ms')))) {
-          checkMillis(bytesOf(buffers[1] ?? null), offset, length, bytesOf(buffers[0] ?? null), nullCount, path);
+        if (ctx.level >= LEVELS.full && ((t.id === 'date' && t.unit === 'ms') || (t.id === 'timestamp' && t.unit !== 'ns'))) {
+          // arrow-js reads a microsecond timestamp as v / 1000 (whole milliseconds must fit 2^53 too).
+          const divisor = t.id === 'timestamp' && t.unit === 'us' ? 1000n : 1n;
+          checkMillis(bytesOf(buffers[1] ?? null), offset, length, bytesOf(buffers[0] ?? null), nullCount, path, divisor);
         }
       }
     }
@@ -712,17 +714,19 @@ function checkViews(
 }
 
 /**
- * arrow-js reads date64 and second/millisecond timestamps as JS numbers of
- * milliseconds, and throws for an int64 it cannot convert exactly (beyond
- * 2^53). Valid Arrow, but `full` promises every value reads: such a value
- * is refused as `unsupported`, with its place.
+ * arrow-js reads date64 and second/millisecond/microsecond timestamps as JS
+ * numbers of milliseconds, and throws for an int64 it cannot convert exactly
+ * (beyond 2^53 once divided by `divisor`: 1000 for microseconds, whose
+ * whole milliseconds it converts). Valid Arrow, but `full` promises every
+ * value reads: such a value is refused as `unsupported`, with its place.
  */
-function checkMillis(values: Uint8Array | null, offset: number, length: number, validity: Uint8Array | null, nullCount: number, path: string): void {
+function checkMillis(values: Uint8Array | null, offset: number, length: number, validity: Uint8Array | null, nullCount: number, path: string, divisor = 1n): void {
   if (!values) return;
   const dv = new DataView(values.buffer, values.byteOffset, values.byteLength);
   for (let k = offset; k < offset + length; k++) {
     if (validity && nullCount !== 0 && (validity[k >> 3]! & (1 << (k & 7))) === 0) continue;
-    const v = dv.getBigInt64(k * 8, true);
+    const raw = dv.getBigInt64(k * 8, true);
+    const v = divisor === 1n ? raw : raw / divisor;
     if (v > MAX_SAFE || v < -MAX_SAFE) {
       throw new ArrowDeviceError('unsupported', `${path}.buffers[1]`, `value ${v} at ${k} is beyond the 2^53 arrow-js can read as a number`);
     }
