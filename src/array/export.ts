@@ -222,6 +222,10 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
   if (dict) writeNode(ctx, dict, dv, structsAt + nc * L.size);
 }
 
+const SCRATCH_TREE = 16 * 1024;
+const scratchTree = new Uint8Array(SCRATCH_TREE);
+const scratchRoot = new Uint8Array(256);
+
 /** Writes `view` into the `ArrowArray` at `into` (memory the caller owns). */
 export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   const L = mem.layouts.ArrowArray;
@@ -233,11 +237,14 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
     throw new ArrowDeviceError('memory', '', `allocation at 0x${block.toString(16)} is above 2^53`);
   }
   const tree: Tree = { block, live: 0 };
-  const bytes = new Uint8Array(size);
-  const root = new Uint8Array(L.size);
-  const rootDv = new DataView(root.buffer);
+  // The tree's bytes and the root struct are written in JS, then copied in one call each. Small trees
+  // use scratch space (a fresh backing store per export cost about as much as the rest of a small
+  // export); this function makes no call that could re-enter it before the copies.
+  const bytes = size <= SCRATCH_TREE ? scratchTree.subarray(0, size).fill(0) : new Uint8Array(size);
+  const root = scratchRoot.subarray(0, L.size).fill(0);
+  const rootDv = new DataView(root.buffer, root.byteOffset, root.byteLength);
   const ctx: WriteContext = {
-    mem, L, ps, wide: ps === 8, tree, base: Number(block), dv: new DataView(bytes.buffer), next: 0, recs: [], at: [],
+    mem, L, ps, wide: ps === 8, tree, base: Number(block), dv: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), next: 0, recs: [], at: [],
     release: arrayReleaseCallback(mem),
   };
   const undo = (): void => {
