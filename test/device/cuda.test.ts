@@ -29,6 +29,7 @@ import { DeviceType } from '../../src/abi/constants.js';
 import { allocArrowSchema, freeArrowSchema } from '../../src/array/api.js';
 import { cudaBackend, setDeviceBackend } from '../../src/device/backend.js';
 import { CudaError, resetCudaRuntimeForTests } from '../../src/device/cuda.js';
+import { exportDeviceArrayStream, freeArrowDeviceArrayStream, importDeviceArrayStream } from '../../src/stream/index.js';
 import {
   allocDeviceArray, cudaRuntime, DeviceArray, exportDeviceArray, exportDeviceRecordBatch, freeDeviceArray, importDeviceArray,
   importDeviceData, importDeviceRecordBatch,
@@ -466,6 +467,113 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
       freeDeviceArray(next);
       freeDeviceArray(array);
       freeArrowSchema(schema);
+    });
+  });
+
+  // Device streams of CUDA data (CDeviceDataInterface.rst, "Device Stream Interface"): each array
+  // leaves with the event its producer recorded, and the consumer waits on it before reading.
+  describe('ArrowDeviceArrayStream of CUDA memory', () => {
+    /** Batch k of a stream: x = k*100 + i, so every value says where it came from. */
+    const batchOf = (k: number, rows = 64): RecordBatch =>
+      new Table({ x: vectorFromArray(Int32Array.from({ length: rows }, (_, i) => k * 100 + i)) }).batches[0]!;
+    /** A CUDA DeviceArray of batch k, its copy still queued on `stream` (the event pending) when returned. */
+    const onDevice = (k: number, deviceType: number = DeviceType.CUDA): DeviceArray => {
+      const b = batchOf(k);
+      const p = exportDeviceArray(b, { deviceType, deviceId: 0, stream });
+      const dev = importDeviceArray(p, b.schema);
+      freeDeviceArray(p);
+      return dev;
+    };
+
+    test('JS -> CUDA DeviceArrays -> exportDeviceArrayStream -> importDeviceArrayStream: events carried, values exact', async () => {
+      await (async () => {
+        const devs = slowly(() => [0, 1, 2].map((k) => onDevice(k)));
+        const events = devs.map((d) => d.syncEvent);
+        for (const e of events) assert.notEqual(e, 0n, 'each array has its producer event');
+        const ptr = exportDeviceArrayStream(devs, { schema: batchOf(0).schema });
+        assert.equal(mem.readI32(ptr + BigInt(mem.layouts.ArrowDeviceArrayStream.offsets.device_type!)), DeviceType.CUDA);
+        const reader = importDeviceArrayStream(ptr);
+        freeArrowDeviceArrayStream(ptr);
+        assert.equal(reader.deviceType, DeviceType.CUDA);
+        let k = 0;
+        for await (const item of reader) {
+          assert.ok(item instanceof DeviceArray, 'CUDA device memory comes as a DeviceArray');
+          assert.equal(item.deviceType, DeviceType.CUDA);
+          assert.equal(item.syncEvent, events[k], 'the event its producer recorded');
+          const host = item.toHostRecordBatch({ stream }); // waits on the event (cudaStreamWaitEvent) before copying
+          assert.deepEqual([...(host.getChild('x')!.toArray() as Int32Array)].slice(0, 3), [k * 100, k * 100 + 1, k * 100 + 2]);
+          assert.equal(host.getChild('x')!.get(63), k * 100 + 63);
+          k++;
+        }
+        assert.equal(k, 3);
+      })();
+      await settle();
+    });
+
+    test('{ toHost: true } gives record batches; CUDA_HOST streams give zero-copy batches after the event', async () => {
+      await (async () => {
+        for (const [deviceType, opts] of [[DeviceType.CUDA, { toHost: true as const, stream }], [DeviceType.CUDA_HOST, {}]] as const) {
+          const devs = slowly(() => [0, 1].map((k) => onDevice(k, deviceType)));
+          const ptr = exportDeviceArrayStream(devs, { schema: batchOf(0).schema });
+          const reader = importDeviceArrayStream(ptr, opts);
+          freeArrowDeviceArrayStream(ptr);
+          let k = 0;
+          for (const b of reader) {
+            assert.ok(b instanceof RecordBatch, `${deviceType}: a record batch`);
+            assert.equal(b.getChild('x')!.get(5), k * 100 + 5, 'never stale: the event was waited on');
+            k++;
+          }
+          assert.equal(k, 2);
+        }
+      })();
+      await settle();
+    });
+
+    test('a long CUDA stream read without keeping holds at most two arrays\' device memory at once', async () => {
+      await (async () => {
+        const n = 40;
+        // One array's allocations, measured.
+        const base = sim?.live().allocations ?? 0;
+        const one = onDevice(0);
+        const perArray = (sim?.live().allocations ?? base) - base;
+        one.release();
+        let made = 0;
+        function* source(): Generator<DeviceArray> {
+          for (let k = 0; k < n; k++) {
+            made++;
+            yield onDevice(k);
+          }
+        }
+        // deviceType given: the stream does not read ahead to learn it.
+        const ptr = exportDeviceArrayStream(source(), { schema: batchOf(0).schema, deviceType: DeviceType.CUDA });
+        const reader = importDeviceArrayStream(ptr);
+        freeArrowDeviceArrayStream(ptr);
+        let peak = 0;
+        let k = 0;
+        for (const item of reader) {
+          assert.ok(item instanceof DeviceArray);
+          if (sim) peak = Math.max(peak, sim.live().allocations - base);
+          k++;
+        }
+        assert.equal(k, n);
+        assert.equal(made, n);
+        if (sim) assert.ok(peak <= 2 * perArray, `peak ${peak} allocations, ${perArray} per array`);
+      })();
+      await settle();
+    });
+
+    test('an array of another device in a CUDA stream fails that get_next with a typed error', async () => {
+      await (async () => {
+        const cudaDev = onDevice(0);
+        const hostDev = onDevice(1, DeviceType.CUDA_HOST);
+        const ptr = exportDeviceArrayStream([cudaDev, hostDev], { schema: batchOf(0).schema });
+        const reader = importDeviceArrayStream(ptr);
+        freeArrowDeviceArrayStream(ptr);
+        reader.next();
+        assert.throws(() => reader.next(), /a CUDA_HOST DeviceArray in a stream of device type 2/);
+        hostDev.release();
+      })();
+      await settle();
     });
   });
 });
