@@ -31,6 +31,7 @@
  * as a caller of exportArray without `into` does.
  */
 import { spawnSync } from 'node:child_process';
+import { collectUntil } from '../test/helpers/gc.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +71,11 @@ function fourColumns(rows: number): RecordBatch {
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
+/** Collects until every import left to the garbage collector has been released. */
+async function drain(): Promise<void> {
+  await collectUntil(() => accounting().liveImports === 0, 200);
+}
+
 /**
  * Median microseconds per iteration of `fn` run `n` times in a loop, after a
  * warm-up of min(n, 2000) iterations (bench/pyarrow_overhead.py follows the
@@ -106,17 +112,19 @@ async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<
     sink += b.numRows;
     b.release();
   }, n);
-  // Left to the garbage collector instead (FinalizationRegistry), for comparison.
+  const ex = await perIter(() => {
+    const p = exportArray(batch);
+    freeArrowArray(p);
+  }, n);
+  // Left to the garbage collector instead (FinalizationRegistry), for comparison. Last, and followed
+  // by a wait for the collector's backlog, so that it does not slow the measurements after it.
   const gc = await perIter(() => {
     const p = exportArray(batch);
     const b = importRecordBatch(p, schema);
     freeArrowArray(p);
     sink += b.numRows;
   }, n);
-  const ex = await perIter(() => {
-    const p = exportArray(batch);
-    freeArrowArray(p);
-  }, n);
+  await drain();
   console.log(
     `${label.padEnd(38)} export+import+release ${rt.toFixed(2).padStart(7)} us/batch (${(1e6 / rt).toFixed(0).padStart(7)}/s)` +
       `   released by GC ${gc.toFixed(2).padStart(7)} us   export+free ${ex.toFixed(2).padStart(7)} us`,
