@@ -267,6 +267,22 @@ export function viewToData(view: ArrayView, type: DataType, path = 'array', opts
   if (view.schema.dictionary) {
     const Ctor = (type as Dictionary).indices.ArrayType as TypedArrayCtor;
     const dict = viewToData(view.dictionary!, (type as Dictionary).dictionary, `${path}.dictionary`, opts);
+    if (t.id === 'int' && t.bitWidth === 64) {
+      // 64-bit indices narrowed to int32 (nodeToType asks for it only under `expand`): a copy, checked.
+      const wide = typed(t.signed ? BigInt64Array : BigUint64Array, buf(1)).subarray(O, O + N);
+      const out = new Int32Array(N);
+      for (let k = 0; k < N; k++) {
+        const x = wide[k]!;
+        if (x > 2147483647n || x < 0n) {
+          const valid = !hasBitmap || (buf(0)![(O + k) >> 3]! & (1 << ((O + k) & 7))) !== 0;
+          if (valid) throw unsupported(`${path}.buffers[1]`, `dictionary index ${x} at ${O + k} does not fit the int32 that { expand: true } narrows 64-bit indices to`);
+          continue; // a null slot's index is never read
+        }
+        out[k] = Number(x);
+      }
+      liveCounters.copiedBytes += out.byteLength;
+      return data({ values: () => out, nullBitmap }, [], new Vector([dict]));
+    }
     return data({ values: () => typed(Ctor, buf(1)).subarray(O, O + N), nullBitmap }, [], new Vector([dict]));
   }
 

@@ -103,7 +103,20 @@ export function nodeToType(node: SchemaNode, path = 'schema', opts: ToArrowOptio
   if (!node.dictionary) return base;
   const values = nodeToType(node.dictionary, `${path}.dictionary`, opts, ids);
   if (!(base instanceof IntType)) throw invalid(`${path}.format`, `dictionary indices must be integers, got "${node.format}"`);
-  return new Dictionary(values, base as Int32, ids.next++, (node.flags & Flag.DICTIONARY_ORDERED) !== 0);
+  let indices = base as Int32;
+  if ((base as IntType).bitWidth === 64) {
+    // arrow-js 21 builds Dictionary<_, Int64> but cannot read it: its get() mixes the BigInt index with
+    // numbers ("Cannot mix BigInt and other types"). So 64-bit indices are refused here, typed, or,
+    // with `expand`, narrowed to int32 (a copy; viewToData checks that every index fits).
+    if (!opts.expand) {
+      throw unsupported(
+        `${path}.format`,
+        `arrow-js cannot read 64-bit dictionary indices ("${node.format}"); import as an ArrayView, or pass { expand: true } to narrow them to int32`,
+      );
+    }
+    indices = new Int32();
+  }
+  return new Dictionary(values, indices, ids.next++, (node.flags & Flag.DICTIONARY_ORDERED) !== 0);
 }
 
 /** An arrow-js `Field` for `node` (name, type, nullability, metadata). */
