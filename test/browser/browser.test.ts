@@ -147,6 +147,11 @@ describe('browser example: parquet-wasm → arrow-device in headless Chromium', 
   test('a file chosen with the file input is read the same way', async () => {
     await page.goto(`${server.url}index.html?rows=3`);
     await finished();
+    // The first run ends with the same status text the second one will: clear it, so the wait below
+    // can only be satisfied by the run the file input starts (else it races that run's first steps).
+    await page.evaluate(() => {
+      document.querySelector('#status')!.textContent = '';
+    });
     await page.locator('#file').setInputFiles(join(built.dir, 'sample.parquet'));
     await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'done: sample.parquet', undefined, { timeout: 60_000 });
     assert.equal(await text('#source'), 'sample.parquet');
