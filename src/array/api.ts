@@ -142,8 +142,8 @@ export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr {
  */
 export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): ArrayView {
   const m = mem(opts);
-  const { prepared: node, level, bytes } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => nodeOf(m, schema));
-  return build(ImportOwner.move(m, ptr, 'ArrowArray', bytes), node, opts, level, 'array', (view) => view);
+  const { prepared: node, level, staged, at } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => nodeOf(m, schema));
+  return build(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), node, opts, level, 'array', (view) => view);
 }
 
 /**
@@ -165,11 +165,11 @@ export function disposeImport(x: object): void {
  */
 export function importData(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): ImportedData {
   const m = mem(opts);
-  const { prepared, level, bytes } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => {
+  const { prepared, level, staged, at } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => {
     const node = nodeOf(m, schema);
     return { node, type: typeOf(schema, node, opts) };
   });
-  return buildData(ImportOwner.move(m, ptr, 'ArrowArray', bytes), prepared.node, prepared.type, opts, level, 'array');
+  return buildData(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), prepared.node, prepared.type, opts, level, 'array');
 }
 
 /** Imports an `ArrowArray` as an arrow-js `Vector` (releasable like the Data it holds). */
@@ -193,8 +193,8 @@ export function importVector(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImpo
  */
 export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): ImportedRecordBatch {
   const m = mem(opts);
-  const { prepared: plan, level, bytes } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => planOf(m, schema, opts));
-  return buildBatch(ImportOwner.move(m, ptr, 'ArrowArray', bytes), plan, opts, level, 'array');
+  const { prepared: plan, level, staged, at } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => planOf(m, schema, opts));
+  return buildBatch(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), plan, opts, level, 'array');
 }
 
 /**
@@ -223,8 +223,8 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
   for (let i = 0; i < ptrs.length; i++) {
     try {
       const path = `arrays[${i}]`;
-      const { level, bytes } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, path, () => undefined);
-      batches.push(buildBatch(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', bytes), plan, opts, level, path));
+      const { level, staged, at } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, path, () => undefined);
+      batches.push(buildBatch(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', staged, at), plan, opts, level, path));
     } catch (e) {
       for (const b of batches) b.release();
       for (const p of ptrs.slice(i + 1)) if (typeof p === 'bigint') releaseStruct(m, 'ArrowArray', p);

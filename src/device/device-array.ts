@@ -11,7 +11,7 @@
 import { RecordBatch, Struct, type Data } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
 import { exportArray, freeArrowArray, importArrayView } from '../array/api.js';
-import { makeBatch, viewToData } from '../array/arrowjs.js';
+import { viewToBatch, viewToData } from '../array/arrowjs.js';
 import { planOfNode } from '../array/importer.js';
 import { asImportedBatch } from '../array/imported.js';
 import { writeArrayView } from '../array/export.js';
@@ -187,7 +187,7 @@ export class DeviceArray implements DeviceArrayNode {
     const plan = planOfNode(this.schema, opts);
     const view = this.toHostView(opts);
     // A host copy: nothing to release (owned by no import), but releasable like every imported batch.
-    return asImportedBatch(makeBatch(plan.arrow, plan.struct, viewToData(view, plan.struct, 'device_array.array', opts) as Data<Struct>), []);
+    return asImportedBatch(viewToBatch(view, plan, 'device_array.array', opts), []);
   }
 
   /**

@@ -7,6 +7,7 @@
  * give the struct layouts to use with it.
  */
 import type { Layouts, Target } from '../abi/layout.js';
+import type { RawAccess } from './raw.js';
 
 /** An address in a Memory. `0n` is NULL. */
 export type Ptr = bigint;
@@ -45,6 +46,13 @@ export interface Memory {
    * itself. Absent on memories where `read` is cheap.
    */
   readTransient?(addr: Ptr, byteLength: number): Uint8Array;
+
+  /**
+   * @internal Number-address access for the per-batch hot paths (see
+   * src/memory/raw.ts). Both backends of the library have it; a `Memory`
+   * without it is adapted through the bigint methods.
+   */
+  readonly raw?: RawAccess;
 
   /**
    * Whether `addr` is a live allocation of this memory's `alloc` (absent on
