@@ -175,6 +175,13 @@ class LazyState {
 }
 
 const STATE = Symbol('arrow-device.lazy');
+/**
+ * The empty array every leaf `Data` of an import shares for its children
+ * and variadic buffers, and passes as its buffers (arrow-js reads them
+ * only): an allocation saved per node. Frozen, so that a write, which
+ * arrow-js never makes, could not reach other imports.
+ */
+const NONE: readonly never[] = Object.freeze([]);
 const LAZY_KEYS = ['valueOffsets', 'values', 'nullBitmap', 'typeIds', 'variadicBuffers'] as const;
 type LazyKey = (typeof LAZY_KEYS)[number];
 
@@ -243,7 +250,7 @@ function makeSlot(st: LazyState, key: LazyKey, O: number, N: number): unknown {
 class LazyData extends ImportedData {
   declare [STATE]: LazyState;
   constructor(st: LazyState, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
-    super(type, O, N, nullCount, [] as never, children, dictionary, []);
+    super(type, O, N, nullCount, NONE as never, children, dictionary, NONE as never);
     // Whatever the Data constructor stored through the setters (variadicBuffers = []) was dropped:
     // the state makes it. The getters read only this one own field.
     this[STATE] = st;
@@ -321,7 +328,7 @@ function makeData(
   stride: number,
   Ctor: TypedArrayCtor | null,
   parts: Parts | null,
-  children: Data[] = [],
+  children: Data[] = NONE as never,
   dictionary?: Vector,
 ): Data {
   const { offset: O, length: N } = view;

@@ -17,7 +17,7 @@
 import { ArrowDeviceError } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { arena, ptrAt, rawOf, setI64, setPtr, stage, type Addr, type RawAccess } from '../memory/raw.js';
+import { arena, newArena, ptrAt, rawOf, setI64, setPtr, stage, type Addr, type Arena, type RawAccess } from '../memory/raw.js';
 import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
 import type { StructLayout } from '../abi/layout.js';
 import type { ArrayView } from './view.js';
@@ -142,7 +142,7 @@ function releaseRecord(e: ExportMem, rec: ArrayRecord, inPlace: Addr[]): void {
   rec.pins.length = 0;
   liveCounters.pinnedBytes -= rec.pinnedBytes;
   liveCounters.liveExports--;
-  if (--rec.tree.live === 0) e.mem.free(BigInt(rec.tree.block));
+  if (--rec.tree.live === 0) e.raw.free(rec.tree.block);
 }
 
 /** The one C release callback shared by every array export on `mem`. */
@@ -246,36 +246,34 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
 }
 
 const SCRATCH_TREE = 16 * 1024;
-const scratchTree = new Uint8Array(SCRATCH_TREE);
-const scratchRoot = new Uint8Array(256);
+/** Scratch space the tree and the root struct are written in, then copied to memory in one call each. */
+const scratchTree = newArena(SCRATCH_TREE);
+const scratchRoot = newArena(256);
 
 /** Writes `view` into the `ArrowArray` at `into` (memory the caller owns). */
 export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   const e = exportMem(mem);
-  const { L, ps } = e;
+  const { L, ps, raw } = e;
   const size = treeBytes(view, ps, L.size);
-  const blockPtr = mem.alloc(size);
-  const block = Number(blockPtr);
+  const block = raw.alloc(size);
   if (block + size > Number.MAX_SAFE_INTEGER) {
-    mem.free(blockPtr);
-    throw new ArrowDeviceError('memory', '', `allocation at 0x${blockPtr.toString(16)} is above 2^53`);
+    raw.free(block);
+    throw new ArrowDeviceError('memory', '', `allocation at 0x${block.toString(16)} is above 2^53`);
   }
   const tree: Tree = { block, live: 0 };
   // The tree's bytes and the root struct are written in JS, then copied in one call each. Small trees
   // use scratch space (a fresh backing store per export cost about as much as the rest of a small
   // export); this function makes no call that could re-enter it before the copies.
-  const bytes = size <= SCRATCH_TREE ? scratchTree.subarray(0, size).fill(0) : new Uint8Array(size);
-  const root = scratchRoot.subarray(0, L.size).fill(0);
-  const rootDv = new DataView(root.buffer, root.byteOffset, root.byteLength);
-  const ctx: WriteContext = {
-    e, tree, base: block, dv: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), next: 0, recs: [], at: [],
-  };
+  const bytes: Arena = size <= SCRATCH_TREE ? scratchTree : newArena(size);
+  bytes.u8.fill(0, 0, size);
+  scratchRoot.u8.fill(0, 0, L.size);
+  const ctx: WriteContext = { e, tree, base: block, dv: bytes.dv, next: 0, recs: [], at: [] };
   const undo = (): void => {
     for (const r of ctx.recs) if (r.copies) for (const c of r.copies) mem.free(c);
-    mem.free(blockPtr);
+    raw.free(block);
   };
   try {
-    writeNode(ctx, view, rootDv, 0);
+    writeNode(ctx, view, scratchRoot.dv, 0);
   } catch (err) {
     undo();
     throw err;
@@ -289,8 +287,8 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
     setPtr(dv, off + idOff, ids[k]!, e.wide);
   }
   try {
-    if (size > 0) mem.copyIn(blockPtr, bytes);
-    mem.copyIn(into, root);
+    if (size > 0) raw.writeFrom(block, bytes, 0, size);
+    raw.writeFrom(Number(into), scratchRoot, 0, L.size);
   } catch (err) {
     for (const id of ids) records.take(id);
     undo();

@@ -338,8 +338,9 @@ export class ImportOwner {
   }
 
   private detachAll(): void {
-    viewRegistry.unregister(this);
-    holderRegistry.unregister(this);
+    // Unregistering costs a search of the registry's cells: only where something was registered.
+    if (this.views > 0 || this.buffers !== null) viewRegistry.unregister(this);
+    if (this.holdersLive > 0) holderRegistry.unregister(this);
     const bufs = this.buffers;
     this.buffers = null;
     if (!bufs) return;

@@ -90,7 +90,7 @@ class NativeMemory implements Memory {
       throw new ArrowDeviceError('unsupported', '', `32-bit native targets are not supported (sizeof(void*) = ${this.k.sizeof('void *')})`);
     }
     this.libc = loadLibC(this.k);
-    this.raw = nativeRaw(this.k, this.libc);
+    this.raw = nativeRaw(this.k, this.libc, (size) => this.allocNum(size), (addr) => this.freeNum(addr));
   }
 
   checkAddress(addr: Ptr, byteLength: number): void {
@@ -345,7 +345,7 @@ function callOwn(own: Signature, fn: (...args: CValue[]) => CValue | void, sig: 
  * arguments are all numbers: koffi converts those without making a bigint,
  * and a call that returns nothing returns nothing to convert either.
  */
-function nativeRaw(k: Koffi, libc: LibC): RawAccess {
+function nativeRaw(k: Koffi, libc: LibC, alloc: (size: number) => number, free: (addr: number) => void): RawAccess {
   const MAX = Number.MAX_SAFE_INTEGER;
   const MIN = Number(MIN_VALID_ADDRESS);
   const check = (addr: Addr, n: number): void => {
@@ -383,6 +383,8 @@ function nativeRaw(k: Koffi, libc: LibC): RawAccess {
       check(src, n);
       if (n > 0) libc.memcpyNum(dst, src, n);
     },
+    alloc,
+    free,
   };
 }
 

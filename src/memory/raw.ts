@@ -49,13 +49,18 @@ export interface RawAccess {
   writeWord(addr: Addr, v: number): void;
   /** Copies `n` bytes from `src` to `dst`, both in this memory (checked). */
   copyWithin(dst: Addr, src: Addr, n: number): void;
+  /** `Memory.alloc`, the address as a number. */
+  alloc(size: number): Addr;
+  /** `Memory.free` of an address `alloc` returned. */
+  free(addr: Addr): void;
 }
 
 const ARENA_BYTES = 64 * 1024;
 /** The largest copy served from a shared arena; a larger one gets an arena of its own. */
 const ARENA_MAX = 16 * 1024;
 
-function newArena(size: number): Arena {
+/** A new arena of `size` bytes (also for scratch space that is written to memory with `writeFrom`). */
+export function newArena(size: number): Arena {
   const u8 = new Uint8Array(size);
   return { u8, dv: new DataView(u8.buffer), addr: -1, next: 0 };
 }
@@ -178,5 +183,7 @@ function bigintRaw(mem: Memory): RawAccess {
     writeFrom: (addr, a, off, n) => mem.copyIn(ok(addr, n), a.u8.subarray(off, off + n)),
     writeWord: (addr, v) => mem.writePtr(ok(addr, mem.target.pointerSize), BigInt(v)),
     copyWithin: (dst, src, n) => mem.copyIn(ok(dst, n), mem.read(ok(src, n), n)),
+    alloc: (size) => Number(mem.alloc(size)),
+    free: (addr) => mem.free(BigInt(addr)),
   };
 }

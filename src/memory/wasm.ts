@@ -318,6 +318,8 @@ class WasmMemoryImpl implements WasmMemory {
       const s = this.atNum(src, n);
       this.u8.copyWithin(d, s, s + n);
     },
+    alloc: (size) => Number(this.alloc(size)),
+    free: (addr) => this.free(BigInt(addr)),
   };
 
   checkAddress(addr: Ptr, byteLength: number): void {
