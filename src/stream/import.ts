@@ -536,11 +536,41 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
    */
   toTable(): ImportedTable {
     if (this.#opts.view) throw invalid('toTable', 'a reader of ArrayViews ({ view: true }) has no Table form: use readAll()');
-    const items = this.readAll();
+    return this.#tableOf(this.readAll(), 'toTable');
+  }
+
+  /**
+   * `readAll()` through the async iterator: with `offThread`, every
+   * `get_next` runs on a worker thread and the event loop runs meanwhile.
+   * On an error, the batches read so far are released before it is thrown.
+   */
+  async readAllAsync(): Promise<T[]> {
+    this.#current = null;
+    this.#keepAll = true;
+    const out: T[] = [];
+    try {
+      for await (const b of this) out.push(b);
+    } catch (e) {
+      for (const b of out) {
+        if (b instanceof DeviceArray) b.release();
+        else for (const o of ownersOf(b) ?? []) o.release('stream-ended');
+      }
+      throw e;
+    }
+    return out;
+  }
+
+  /** `toTable()` through the async iterator (see `readAllAsync`): off the JS thread with `offThread`. */
+  async toTableAsync(): Promise<ImportedTable> {
+    if (this.#opts.view) throw invalid('toTableAsync', 'a reader of ArrayViews ({ view: true }) has no Table form: use readAllAsync()');
+    return this.#tableOf(await this.readAllAsync(), 'toTableAsync');
+  }
+
+  #tableOf(items: T[], what: string): ImportedTable {
     for (const b of items) {
       if (b instanceof DeviceArray) {
         for (const i of items) if (i instanceof DeviceArray) i.release();
-        throw unsupported('toTable', `a stream of ${b.deviceTypeName} memory yields DeviceArrays: copy each to the host (toHostRecordBatch())`);
+        throw unsupported(what, `a stream of ${b.deviceTypeName} memory yields DeviceArrays: copy each to the host (toHostRecordBatch())`);
       }
     }
     return importedTable(items as ImportedRecordBatch[], this.schema);

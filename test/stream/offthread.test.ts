@@ -169,6 +169,27 @@ describe('off-thread stream reader', { skip: countingMissing }, () => {
     await settled(before);
   });
 
+  test('toTableAsync reads every batch off-thread into a table that keeps them; readAllAsync releases what it read on an error', async () => {
+    const c = counting();
+    const before = { out: c.outstanding(), dbl: c.doubleReleases(), streams: c.streamReleases(), off: c.offThreadCalls() };
+    const ptr = c.slowStream(3, 4, { sleepMs: 1 });
+    const table = await importArrayStream(ptr, { offThread: true }).toTableAsync();
+    freeArrowArrayStream(ptr);
+    assert.equal(c.offThreadCalls() - before.off, 4);
+    assert.deepEqual([...(table.getChild('x')!.toArray() as Int32Array)], Array.from({ length: 12 }, (_, i) => i));
+    assert.equal(c.outstanding() - before.out, 3, 'the table holds every batch');
+    table.release();
+    assert.equal(c.outstanding(), before.out);
+
+    const failing = c.slowStream(4, 2, { failAt: 2, failCode: 5 });
+    const reader = importArrayStream(failing, { offThread: true });
+    freeArrowArrayStream(failing);
+    await assert.rejects(reader.readAllAsync(), StreamProducerError);
+    assert.equal(c.outstanding(), before.out, 'the two batches read before the error were released');
+    assert.equal(c.streamReleases() - before.streams, 2);
+    await settled(before);
+  });
+
   test('our own exported stream read with offThread: called on the JS thread, values right', async () => {
     const table = tableFromArrays({ x: Int32Array.from({ length: 12 }, (_, i) => i * 2) });
     const batches = [table.slice(0, 5), table.slice(5, 12)].flatMap((t) => t.batches);
