@@ -318,6 +318,10 @@ export class AdbcDriver {
       mem.free(this.#table);
     }
   }
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
 }
 
 function releaseHandle(d: AdbcDriver, f: 'DatabaseRelease' | 'ConnectionRelease' | 'StatementRelease', h: Ptr): void {

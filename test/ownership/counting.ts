@@ -63,6 +63,8 @@ export interface Counting {
     consume: KoffiFunction;
     /** `int64_t cp_consume_stream(struct ArrowArrayStream*)`: reads every batch, releases the stream. */
     consume_stream: KoffiFunction;
+    /** `int cp_make_stream(struct ArrowArrayStream* out, int64_t n, int64_t rows)`: a producer that fills a stream. */
+    make_stream: KoffiFunction;
   };
   /** Rows the C consumers have read. */
   consumedRows(): number;
@@ -107,6 +109,7 @@ export function counting(): Counting {
     lib: {
       consume: lib.func('int cp_consume(uintptr_t schema, uintptr_t array)') as unknown as KoffiFunction,
       consume_stream: lib.func('int64_t cp_consume_stream(uintptr_t stream)') as unknown as KoffiFunction,
+      make_stream: lib.func('int cp_make_stream(uintptr_t out, int64_t n, int64_t rows)') as unknown as KoffiFunction,
     },
     consumedRows: i64('cp_consumed_rows'),
     outstanding: i64('cp_outstanding'),
