@@ -24,8 +24,8 @@
  * queues those calls to the JS thread, which a synchronous call would keep
  * busy: a deadlock). The quick calls (options, init, release) are
  * synchronous. DuckDB 1.5 and SQLite read a bound stream on the thread that
- * called `ExecuteQuery` (test/examples/adbc.test.ts checks DuckDB's with a
- * synchronous call in a child process).
+ * called `ExecuteQuery` (test/examples/adbc.test.ts proves it for each with a
+ * synchronous call in a child process, DuckDB with 4 threads).
  *
  * The struct layouts are written here from adbc.h (field order as there);
  * nothing of the header is copied.

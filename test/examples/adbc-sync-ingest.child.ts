@@ -1,19 +1,20 @@
 /**
  * Child process of test/examples/adbc.test.ts ("which thread reads a bound
- * stream"): DuckDB's ADBC driver with 4 threads ingests a JS stream of 64
- * batches through a *synchronous* AdbcStatementExecuteQuery. If DuckDB called
- * the stream's get_next from its worker threads, koffi would queue those calls
- * for the JS thread, which sits in the synchronous call: a deadlock (the
- * parent kills the child). Prints "ingesting" before the call and "done <rows>"
- * after it.
+ * stream"): an ADBC driver (argv[2]: duckdb, with 4 threads, or sqlite)
+ * ingests a JS stream of 64 batches through a *synchronous*
+ * AdbcStatementExecuteQuery. If the driver called the stream's get_next from
+ * other threads, koffi would queue those calls for the JS thread, which sits in
+ * the synchronous call: a deadlock (the parent kills the child). Prints
+ * "ingesting" before the call and "done <rows>" after it.
  */
 import { Int32, makeData, RecordBatch, Schema, Field, Struct } from 'apache-arrow';
 import { nativeMemory, NULL } from '../../src/index.js';
 import { AdbcDriver } from '../../examples/adbc/adbc.js';
-import { DUCKDB } from '../../examples/adbc/drivers.js';
+import { DUCKDB, SQLITE } from '../../examples/adbc/drivers.js';
 
-const driver = AdbcDriver.load(DUCKDB.path, DUCKDB.entrypoint);
-const db = driver.open({ path: ':memory:', threads: '4' });
+const spec = process.argv[2] === 'sqlite' ? SQLITE : DUCKDB;
+const driver = AdbcDriver.load(spec.path, spec.entrypoint);
+const db = driver.open(spec === DUCKDB ? { ...spec.memoryOptions, threads: '4' } : spec.memoryOptions);
 const conn = db.connect();
 const stmt = conn.statement();
 const schema = new Schema([new Field('x', new Int32(), false)]);
