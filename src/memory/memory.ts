@@ -139,4 +139,11 @@ export interface Memory {
    * thread, which a synchronous call would keep busy (a deadlock).
    */
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined>;
+  /**
+   * Whether `fn` is one of this memory's own registered callbacks (a JS
+   * function behind a C pointer). Calling one on another thread gains
+   * nothing: it runs on the JS thread anyway, queued there by the FFI. Absent
+   * on memories whose calls all run on the JS thread (wasm32).
+   */
+  isOwnCallback?(fn: Ptr): boolean;
 }

@@ -286,6 +286,10 @@ class NativeMemory implements Memory {
     return ptr;
   }
 
+  isOwnCallback(fn: Ptr): boolean {
+    return this.own.has(fn);
+  }
+
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
     this.check(fn, 1);
     const f = this.k.decode(fn, this.proto(sig)) as unknown as AsyncFn;
