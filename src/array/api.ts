@@ -27,7 +27,7 @@ import { nativeMemory } from '../memory/native.js';
 import { nodeToField, nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { toSchemaNode, writeSchemaNode, schemaToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
-import { dataToView } from './arrowjs.js';
+import { dataToExportView, dataToView } from './arrowjs.js';
 import { writeArrayView, arrayReleaseCallback } from './export.js';
 import { validationLevel } from './import.js';
 import {
@@ -247,7 +247,7 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
 export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: ExportOptions = {}): Ptr {
   const m = mem(opts);
   optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowArray.size, 'an ArrowArray');
-  const view = toExportView(x);
+  const view = toExportView(x, true);
   const into = opts.into ?? m.alloc(m.layouts.ArrowArray.size);
   try {
     writeArrayView(m, view, into);
@@ -258,16 +258,21 @@ export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: Ex
   return into;
 }
 
-/** The `ArrayView` an export of any of the JS array forms writes. */
-export function toExportView(x: Data | Vector | RecordBatch | ArrayView): ArrayView {
-  if (x instanceof RecordBatch) return dataToView(x.data, batchNode(x));
+/**
+ * The `ArrayView` an export of any of the JS array forms writes. `forWriter`:
+ * for `writeArrayView` only, whose buffers may be any typed array (see
+ * `dataToExportView`).
+ */
+export function toExportView(x: Data | Vector | RecordBatch | ArrayView, forWriter = false): ArrayView {
+  const toView = forWriter ? dataToExportView : dataToView;
+  if (x instanceof RecordBatch) return toView(x.data, batchNode(x));
   if (x instanceof Vector) {
     if (x.data.length !== 1) {
       throw invalid('array', `a Vector of ${x.data.length} chunks is not one array: export each chunk, or a Table as a stream`);
     }
-    return dataToView(x.data[0]!);
+    return toView(x.data[0]!);
   }
-  if (x instanceof Data) return dataToView(x);
+  if (x instanceof Data) return toView(x);
   return x;
 }
 

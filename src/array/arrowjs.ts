@@ -569,10 +569,14 @@ export function viewToArrow(view: ArrayView, opts: ToArrowOptions = {}, path = '
 
 // --- export: Data -> ArrayView -----------------------------------------------------------
 
-/** Bytes of a typed array (zero-copy). */
-function bytes(a: ArrayBufferView | null | undefined): Uint8Array | null {
+/**
+ * Bytes of a typed array (zero-copy); with `asIs`, the typed array itself,
+ * for the export writer, which needs only its buffer, offset and length
+ * (a byte view per buffer made nothing but garbage there).
+ */
+function bytes(a: ArrayBufferView | null | undefined, asIs = false): Uint8Array | null {
   if (!a) return null;
-  return a instanceof Uint8Array ? a : new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  return a instanceof Uint8Array || asIs ? (a as Uint8Array) : new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }
 
 /**
@@ -603,16 +607,25 @@ function dictionaryData(v: Vector): Data {
  */
 export function dataToView(data: Data, schema?: SchemaNode): ArrayView {
   const node = schema ?? typeToNode(data.type, '', true, null);
-  return toView(data, node);
+  return toView(data, node, false);
 }
 
-function toView(data: Data, node: SchemaNode): ArrayView {
+/**
+ * `dataToView` for the export writer (src/array/export.ts) only: its
+ * buffers may be any typed array over the bytes, not only `Uint8Array`s.
+ */
+export function dataToExportView(data: Data, schema?: SchemaNode): ArrayView {
+  const node = schema ?? typeToNode(data.type, '', true, null);
+  return toView(data, node, true);
+}
+
+function toView(data: Data, node: SchemaNode, asIs: boolean): ArrayView {
   const N = data.length;
   const type = data.type as DataType;
   const nullCount = type.typeId === Type.Union ? 0 : type.typeId === Type.Null ? N : data.nullCount;
   const validity =
     nullCount > 0 && data.nullBitmap && data.nullBitmap.byteLength > 0 ? rebaseBitmap(data.nullBitmap, data.offset, N) : null;
-  const childView = (d: Data, i: number): ArrayView => toView(d, node.children[i]!);
+  const childView = (d: Data, i: number): ArrayView => toView(d, node.children[i]!, asIs);
 
   if (type.typeId === Type.Dictionary) {
     const dict = dictionaryData(data.dictionary!);
@@ -621,9 +634,9 @@ function toView(data: Data, node: SchemaNode): ArrayView {
       length: N,
       offset: 0,
       nullCount,
-      buffers: [validity, bytes(data.values as AnyTypedArray)],
+      buffers: [validity, bytes(data.values as AnyTypedArray, asIs)],
       children: [],
-      dictionary: toView(dict, node.dictionary!),
+      dictionary: toView(dict, node.dictionary!, asIs),
     };
   }
   let buffers: (Uint8Array | null)[];
@@ -636,7 +649,7 @@ function toView(data: Data, node: SchemaNode): ArrayView {
       buffers = [validity, rebaseBitmap((data.values as Uint8Array | undefined) ?? EMPTY, data.offset, N)];
       break;
     case 'binary': case 'utf8': case 'large_binary': case 'large_utf8':
-      buffers = [validity, bytes(data.valueOffsets as AnyTypedArray), bytes(data.values as Uint8Array)];
+      buffers = [validity, bytes(data.valueOffsets as AnyTypedArray, asIs), bytes(data.values as Uint8Array)];
       break;
     case 'binary_view': case 'utf8_view': {
       const variadic = data.variadicBuffers.map((b) => bytes(b));
@@ -645,7 +658,7 @@ function toView(data: Data, node: SchemaNode): ArrayView {
       break;
     }
     case 'list': case 'large_list': case 'map':
-      buffers = [validity, bytes(data.valueOffsets as AnyTypedArray)];
+      buffers = [validity, bytes(data.valueOffsets as AnyTypedArray, asIs)];
       children = [childView(data.children[0]!, 0)];
       break;
     case 'fixed_list': case 'struct':
@@ -654,12 +667,12 @@ function toView(data: Data, node: SchemaNode): ArrayView {
       break;
     case 'union':
       buffers = (type as Union).mode === 1
-        ? [bytes(data.typeIds as Int8Array), bytes(data.valueOffsets as Int32Array)]
-        : [bytes(data.typeIds as Int8Array)];
+        ? [bytes(data.typeIds as Int8Array, asIs), bytes(data.valueOffsets as Int32Array, asIs)]
+        : [bytes(data.typeIds as Int8Array, asIs)];
       children = data.children.map(childView);
       break;
     default:
-      buffers = [validity, bytes(data.values as AnyTypedArray)];
+      buffers = [validity, bytes(data.values as AnyTypedArray, asIs)];
   }
   return { schema: node, length: N, offset: 0, nullCount, buffers, children, dictionary: null };
 }

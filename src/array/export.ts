@@ -32,7 +32,7 @@ interface Tree {
 interface ArrayRecord {
   tree: Tree;
   /** JS buffers the consumer may read through our pointers. */
-  pins: Uint8Array[];
+  pins: ArrayBufferView[];
   pinnedBytes: number;
   /** Allocations in the memory holding copies (wasm32), freed on release; null when none. */
   copies: Ptr[] | null;
@@ -84,7 +84,7 @@ function emptyBuffer(e: ExportMem): Addr {
  * never asked for (empty buffers point at `emptyBuffer`).
  */
 const bufferBases = new WeakMap<ArrayBufferLike, number>();
-function addressOf(mem: Memory, b: Uint8Array): Addr | undefined {
+function addressOf(mem: Memory, b: ArrayBufferView): Addr | undefined {
   const ab = b.buffer;
   let base = bufferBases.get(ab);
   if (base === undefined) {
@@ -178,8 +178,9 @@ interface WriteContext {
   /** Next free byte of the tree. */
   next: number;
   readonly recs: ArrayRecord[];
-  /** Where each record's struct is: its bytes and offset, for its id once every record is made. */
-  readonly at: { dv: DataView; off: number }[];
+  /** Where each record's struct is (its bytes and offset), for its id once every record is made. */
+  readonly atDv: DataView[];
+  readonly atOff: number[];
 }
 
 /** Writes node `view`'s struct at `off` of `sdv`, and its arrays and children into the tree's bytes. */
@@ -204,9 +205,11 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
     hasDictionary: dict !== null,
   };
   ctx.recs.push(rec);
-  ctx.at.push({ dv: sdv, off });
+  ctx.atDv.push(sdv);
+  ctx.atOff.push(off);
   for (let i = 0; i < nb; i++) {
-    const b = buffers[i];
+    // Any typed array over the bytes (dataToExportView), not only Uint8Array.
+    const b = buffers[i] as ArrayBufferView | null | undefined;
     let p: Addr = 0;
     if (b && b.byteLength > 0) {
       const direct = addressOf(mem, b);
@@ -217,7 +220,8 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
       } else {
         const c = mem.alloc(b.byteLength);
         (rec.copies ??= []).push(c);
-        mem.copyIn(c, b);
+        // The writer's views may be any typed array (dataToExportView): copy their bytes.
+        mem.copyIn(c, b instanceof Uint8Array ? b : new Uint8Array(b.buffer, b.byteOffset, b.byteLength));
         liveCounters.copiedBytes += b.byteLength;
         p = Number(c);
       }
@@ -267,7 +271,7 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   const bytes: Arena = size <= SCRATCH_TREE ? scratchTree : newArena(size);
   bytes.u8.fill(0, 0, size);
   scratchRoot.u8.fill(0, 0, L.size);
-  const ctx: WriteContext = { e, tree, base: block, dv: bytes.dv, next: 0, recs: [], at: [] };
+  const ctx: WriteContext = { e, tree, base: block, dv: bytes.dv, next: 0, recs: [], atDv: [], atOff: [] };
   const undo = (): void => {
     for (const r of ctx.recs) if (r.copies) for (const c of r.copies) mem.free(c);
     raw.free(block);
@@ -282,9 +286,8 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   const idOff = L.offsets.private_data!;
   const ids: number[] = new Array(ctx.recs.length);
   for (let k = 0; k < ctx.recs.length; k++) {
-    const { dv, off } = ctx.at[k]!;
     ids[k] = records.add(ctx.recs[k]!);
-    setPtr(dv, off + idOff, ids[k]!, e.wide);
+    setPtr(ctx.atDv[k]!, ctx.atOff[k]! + idOff, ids[k]!, e.wide);
   }
   try {
     if (size > 0) raw.writeFrom(block, bytes, 0, size);

@@ -64,6 +64,13 @@ export type ValidationLevel = 'none' | 'minimal' | 'default' | 'full';
 
 const LEVELS: Record<ValidationLevel, number> = { none: 0, minimal: 1, default: 2, full: 3 };
 
+/**
+ * One import being read. It is also the import's keep-alive token: every
+ * `ImportedView` refers to it, and it is registered with the owner once
+ * (`ImportOwner.hold`) when the first lazy buffer is made, so the
+ * producer's memory stays while any view can still be created. The owner
+ * never refers to it.
+ */
 export interface ImportContext {
   readonly mem: Memory;
   /** Number-address access to `mem` (src/memory/raw.ts). */
@@ -71,26 +78,19 @@ export interface ImportContext {
   /** Whether pointers are 8 bytes (else 4: wasm32). */
   readonly wide: boolean;
   readonly owner: ImportOwner;
-  /**
-   * The import's keep-alive token: every `ImportedView` refers to it, and
-   * it is registered with the owner once (`ImportOwner.hold`) when the first
-   * lazy buffer is made, so the producer's memory stays while any view can
-   * still be created. The owner must not refer to it.
-   */
-  readonly token: object;
   /** Copy every buffer into JS memory instead of viewing it. */
   readonly copy: boolean;
   readonly level: number;
   /** Set once the token is held (`ImportOwner.hold`); absent means not yet. */
   held?: boolean;
-  /** The struct addresses read so far (see `visitOnce`); made on first use. */
-  seen?: Set<Addr>;
+  /** The struct addresses read so far (see `visitOnce`); made on first use, dropped when the import is read. */
+  seen?: Set<Addr> | undefined;
 }
 
 /** A new import context over `owner`'s memory. */
 export function importContext(owner: ImportOwner, copy: boolean, level: number): ImportContext {
   const mem = owner.mem;
-  return { mem, raw: rawOf(mem), wide: mem.target.pointerSize === 8, owner, token: {}, copy, level };
+  return { mem, raw: rawOf(mem), wide: mem.target.pointerSize === 8, owner, copy, level, held: false, seen: undefined };
 }
 
 export function validationLevel(level: ValidationLevel | undefined): number {
@@ -169,7 +169,7 @@ function bufferOf(n: NodeState, i: number, size: number, align: number, what: st
     return ctx.mem.read(BigInt(p), size);
   }
   if (!ctx.held) {
-    ctx.owner.hold(ctx.token);
+    ctx.owner.hold(ctx);
     ctx.held = true;
   }
   return new LazyBytes(ctx.owner, p, size, align, n.path, i);
@@ -245,17 +245,24 @@ function stagePointers(ctx: ImportContext, addr: Addr, n: number, path: string, 
 }
 
 /**
- * What a parent read for a child, so the child reads nothing twice: its
- * struct's bytes (read with its siblings'), and its buffer pointers when
- * they lie right after a sibling's (see `readChildren`).
+ * What a parent read for its children, so a child reads nothing twice: the
+ * children's structs (read in one copy: `sdv` from `s0`, `size` bytes
+ * each), and where their buffer pointers lie right after a sibling's, those
+ * too (`bdv[k]` at `bat[k]`, valid when child `k`'s n_buffers is `bn[k]`;
+ * see `readChildren`). For the root, the struct as the move staged it.
  */
-interface Prefetched {
+interface ChildBlock {
   readonly sdv: DataView;
-  readonly sat: number;
-  /** The buffer pointers (null: not prefetched), valid when the child's n_buffers is `bn`. */
-  readonly bdv: DataView | null;
-  readonly bat: number;
-  readonly bn: number;
+  readonly s0: number;
+  readonly size: number;
+  readonly bdv: (DataView | null)[] | null;
+  readonly bat: number[] | null;
+  readonly bn: number[] | null;
+}
+
+/** The root's struct as staged at `at` of `dv` (ImportOwner.move): a block of one. */
+export function stagedRoot(dv: DataView, at: number): ChildBlock {
+  return { sdv: dv, s0: at, size: 0, bdv: null, bat: null, bn: null };
 }
 
 /**
@@ -267,7 +274,7 @@ interface Prefetched {
  * is what its type has, so no byte is read that the child's own read would
  * not read. Null when the structs are not adjacent (each child reads its own).
  */
-function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren: number, schema: SchemaNode): Prefetched[] | null {
+function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren: number, schema: SchemaNode): ChildBlock | null {
   if (nChildren < 2) return null;
   const wide = ctx.wide;
   const ps = wide ? 8 : 4;
@@ -286,8 +293,10 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
   const o = ctx.mem.layouts.ArrowArray.offsets;
   const nbAt = o.n_buffers!;
   const bAt = o.buffers!;
-  const out: Prefetched[] = new Array(nChildren);
-  // Runs of buffer arrays that follow each other: [runStart, k) from address runPtr, runCount pointers.
+  let bdv: (DataView | null)[] | null = null;
+  let bat: number[] | null = null;
+  let bn: number[] | null = null;
+  // Runs of buffer arrays that follow each other: children [runStart, end) from address runPtr, runCount pointers.
   let runStart = -1;
   let runPtr = 0;
   let runCount = 0;
@@ -296,10 +305,16 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
       try {
         const at = stage(ctx.raw, runPtr, runCount * ps);
         const dv = arena.dv;
+        if (bdv === null) {
+          bdv = new Array<DataView | null>(nChildren).fill(null);
+          bat = new Array<number>(nChildren).fill(0);
+          bn = new Array<number>(nChildren).fill(-1);
+        }
         for (let k = runStart; k < end; k++) {
-          const p = out[k]!;
-          const bp = ptrAt(sdv, p.sat + bAt, wide);
-          out[k] = { sdv, sat: p.sat, bdv: dv, bat: at + (bp - runPtr), bn: p.bn };
+          const sat = s0 + k * size;
+          bdv[k] = dv;
+          bat![k] = at + (ptrAt(sdv, sat + bAt, wide) - runPtr);
+          bn![k] = i64At(sdv, sat + nbAt);
         }
       } catch {
         // Each child reads (and reports) its own.
@@ -312,7 +327,6 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
     const sat = s0 + k * size;
     const nb = i64At(sdv, sat + nbAt);
     const bp = ptrAt(sdv, sat + bAt, wide);
-    out[k] = { sdv, sat, bdv: null, bat: 0, bn: nb };
     const child = schema.children[k];
     const phys = child ? physicalLayout(child.type) : undefined;
     const ok = phys !== undefined && !phys.variadic && nb > 0 && nb === phys.nBuffers && bp !== 0;
@@ -330,7 +344,7 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
     }
   }
   flush(nChildren);
-  return out;
+  return { sdv, s0, size, bdv, bat, bn };
 }
 
 /** Child `k` of a node, checked against the length its parent needs. */
@@ -339,13 +353,13 @@ function readChild(
   schema: SchemaNode,
   cdv: DataView,
   cat: number,
-  pre: Prefetched[] | null,
+  block: ChildBlock | null,
   k: number,
   minLength: number,
   depth: number,
 ): ArrayView {
   const ptr = ptrAt(cdv, cat + k * (n.ctx.wide ? 8 : 4), n.ctx.wide);
-  const child = readArrayView(n.ctx, ptr, schema.children[k]!, `${n.path}.children[${k}]`, depth + 1, pre ? pre[k]! : null);
+  const child = readArrayView(n.ctx, ptr, schema.children[k]!, `${n.path}.children[${k}]`, depth + 1, block, k);
   if (n.ctx.level >= LEVELS.default && child.length < minLength) {
     throw invalid(`${n.path}.children[${k}].length`, `${child.length} is less than the ${minLength} its parent needs`);
   }
@@ -354,8 +368,9 @@ function readChild(
 
 /**
  * Reads an `ArrowArray` tree whose struct lives at `addr` (the owner's copy
- * for the root). `pre`, when given, holds the struct's bytes (read with its
- * siblings') and perhaps its buffer pointers, so they are not read again.
+ * for the root). `block`, when given, holds the struct's bytes (struct `k`
+ * of the block: read with its siblings') and perhaps its buffer pointers,
+ * so they are not read again.
  */
 export function readArrayView(
   ctx: ImportContext,
@@ -363,7 +378,8 @@ export function readArrayView(
   schema: SchemaNode,
   path: string,
   depth = 0,
-  pre: Prefetched | null = null,
+  block: ChildBlock | null = null,
+  k = 0,
 ): ArrayView {
   if (addr === 0) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
@@ -375,9 +391,9 @@ export function readArrayView(
     const ps = wide ? 8 : 4;
     let dv: DataView;
     let at: number;
-    if (pre) {
-      dv = pre.sdv;
-      at = pre.sat;
+    if (block) {
+      dv = block.sdv;
+      at = block.s0 + k * block.size;
     } else {
       at = stage(ctx.raw, addr, L.size);
       dv = arena.dv;
@@ -415,9 +431,10 @@ export function readArrayView(
     let bat = 0;
     let cdv = arena.dv;
     let cat = 0;
-    if (pre !== null && pre.bdv !== null && pre.bn === nBuffers) {
-      bdv = pre.bdv;
-      bat = pre.bat;
+    const pdv = block?.bdv?.[k];
+    if (pdv && block!.bn![k] === nBuffers) {
+      bdv = pdv;
+      bat = block!.bat![k]!;
       if (nChildren > 0) {
         cat = stagePointers(ctx, childrenPtr, nChildren, path, 'children');
         cdv = arena.dv;
@@ -585,7 +602,7 @@ export function readArrayView(
         checkIndices(bytesOf(buffers[1] ?? null), t, offset, length, dictionary.length, bytesOf(buffers[0] ?? null), nullCount, path);
       }
     }
-    return new ImportedView(schema, length, offset, nullCount, buffers, children, dictionary, ctx.token, ctx.copy ? null : ctx.owner, path);
+    return new ImportedView(schema, length, offset, nullCount, buffers, children, dictionary, ctx, ctx.copy ? null : ctx.owner, path);
   } catch (e) {
     if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, path);
     throw e;
@@ -672,7 +689,7 @@ export class ImportedView implements ArrayView {
     readonly raw: readonly Buf[],
     readonly children: readonly ArrayView[],
     readonly dictionary: ArrayView | null,
-    /** Keeps the producer's memory alive while this view is reachable (see ImportContext.token). */
+    /** Keeps the producer's memory alive while this view is reachable: the import's context (see ImportContext). */
     readonly token: object,
     /** The import's owner; null for a copy (its bytes are ours, readable after the release). */
     readonly owner: ImportOwner | null,

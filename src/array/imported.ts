@@ -35,10 +35,11 @@ export interface Releasable {
  * symbol key stays out of `Object.keys` and JSON.
  */
 const OWNERS = Symbol('arrow-device.owners');
-type Owned = { [OWNERS]?: readonly ImportOwner[] };
+/** One owner (an import of one array: no array made for it), or several (a table). */
+type Owned = { [OWNERS]?: ImportOwner | readonly ImportOwner[] };
 
 /** Records the owners of an object an import returns. */
-export function owned<T extends object>(x: T, by: readonly ImportOwner[]): T {
+export function owned<T extends object>(x: T, by: ImportOwner | readonly ImportOwner[]): T {
   // A plain assignment (the cheapest property add): symbol keys are never listed by Object.keys,
   // for...in or JSON.stringify.
   (x as Owned)[OWNERS] = by;
@@ -47,7 +48,8 @@ export function owned<T extends object>(x: T, by: readonly ImportOwner[]): T {
 
 /** The owners of an object an import returned; undefined for any other object. */
 export function ownersOf(x: object): readonly ImportOwner[] | undefined {
-  return (x as Owned)[OWNERS];
+  const by = (x as Owned)[OWNERS];
+  return by === undefined ? undefined : Array.isArray(by) ? by : [by as ImportOwner];
 }
 
 /**
@@ -62,9 +64,10 @@ export function ownersOf(x: object): readonly ImportOwner[] | undefined {
  * releaseImport(batch);         // or batch.release(), or `using batch = ...`
  */
 export function releaseImport(x: object): void {
-  const by = ownersOf(x);
-  if (!by) throw invalid('releaseImport', 'not an object returned by an import of this library');
-  releaseAll(by);
+  const by = (x as Owned)[OWNERS];
+  if (by === undefined) throw invalid('releaseImport', 'not an object returned by an import of this library');
+  if (Array.isArray(by)) releaseAll(by);
+  else (by as ImportOwner).release();
 }
 
 /** Whether every owner behind `x` (an object an import returned) is released. */
@@ -133,7 +136,7 @@ export interface ImportedData<T extends DataType = any> extends Releasable {}
 defineReleasable(ImportedData.prototype);
 
 /** Makes `batch` (a plain RecordBatch built for an import) an `ImportedRecordBatch` owned by `by`. */
-export function asImportedBatch(batch: RecordBatch, by: readonly ImportOwner[]): ImportedRecordBatch {
+export function asImportedBatch(batch: RecordBatch, by: ImportOwner | readonly ImportOwner[]): ImportedRecordBatch {
   if (!(batch instanceof ImportedRecordBatch)) Object.setPrototypeOf(batch, ImportedRecordBatch.prototype);
   return owned(batch as ImportedRecordBatch, by);
 }
@@ -147,7 +150,7 @@ export function importedTable(batches: readonly ImportedRecordBatch[], schema: S
 }
 
 /** An `ImportedVector` over one imported `Data`. */
-export function importedVector(data: Data, by: readonly ImportOwner[]): ImportedVector {
+export function importedVector(data: Data, by: ImportOwner | readonly ImportOwner[]): ImportedVector {
   return owned(new ImportedVector([data]), by);
 }
 
@@ -156,7 +159,7 @@ export function importedVector(data: Data, by: readonly ImportOwner[]): Imported
  * import is one already (LazyData extends ImportedData); a Data that a
  * conversion built (`expand`) gets the prototype, which adds only methods.
  */
-export function importedData(data: Data, by: readonly ImportOwner[]): ImportedData {
+export function importedData(data: Data, by: ImportOwner | readonly ImportOwner[]): ImportedData {
   if (!(data instanceof ImportedData)) Object.setPrototypeOf(data, ImportedData.prototype);
   return owned(data as ImportedData, by);
 }

@@ -25,7 +25,7 @@ import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs
 import { schemaToNode, toSchemaNode } from '../schema/export.js';
 import { readSchemaNode, type SchemaNode } from '../schema/node.js';
 import { viewToBatch, viewToData } from './arrowjs.js';
-import { importContext, readArrayView, validationLevel, type ValidationLevel } from './import.js';
+import { importContext, readArrayView, stagedRoot, validationLevel, type ValidationLevel } from './import.js';
 import { arena, ptrAt, rawOf, stage, type Arena } from '../memory/raw.js';
 import { asImportedBatch, importedData, owned, type ImportedData, type ImportedRecordBatch } from './imported.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
@@ -170,26 +170,27 @@ export function build<T>(owner: ImportOwner, node: SchemaNode, opts: ImportCoreO
   try {
     // The struct's bytes as the move read them: not read again.
     const moved = owner.takeMovedArray();
-    const pre = moved === null ? null : { sdv: moved.dv, sat: moved.at, bdv: null, bat: 0, bn: 0 };
-    const view = readArrayView(importContext(owner, opts.copy ?? false, level), owner.arrayAddr, node, path, 0, pre);
+    const ctx = importContext(owner, opts.copy ?? false, level);
+    const view = readArrayView(ctx, owner.arrayAddr, node, path, 0, moved === null ? null : stagedRoot(moved.dv, moved.at));
+    ctx.seen = undefined; // the views keep the context: not the addresses it read
     result = fn(view);
   } catch (e) {
     owner.release('failed');
     throw e;
   }
   owner.done();
-  if (typeof result === 'object' && result !== null) owned(result, [owner]);
+  if (typeof result === 'object' && result !== null) owned(result, owner);
   return result;
 }
 
 /** A record batch over the owner's struct array. */
 export function buildBatch(owner: ImportOwner, plan: BatchPlan, opts: ImportCoreOptions, level: number, path: string): ImportedRecordBatch {
   return build(owner, plan.node, opts, level, path, (view) =>
-    asImportedBatch(viewToBatch(view, plan, path, opts), [owner]),
+    asImportedBatch(viewToBatch(view, plan, path, opts), owner),
   );
 }
 
 /** arrow-js Data over the owner's array. */
 export function buildData(owner: ImportOwner, node: SchemaNode, type: DataType, opts: ImportCoreOptions, level: number, path: string): ImportedData {
-  return build(owner, node, opts, level, path, (view) => importedData(viewToData(view, type, path, opts), [owner]));
+  return build(owner, node, opts, level, path, (view) => importedData(viewToData(view, type, path, opts), owner));
 }

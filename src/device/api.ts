@@ -203,7 +203,7 @@ export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: Devic
   });
   const { node, type } = prepared;
   if (readsInPlace(fields)) {
-    return importInPlace(ptr, m, node, fields, opts, level, (owner, view) => importedData(viewToData(view, type, 'device_array.array', opts), [owner]));
+    return importInPlace(ptr, m, node, fields, opts, level, (owner, view) => importedData(viewToData(view, type, 'device_array.array', opts), owner));
   }
   const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
   if (!opts.toHost) return dev;
