@@ -17,7 +17,7 @@
 import { ArrowDeviceError } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { arena, newArena, ptrAt, rawOf, setI64, setPtr, stage, type Addr, type Arena, type RawAccess } from '../memory/raw.js';
+import { newArena, ptrAt, rawOf, setI64, setPtr, stage, staged, type Addr, type Arena, type RawAccess } from '../memory/raw.js';
 import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
 import type { StructLayout } from '../abi/layout.js';
 import type { ArrayView } from './view.js';
@@ -101,7 +101,7 @@ function releaseArray(mem: Memory, ptr: Addr): void {
   const e = exportMem(mem);
   const { L, raw, wide } = e;
   const at = stage(raw, ptr + L.offsets.private_data!, e.ps);
-  const rec = records.take(ptrAt(arena.dv, at, wide));
+  const rec = records.take(ptrAt(staged.dv, at, wide));
   if (!rec) return; // not ours or already released: never twice
   const tree = rec.tree;
   const inPlace: Addr[] = [];
@@ -122,7 +122,7 @@ function releaseRecord(e: ExportMem, rec: ArrayRecord, inPlace: Addr[]): void {
     const relOff = L.offsets.release!;
     const idOff = L.offsets.private_data!;
     const at = stage(raw, rec.structs, n * size);
-    const dv = arena.dv;
+    const dv = staged.dv;
     for (let k = 0; k < n; k++) {
       const rel = ptrAt(dv, at + k * size + relOff, wide);
       if (rel === 0) continue; // the consumer moved this child out and releases it itself

@@ -54,7 +54,7 @@
 import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory } from '../memory/memory.js';
-import { arena, i64At, i64Text, ptrAt, rawOf, stage, type Addr, type RawAccess } from '../memory/raw.js';
+import { i64At, i64Text, ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 import { fixedByteWidth, physicalLayout } from '../schema/format.js';
 import { MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
 import { ImportOwner } from './owner.js';
@@ -235,7 +235,7 @@ function readOffsets(n: NodeState, i: number, wide: boolean, what: string): { vi
   return { view, first, last: Math.max(last, 0) };
 }
 
-/** Stages `n` pointers at `addr`, errors placed at `path.field`; returns the offset in `arena`. */
+/** Stages `n` pointers at `addr`, errors placed at `path.field`; returns their offset in `staged`. */
 function stagePointers(ctx: ImportContext, addr: Addr, n: number, path: string, field: string): number {
   try {
     return stage(ctx.raw, addr, n * (ctx.wide ? 8 : 4));
@@ -249,7 +249,7 @@ function stagePointers(ctx: ImportContext, addr: Addr, n: number, path: string, 
  * children's structs (read in one copy: `sdv` from `s0`, `size` bytes
  * each), and where their buffer pointers lie right after a sibling's, those
  * too (`bdv[k]` at `bat[k]`, valid when child `k`'s n_buffers is `bn[k]`;
- * see `readChildren`). For the root, the struct as the move staged it.
+ * see `readChildren`).
  */
 interface ChildBlock {
   readonly sdv: DataView;
@@ -258,11 +258,6 @@ interface ChildBlock {
   readonly bdv: (DataView | null)[] | null;
   readonly bat: number[] | null;
   readonly bn: number[] | null;
-}
-
-/** The root's struct as staged at `at` of `dv` (ImportOwner.move): a block of one. */
-export function stagedRoot(dv: DataView, at: number): ChildBlock {
-  return { sdv: dv, s0: at, size: 0, bdv: null, bat: null, bn: null };
 }
 
 /**
@@ -286,7 +281,7 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
   let s0: number;
   try {
     s0 = stage(ctx.raw, first, nChildren * size);
-    sdv = arena.dv;
+    sdv = staged.dv;
   } catch {
     return null; // let each child report its own bad address
   }
@@ -304,7 +299,7 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
     if (runStart >= 0 && end - runStart >= 2) {
       try {
         const at = stage(ctx.raw, runPtr, runCount * ps);
-        const dv = arena.dv;
+        const dv = staged.dv;
         if (bdv === null) {
           bdv = new Array<DataView | null>(nChildren).fill(null);
           bat = new Array<number>(nChildren).fill(0);
@@ -396,7 +391,7 @@ export function readArrayView(
       at = block.s0 + k * block.size;
     } else {
       at = stage(ctx.raw, addr, L.size);
-      dv = arena.dv;
+      dv = staged.dv;
     }
     if (ptrAt(dv, at + o.release!, wide) === 0) {
       throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
@@ -427,9 +422,9 @@ export function readArrayView(
     // read through the FFI costs more than the rest of a small node): as the parent prefetched
     // them, or in one read when the children array follows the buffers array (as in a tree
     // exported in one allocation); otherwise one read each. Only the bytes they declare are read.
-    let bdv = arena.dv;
+    let bdv = staged.dv;
     let bat = 0;
-    let cdv = arena.dv;
+    let cdv = staged.dv;
     let cat = 0;
     const pdv = block?.bdv?.[k];
     if (pdv && block!.bn![k] === nBuffers) {
@@ -437,14 +432,14 @@ export function readArrayView(
       bat = block!.bat![k]!;
       if (nChildren > 0) {
         cat = stagePointers(ctx, childrenPtr, nChildren, path, 'children');
-        cdv = arena.dv;
+        cdv = staged.dv;
       }
     } else {
       let both = false;
       if (nBuffers > 0 && nChildren > 0 && childrenPtr === buffersPtr + nBuffers * ps) {
         try {
           bat = stage(ctx.raw, buffersPtr, (nBuffers + nChildren) * ps);
-          bdv = cdv = arena.dv;
+          bdv = cdv = staged.dv;
           cat = bat + nBuffers * ps;
           both = true;
         } catch {
@@ -454,11 +449,11 @@ export function readArrayView(
       if (!both) {
         if (nBuffers > 0) {
           bat = stagePointers(ctx, buffersPtr, nBuffers, path, 'buffers');
-          bdv = arena.dv;
+          bdv = staged.dv;
         }
         if (nChildren > 0) {
           cat = stagePointers(ctx, childrenPtr, nChildren, path, 'children');
-          cdv = arena.dv;
+          cdv = staged.dv;
         }
       }
     }
@@ -668,7 +663,7 @@ function byteLength(b: Uint8Array | LazyBytes): number {
 function readSmall(ctx: ImportContext, b: Uint8Array | LazyBytes, at: number, n: number): Uint8Array {
   if (b instanceof LazyBytes && !b.materialized) {
     const off = stage(ctx.raw, b.addr + at, n);
-    return arena.u8.subarray(off, off + n);
+    return staged.u8.subarray(off, off + n);
   }
   return bytesOf(b)!.subarray(at, at + n);
 }

@@ -25,8 +25,8 @@ import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs
 import { schemaToNode, toSchemaNode } from '../schema/export.js';
 import { readSchemaNode, type SchemaNode } from '../schema/node.js';
 import { viewToBatch, viewToData } from './arrowjs.js';
-import { importContext, readArrayView, stagedRoot, validationLevel, type ValidationLevel } from './import.js';
-import { arena, ptrAt, rawOf, stage, type Arena } from '../memory/raw.js';
+import { importContext, readArrayView, validationLevel, type ValidationLevel } from './import.js';
+import { ptrAt, rawOf, stage, staged, type Arena } from '../memory/raw.js';
 import { asImportedBatch, importedData, owned, type ImportedData, type ImportedRecordBatch } from './imported.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
 import type { ArrayView } from './view.js';
@@ -135,14 +135,14 @@ export function consume<T>(
     // The struct, read once: the released check here, then the move (ImportOwner.move) and the
     // first read of the array take these bytes instead of reading the struct again.
     const at = stage(rawOf(m), Number(ptr), m.layouts[kind].size);
-    const staged = arena;
-    if (ptrAt(staged.dv, at + Number(releaseOffset(m, kind)), m.target.pointerSize === 8) === 0) {
+    const from = staged;
+    if (ptrAt(from.dv, at + Number(releaseOffset(m, kind)), m.target.pointerSize === 8) === 0) {
       throw new ArrowDeviceError('released', path, `the struct is released (${kind === 'ArrowArray' ? '' : 'array.'}release is NULL)`);
     }
     const level = validationLevel(opts.validate);
     schemaTaken = true;
     const prepared = prepare();
-    return { prepared, level, staged, at };
+    return { prepared, level, staged: from, at };
   } catch (e) {
     // Consume what can be consumed; a pointer that is itself the problem (bad address) must not
     // turn the error the caller needs into another one.
@@ -168,10 +168,9 @@ function quietly(fn: () => unknown): void {
 export function build<T>(owner: ImportOwner, node: SchemaNode, opts: ImportCoreOptions, level: number, path: string, fn: (view: ArrayView) => T): T {
   let result: T;
   try {
-    // The struct's bytes as the move read them: not read again.
-    const moved = owner.takeMovedArray();
     const ctx = importContext(owner, opts.copy ?? false, level);
-    const view = readArrayView(ctx, owner.arrayAddr, node, path, 0, moved === null ? null : stagedRoot(moved.dv, moved.at));
+    // Our copy of the struct is read in place (src/memory/slab.ts) where the memory allows.
+    const view = readArrayView(ctx, owner.arrayAddr, node, path, 0);
     ctx.seen = undefined; // the views keep the context: not the addresses it read
     result = fn(view);
   } catch (e) {

@@ -30,7 +30,7 @@ import { liveCounters } from '../memory/accounting.js';
 import { markReleased } from '../memory/cstruct.js';
 import { callRelease } from '../memory/registry.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { arena, ptrAt, rawOf, stage, type Addr, type Arena } from '../memory/raw.js';
+import { ptrAt, rawOf, stage, staged, type Addr, type Arena } from '../memory/raw.js';
 import { ArrowDeviceError } from '../errors.js';
 
 /**
@@ -126,13 +126,6 @@ export class ImportOwner {
     liveCounters.liveImports++;
   }
 
-  /**
-   * Where the struct's bytes were staged when it was moved (src/memory/raw.ts
-   * `stage`), kept for the import's first read of them (one memory read
-   * fewer per import); null once taken or when adopted.
-   */
-  private moved: Arena | null = null;
-  private movedAt = 0;
   /** Where our copy of the struct came from: a slot pool (moved), or `mem.alloc` (adopted). */
   private pool: SlotPool | null = null;
   /** The producer's release callback, from the moved bytes; -1 when adopted (read at release). */
@@ -140,25 +133,28 @@ export class ImportOwner {
 
   /**
    * Moves the struct at `src` into memory we own and returns its owner.
-   * `staged`/`at`: where the caller just staged the struct's bytes
-   * (consume), so they are not read again.
+   * `from`/`at`: where the caller just staged the struct's bytes (consume),
+   * so they are not read again.
    */
-  static move(mem: Memory, src: Ptr | Addr, kind: OwnedStruct = 'ArrowArray', staged?: Arena, at = 0): ImportOwner {
+  static move(mem: Memory, src: Ptr | Addr, kind: OwnedStruct = 'ArrowArray', from?: Arena, at = 0): ImportOwner {
     const size = mem.layouts[kind].size;
     const raw = rawOf(mem);
     const s = Number(src);
-    if (staged === undefined) {
+    if (from === undefined) {
       at = stage(raw, s, size);
-      staged = arena;
+      from = staged;
     }
+    const relAt = releaseAt(mem, kind);
+    // Read before the source is marked released below: the staged bytes may be the source itself.
+    const rel = ptrAt(from.dv, at + relAt, mem.target.pointerSize === 8);
     // Native memory pools the struct copies (an FFI allocator call saved per import); a wasm
     // module's allocator is a plain call into the module, and tests prove its memory back to empty.
     const pool = mem.viewsShareBuffer ? null : poolFor(mem, size);
     const dst = pool ? pool.take() : Number(mem.alloc(size));
     try {
-      raw.writeFrom(dst, staged, at, size);
+      raw.writeFrom(dst, from, at, size);
       // Marked released (CDataInterface.rst, "Moving an array"): the caller may free its struct now.
-      raw.writeWord(s + releaseAt(mem, kind), 0);
+      raw.writeWord(s + relAt, 0);
     } catch (e) {
       if (pool) pool.give(dst);
       else mem.free(BigInt(dst));
@@ -166,22 +162,8 @@ export class ImportOwner {
     }
     const owner = new ImportOwner(mem, dst, kind);
     owner.pool = pool;
-    owner.moved = staged;
-    owner.movedAt = at;
-    owner.releaseFn = ptrAt(staged.dv, at + releaseAt(mem, kind), mem.target.pointerSize === 8);
+    owner.releaseFn = rel;
     return owner;
-  }
-
-  /**
-   * Where the moved struct's `ArrowArray` bytes were staged, once (see
-   * `moved`): the staged copy and the array's offset in it; null
-   * afterwards, and for an adopted struct.
-   */
-  takeMovedArray(): { readonly dv: DataView; readonly at: number } | null {
-    const a = this.moved;
-    if (a === null) return null;
-    this.moved = null;
-    return { dv: a.dv, at: this.movedAt + (this.kind === 'ArrowArray' ? 0 : this.mem.layouts.ArrowDeviceArray.offsets.array!) };
   }
 
   /** Our copy of the struct. */
@@ -363,7 +345,7 @@ function readWord(mem: Memory, addr: Addr): Addr {
   const raw = rawOf(mem);
   const wide = mem.target.pointerSize === 8;
   const at = stage(raw, addr, wide ? 8 : 4);
-  return ptrAt(arena.dv, at, wide);
+  return ptrAt(staged.dv, at, wide);
 }
 
 /** The error a read of a released import gets. */

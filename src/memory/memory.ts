@@ -40,14 +40,6 @@ export interface Memory {
   readonly viewsShareBuffer?: boolean;
 
   /**
-   * Like `read`, for a copy the caller drops soon (a struct being parsed, a
-   * few offsets): the native backend serves it from a shared arena instead of
-   * allocating a backing store per read, which costs more than the read
-   * itself. Absent on memories where `read` is cheap.
-   */
-  readTransient?(addr: Ptr, byteLength: number): Uint8Array;
-
-  /**
    * @internal Number-address access for the per-batch hot paths (see
    * src/memory/raw.ts). Both backends of the library have it; a `Memory`
    * without it is adapted through the bigint methods.

@@ -9,6 +9,7 @@ import { ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 import { callbacks } from './registry.js';
 import { hex, type Addr, type Arena, type RawAccess } from './raw.js';
+import { SLAB_MAX, SlabHeap } from './slab.js';
 
 type Koffi = typeof import('koffi');
 type KoffiType = ReturnType<Koffi['proto']>;
@@ -83,6 +84,8 @@ class NativeMemory implements Memory {
   private readonly libc: LibC;
 
   readonly raw: RawAccess;
+  /** Small allocations, in JS ArrayBuffers JS reads and writes in place (src/memory/slab.ts). */
+  private readonly slabs: SlabHeap;
 
   constructor() {
     this.k = koffi();
@@ -90,7 +93,9 @@ class NativeMemory implements Memory {
       throw new ArrowDeviceError('unsupported', '', `32-bit native targets are not supported (sizeof(void*) = ${this.k.sizeof('void *')})`);
     }
     this.libc = loadLibC(this.k);
-    this.raw = nativeRaw(this.k, this.libc, (size) => this.allocNum(size), (addr) => this.freeNum(addr));
+    const k = this.k;
+    this.slabs = new SlabHeap((u8) => Number(k.address(u8)));
+    this.raw = nativeRaw(this.k, this.libc, this.slabs, (size) => this.allocNum(size), (addr) => this.freeNum(addr));
   }
 
   checkAddress(addr: Ptr, byteLength: number): void {
@@ -167,23 +172,6 @@ class NativeMemory implements Memory {
     return this.read(addr, byteLength);
   }
 
-  /** The arena of `readTransient`: small copies are subarrays of one 64 KiB buffer until it is used up. */
-  private arena = new Uint8Array(ARENA_BYTES);
-  private arenaNext = 0;
-
-  readTransient(addr: Ptr, byteLength: number): Uint8Array {
-    if (byteLength > ARENA_MAX_READ) return this.read(addr, byteLength);
-    if (this.arenaNext + byteLength > ARENA_BYTES) {
-      // A fresh arena: the old one stays alive only while copies made from it are reachable.
-      this.arena = new Uint8Array(ARENA_BYTES);
-      this.arenaNext = 0;
-    }
-    const out = this.arena.subarray(this.arenaNext, this.arenaNext + byteLength);
-    // 8-byte aligned, so DataViews and BigInt64Array over copies stay aligned.
-    this.arenaNext += (byteLength + 7) & ~7;
-    return this.read(addr, byteLength, out);
-  }
-
   read(addr: Ptr, byteLength: number, into?: Uint8Array): Uint8Array {
     const out = into ?? new Uint8Array(byteLength);
     if (byteLength === 0) return out;
@@ -204,7 +192,8 @@ class NativeMemory implements Memory {
    * never allocated, or one freed already) is a typed error, never a libc
    * abort ("double free") or a crash (DESIGN.md, "Our allocations are tracked").
    */
-  private readonly allocations = new Set<number>();
+  /** Every live allocation of ours, with its slab size class (0: the C allocator's). */
+  private readonly allocations = new Map<number, number>();
 
   alloc(size: number): Ptr {
     return BigInt(this.allocNum(size));
@@ -213,14 +202,20 @@ class NativeMemory implements Memory {
   /** `alloc`, returning the address as a number (src/memory/raw.ts). */
   allocNum(size: number): number {
     if (!Number.isSafeInteger(size) || size < 0) throw new ArrowDeviceError('invalid', 'alloc', `size must be a non-negative integer, got ${String(size)}`);
-    const p = this.libc.calloc(1, Math.max(1, size));
+    if (size <= SLAB_MAX) {
+      const cls = SlabHeap.classOf(size);
+      const a = this.slabs.alloc(cls);
+      this.allocations.set(a, cls);
+      return a;
+    }
+    const p = this.libc.calloc(1, size);
     if (p === 0) throw new ArrowDeviceError('nomem', '', `allocation of ${size} bytes failed`);
     // calloc's result as uintptr_t: a number below 2^53 (user-space addresses are), else koffi gives a bigint.
     if (typeof p !== 'number') {
       this.libc.free(p);
       throw new ArrowDeviceError('memory', '', `allocation at 0x${p.toString(16)} is above 2^53`);
     }
-    this.allocations.add(p);
+    this.allocations.set(p, 0);
     return p;
   }
 
@@ -233,14 +228,17 @@ class NativeMemory implements Memory {
   /** `free` of an address as a number (`big`: the caller's bigint, for the message). */
   freeNum(addr: number, big: Ptr = BigInt(addr)): void {
     if (addr === 0) return;
-    if (!this.allocations.delete(addr)) {
+    const cls = this.allocations.get(addr);
+    if (cls === undefined) {
       throw new ArrowDeviceError(
         'invalid',
         'free',
         `0x${big.toString(16)} was not allocated by this library's native memory, or was freed already`,
       );
     }
-    this.libc.free(addr);
+    this.allocations.delete(addr);
+    if (cls > 0) this.slabs.free(addr, cls);
+    else this.libc.free(addr);
   }
 
   /** Whether `addr` is a live allocation of ours. */
@@ -349,7 +347,13 @@ function callOwn(own: Signature, fn: (...args: CValue[]) => CValue | void, sig: 
  * arguments are all numbers: koffi converts those without making a bigint,
  * and a call that returns nothing returns nothing to convert either.
  */
-function nativeRaw(k: Koffi, libc: LibC, alloc: (size: number) => number, free: (addr: number) => void): RawAccess {
+function nativeRaw(
+  k: Koffi,
+  libc: LibC,
+  slabs: SlabHeap,
+  alloc: (size: number) => number,
+  free: (addr: number) => void,
+): RawAccess {
   const MAX = Number.MAX_SAFE_INTEGER;
   const MIN = Number(MIN_VALID_ADDRESS);
   const check = (addr: Addr, n: number): void => {
@@ -362,17 +366,37 @@ function nativeRaw(k: Koffi, libc: LibC, alloc: (size: number) => number, free: 
   const word = new BigUint64Array(1);
   const wordDv = new DataView(word.buffer);
   const wordAddr = Number(k.address(word));
+  // Memory in a slab is JS's own: read and written there without a call through the FFI.
   return {
     check,
+    inPlace: (addr, n) => slabs.find(addr, n),
     readInto(addr, n, a, off) {
+      const s = slabs.find(addr, n);
+      if (s !== null) {
+        const at = addr - s.addr;
+        a.u8.set(s.u8.subarray(at, at + n), off);
+        return;
+      }
       check(addr, n);
       if (n > 0) libc.memcpyNum(arenaAddr(a) + off, addr, n);
     },
     writeFrom(addr, a, off, n) {
+      const s = slabs.find(addr, n);
+      if (s !== null) {
+        s.u8.set(a.u8.subarray(off, off + n), addr - s.addr);
+        return;
+      }
       check(addr, n);
       if (n > 0) libc.memcpyNum(addr, arenaAddr(a) + off, n);
     },
     writeWord(addr, v) {
+      const s = slabs.find(addr, 8);
+      if (s !== null) {
+        const at = addr - s.addr;
+        s.dv.setUint32(at, v >>> 0, true);
+        s.dv.setUint32(at + 4, Math.floor(v / 4294967296), true);
+        return;
+      }
       check(addr, 8);
       if (v === 0) {
         libc.memsetNum(addr, 0, 8);
@@ -427,10 +451,6 @@ function loadLibC(k: Koffi): LibC {
 }
 
 type AsyncFn = { async: (...args: unknown[]) => void };
-
-/** Size of a `readTransient` arena, and the largest read served from one. */
-const ARENA_BYTES = 64 * 1024;
-const ARENA_MAX_READ = 1024;
 
 let native: NativeMemory | undefined;
 

@@ -53,6 +53,13 @@ export interface RawAccess {
   alloc(size: number): Addr;
   /** `Memory.free` of an address `alloc` returned. */
   free(addr: Addr): void;
+  /**
+   * Where the `n` bytes at `addr` can be read and written in place from JS
+   * (memory that is JS's own: the native backend's slabs, src/memory/slab.ts):
+   * the JS memory holding them (their offset there is `addr - .addr`), or
+   * null.
+   */
+  inPlace?(addr: Addr, n: number): Arena | null;
 }
 
 const ARENA_BYTES = 64 * 1024;
@@ -80,14 +87,28 @@ export function reserve(n: number): number {
   return off;
 }
 
+/** The JS memory the last `stage` left its bytes in: an arena, or the memory itself (`RawAccess.inPlace`). */
+export let staged: Arena = arena;
+
 /**
- * Copies `n` bytes at `addr` of `mem` into the arena and returns their
- * offset in `arena` (read `arena.dv` at once: the next `stage` may start a
- * new arena, but never writes over this copy).
+ * Makes the `n` bytes at `addr` readable from JS and returns their offset in
+ * `staged` (take `staged.dv` at once, before the next `stage`): memory JS
+ * can read in place is read there (no copy), any other is copied into the
+ * arena (one call). A copy is never written over while reachable; bytes
+ * read in place are live: read them before anything writes there (a move
+ * marks its source released, say).
  */
 export function stage(raw: RawAccess, addr: Addr, n: number): number {
+  if (raw.inPlace !== undefined) {
+    const m = raw.inPlace(addr, n);
+    if (m !== null) {
+      staged = m;
+      return addr - m.addr;
+    }
+  }
   const off = reserve(n);
   raw.readInto(addr, n, arena, off);
+  staged = arena;
   return off;
 }
 
