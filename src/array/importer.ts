@@ -167,6 +167,7 @@ function quietly(fn: () => unknown): void {
  */
 export function build<T>(owner: ImportOwner, node: SchemaNode, opts: ImportCoreOptions, level: number, path: string, fn: (view: ArrayView) => T): T {
   let result: T;
+  owner.schema = node;
   try {
     // The struct's bytes as the move read them: not read again.
     const pre = owner.takeMovedArray();

@@ -30,6 +30,7 @@ import { liveCounters } from '../memory/accounting.js';
 import { markReleased, releaseOffset } from '../memory/cstruct.js';
 import { RELEASE_SIG } from '../memory/registry.js';
 import type { Memory, Ptr } from '../memory/memory.js';
+import type { SchemaNode } from '../schema/node.js';
 import { ArrowDeviceError } from '../errors.js';
 
 /**
@@ -111,6 +112,12 @@ export class ImportOwner {
   private buffers: WeakRef<Transferable>[] | null = null;
   /** Callbacks run at release (after the views are detached, before the producer's release). */
   private onRelease: (() => void)[] | null = null;
+  /**
+   * The schema the struct was read by (set by the import path): what a
+   * hand-on to another consumer (exchange protocol) exports with the moved
+   * struct, faithful also when `expand` changed the arrow-js form.
+   */
+  schema: SchemaNode | null = null;
 
   /** Adopts `ptr`, a struct of `kind` in our own allocation (`mem.alloc`): the owner frees it. */
   constructor(
