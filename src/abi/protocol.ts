@@ -174,7 +174,13 @@ export function hasArrowMethod(x: unknown, sym: ArrowSymbol): boolean {
   return (typeof x === 'object' || typeof x === 'function') && x !== null && typeof (x as Record<symbol, unknown>)[sym] === 'function';
 }
 
-/** Whether `x` implements any method of the protocol. */
+/**
+ * Whether `x` implements any method of the exchange protocol (a function
+ * under one of the five `ArrowSymbols`).
+ *
+ * @example
+ * if (isArrowExportable(value)) table = importTable(value as ArrowStreamExportable);
+ */
 export function isArrowExportable(x: unknown): x is ArrowExportable {
   if ((typeof x !== 'object' && typeof x !== 'function') || x === null) return false;
   for (const s of ALL) if (typeof (x as Record<symbol, unknown>)[s] === 'function') return true;

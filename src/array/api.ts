@@ -89,7 +89,8 @@ const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory()
 // --- schema ----------------------------------------------------------------------------
 
 /**
- * Reads an `ArrowSchema` into a `SchemaNode` (every type of the spec, including
+ * Reads an `ArrowSchema` (or what an object implementing `arrow.c_schema`
+ * exports) into a `SchemaNode` (every type of the spec, including
  * those arrow-js lacks) and releases it unless `keep`.
  *
  * @example
@@ -108,7 +109,8 @@ export function importSchemaNode(ptr: Ptr | ArrowSchemaExportable, opts: SchemaI
 
 /**
  * Imports an `ArrowSchema` describing a record batch (format `+s`) as an
- * arrow-js `Schema`. Give the result to `importRecordBatch` / `importTable`
+ * arrow-js `Schema`; or what an object implementing `arrow.c_schema`
+ * (PROTOCOL.md) exports. Give the result to `importRecordBatch` / `importTable`
  * for every array of this schema (a driver that sends the schema once):
  * what those need of it is made once, and arrays are read by the schema as
  * the producer sent it, also when `expand` changed its arrow-js form.
@@ -208,7 +210,8 @@ export function disposeImport(x: object): void {
 }
 
 /**
- * Imports an `ArrowArray` as arrow-js `Data` of the schema's type.
+ * Imports an `ArrowArray` as arrow-js `Data` of the schema's type, or what
+ * an object implementing `arrow.c_array` (PROTOCOL.md) exports.
  *
  * @example
  * const data = importData(arrayPtr, schemaPtr);          // zero-copy
@@ -249,6 +252,11 @@ export function importVector(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLik
  * once): pass the arrow-js `Schema` (for example from `importSchema(ptr)`)
  * to every call; what the import needs of it is made once per `Schema`
  * object. A schema pointer is consumed (released) by the call it is given to.
+ *
+ * `source` may be an object of the exchange protocol (PROTOCOL.md)
+ * implementing `arrow.c_array` in place of both pointers: the second
+ * argument is then the options (with `requestedSchema`), and the handles are
+ * disposed on every path.
  *
  * @example
  * const schema = importSchema(schemaPtr);             // once

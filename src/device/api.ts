@@ -181,6 +181,11 @@ function viaHost<T>(dev: DeviceArray, opts: DeviceImportOptions, fn: (view: Arra
  * without reading a byte of its buffers. For pass-through, inspection, and
  * explicit control of copies. Release it with `release()` or `using`.
  *
+ * `source` may be an object of the exchange protocol (PROTOCOL.md) in place
+ * of both pointers: `arrow.c_device_array`, or, from a producer without it
+ * (CPU data), `arrow.c_array`; the same holds for `importDeviceData`,
+ * `importDeviceRecordBatch` and `importDeviceArrayView`.
+ *
  * @example
  * using dev = importDeviceArray(devArrayPtr, schemaPtr);
  * console.log(dev.deviceTypeName, dev.deviceId, dev.length);

@@ -285,7 +285,10 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     return this.#h.released;
   }
 
-  /** arrow-js `RecordBatchReader` spelling of `released`. */
+  /**
+   * arrow-js `RecordBatchReader` spelling of `released` (kept for code written
+   * against arrow-js readers; this library's own name is `released`).
+   */
   get closed(): boolean {
     return this.#h.released;
   }
@@ -591,6 +594,13 @@ function readStreamSchema(h: StreamHandle): SchemaNode {
  * const reader = importArrayStream(stream);
  * freeArrowArrayStream(stream);             // moved out: only frees the memory
  * const table = reader.toTable();
+ *
+ * `ptr` may be an object of the exchange protocol (PROTOCOL.md) implementing
+ * `arrow.c_stream` (then `opts` may add `requestedSchema`): its handle's
+ * stream is moved into the reader and the handle disposed.
+ *
+ * @example
+ * const reader = importArrayStream(arrowExportable(table)); // any arrow.c_stream object
  */
 export function importArrayStream(ptr: Ptr | ArrowStreamExportable, opts: StreamExchangeOptions & { view: true }): RecordBatchStreamImport<ArrayView> & StreamHandOn;
 export function importArrayStream(ptr: Ptr | ArrowStreamExportable, opts?: StreamExchangeOptions): RecordBatchStreamImport<ImportedRecordBatch> & StreamHandOn;
@@ -647,6 +657,11 @@ setStreamTableImporter((source, opts) => viaStream<ImportedRecordBatch>(source, 
  *   if (item instanceof DeviceArray) use(item.toHostRecordBatch()); // device memory
  *   else use(item);                                                 // a RecordBatch
  * }
+ *
+ * `ptr` may be an object of the exchange protocol (PROTOCOL.md) implementing
+ * `arrow.c_device_stream`, or only `arrow.c_stream` (a producer without device
+ * methods has CPU data: its plain stream is read as such, and the reader then
+ * hands it on as `arrow.c_stream`).
  */
 export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { view: true; toHost: true }): RecordBatchStreamImport<ArrayView> & AnyStreamHandOn;
 export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { view: true }): RecordBatchStreamImport<ArrayView | DeviceArray> & AnyStreamHandOn;
