@@ -73,6 +73,12 @@ export {
   type RecordBatchSource, type StreamExportOptions, type StreamExportItem,
 } from './stream/export.js';
 
+// --- fill-and-import: a native producer fills a struct we allocate, we import it ------------------
+export {
+  importArrayStreamFrom, importDeviceArrayStreamFrom, importSchemaFrom, importRecordBatchFrom, importDeviceRecordBatchFrom,
+  type FillStatus, type FillResult,
+} from './fill/fill.js';
+
 // --- async device streams (ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask) ----
 export {
   AsyncDeviceStreamReader, AsyncStreamError, createAsyncDeviceStreamReader,

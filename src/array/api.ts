@@ -196,8 +196,8 @@ export function importArrayView(ptr: Ptr | ArrowArrayExportable, schema?: Schema
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importArrayView', (a, s, o) => importArrayView(a, s, o), releaseImport);
   schema = schema as SchemaLike | Ptr;
   const m = mem(opts);
-  const { prepared: node, level, bytes } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => nodeOf(m, schema));
-  return build(ImportOwner.move(m, ptr, 'ArrowArray', bytes), node, opts, level, 'array', (view) => view);
+  const { prepared: node, level, staged, at } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => nodeOf(m, schema));
+  return build(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), node, opts, level, 'array', (view) => view);
 }
 
 /**
@@ -227,11 +227,11 @@ export function importData(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike 
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importData', (a, s, o) => importData(a, s, o), releaseImport);
   const sch = schema as SchemaLike | Ptr;
   const m = mem(opts);
-  const { prepared, level, bytes } = consume(m, 'ArrowArray', ptr, sch, opts, 'array', () => {
+  const { prepared, level, staged, at } = consume(m, 'ArrowArray', ptr, sch, opts, 'array', () => {
     const node = nodeOf(m, sch);
     return { node, type: typeOf(sch, node, opts) };
   });
-  return buildData(ImportOwner.move(m, ptr, 'ArrowArray', bytes), prepared.node, prepared.type, opts, level, 'array');
+  return buildData(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), prepared.node, prepared.type, opts, level, 'array');
 }
 
 /**
@@ -272,8 +272,8 @@ export function importRecordBatch(ptr: Ptr | ArrowArrayExportable, schema?: Sche
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importRecordBatch', (a, s, o) => importRecordBatch(a, s, o), releaseImport);
   schema = schema as Schema | SchemaNode | Ptr;
   const m = mem(opts);
-  const { prepared: plan, level, bytes } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => planOf(m, schema, opts));
-  return buildBatch(ImportOwner.move(m, ptr, 'ArrowArray', bytes), plan, opts, level, 'array');
+  const { prepared: plan, level, staged, at } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => planOf(m, schema, opts));
+  return buildBatch(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), plan, opts, level, 'array');
 }
 
 /**
@@ -318,8 +318,8 @@ export function importTable(
   for (let i = 0; i < ptrs.length; i++) {
     try {
       const path = `arrays[${i}]`;
-      const { level, bytes } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, path, () => undefined);
-      batches.push(buildBatch(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', bytes), plan, opts, level, path));
+      const { level, staged, at } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, path, () => undefined);
+      batches.push(buildBatch(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', staged, at), plan, opts, level, path));
     } catch (e) {
       for (const b of batches) b.release();
       for (const p of ptrs.slice(i + 1)) if (typeof p === 'bigint') releaseStruct(m, 'ArrowArray', p);

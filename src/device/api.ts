@@ -37,7 +37,7 @@ import { dataToView, viewToData } from '../array/arrowjs.js';
 import { writeArrayView } from '../array/export.js';
 import { build, consume, nodeOf, planOf, typeOf } from '../array/importer.js';
 import { asImportedBatch, importedData, type ImportedData, type ImportedRecordBatch } from '../array/imported.js';
-import { makeBatch } from '../array/arrowjs.js';
+import { viewToBatch } from '../array/arrowjs.js';
 import { ImportOwner } from '../array/owner.js';
 import { isReleased, moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import type { ArrayView } from '../array/view.js';
@@ -251,7 +251,7 @@ export function importDeviceRecordBatch(
   const sch = schema as Schema | SchemaNode | Ptr;
   const { m, prepared: plan, fields, level } = begin(ptr, sch, opts, (m) => planOf(m, sch, opts));
   const batch = (view: ArrayView, by: ImportOwner[]): ImportedRecordBatch =>
-    asImportedBatch(makeBatch(plan.arrow, plan.struct, viewToData(view, plan.struct, 'device_array.array', opts) as Data<Struct>), by);
+    asImportedBatch(viewToBatch(view, plan, 'device_array.array', opts), by);
   if (readsInPlace(fields)) return importInPlace(ptr, m, plan.node, fields, opts, level, (owner, view) => batch(view, [owner]));
   const dev = adoptDeviceArray(m, ptr, plan.node, 'device_array', opts.validate !== 'none');
   if (!opts.toHost) return dev;

@@ -17,7 +17,7 @@ import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from '..
 import { moveToHandle } from '../array/handoff.js';
 import { ArrayExportHandles, type ExportHandle } from '../memory/handle.js';
 import { exportArray, freeArrowArray, importArrayView } from '../array/api.js';
-import { makeBatch, viewToData } from '../array/arrowjs.js';
+import { viewToBatch, viewToData } from '../array/arrowjs.js';
 import { planOfNode } from '../array/importer.js';
 import { asImportedBatch } from '../array/imported.js';
 import { writeArrayView } from '../array/export.js';
@@ -193,7 +193,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     const plan = planOfNode(this.schema, opts);
     const view = this.toHostView(opts);
     // A host copy: nothing to release (owned by no import), but releasable like every imported batch.
-    return asImportedBatch(makeBatch(plan.arrow, plan.struct, viewToData(view, plan.struct, 'device_array.array', opts) as Data<Struct>), []);
+    return asImportedBatch(viewToBatch(view, plan, 'device_array.array', opts), []);
   }
 
   /**

@@ -167,7 +167,7 @@ export function readDeviceTree(
     const childrenPtr = st.ptr('children');
     const dictPtr = st.ptr('dictionary');
 
-    checkCounts(schema, { nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount }, path);
+    checkCounts(schema, nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount, path);
     const t = schema.type;
     const pointers = (addr: Ptr, n: number, field: string): Ptr[] => {
       try {

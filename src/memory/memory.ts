@@ -7,6 +7,7 @@
  * give the struct layouts to use with it.
  */
 import type { Layouts, Target } from '../abi/layout.js';
+import type { RawAccess } from './raw.js';
 
 /** An address in a Memory. `0n` is NULL. */
 export type Ptr = bigint;
@@ -45,6 +46,13 @@ export interface Memory {
    * itself. Absent on memories where `read` is cheap.
    */
   readTransient?(addr: Ptr, byteLength: number): Uint8Array;
+
+  /**
+   * @internal Number-address access for the per-batch hot paths (see
+   * src/memory/raw.ts). Both backends of the library have it; a `Memory`
+   * without it is adapted through the bigint methods.
+   */
+  readonly raw?: RawAccess;
 
   /**
    * Whether `addr` is a live allocation of this memory's `alloc` (absent on
@@ -131,4 +139,11 @@ export interface Memory {
    * thread, which a synchronous call would keep busy (a deadlock).
    */
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined>;
+  /**
+   * Whether `fn` is one of this memory's own registered callbacks (a JS
+   * function behind a C pointer). Calling one on another thread gains
+   * nothing: it runs on the JS thread anyway, queued there by the FFI. Absent
+   * on memories whose calls all run on the JS thread (wasm32).
+   */
+  isOwnCallback?(fn: Ptr): boolean;
 }

@@ -8,6 +8,7 @@ import { layoutsFor, NATIVE64, type Layouts, type Target } from '../abi/layout.j
 import { ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 import { callbacks } from './registry.js';
+import { hex, type Addr, type Arena, type RawAccess } from './raw.js';
 
 type Koffi = typeof import('koffi');
 type KoffiType = ReturnType<Koffi['proto']>;
@@ -55,6 +56,7 @@ function raiseAsyncStack(k: Koffi): void {
  */
 export const MIN_VALID_ADDRESS = 0x10000n;
 const MAX_ADDRESS = (1n << 64n) - 1n;
+const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -80,12 +82,15 @@ class NativeMemory implements Memory {
   private readonly own = new Map<Ptr, { sig: Signature; fn: (...args: CValue[]) => CValue | void }>();
   private readonly libc: LibC;
 
+  readonly raw: RawAccess;
+
   constructor() {
     this.k = koffi();
     if (this.k.sizeof('void *') !== 8) {
       throw new ArrowDeviceError('unsupported', '', `32-bit native targets are not supported (sizeof(void*) = ${this.k.sizeof('void *')})`);
     }
     this.libc = loadLibC(this.k);
+    this.raw = nativeRaw(this.k, this.libc, (size) => this.allocNum(size), (addr) => this.freeNum(addr));
   }
 
   checkAddress(addr: Ptr, byteLength: number): void {
@@ -199,24 +204,40 @@ class NativeMemory implements Memory {
    * never allocated, or one freed already) is a typed error, never a libc
    * abort ("double free") or a crash (DESIGN.md, "Our allocations are tracked").
    */
-  private readonly allocations = new Set<Ptr>();
+  private readonly allocations = new Set<number>();
 
   alloc(size: number): Ptr {
+    return BigInt(this.allocNum(size));
+  }
+
+  /** `alloc`, returning the address as a number (src/memory/raw.ts). */
+  allocNum(size: number): number {
     if (!Number.isSafeInteger(size) || size < 0) throw new ArrowDeviceError('invalid', 'alloc', `size must be a non-negative integer, got ${String(size)}`);
     const p = this.libc.calloc(1, Math.max(1, size));
-    if (p === null || p === 0n) throw new ArrowDeviceError('nomem', '', `allocation of ${size} bytes failed`);
-    const addr = BigInt(p);
-    this.allocations.add(addr);
-    return addr;
+    if (p === 0) throw new ArrowDeviceError('nomem', '', `allocation of ${size} bytes failed`);
+    // calloc's result as uintptr_t: a number below 2^53 (user-space addresses are), else koffi gives a bigint.
+    if (typeof p !== 'number') {
+      this.libc.free(p);
+      throw new ArrowDeviceError('memory', '', `allocation at 0x${p.toString(16)} is above 2^53`);
+    }
+    this.allocations.add(p);
+    return p;
   }
 
   free(addr: Ptr): void {
     if (addr === 0n) return;
+    // A bigint past 2^53 is no allocation of ours, and must not round onto one.
+    this.freeNum(addr > MAX_SAFE_BIG || addr < 0n ? -1 : Number(addr), addr);
+  }
+
+  /** `free` of an address as a number (`big`: the caller's bigint, for the message). */
+  freeNum(addr: number, big: Ptr = BigInt(addr)): void {
+    if (addr === 0) return;
     if (!this.allocations.delete(addr)) {
       throw new ArrowDeviceError(
         'invalid',
         'free',
-        `0x${addr.toString(16)} was not allocated by this library's native memory, or was freed already`,
+        `0x${big.toString(16)} was not allocated by this library's native memory, or was freed already`,
       );
     }
     this.libc.free(addr);
@@ -224,7 +245,7 @@ class NativeMemory implements Memory {
 
   /** Whether `addr` is a live allocation of ours. */
   owns(addr: Ptr): boolean {
-    return this.allocations.has(addr);
+    return addr >= 0n && addr <= MAX_SAFE_BIG && this.allocations.has(Number(addr));
   }
 
   addressOf(bytes: ArrayBufferView): Ptr | undefined {
@@ -263,6 +284,10 @@ class NativeMemory implements Memory {
     const ptr = BigInt(this.k.register(wrapped, this.k.pointer(p)));
     this.own.set(ptr, { sig, fn });
     return ptr;
+  }
+
+  isOwnCallback(fn: Ptr): boolean {
+    return this.own.has(fn);
   }
 
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
@@ -319,9 +344,59 @@ function callOwn(own: Signature, fn: (...args: CValue[]) => CValue | void, sig: 
   return Number(r ?? 0) | 0;
 }
 
+/**
+ * Number-address access (src/memory/raw.ts) through libc calls whose
+ * arguments are all numbers: koffi converts those without making a bigint,
+ * and a call that returns nothing returns nothing to convert either.
+ */
+function nativeRaw(k: Koffi, libc: LibC, alloc: (size: number) => number, free: (addr: number) => void): RawAccess {
+  const MAX = Number.MAX_SAFE_INTEGER;
+  const MIN = Number(MIN_VALID_ADDRESS);
+  const check = (addr: Addr, n: number): void => {
+    if (!(addr >= MIN && addr <= MAX - n)) {
+      throw new ArrowDeviceError('memory', '', addr === 0 ? 'NULL pointer' : `invalid address ${hex(addr)} (${n} bytes)`);
+    }
+  };
+  const arenaAddr = (a: Arena): number => (a.addr >= 0 ? a.addr : (a.addr = Number(k.address(a.u8))));
+  // A word staged in JS memory whose native address is known, for writes of a pointer-width value.
+  const word = new BigUint64Array(1);
+  const wordDv = new DataView(word.buffer);
+  const wordAddr = Number(k.address(word));
+  return {
+    check,
+    readInto(addr, n, a, off) {
+      check(addr, n);
+      if (n > 0) libc.memcpyNum(arenaAddr(a) + off, addr, n);
+    },
+    writeFrom(addr, a, off, n) {
+      check(addr, n);
+      if (n > 0) libc.memcpyNum(addr, arenaAddr(a) + off, n);
+    },
+    writeWord(addr, v) {
+      check(addr, 8);
+      if (v === 0) {
+        libc.memsetNum(addr, 0, 8);
+      } else {
+        wordDv.setUint32(0, v >>> 0, true);
+        wordDv.setUint32(4, Math.floor(v / 4294967296), true);
+        libc.memcpyNum(addr, wordAddr, 8);
+      }
+    },
+    copyWithin(dst, src, n) {
+      check(dst, n);
+      check(src, n);
+      if (n > 0) libc.memcpyNum(dst, src, n);
+    },
+    alloc,
+    free,
+  };
+}
+
 interface LibC {
-  calloc(n: number, size: number): bigint | null;
-  free(p: bigint): void;
+  calloc(n: number, size: number): number | bigint;
+  memcpyNum(dst: number, src: number, n: number): void;
+  memsetNum(dst: number, c: number, n: number): void;
+  free(p: number | bigint): void;
   memcpyIn(dst: bigint, src: Uint8Array, n: number): unknown;
   memcpyOut(dst: Uint8Array, src: bigint, n: number): unknown;
   strnlen(s: bigint, max: number): number | bigint;
@@ -340,11 +415,14 @@ function loadLibC(k: Koffi): LibC {
     throw new ArrowDeviceError('unsupported', '', `cannot load the C library's symbols from the process: ${String(cause)}`, { cause });
   }
   return {
-    calloc: self.func('void *calloc(size_t n, size_t size)') as LibC['calloc'],
+    calloc: self.func('uintptr_t calloc(size_t n, size_t size)') as LibC['calloc'],
     free: self.func('void free(uintptr_t p)') as LibC['free'],
     memcpyIn: self.func('void *memcpy(uintptr_t dst, const uint8_t *src, size_t n)') as LibC['memcpyIn'],
     memcpyOut: self.func('void *memcpy(uint8_t *dst, uintptr_t src, size_t n)') as LibC['memcpyOut'],
     strnlen: self.func('size_t strnlen(uintptr_t s, size_t maxlen)') as LibC['strnlen'],
+    // void results: nothing to convert back (memcpy's pointer result would be).
+    memcpyNum: self.func('void memcpy(uintptr_t dst, uintptr_t src, size_t n)') as LibC['memcpyNum'],
+    memsetNum: self.func('void memset(uintptr_t dst, int c, size_t n)') as LibC['memsetNum'],
   };
 }
 

@@ -40,6 +40,7 @@ import { layoutsFor, WASM32, type Layouts, type Target } from '../abi/layout.js'
 import type { ArrowWasmMemory } from '../abi/protocol.js';
 import { ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
+import type { Addr, RawAccess } from './raw.js';
 
 /** `malloc(size, align)`: the address of `size` bytes aligned to `align`, or 0. */
 export type WasmMalloc = (size: number, align: number) => number;
@@ -276,6 +277,51 @@ class WasmMemoryImpl implements WasmMemory {
     }
     return a;
   }
+
+  /** `at` for a number address (src/memory/raw.ts): the same checks and messages. */
+  private atNum(a: Addr, size: number): number {
+    if (a === 0) throw memoryError('NULL pointer');
+    if (!(a >= 0 && a < MAX_WASM32)) throw memoryError(`address 0x${a.toString(16)} is not a wasm32 address`);
+    if (a + size > this.u8.byteLength) {
+      this.refresh();
+      if (a + size > this.u8.byteLength) {
+        throw memoryError(`address 0x${a.toString(16)} (${size} bytes) is outside the wasm memory of ${this.u8.byteLength} bytes`);
+      }
+    }
+    return a;
+  }
+
+  readonly raw: RawAccess = {
+    check: (addr, n) => void this.atNum(addr, n),
+    readInto: (addr, n, arena, off) => {
+      const a = this.atNum(addr, n);
+      const u8 = this.u8;
+      if (n <= 64) {
+        // Struct-sized copies: a loop beats creating a subarray.
+        const dst = arena.u8;
+        for (let i = 0; i < n; i++) dst[off + i] = u8[a + i]!;
+      } else {
+        arena.u8.set(u8.subarray(a, a + n), off);
+      }
+    },
+    writeFrom: (addr, arena, off, n) => {
+      const a = this.atNum(addr, n);
+      const u8 = this.u8;
+      const src = arena.u8;
+      for (let i = 0; i < n; i++) u8[a + i] = src[off + i]!;
+    },
+    writeWord: (addr, v) => {
+      const a = this.atNum(addr, 4);
+      this.dv.setUint32(a, v, true);
+    },
+    copyWithin: (dst, src, n) => {
+      const d = this.atNum(dst, n);
+      const s = this.atNum(src, n);
+      this.u8.copyWithin(d, s, s + n);
+    },
+    alloc: (size) => Number(this.alloc(size)),
+    free: (addr) => this.free(BigInt(addr)),
+  };
 
   checkAddress(addr: Ptr, byteLength: number): void {
     if (!Number.isSafeInteger(byteLength) || byteLength < 0) throw memoryError(`invalid length ${byteLength}`);

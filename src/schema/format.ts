@@ -183,30 +183,47 @@ export interface PhysicalLayout {
   readonly hasValidity: boolean;
 }
 
+const layout = (nBuffers: number, variadic: boolean, nChildren: number | undefined, hasValidity: boolean): PhysicalLayout =>
+  Object.freeze({ nBuffers, variadic, nChildren, hasValidity });
+// One object per shape: the import asks for a node's layout per node, and must not allocate for it.
+const NULL_LAYOUT = layout(0, false, 0, false);
+const BINARY_LAYOUT = layout(3, false, 0, true);
+// validity, views, then N variadic data buffers, then the int64 sizes buffer.
+const VIEW_LAYOUT = layout(3, true, 0, true);
+const LIST_LAYOUT = layout(2, false, 1, true);
+const LIST_VIEW_LAYOUT = layout(3, false, 1, true);
+const FIXED_LIST_LAYOUT = layout(1, false, 1, true);
+const STRUCT_LAYOUT = layout(1, false, undefined, true);
+const REE_LAYOUT = layout(0, false, 2, false);
+const FIXED_LAYOUT = layout(2, false, 0, true);
+const unionLayouts = new WeakMap<TypeInfo, PhysicalLayout>();
+
 export function physicalLayout(t: TypeInfo): PhysicalLayout {
   switch (t.id) {
     case 'null':
-      return { nBuffers: 0, variadic: false, nChildren: 0, hasValidity: false };
+      return NULL_LAYOUT;
     case 'binary': case 'utf8': case 'large_binary': case 'large_utf8':
-      return { nBuffers: 3, variadic: false, nChildren: 0, hasValidity: true };
+      return BINARY_LAYOUT;
     case 'binary_view': case 'utf8_view':
-      // validity, views, then N variadic data buffers, then the int64 sizes buffer.
-      return { nBuffers: 3, variadic: true, nChildren: 0, hasValidity: true };
+      return VIEW_LAYOUT;
     case 'list': case 'large_list': case 'map':
-      return { nBuffers: 2, variadic: false, nChildren: 1, hasValidity: true };
+      return LIST_LAYOUT;
     case 'list_view': case 'large_list_view':
-      return { nBuffers: 3, variadic: false, nChildren: 1, hasValidity: true };
+      return LIST_VIEW_LAYOUT;
     case 'fixed_list':
-      return { nBuffers: 1, variadic: false, nChildren: 1, hasValidity: true };
+      return FIXED_LIST_LAYOUT;
     case 'struct':
-      return { nBuffers: 1, variadic: false, nChildren: undefined, hasValidity: true };
-    case 'union':
+      return STRUCT_LAYOUT;
+    case 'union': {
       // Unions have no validity bitmap (Columnar.rst, "Union Layout").
-      return { nBuffers: t.mode === 'dense' ? 2 : 1, variadic: false, nChildren: t.typeIds.length, hasValidity: false };
+      let u = unionLayouts.get(t);
+      if (!u) unionLayouts.set(t, (u = layout(t.mode === 'dense' ? 2 : 1, false, t.typeIds.length, false)));
+      return u;
+    }
     case 'run_end_encoded':
-      return { nBuffers: 0, variadic: false, nChildren: 2, hasValidity: false };
+      return REE_LAYOUT;
     default:
-      return { nBuffers: 2, variadic: false, nChildren: 0, hasValidity: true };
+      return FIXED_LAYOUT;
   }
 }
 

@@ -34,7 +34,7 @@ export const MAX_NESTING_DEPTH = 64;
  * 2,000 times): each address is read once, so an import costs what its input
  * holds. Shared by the schema, array and device tree readers.
  */
-export function visitOnce(seen: Set<bigint>, ptr: bigint, path: string): void {
+export function visitOnce<A extends bigint | number>(seen: Set<A>, ptr: A, path: string): void {
   if (seen.has(ptr)) {
     throw invalid(path, `the struct at 0x${ptr.toString(16)} is reached a second time: every child must be owned by one parent`);
   }
