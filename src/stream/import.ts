@@ -324,6 +324,10 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     if (device) checkDeviceExportOptions(options, path);
     checkRequestedSchema(requested, this.schemaNode, path);
     if (h.released) throw new ArrowDeviceError('released', h.s.path, `the stream is released (${h.why})`);
+    if (this.#inFlight) {
+      // The producer is inside get_next on another thread: the struct must not move under it.
+      throw invalid(h.s.path, 'a get_next is running off the JS thread (offThread): await the pending next() before handing the stream on');
+    }
     this.#drop('stream-ended');
     const m = h.mem;
     const into = m.alloc(h.s.layout(m).size);

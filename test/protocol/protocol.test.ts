@@ -459,6 +459,23 @@ describe('our imports handed on without copying', { skip }, () => {
       rest.release();
     }));
 
+  test('an off-thread reader is not handed on while its get_next runs on a worker; afterwards it is', () =>
+    balanced(async () => {
+      const c = counting();
+      const s = c.slowStream(3, 2, { sleepMs: 20 });
+      const r = importArrayStream(s, { offThread: true });
+      m.free(s);
+      const it = r[Symbol.asyncIterator]();
+      const pending = it.next();
+      await new Promise((r) => setImmediate(r)); // the queued next() has started its get_next on a worker
+      assert.throws(() => r[ArrowSymbols.stream](), /a get_next is running off the JS thread/);
+      const first = await pending;
+      assert.deepEqual(xs(first.value as RecordBatch), [0, 1]);
+      const rest = importTable(r);
+      assert.deepEqual(xs(rest), [2, 3, 4, 5]);
+      rest.release();
+    }));
+
   test('a device stream reader has arrow.c_device_stream only', () =>
     balanced(() => {
       const c = counting();
