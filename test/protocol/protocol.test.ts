@@ -20,11 +20,12 @@ import {
   exportArrayStream, exportDeviceArray, exportDeviceArrayStream, exportDeviceRecordBatch, exportRecordBatch, exportSchema,
   exportTable, ExportHandle, importArrayStream, importArrayView, importData, importDeviceArray, importDeviceArrayStream,
   importDeviceRecordBatch, importField, importRecordBatch, importSchema, importTable, importType, importVector,
-  isArrowExportable, nativeMemory, type ArrowArrayExportable, type ArrowDeviceArrayExportable, type ArrowDeviceStreamExportable,
+  isArrowExportable, nativeMemory, releaseImport, type ArrowArrayExportable, type ArrowDeviceArrayExportable, type ArrowDeviceStreamExportable,
   type ArrowSchemaExportable, type ArrowStreamExportable, type ArrayExportable,
 } from '../../src/index.js';
 import { collectUntil } from '../helpers/gc.js';
 import { counting, countingLibrary, countingMissing } from '../ownership/counting.js';
+import { Builder, releaseCount } from '../cdata/malformed/builder.js';
 import {
   corruptChildren, handmadeConsumeArray, handmadeConsumeArrayAndFail, handmadeConsumeStream, handmadeProducer, peekLength,
 } from './handmade.js';
@@ -410,6 +411,30 @@ describe('our imports handed on without copying', { skip }, () => {
       assert.equal(c.releases(), releases + 1);
       assert.equal(await settled(h.released), true);
     }));
+
+  test('an import `expand` converted is handed on with the schema its struct was read by, not its arrow-js form', () => {
+    const b = new Builder();
+    try {
+      // 64-bit dictionary indices: arrow-js reads them narrowed to int32 under expand; the struct keeps int64.
+      const s = b.schema({ format: 'l', name: 'd', flags: 2, dictionary: { format: 'u', flags: 2 } });
+      const a = b.array({
+        length: 3,
+        buffers: [null, BigInt64Array.of(2n, 0n, 1n)],
+        dictionary: { length: 3, buffers: [null, new Int32Array([0, 1, 2, 3]), new TextEncoder().encode('abc')] },
+      });
+      const v = importVector(a.ptr, s.ptr, { expand: true });
+      assert.equal(String(v.type.indices), 'Int32', 'arrow-js sees int32 indices');
+      const view = importArrayView(v);
+      assert.equal(view.schema.format, 'l', 'the moved struct goes with its own schema');
+      const idx = view.buffers[1]!;
+      assert.deepEqual([...new BigInt64Array(idx.buffer, idx.byteOffset, 3)], [2n, 0n, 1n]);
+      assert.equal(releaseCount(a.root.id), 0);
+      releaseImport(view);
+      assert.equal(releaseCount(a.root.id), 1, 'released once, by the second import');
+    } finally {
+      b.freeAll();
+    }
+  });
 
   test('a copy: true import has no producer behind it: exported from its JS memory, and stays readable', () =>
     balanced(() => {
