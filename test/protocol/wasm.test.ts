@@ -93,6 +93,23 @@ describe('the exchange protocol with a wasm32 module', { skip }, () => {
     assert.equal(ex.schema_release_count(), 2);
   });
 
+  test('an import from the module handed on: the struct moves within the module memory, released once', () => {
+    const p = cPeer();
+    const ex = p.exports;
+    const base = ex.live_allocations();
+    const { object } = peerExportable(ex, 7);
+    const first = importVector(object);
+    const pair = first[ArrowSymbols.array]();
+    assert.equal(pair.array.memory?.memory, ex.memory, 'the handle is in the module memory');
+    assert.equal(first.released, true);
+    const second = importVector({ [ArrowSymbols.array]: () => pair });
+    assert.deepEqual([...second].map((x) => x ?? null), expected(7));
+    assert.equal(ex.array_release_count(), 0);
+    second.release();
+    assert.equal(ex.array_release_count(), 1, 'once, by the last owner, through the table');
+    assert.equal(ex.live_allocations(), base);
+  });
+
   test('a handle disposed without being consumed releases through the table, once', () => {
     const p = cPeer();
     const ex = p.exports;
