@@ -179,7 +179,7 @@ async function memory(): Promise<void> {
       if (++k % 16 === 0) peak = Math.max(peak, process.memoryUsage.rss());
     }
     await p.produceWait(prod);
-    await reader.closed;
+    await reader.released;
     const s = (performance.now() - t0) / 1000;
     console.log(
       `${'async reader (native producer thread)'.padEnd(44)} ${String(k).padStart(5)} batches of 8 MiB: peak live batches ${String(peakLive).padStart(4)}, ` +

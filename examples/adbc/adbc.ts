@@ -183,8 +183,17 @@ export class AdbcDriver {
   readonly #table: Ptr;
   readonly #fns = new Map<DriverField, CFunction | null>();
   #released = false;
+  /**
+   * The loaded library, held for as long as the driver: koffi unloads a
+   * library (dlclose) when its object is garbage collected, and the table's
+   * function pointers do not hold it, so a driver whose library object was
+   * dropped ran code that a collection could unmap mid-call (a SIGSEGV at an
+   * unmapped pc, seen in a long synchronous ingest).
+   */
+  readonly #lib: object;
 
-  private constructor(table: Ptr, version: number) {
+  private constructor(lib: object, table: Ptr, version: number) {
+    this.#lib = lib;
     this.#table = table;
     this.version = version;
   }
@@ -202,7 +211,7 @@ export class AdbcDriver {
       const err = newError();
       try {
         const status = init(version, table, err) as number;
-        if (status === AdbcStatus.OK) return new AdbcDriver(table, version);
+        if (status === AdbcStatus.OK) return new AdbcDriver(lib, table, version);
         last = new AdbcStatusError(`${entrypoint}(version ${version})`, takeError(err, status, null));
       } finally {
         freeError(err);

@@ -10,7 +10,9 @@
  * were read: the owner detaches every view first (see owner.ts).
  */
 import { Data, RecordBatch, Table, Vector, type DataType, type Schema, type TypeMap } from 'apache-arrow';
+import { ArrowSymbols, type ArrowDeviceExportOptions, type ArrowSchemaExportable } from '../abi/protocol.js';
 import { invalid } from '../errors.js';
+import type { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import type { ImportOwner } from './owner.js';
 
 /** What every import returns: an object that can be released now. */
@@ -115,9 +117,27 @@ function defineReleasable(proto: object): void {
   });
 }
 
-/** A `RecordBatch` an import returned: releasable. */
+/**
+ * What an imported object adds for the exchange protocol (PROTOCOL.md),
+ * installed by handoff.ts: `arrow.c_schema` exports its schema;
+ * `arrow.c_array` and `arrow.c_device_array` hand it on to the next
+ * consumer without a copy, by moving the producer's struct into the handle:
+ * the object is then released (reads throw, reason "moved") whether or not
+ * the consumer takes the handle. An import with no producer behind it
+ * (`copy: true`) is exported from its JS memory and stays readable.
+ */
+export interface Exchangeable {
+  /** The schema as an owned `ArrowSchema` handle; the object is unchanged. */
+  [ArrowSymbols.schema](): ExportHandle;
+  /** Hands the data on as `ArrowSchema` and `ArrowArray` handles (moved: the object is released). */
+  [ArrowSymbols.array](requestedSchema?: ArrowSchemaExportable | null): ArrayExportHandles;
+  /** Hands the data on as `ArrowSchema` and (CPU) `ArrowDeviceArray` handles (moved: the object is released). */
+  [ArrowSymbols.deviceArray](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ArrayExportHandles;
+}
+
+/** A `RecordBatch` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`). */
 export class ImportedRecordBatch<T extends TypeMap = any> extends RecordBatch<T> {}
-export interface ImportedRecordBatch<T extends TypeMap = any> extends Releasable {}
+export interface ImportedRecordBatch<T extends TypeMap = any> extends Releasable, Exchangeable {}
 defineReleasable(ImportedRecordBatch.prototype);
 
 /** A `Table` an import returned: releasing it releases every batch. */
@@ -125,14 +145,14 @@ export class ImportedTable<T extends TypeMap = any> extends Table<T> {}
 export interface ImportedTable<T extends TypeMap = any> extends Releasable {}
 defineReleasable(ImportedTable.prototype);
 
-/** A `Vector` an import returned: releasable. */
+/** A `Vector` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`). */
 export class ImportedVector<T extends DataType = any> extends Vector<T> {}
-export interface ImportedVector<T extends DataType = any> extends Releasable {}
+export interface ImportedVector<T extends DataType = any> extends Releasable, Exchangeable {}
 defineReleasable(ImportedVector.prototype);
 
-/** A `Data` an import returned: releasable. */
+/** A `Data` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`). */
 export class ImportedData<T extends DataType = any> extends Data<T> {}
-export interface ImportedData<T extends DataType = any> extends Releasable {}
+export interface ImportedData<T extends DataType = any> extends Releasable, Exchangeable {}
 defineReleasable(ImportedData.prototype);
 
 /** Makes `batch` (a plain RecordBatch built for an import) an `ImportedRecordBatch` owned by `by`. */

@@ -167,6 +167,7 @@ function quietly(fn: () => unknown): void {
  */
 export function build<T>(owner: ImportOwner, node: SchemaNode, opts: ImportCoreOptions, level: number, path: string, fn: (view: ArrayView) => T): T {
   let result: T;
+  owner.schema = node;
   try {
     const ctx = importContext(owner, opts.copy ?? false, level);
     // Our copy of the struct is read in place (src/memory/slab.ts) where the memory allows.

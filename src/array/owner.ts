@@ -30,6 +30,7 @@ import { liveCounters } from '../memory/accounting.js';
 import { markReleased } from '../memory/cstruct.js';
 import { callRelease } from '../memory/registry.js';
 import type { Memory, Ptr } from '../memory/memory.js';
+import type { SchemaNode } from '../schema/node.js';
 import { ptrAt, rawOf, stage, staged, type Addr, type Arena } from '../memory/raw.js';
 import { ArrowDeviceError } from '../errors.js';
 
@@ -112,6 +113,12 @@ export class ImportOwner {
   private buffers: WeakRef<Transferable>[] | null = null;
   /** Callbacks run at release (after the views are detached, before the producer's release). */
   private onRelease: (() => void)[] | null = null;
+  /**
+   * The schema the struct was read by (set by the import path): what a
+   * hand-on to another consumer (exchange protocol) exports with the moved
+   * struct, faithful also when `expand` changed the arrow-js form.
+   */
+  schema: SchemaNode | null = null;
 
   /** Our copy of the struct, as a number (src/memory/raw.ts). */
   readonly addr: Addr;

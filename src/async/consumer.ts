@@ -122,8 +122,17 @@ const releaseCb = defineCallback('async.handler_release', HANDLER_RELEASE, (mem,
 export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch | DeviceArray> implements AsyncIterable<T> {
   /** The `ArrowAsyncDeviceStreamHandler` to hand to the producer. Freed when the producer releases it. */
   readonly handler: Ptr;
-  /** Resolves when the producer has released the handler (the stream is over, whatever the reason). */
-  readonly closed: Promise<void>;
+  /**
+   * Resolves when the producer has released the handler, the struct this
+   * reader handed out: the stream is over, whatever the reason. The name
+   * every export of this library uses for "the other side let go"
+   * (`ExportHandle.released`); never rejects.
+   */
+  readonly released: Promise<void>;
+  /** @deprecated The name before 0.2: `released`. */
+  get closed(): Promise<void> {
+    return this.released;
+  }
 
   private readonly mem: Memory;
   private readonly id: number;
@@ -138,7 +147,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   /** What `next()` handed out last and was not kept: released when the reader moves on. */
   private current: T | null = null;
   private ended = false;
-  private released = false;
+  private handlerReleased = false;
   private cancelled = false;
   private error: ArrowDeviceError | null = null;
   private errorAfterCancel: AsyncStreamError | null = null;
@@ -160,7 +169,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     if (!Number.isInteger(this.queueSize) || this.queueSize < 1) {
       throw new ArrowDeviceError('invalid', 'options.queueSize', `must be a positive integer, got ${opts.queueSize}`);
     }
-    this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
+    this.released = new Promise((resolve) => (this.resolveClosed = resolve));
     const L = this.mem.layouts.ArrowAsyncDeviceStreamHandler;
     this.id = readers.add(this);
     this.handler = this.mem.alloc(L.size);
@@ -274,8 +283,8 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
 
   /** @internal */
   onRelease(): void {
-    if (this.released) return;
-    this.released = true;
+    if (this.handlerReleased) return;
+    this.handlerReleased = true;
     this.keepAlive.stop();
     readers.take(this.id);
     this.mem.free(this.handler);
@@ -298,7 +307,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   }
 
   private request(n: number): void {
-    if (this.producer === 0n || this.released || this.cancelled) return;
+    if (this.producer === 0n || this.handlerReleased || this.cancelled) return;
     const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.request!));
     // Arrow C++ 26's producer (ExportAsyncRecordBatchReader) can tear its ArrowAsyncProducer down
     // before its release of our handler reaches the JS thread, though the spec keeps it valid until
@@ -384,7 +393,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         return r;
       }
       if (this.error) throw this.error;
-      if (this.ended || this.released || this.cancelled) return undefined;
+      if (this.ended || this.handlerReleased || this.cancelled) return undefined;
       await this.changed.wait();
     }
   }
@@ -395,7 +404,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
    * a NULL out. Idempotent.
    */
   cancel(): void {
-    if (this.cancelled || this.released) return;
+    if (this.cancelled || this.handlerReleased) return;
     this.cancelled = true;
     for (const q of this.queue.splice(0)) this.discard(q.bytes);
     if (this.producer !== 0n) {
@@ -417,9 +426,9 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
    * released). Refused once a producer has sent the schema: `cancel()` then.
    */
   dispose(): void {
-    if (this.released) return;
+    if (this.handlerReleased) return;
     if (this.producer !== 0n) {
-      throw new ArrowDeviceError('invalid', 'dispose', 'a producer holds the handler: cancel() it and wait for `closed`');
+      throw new ArrowDeviceError('invalid', 'dispose', 'a producer holds the handler: cancel() it and wait for `released`');
     }
     this.fail(new ArrowDeviceError('io', 'async stream', 'the handler was disposed before any producer used it'));
     this.onRelease();
@@ -442,7 +451,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
       // The reading is over: the batch handed out last goes unless it was kept.
       this.drop('stream-ended');
       // break, return() or a throw in the loop body: tell the producer to stop.
-      if (!this.ended && !this.released) this.cancel();
+      if (!this.ended && !this.handlerReleased) this.cancel();
     }
   }
 

@@ -37,6 +37,7 @@
  * threads) is not detached by growth: there old views stay valid.
  */
 import { layoutsFor, WASM32, type Layouts, type Target } from '../abi/layout.js';
+import type { ArrowWasmMemory } from '../abi/protocol.js';
 import { ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 import type { Addr, RawAccess } from './raw.js';
@@ -594,4 +595,52 @@ export function wasmMemoryFromExports(exports: object, overrides: Partial<WasmMe
     throw new ArrowDeviceError('invalid', 'exports', 'the module exports no allocator (malloc/free, __wbindgen_malloc/__wbindgen_free): pass { malloc, free }');
   }
   return wasmMemory({ memory, malloc, free, table, name: overrides.name });
+}
+
+// --- the exchange protocol's `memory` (PROTOCOL.md, "Memory") -----------------------------
+
+const descriptors = new WeakMap<WasmMemoryImpl, ArrowWasmMemory>();
+
+/**
+ * What a protocol handle whose struct is in `m` carries as its `memory`:
+ * the module's memory, table and allocator, as `m` was made from (so that
+ * `wasmMemoryOf` of it gives `m` back); undefined when `m` is not a wasm
+ * memory. One object per memory (consumers cache per object).
+ */
+export function wasmHandleMemory(m: Memory): ArrowWasmMemory | undefined {
+  if (!(m instanceof WasmMemoryImpl)) return undefined;
+  let d = descriptors.get(m);
+  if (!d) {
+    if (!m.table) {
+      throw new ArrowDeviceError('unsupported', '', "a handle in wasm memory needs the module's function table (the consumer calls release through it): pass wasmMemory({ table })");
+    }
+    d = Object.freeze({ memory: m.memory, table: m.table, malloc: m.mallocFn, free: m.freeFn });
+    descriptors.set(m, d);
+  }
+  return d;
+}
+
+const fromHandleMemory = new WeakMap<object, WasmMemory>();
+
+/**
+ * The `Memory` of a protocol handle's `memory` (a module's memory, table
+ * and allocator): one object per descriptor, and the same `WasmMemory` as
+ * `wasmMemory` with the same parts gives. `path` names the place in errors.
+ */
+export function wasmMemoryOf(d: ArrowWasmMemory, path: string): WasmMemory {
+  const hit = fromHandleMemory.get(d);
+  if (hit) return hit;
+  const o = d as Partial<ArrowWasmMemory> | null;
+  if (typeof o !== 'object' || o === null || !(o.memory instanceof WebAssembly.Memory)) {
+    throw new ArrowDeviceError('invalid', `${path}.memory`, 'expected a WebAssembly.Memory (the module the struct lives in)');
+  }
+  if (typeof o.malloc !== 'function' || typeof o.free !== 'function') {
+    throw new ArrowDeviceError('invalid', path, "expected the module's allocator as malloc(size, align) and free(ptr, size, align)");
+  }
+  if (typeof o.table !== 'object' || o.table === null || typeof o.table.get !== 'function') {
+    throw new ArrowDeviceError('invalid', `${path}.table`, "expected the module's function table (release is called through it)");
+  }
+  const m = wasmMemory({ memory: o.memory, table: o.table, malloc: o.malloc, free: o.free });
+  fromHandleMemory.set(d, m);
+  return m;
 }

@@ -22,6 +22,16 @@
  */
 import { Schema, Table } from 'apache-arrow';
 import { DeviceType, deviceTypeName, errnoName } from '../abi/constants.js';
+import {
+  ArrowSymbols, hasArrowMethod, isArrowExportable,
+  type ArrowDeviceExportOptions, type ArrowDeviceStreamExportable, type ArrowSchemaExportable, type ArrowStreamExportable,
+} from '../abi/protocol.js';
+import {
+  checkDeviceExportOptions, checkRequestedSchema, exchangeOptions, importFromHandle, schemaHandle, setStreamTableImporter,
+  type ExchangeImportOptions,
+} from '../array/exchange.js';
+import { ExportHandle } from '../memory/handle.js';
+import { markReleased } from '../memory/cstruct.js';
 import { validationLevel } from '../array/import.js';
 import { build, buildBatch, planOfNode, type BatchPlan } from '../array/importer.js';
 import type { ArrayView } from '../array/view.js';
@@ -170,6 +180,22 @@ export class StreamHandle {
       liveCounters.releasedImports++;
     }
   }
+
+  /**
+   * Moves the stream struct, unchanged, into `into` (a struct of the same
+   * kind the next consumer owns): the producer's `release` is theirs to call
+   * now, not ours (CStreamInterface.rst: a stream can be moved like an array).
+   */
+  moveTo(into: Ptr): void {
+    if (this.released) throw new ArrowDeviceError('released', this.s.path, `the stream is released (${this.why})`);
+    this.mem.copyIn(into, this.mem.read(this.ptr, this.s.layout(this.mem).size));
+    markReleased(this.mem, this.s.name, this.ptr);
+    this.released = true;
+    this.why = 'it was moved to another consumer';
+    registry.unregister(this);
+    this.mem.free(this.ptr);
+    liveCounters.liveImports--;
+  }
 }
 
 /** The safety net: a stream import dropped without being consumed or released is released when collected. */
@@ -218,7 +244,20 @@ const registry = new FinalizationRegistry<StreamHandle>((h) => {
  * }
  * const table = importArrayStream(otherPtr).toTable(); // keeps every batch
  */
-export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch> implements IterableIterator<T>, AsyncIterable<T> {
+export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch> implements IterableIterator<T>, AsyncIterable<T>, ArrowSchemaExportable {
+  /**
+   * Exchange protocol (PROTOCOL.md): hands the stream on to another
+   * consumer without a copy. Present on a reader of an `ArrowArrayStream`
+   * (`importArrayStream`); a device stream's reader has
+   * `[ArrowSymbols.deviceStream]` instead. The stream struct is moved into
+   * the handle: the reader is released (reason: moved) whether or not the
+   * consumer takes it, and the consumer reads the batches this reader has
+   * not read. Batches read before stay as they are: kept ones stay valid,
+   * the last one not kept is released, as when a reading ends.
+   */
+  declare readonly [ArrowSymbols.stream]?: (requestedSchema?: ArrowSchemaExportable | null) => ExportHandle;
+  /** As `[ArrowSymbols.stream]`, on a reader of an `ArrowDeviceArrayStream` (`importDeviceArrayStream`). */
+  declare readonly [ArrowSymbols.deviceStream]?: (requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions) => ExportHandle;
   #schema: Schema | undefined;
   /**
    * The schema of every batch, read from `get_schema` at import, as arrow-js
@@ -265,6 +304,40 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     this.#level = validationLevel(opts.validate);
     this.#getNext = h.mem.readPtr(fieldAddr(h.mem, h.s, h.ptr, 'get_next'));
     registry.register(this, h, h);
+    // Only the method of the struct this reader holds: a consumer that finds a protocol method can call it.
+    const device = h.s.kind === 'device';
+    Object.defineProperty(this, device ? ArrowSymbols.deviceStream : ArrowSymbols.stream, {
+      value: (requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ExportHandle =>
+        this.#handOn(requestedSchema, options, device),
+      configurable: true,
+    });
+  }
+
+  /** Exchange protocol: the stream's schema as an owned `ArrowSchema` handle (the reader is unchanged). */
+  [ArrowSymbols.schema](): ExportHandle {
+    return schemaHandle(this.#h.mem, this.schemaNode);
+  }
+
+  #handOn(requested: unknown, options: unknown, device: boolean): ExportHandle {
+    const h = this.#h;
+    const path = `reader[arrow.c_${device ? 'device_' : ''}stream]`;
+    if (device) checkDeviceExportOptions(options, path);
+    checkRequestedSchema(requested, this.schemaNode, path);
+    if (h.released) throw new ArrowDeviceError('released', h.s.path, `the stream is released (${h.why})`);
+    if (this.#inFlight) {
+      // The producer is inside get_next on another thread: the struct must not move under it.
+      throw invalid(h.s.path, 'a get_next is running off the JS thread (offThread): await the pending next() before handing the stream on');
+    }
+    this.#drop('stream-ended');
+    const m = h.mem;
+    const into = m.alloc(h.s.layout(m).size);
+    try {
+      h.moveTo(into);
+    } catch (e) {
+      m.free(into);
+      throw e;
+    }
+    return ExportHandle.adopt(m, h.s.name, into);
   }
 
   /** Whether the producer's stream has been released (ended, failed, closed or released). */
@@ -272,7 +345,10 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     return this.#h.released;
   }
 
-  /** arrow-js `RecordBatchReader` spelling of `released`. */
+  /**
+   * arrow-js `RecordBatchReader` spelling of `released` (kept for code written
+   * against arrow-js readers; this library's own name is `released`).
+   */
   get closed(): boolean {
     return this.#h.released;
   }
@@ -703,12 +779,48 @@ function readStreamSchema(h: StreamHandle, hook: StreamImportOptions['onProducer
  * const reader = importArrayStream(stream);
  * freeArrowArrayStream(stream);             // moved out: only frees the memory
  * const table = reader.toTable();
+ *
+ * `ptr` may be an object of the exchange protocol (PROTOCOL.md) implementing
+ * `arrow.c_stream` (then `opts` may add `requestedSchema`): its handle's
+ * stream is moved into the reader and the handle disposed.
+ *
+ * @example
+ * const reader = importArrayStream(arrowExportable(table)); // any arrow.c_stream object
  */
-export function importArrayStream(ptr: Ptr, opts: StreamImportOptions & { view: true }): RecordBatchStreamImport<ArrayView>;
-export function importArrayStream(ptr: Ptr, opts?: StreamImportOptions): RecordBatchStreamImport<ImportedRecordBatch>;
-export function importArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView> {
-  return importStream(ptr, ARRAY_STREAM, opts);
+export function importArrayStream(ptr: Ptr | ArrowStreamExportable, opts: StreamExchangeOptions & { view: true }): RecordBatchStreamImport<ArrayView> & StreamHandOn;
+export function importArrayStream(ptr: Ptr | ArrowStreamExportable, opts?: StreamExchangeOptions): RecordBatchStreamImport<ImportedRecordBatch> & StreamHandOn;
+export function importArrayStream(ptr: Ptr | ArrowStreamExportable, opts: StreamExchangeOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView> & StreamHandOn {
+  if (isArrowExportable(ptr)) return viaStream(ptr, ArrowSymbols.stream, ARRAY_STREAM, opts, 'importArrayStream') as RecordBatchStreamImport<ImportedRecordBatch> & StreamHandOn;
+  return importStream(ptr, ARRAY_STREAM, opts) as RecordBatchStreamImport<ImportedRecordBatch> & StreamHandOn;
 }
+
+/** The hand-on method of a reader of an `ArrowArrayStream` (exchange protocol; see `RecordBatchStreamImport`). */
+export interface StreamHandOn {
+  [ArrowSymbols.stream](requestedSchema?: ArrowSchemaExportable | null): ExportHandle;
+}
+
+/** The hand-on method of a reader of an `ArrowDeviceArrayStream` (exchange protocol; see `RecordBatchStreamImport`). */
+export interface DeviceStreamHandOn {
+  [ArrowSymbols.deviceStream](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ExportHandle;
+}
+
+/** Options of a stream import from a protocol object: the reader's, and `requestedSchema`. */
+export type StreamExchangeOptions = StreamImportOptions & ExchangeImportOptions;
+
+/** A stream import from a protocol object: the handle's stream is moved into the reader, then the handle disposed. */
+function viaStream<T extends StreamItem>(
+  source: object,
+  sym: typeof ArrowSymbols.stream | typeof ArrowSymbols.deviceStream,
+  s: StreamStruct,
+  optsArg: unknown,
+  fn: string,
+): RecordBatchStreamImport<T> {
+  const o = exchangeOptions<StreamImportOptions>(optsArg, fn);
+  return importFromHandle(source, sym, o, (p, m) => importStream<T>(p, s, { ...o, memory: m }), (r) => r.release());
+}
+
+// `importTable(source)` of a stream (array/api.ts) reads it here.
+setStreamTableImporter((source, opts) => viaStream<ImportedRecordBatch>(source, ArrowSymbols.stream, ARRAY_STREAM, opts, 'importTable').toTable());
 
 /**
  * Imports an `ArrowDeviceArrayStream` (CDeviceDataInterface.rst) as a
@@ -730,14 +842,36 @@ export function importArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): Rec
  *   if (item instanceof DeviceArray) use(item.toHostRecordBatch()); // device memory
  *   else use(item);                                                 // a RecordBatch
  * }
+ *
+ * `ptr` may be an object of the exchange protocol (PROTOCOL.md) implementing
+ * `arrow.c_device_stream`, or only `arrow.c_stream` (a producer without device
+ * methods has CPU data: its plain stream is read as such, and the reader then
+ * hands it on as `arrow.c_stream`).
  */
-export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions & { view: true; toHost: true }): RecordBatchStreamImport<ArrayView>;
-export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions & { view: true }): RecordBatchStreamImport<ArrayView | DeviceArray>;
-export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions & { toHost: true }): RecordBatchStreamImport<ImportedRecordBatch>;
-export function importDeviceArrayStream(ptr: Ptr, opts?: StreamImportOptions): RecordBatchStreamImport<ImportedRecordBatch | DeviceArray>;
-export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView | DeviceArray> {
-  return importStream(ptr, DEVICE_STREAM, opts);
+export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { view: true; toHost: true }): RecordBatchStreamImport<ArrayView> & AnyStreamHandOn;
+export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { view: true }): RecordBatchStreamImport<ArrayView | DeviceArray> & AnyStreamHandOn;
+export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { toHost: true }): RecordBatchStreamImport<ImportedRecordBatch> & AnyStreamHandOn;
+export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts?: StreamExchangeOptions): RecordBatchStreamImport<ImportedRecordBatch | DeviceArray> & AnyStreamHandOn;
+export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView | DeviceArray> & AnyStreamHandOn {
+  if (isArrowExportable(ptr)) {
+    // A producer without the device method has CPU data (PyCapsuleInterface.rst, "Device Support"):
+    // its plain stream is read as it is.
+    if (!hasArrowMethod(ptr, ArrowSymbols.deviceStream) && hasArrowMethod(ptr, ArrowSymbols.stream)) {
+      return viaStream(ptr, ArrowSymbols.stream, ARRAY_STREAM, opts, 'importDeviceArrayStream') as RecordBatchStreamImport<ImportedRecordBatch> & AnyStreamHandOn;
+    }
+    return viaStream(ptr, ArrowSymbols.deviceStream, DEVICE_STREAM, opts, 'importDeviceArrayStream') as RecordBatchStreamImport<ImportedRecordBatch> & AnyStreamHandOn;
+  }
+  return importStream(ptr, DEVICE_STREAM, opts) as RecordBatchStreamImport<ImportedRecordBatch> & AnyStreamHandOn;
 }
+
+/**
+ * The hand-on method of a device stream import's reader: `arrow.c_device_stream`,
+ * or `arrow.c_stream` when it read a producer's plain stream (a producer with no device method).
+ */
+export type AnyStreamHandOn = StreamHandOn | DeviceStreamHandOn;
+
+/** What `importDeviceArrayStream` takes besides a pointer: an object implementing `arrow.c_device_stream` (or, for CPU data, `arrow.c_stream`). */
+export type DeviceStreamSource = ArrowDeviceStreamExportable | ArrowStreamExportable;
 
 /** A device type code as a name for messages: `CUDA (2)`, or `unknown (99)`. */
 export function deviceLabel(code: number): string {

@@ -74,12 +74,23 @@ export interface Counting {
 export type KoffiFunction = ((...args: unknown[]) => unknown) & { async: (...args: unknown[]) => void };
 
 let fixture: Counting | undefined;
+let built: string | undefined;
+
+/**
+ * The path of the built fixture library: code that must not use this
+ * package (a hand-written protocol peer, test/protocol) loads it with koffi
+ * itself; the counters are the same (one library per process).
+ */
+export function countingLibrary(): string {
+  if (built) return built;
+  const so = join(tempDir('counting'), 'libcounting.so');
+  run(cc!, ['-std=c11', '-O1', '-shared', '-fPIC', '-pthread', '-I', join(here, '..', 'include'), '-o', so, join(here, 'counting.c')]);
+  return (built = so);
+}
 
 export function counting(): Counting {
   if (fixture) return fixture;
-  const so = join(tempDir('counting'), 'libcounting.so');
-  run(cc!, ['-std=c11', '-O1', '-shared', '-fPIC', '-pthread', '-I', join(here, '..', 'include'), '-o', so, join(here, 'counting.c')]);
-  const lib = koffi.load(so);
+  const lib = koffi.load(countingLibrary());
   const i64 = (name: string) => {
     const f = lib.func(`int64_t ${name}(void)`);
     return (): number => Number(f() as number | bigint);
