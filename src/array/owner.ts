@@ -73,6 +73,32 @@ function poolFor(mem: Memory, size: number): SlotPool {
 const viewRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.viewCollected());
 const holderRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.holderCollected());
 
+/**
+ * Holders not registered with `holderRegistry` yet (see `hold`), with their
+ * owners: registered together at the next microtask, or at once when many
+ * wait. An import released before then (a batch used and released in one
+ * synchronous step, as a stream reader or `using` does) is never registered:
+ * registration and unregistration cost more than the rest of a small import.
+ * The list holds the holders strongly until then, so the collector cannot
+ * miss one (and cannot run a finalizer inside a synchronous loop anyway).
+ */
+let pendingOwners: ImportOwner[] = [];
+let pendingHolders: object[] = [];
+let flushQueued = false;
+const MAX_PENDING = 4096;
+
+function registerPending(): void {
+  flushQueued = false;
+  const owners = pendingOwners;
+  const holders = pendingHolders;
+  pendingOwners = [];
+  pendingHolders = [];
+  for (let i = 0; i < owners.length; i++) {
+    const o = owners[i]!;
+    if (!o.isReleased) holderRegistry.register(holders[i]!, o, o);
+  }
+}
+
 /** The struct an owner holds: an `ArrowArray`, or an `ArrowDeviceArray` (whose array sits at offset 0). */
 export type OwnedStruct = 'ArrowArray' | 'ArrowDeviceArray';
 
@@ -238,7 +264,14 @@ export class ImportOwner {
   hold(holder: object): void {
     this.everHeld = true;
     this.holdersLive++;
-    holderRegistry.register(holder, this, this);
+    pendingOwners.push(this);
+    pendingHolders.push(holder);
+    if (pendingOwners.length >= MAX_PENDING) {
+      registerPending();
+    } else if (!flushQueued) {
+      flushQueued = true;
+      queueMicrotask(registerPending);
+    }
   }
 
   /** Runs `fn` when the import is released (once), before the producer's `release`. */

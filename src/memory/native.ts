@@ -188,12 +188,13 @@ class NativeMemory implements Memory {
   }
 
   /**
-   * Every live allocation of ours: `free` of anything else (an address we
-   * never allocated, or one freed already) is a typed error, never a libc
-   * abort ("double free") or a crash (DESIGN.md, "Our allocations are tracked").
+   * Every live allocation of ours: the small ones are known to the slabs
+   * (each block's size class), the C allocator's are here. `free` of
+   * anything else (an address we never allocated, or one freed already) is
+   * a typed error, never a libc abort ("double free") or a crash (DESIGN.md,
+   * "Our allocations are tracked").
    */
-  /** Every live allocation of ours, with its slab size class (0: the C allocator's). */
-  private readonly allocations = new Map<number, number>();
+  private readonly large = new Set<number>();
 
   alloc(size: number): Ptr {
     return BigInt(this.allocNum(size));
@@ -202,12 +203,7 @@ class NativeMemory implements Memory {
   /** `alloc`, returning the address as a number (src/memory/raw.ts). */
   allocNum(size: number): number {
     if (!Number.isSafeInteger(size) || size < 0) throw new ArrowDeviceError('invalid', 'alloc', `size must be a non-negative integer, got ${String(size)}`);
-    if (size <= SLAB_MAX) {
-      const cls = SlabHeap.classOf(size);
-      const a = this.slabs.alloc(cls);
-      this.allocations.set(a, cls);
-      return a;
-    }
+    if (size <= SLAB_MAX) return this.slabs.alloc(SlabHeap.classOf(size));
     const p = this.libc.calloc(1, size);
     if (p === 0) throw new ArrowDeviceError('nomem', '', `allocation of ${size} bytes failed`);
     // calloc's result as uintptr_t: a number below 2^53 (user-space addresses are), else koffi gives a bigint.
@@ -215,7 +211,7 @@ class NativeMemory implements Memory {
       this.libc.free(p);
       throw new ArrowDeviceError('memory', '', `allocation at 0x${p.toString(16)} is above 2^53`);
     }
-    this.allocations.set(p, 0);
+    this.large.add(p);
     return p;
   }
 
@@ -228,22 +224,26 @@ class NativeMemory implements Memory {
   /** `free` of an address as a number (`big`: the caller's bigint, for the message). */
   freeNum(addr: number, big: Ptr = BigInt(addr)): void {
     if (addr === 0) return;
-    const cls = this.allocations.get(addr);
-    if (cls === undefined) {
+    const cls = this.slabs.classAt(addr);
+    if (cls > 0) {
+      this.slabs.free(addr);
+    } else if (cls < 0 && this.large.delete(addr)) {
+      this.libc.free(addr);
+    } else {
       throw new ArrowDeviceError(
         'invalid',
         'free',
         `0x${big.toString(16)} was not allocated by this library's native memory, or was freed already`,
       );
     }
-    this.allocations.delete(addr);
-    if (cls > 0) this.slabs.free(addr, cls);
-    else this.libc.free(addr);
   }
 
   /** Whether `addr` is a live allocation of ours. */
   owns(addr: Ptr): boolean {
-    return addr >= 0n && addr <= MAX_SAFE_BIG && this.allocations.has(Number(addr));
+    if (addr < 0n || addr > MAX_SAFE_BIG) return false;
+    const a = Number(addr);
+    const cls = this.slabs.classAt(a);
+    return cls > 0 || (cls < 0 && this.large.has(a));
   }
 
   addressOf(bytes: ArrayBufferView): Ptr | undefined {

@@ -30,6 +30,12 @@ const GRAIN = 16;
 export interface Slab extends Arena {
   /** One past the last usable byte's address. */
   readonly end: number;
+  /**
+   * The size class of the live block starting at each 16-byte grain, 0 where
+   * none starts: how `free` knows a block's size, and refuses an address it
+   * never handed out, or handed out and got back (2 bytes per 16).
+   */
+  readonly classes: Uint16Array;
 }
 
 export class SlabHeap {
@@ -56,20 +62,40 @@ export class SlabHeap {
   /** A zeroed block of size class `cls` (see `classOf`); its address. */
   alloc(cls: number): number {
     const list = this.freeLists[cls];
-    if (list !== undefined && list.length > 0) return list.pop()!; // zeroed when given back
-    const size = cls * GRAIN;
-    const s = this.cur;
-    if (s === null || this.bump + size > s.end) this.newSlab();
-    const a = this.bump;
-    this.bump += size;
+    let a: number;
+    let s: Slab;
+    if (list !== undefined && list.length > 0) {
+      a = list.pop()!; // zeroed when given back
+      s = this.find(a, 1)!;
+    } else {
+      const size = cls * GRAIN;
+      s = this.cur !== null && this.bump + size <= this.cur.end ? this.cur : this.newSlab();
+      a = this.bump;
+      this.bump += size;
+    }
+    s.classes[(a - s.addr) / GRAIN] = cls;
     return a;
   }
 
-  /** Gives back block `addr` of size class `cls`, zeroed for the next allocation. */
-  free(addr: number, cls: number): void {
-    const size = cls * GRAIN;
-    const s = this.find(addr, size)!;
-    s.u8.fill(0, addr - s.addr, addr - s.addr + size);
+  /**
+   * The size class of the live block at `addr` if it is in a slab: -1 when
+   * it is not in one (another allocator's), 0 when no live block starts
+   * there (never handed out, or given back).
+   */
+  classAt(addr: number): number {
+    const s = this.find(addr, 1);
+    if (s === null) return -1;
+    const g = addr - s.addr;
+    return g % GRAIN === 0 ? s.classes[g / GRAIN]! : 0;
+  }
+
+  /** Gives back the live block at `addr` (see `classAt`), zeroed for the next allocation. */
+  free(addr: number): void {
+    const s = this.find(addr, 1)!;
+    const g = (addr - s.addr) / GRAIN;
+    const cls = s.classes[g]!;
+    s.classes[g] = 0;
+    s.u8.fill(0, addr - s.addr, addr - s.addr + cls * GRAIN);
     (this.freeLists[cls] ??= []).push(addr);
   }
 
@@ -93,7 +119,14 @@ export class SlabHeap {
     // Blocks 16-aligned in the address space, as the C allocator's are.
     const skip = (GRAIN - (raw % GRAIN)) % GRAIN;
     const view = u8.subarray(skip);
-    const s: Slab = { u8: view, dv: new DataView(view.buffer, view.byteOffset, view.byteLength), addr: raw + skip, next: 0, end: raw + SLAB_BYTES };
+    const s: Slab = {
+      u8: view,
+      dv: new DataView(view.buffer, view.byteOffset, view.byteLength),
+      addr: raw + skip,
+      next: 0,
+      end: raw + SLAB_BYTES,
+      classes: new Uint16Array(SLAB_BYTES / GRAIN),
+    };
     this.byStart.set(Math.floor(s.addr / SLAB_BYTES), s);
     this.cur = s;
     this.bump = s.addr;
