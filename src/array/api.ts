@@ -29,7 +29,7 @@ import { moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import { ArrayExportHandles, ExportHandle, TableExportHandles } from '../memory/handle.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
-import { nodeToField, nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
+import { nodeToField, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { toSchemaNode, writeSchemaNode, schemaToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import { dataToExportView, dataToView } from './arrowjs.js';

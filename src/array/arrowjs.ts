@@ -12,8 +12,7 @@
  */
 import {
   Data, DataType, Dictionary, Field, makeBuilder, makeData as arrowMakeData, Null, RecordBatch, Type, Vector, type Builder,
-  type FixedSizeList, Schema, Struct,
-  type Union,
+  Schema, Struct,
 } from 'apache-arrow';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -22,6 +21,7 @@ import { typeToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from './view.js';
 import { ImportedView } from './import.js';
+import { Kind, layoutOf } from '../schema/layout.js';
 import type { ImportOwner } from './owner.js';
 import { isDetached, isWasmMemoryBuffer } from '../memory/wasm.js';
 import { ImportedData, ImportedRecordBatch } from './imported.js';
@@ -392,43 +392,45 @@ export function viewToData(view: ArrayView, type: DataType, path = 'array', opts
     return makeData(view, type, Form.Indices, hasBitmap, 1, Ctor, null, [], new Vector([dict]));
   }
 
-  switch (t.id) {
-    case 'null':
+  const lay = layoutOf(t);
+  switch (lay.kind) {
+    case Kind.Null:
       return new Data(new Null(), O, N, N);
-    case 'bool':
+    case Kind.Bool:
       return makeData(view, type, Form.Bits, hasBitmap, 0, null, null);
-    case 'binary': case 'utf8':
+    case Kind.Binary:
       return makeData(view, type, Form.Offsets32, hasBitmap, 0, null, null);
-    case 'large_binary': case 'large_utf8':
+    case Kind.LargeBinary:
       return makeData(view, type, Form.Offsets64, hasBitmap, 0, null, null);
-    case 'binary_view': case 'utf8_view':
+    case Kind.View:
       return makeData(view, type, Form.Views, hasBitmap, 0, null, null);
-    case 'list': case 'map': case 'large_list': {
+    case Kind.List: case Kind.LargeList: {
       const child = viewToData(view.children[0]!, (type.children[0] as Field).type, `${path}.children[0]`, opts);
-      return makeData(view, type, t.id === 'large_list' ? Form.Offsets64 : Form.Offsets32, hasBitmap, 0, null, null, [child]);
+      return makeData(view, type, lay.kind === Kind.LargeList ? Form.Offsets64 : Form.Offsets32, hasBitmap, 0, null, null, [child]);
     }
-    case 'fixed_list': {
-      const size = (type as FixedSizeList).listSize;
+    case Kind.FixedList: {
+      const size = lay.listSize;
       const child = viewToData(view.children[0]!, (type.children[0] as Field).type, `${path}.children[0]`, opts);
       return makeData(view, type, Form.None, hasBitmap, 0, null, null, [sliceIf(child, O * size, N * size)]);
     }
-    case 'struct':
+    case Kind.Struct:
       return makeData(view, type, Form.None, hasBitmap, 0, null, null, slicedChildren(view, type, path, opts));
-    case 'union': {
-      if (t.mode === 'sparse') return makeData(view, type, Form.Sparse, false, 0, null, null, slicedChildren(view, type, path, opts));
+    case Kind.SparseUnion:
+      return makeData(view, type, Form.Sparse, false, 0, null, null, slicedChildren(view, type, path, opts));
+    case Kind.DenseUnion: {
       const kids = view.children.map((c, i) => viewToData(c, (type.children[i] as Field).type, `${path}.children[${i}]`, opts));
       return makeData(view, type, Form.Dense, false, 0, null, null, kids);
     }
-    case 'list_view': case 'large_list_view':
+    case Kind.ListView:
       if (!opts.expand) throw unsupported(`${path}`, `arrow-js cannot represent "${view.schema.format}"; pass { expand: true } or use the ArrayView`);
       return listViewToList(view, type, path, opts);
-    case 'run_end_encoded':
+    case Kind.RunEnd:
       if (!opts.expand) throw unsupported(`${path}`, `arrow-js cannot represent "+r"; pass { expand: true } or use the ArrayView`);
       return expandRunEnds(view, type, path, opts);
     default: {
       // Fixed-width types: arrow-js slices their values by `stride` elements of `ArrayType`.
       const Ctor = type.ArrayType as TypedArrayCtor;
-      return makeData(view, type, Form.Fixed, hasBitmap, byteWidthOf(view.schema) / Ctor.BYTES_PER_ELEMENT, Ctor, null);
+      return makeData(view, type, Form.Fixed, hasBitmap, lay.width / Ctor.BYTES_PER_ELEMENT, Ctor, null);
     }
   }
 }
@@ -442,19 +444,6 @@ export function viewToData(view: ArrayView, type: DataType, path = 'array', opts
 export function viewToBatch(view: ArrayView, plan: { readonly arrow: Schema; readonly struct: Struct }, path: string, opts: ToArrowOptions): RecordBatch {
   const children = slicedChildren(view, plan.struct, path, opts);
   return makeBatch(plan.arrow, plan.struct, children, view.length, () => viewToData(view, plan.struct, path, opts) as Data<Struct>);
-}
-
-function byteWidthOf(node: SchemaNode): number {
-  const t = node.type;
-  switch (t.id) {
-    case 'int': case 'float': case 'decimal': return t.bitWidth / 8;
-    case 'fixed_binary': return t.byteWidth;
-    case 'date': return t.unit === 'day' ? 4 : 8;
-    case 'time': return t.unit === 's' || t.unit === 'ms' ? 4 : 8;
-    case 'timestamp': case 'duration': return 8;
-    case 'interval': return t.unit === 'month' ? 4 : t.unit === 'day_time' ? 8 : 16;
-    default: throw invalid('', `no fixed width for "${node.format}"`);
-  }
 }
 
 function readInt(b: Uint8Array | null, width: number, k: number): number {
@@ -641,34 +630,36 @@ function toView(data: Data, node: SchemaNode, asIs: boolean): ArrayView {
   }
   let buffers: (Uint8Array | null)[];
   let children: ArrayView[] = [];
-  switch (node.type.id) {
-    case 'null':
+  switch (layoutOf(node.type).kind) {
+    case Kind.Null:
       buffers = [];
       break;
-    case 'bool':
+    case Kind.Bool:
       buffers = [validity, rebaseBitmap((data.values as Uint8Array | undefined) ?? EMPTY, data.offset, N)];
       break;
-    case 'binary': case 'utf8': case 'large_binary': case 'large_utf8':
+    case Kind.Binary: case Kind.LargeBinary:
       buffers = [validity, bytes(data.valueOffsets as AnyTypedArray, asIs), bytes(data.values as Uint8Array)];
       break;
-    case 'binary_view': case 'utf8_view': {
+    case Kind.View: {
       const variadic = data.variadicBuffers.map((b) => bytes(b));
       const sizes = new BigInt64Array(variadic.map((b) => BigInt(b?.byteLength ?? 0)));
       buffers = [validity, bytes(data.values as Uint8Array), ...variadic, bytes(sizes)];
       break;
     }
-    case 'list': case 'large_list': case 'map':
+    case Kind.List: case Kind.LargeList:
       buffers = [validity, bytes(data.valueOffsets as AnyTypedArray, asIs)];
       children = [childView(data.children[0]!, 0)];
       break;
-    case 'fixed_list': case 'struct':
+    case Kind.FixedList: case Kind.Struct:
       buffers = [validity];
       children = data.children.map(childView);
       break;
-    case 'union':
-      buffers = (type as Union).mode === 1
-        ? [bytes(data.typeIds as Int8Array, asIs), bytes(data.valueOffsets as Int32Array, asIs)]
-        : [bytes(data.typeIds as Int8Array, asIs)];
+    case Kind.DenseUnion:
+      buffers = [bytes(data.typeIds as Int8Array, asIs), bytes(data.valueOffsets as Int32Array, asIs)];
+      children = data.children.map(childView);
+      break;
+    case Kind.SparseUnion:
+      buffers = [bytes(data.typeIds as Int8Array, asIs)];
       children = data.children.map(childView);
       break;
     default:

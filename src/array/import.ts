@@ -55,7 +55,8 @@ import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory } from '../memory/memory.js';
 import { i64At, i64Text, ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
-import { fixedByteWidth, physicalLayout } from '../schema/format.js';
+import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
+import type { TypeInfo } from '../schema/format.js';
 import { MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
 import { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
@@ -323,7 +324,7 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
     const nb = i64At(sdv, sat + nbAt);
     const bp = ptrAt(sdv, sat + bAt, wide);
     const child = schema.children[k];
-    const phys = child ? physicalLayout(child.type) : undefined;
+    const phys = child ? layoutOf(child.type) : undefined;
     const ok = phys !== undefined && !phys.variadic && nb > 0 && nb === phys.nBuffers && bp !== 0;
     if (!ok) {
       flush(k);
@@ -416,7 +417,8 @@ export function readArrayView(
     // Minimal checks of the struct against its type. They are cheap and what
     // keeps the rest of the import from reading out of bounds, so they run
     // at every level but `none`, which still refuses counts it cannot use.
-    checkCounts(schema, nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount, path);
+    const lay = layoutOf(t);
+    checkCounts(schema, lay, nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount, path);
 
     // The buffer and child pointer arrays, with as few memory reads as the layout allows (each
     // read through the FFI costs more than the rest of a small node): as the parent prefetched
@@ -464,22 +466,22 @@ export function readArrayView(
     const buffers: Buf[] = [];
     const children: ArrayView[] = [];
 
-    switch (t.id) {
-      case 'null':
+    switch (lay.kind) {
+      case Kind.Null:
         if (nBuffers === 1) buffers.push(null); // tolerate a legacy, unused validity slot
         break;
-      case 'bool':
+      case Kind.Bool:
         buffers.push(validityOf(n), bufferOf(n, 1, Math.ceil(end / 8), 1, 'values'));
         break;
-      case 'binary': case 'utf8': case 'large_binary': case 'large_utf8': {
-        const wideOffsets = t.id === 'large_binary' || t.id === 'large_utf8';
+      case Kind.Binary: case Kind.LargeBinary: {
+        const wideOffsets = lay.kind === Kind.LargeBinary;
         const v = validityOf(n);
         const offs = readOffsets(n, 1, wideOffsets, 'offset');
         const data = bufferOf(n, 2, offs.last, 1, 'data', offs.last === 0);
         buffers.push(v, offs.view, data);
         break;
       }
-      case 'binary_view': case 'utf8_view': {
+      case Kind.View: {
         const v = validityOf(n);
         const views = bufferOf(n, 1, end * 16, 8, 'views');
         const nVariadic = nBuffers - 3;
@@ -500,15 +502,15 @@ export function readArrayView(
         if (ctx.level >= LEVELS.full && views) checkViews(bytesOf(views)!, offset, length, sizes, bytesOf(buffers[0] ?? null), nullCount, path);
         break;
       }
-      case 'list': case 'large_list': case 'map': {
+      case Kind.List: case Kind.LargeList: {
         const v = validityOf(n);
-        const offs = readOffsets(n, 1, t.id === 'large_list', 'offset');
+        const offs = readOffsets(n, 1, lay.kind === Kind.LargeList, 'offset');
         buffers.push(v, offs.view);
         children.push(readChild(n, schema, cdv, cat, kids, 0, offs.last, depth));
         break;
       }
-      case 'list_view': case 'large_list_view': {
-        const w = t.id === 'large_list_view' ? 8 : 4;
+      case Kind.ListView: {
+        const w = lay.width;
         const v = validityOf(n);
         const offs = bufferOf(n, 1, end * w, w, 'offsets');
         const sizes = bufferOf(n, 2, end * w, w, 'sizes');
@@ -532,32 +534,33 @@ export function readArrayView(
         }
         break;
       }
-      case 'fixed_list':
+      case Kind.FixedList:
         buffers.push(validityOf(n));
-        children.push(readChild(n, schema, cdv, cat, kids, 0, end * t.size, depth));
+        children.push(readChild(n, schema, cdv, cat, kids, 0, end * lay.listSize, depth));
         break;
-      case 'struct':
+      case Kind.Struct:
         buffers.push(validityOf(n));
         for (let k = 0; k < nChildren; k++) children.push(readChild(n, schema, cdv, cat, kids, k, end, depth));
         break;
-      case 'union': {
+      case Kind.SparseUnion: case Kind.DenseUnion: {
+        const ids = (t as Extract<TypeInfo, { id: 'union' }>).typeIds; // the layout says it is a union
         const typeIds = bufferOf(n, 0, end, 1, 'type ids');
         buffers.push(typeIds);
         let offs: Buf = null;
-        if (t.mode === 'dense') {
+        if (lay.kind === Kind.DenseUnion) {
           offs = bufferOf(n, 1, end * 4, 4, 'offsets');
           buffers.push(offs);
         }
-        for (let k = 0; k < nChildren; k++) children.push(readChild(n, schema, cdv, cat, kids, k, t.mode === 'sparse' ? end : 0, depth));
+        for (let k = 0; k < nChildren; k++) children.push(readChild(n, schema, cdv, cat, kids, k, lay.kind === Kind.SparseUnion ? end : 0, depth));
         if (ctx.level >= LEVELS.full && typeIds) {
-          const index = new Map(t.typeIds.map((id, k) => [id, k]));
+          const index = new Map(ids.map((id, k) => [id, k]));
           const ob = bytesOf(offs);
           const odv = ob ? new DataView(ob.buffer, ob.byteOffset, ob.byteLength) : null;
           const tb = bytesOf(typeIds)!;
           for (let k = offset; k < end; k++) {
             const id = (tb[k]! << 24) >> 24;
             const c = index.get(id);
-            if (c === undefined) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${t.typeIds.join(',')})`);
+            if (c === undefined) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${ids.join(',')})`);
             if (odv) {
               const off = odv.getInt32(k * 4, true);
               if (off < 0 || off >= children[c]!.length) {
@@ -568,7 +571,7 @@ export function readArrayView(
         }
         break;
       }
-      case 'run_end_encoded': {
+      case Kind.RunEnd: {
         const runEnds = readChild(n, schema, cdv, cat, kids, 0, 0, depth);
         const values = readChild(n, schema, cdv, cat, kids, 1, 0, depth);
         children.push(runEnds, values);
@@ -579,9 +582,7 @@ export function readArrayView(
         break;
       }
       default: {
-        const width = fixedByteWidth(t)!;
-        const align = t.id === 'decimal' || t.id === 'interval' ? 4 : Math.min(width, 8);
-        buffers.push(validityOf(n), bufferOf(n, 1, end * width, t.id === 'fixed_binary' ? 1 : align, 'values'));
+        buffers.push(validityOf(n), bufferOf(n, 1, end * lay.width, lay.align, 'values'));
         if (ctx.level >= LEVELS.full && ((t.id === 'date' && t.unit === 'ms') || (t.id === 'timestamp' && t.unit !== 'ns'))) {
           // arrow-js reads a microsecond timestamp as v / 1000 (whole milliseconds must fit 2^53 too).
           const divisor = t.id === 'timestamp' && t.unit === 'us' ? 1000n : 1n;
@@ -814,6 +815,7 @@ function isNull(p: Addr | bigint): boolean {
 
 export function checkCounts(
   schema: SchemaNode,
+  phys: ArrayLayout,
   nBuffers: number,
   nChildren: number,
   buffersPtr: Addr | bigint,
@@ -823,7 +825,6 @@ export function checkCounts(
   path: string,
 ): void {
   const t = schema.type;
-  const phys = physicalLayout(t);
   const n = phys.nBuffers;
   if (phys.variadic ? nBuffers < n : nBuffers !== n && !(t.id === 'null' && nBuffers === 1)) {
     throw invalid(`${path}.n_buffers`, `type "${schema.format}" needs ${phys.variadic ? 'at least ' : ''}${n} buffer${n === 1 ? '' : 's'}, got ${nBuffers}`);

@@ -16,7 +16,7 @@
  * `Schema` object (`batchPlan`), as nanoarrow builds an array view from a
  * schema once: a stream or a driver that sends the schema once pays for it once.
  */
-import { DataType, Field, Schema, Struct, type Data } from 'apache-arrow';
+import { DataType, Field, Schema, Struct } from 'apache-arrow';
 import { batchSchemaArg, ptrArg, schemaLikeArg, schemaPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
 import { isReleased, releaseOffset, releaseStruct, type CStructKind } from '../memory/cstruct.js';

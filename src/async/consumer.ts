@@ -21,7 +21,7 @@
  *   spec requires. The event loop is kept alive until the producer calls the
  *   handler's `release`.
  */
-import { RecordBatch, type Schema } from 'apache-arrow';
+import type { Schema } from 'apache-arrow';
 import { errnoName, Errno } from '../abi/constants.js';
 import { importSchemaNode } from '../array/api.js';
 import { importDeviceArrayView, importDeviceRecordBatch, type DeviceImportOptions } from '../device/api.js';

@@ -8,7 +8,7 @@
  * dropped without it (the safety net, DESIGN.md "Ownership"). Exactly one of
  * `release()`, `exportTo()` or that collection ends its life.
  */
-import { RecordBatch, Struct, type Data } from 'apache-arrow';
+import { RecordBatch, type Data } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
 import {
   ArrowSymbols, type ArrowArrayExportable, type ArrowDeviceArrayExportable, type ArrowDeviceExportOptions, type ArrowSchemaExportable,
@@ -24,10 +24,9 @@ import { writeArrayView } from '../array/export.js';
 import type { ArrayView } from '../array/view.js';
 import type { ValidationLevel } from '../array/import.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
-import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ImportOwner } from '../array/owner.js';
-import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
+import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import type { SchemaNode } from '../schema/node.js';
 import { backendFor, requireBackend, type DeviceContext } from './backend.js';
 import { copyTreeToHost, writeCudaCopy } from './copy.js';

@@ -35,7 +35,7 @@
 import type { ArrowHandle, ArrowWasmMemory } from '../abi/protocol.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
 import { liveCounters } from './accounting.js';
-import { releaseOffset, releaseStruct, type CStructKind } from './cstruct.js';
+import { releaseStruct, type CStructKind } from './cstruct.js';
 import type { Memory, Ptr } from './memory.js';
 import { nativeMemory } from './native.js';
 import { defineCallback, HandleTable, RELEASE_SIG } from './registry.js';

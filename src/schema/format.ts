@@ -6,6 +6,7 @@
  * how many buffers and children an `ArrowArray` of it must have.
  */
 import { invalid } from '../errors.js';
+import { Kind, layoutOf } from './layout.js';
 
 export type TimeUnit = 's' | 'ms' | 'us' | 'ns';
 
@@ -170,74 +171,13 @@ export function formatOf(t: TypeInfo): string {
 }
 
 /**
- * What an `ArrowArray` of a type must look like (Columnar.rst, "Buffer
- * listing for each layout"; CDataInterface.rst, "Buffers"): the number of
- * buffers (for view types the minimum: variadic data buffers and the sizes
- * buffer follow) and of children (undefined: any number).
+ * What an `ArrowArray` of a type must look like: the layout table
+ * (src/schema/layout.ts), under its former name.
  */
-export interface PhysicalLayout {
-  readonly nBuffers: number;
-  readonly variadic: boolean;
-  readonly nChildren: number | undefined;
-  /** Whether buffer 0 is a validity bitmap. */
-  readonly hasValidity: boolean;
-}
+export { layoutOf as physicalLayout, type PhysicalLayout } from './layout.js';
 
-const layout = (nBuffers: number, variadic: boolean, nChildren: number | undefined, hasValidity: boolean): PhysicalLayout =>
-  Object.freeze({ nBuffers, variadic, nChildren, hasValidity });
-// One object per shape: the import asks for a node's layout per node, and must not allocate for it.
-const NULL_LAYOUT = layout(0, false, 0, false);
-const BINARY_LAYOUT = layout(3, false, 0, true);
-// validity, views, then N variadic data buffers, then the int64 sizes buffer.
-const VIEW_LAYOUT = layout(3, true, 0, true);
-const LIST_LAYOUT = layout(2, false, 1, true);
-const LIST_VIEW_LAYOUT = layout(3, false, 1, true);
-const FIXED_LIST_LAYOUT = layout(1, false, 1, true);
-const STRUCT_LAYOUT = layout(1, false, undefined, true);
-const REE_LAYOUT = layout(0, false, 2, false);
-const FIXED_LAYOUT = layout(2, false, 0, true);
-const unionLayouts = new WeakMap<TypeInfo, PhysicalLayout>();
-
-export function physicalLayout(t: TypeInfo): PhysicalLayout {
-  switch (t.id) {
-    case 'null':
-      return NULL_LAYOUT;
-    case 'binary': case 'utf8': case 'large_binary': case 'large_utf8':
-      return BINARY_LAYOUT;
-    case 'binary_view': case 'utf8_view':
-      return VIEW_LAYOUT;
-    case 'list': case 'large_list': case 'map':
-      return LIST_LAYOUT;
-    case 'list_view': case 'large_list_view':
-      return LIST_VIEW_LAYOUT;
-    case 'fixed_list':
-      return FIXED_LIST_LAYOUT;
-    case 'struct':
-      return STRUCT_LAYOUT;
-    case 'union': {
-      // Unions have no validity bitmap (Columnar.rst, "Union Layout").
-      let u = unionLayouts.get(t);
-      if (!u) unionLayouts.set(t, (u = layout(t.mode === 'dense' ? 2 : 1, false, t.typeIds.length, false)));
-      return u;
-    }
-    case 'run_end_encoded':
-      return REE_LAYOUT;
-    default:
-      return FIXED_LAYOUT;
-  }
-}
-
-/** The byte width of one value of a fixed-width type (bool: undefined, it is bits). */
+/** The byte width of one value of a fixed-width type (bool: undefined, it is bits), from the layout table. */
 export function fixedByteWidth(t: TypeInfo): number | undefined {
-  switch (t.id) {
-    case 'int': return t.bitWidth / 8;
-    case 'float': return t.bitWidth / 8;
-    case 'decimal': return t.bitWidth / 8;
-    case 'fixed_binary': return t.byteWidth;
-    case 'date': return t.unit === 'day' ? 4 : 8;
-    case 'time': return t.unit === 's' || t.unit === 'ms' ? 4 : 8;
-    case 'timestamp': case 'duration': return 8;
-    case 'interval': return t.unit === 'month' ? 4 : t.unit === 'day_time' ? 8 : 16;
-    default: return undefined;
-  }
+  const l = layoutOf(t);
+  return l.kind === Kind.Fixed ? l.width : undefined;
 }

@@ -20,7 +20,7 @@
  * `readAll()`, `toTable()`). A kept batch is the caller's: released by its
  * `release()`, `using`, or the garbage collector.
  */
-import { Schema, Table } from 'apache-arrow';
+import { Schema } from 'apache-arrow';
 import { DeviceType, deviceTypeName, errnoName } from '../abi/constants.js';
 import {
   ArrowSymbols, hasArrowMethod, isArrowExportable,
