@@ -624,12 +624,12 @@ function toView(data: Data, node: SchemaNode, asIs: boolean): ArrayView {
       offset: 0,
       nullCount,
       buffers: [validity, bytes(data.values as AnyTypedArray, asIs)],
-      children: [],
+      children: NONE as never,
       dictionary: toView(dict, node.dictionary!, asIs),
     };
   }
   let buffers: (Uint8Array | null)[];
-  let children: ArrayView[] = [];
+  let children: ArrayView[] = NONE as never;
   switch (layoutOf(node.type).kind) {
     case Kind.Null:
       buffers = [];

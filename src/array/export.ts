@@ -31,8 +31,12 @@ interface Tree {
 
 interface ArrayRecord {
   tree: Tree;
-  /** JS buffers the consumer may read through our pointers. */
-  pins: ArrayBufferView[];
+  /**
+   * What keeps the JS buffers the consumer may read through our pointers
+   * reachable: a copy of the node's array of buffers (of its exact size: a
+   * caller's ArrayView may change its own later), null once released.
+   */
+  pins: readonly unknown[] | null;
   pinnedBytes: number;
   /** Allocations in the memory holding copies (wasm32), freed on release; null when none. */
   copies: Ptr[] | null;
@@ -139,7 +143,7 @@ function releaseRecord(e: ExportMem, rec: ArrayRecord, inPlace: Addr[]): void {
     }
   }
   if (rec.copies) for (const c of rec.copies) e.mem.free(c);
-  rec.pins.length = 0;
+  rec.pins = null;
   liveCounters.pinnedBytes -= rec.pinnedBytes;
   liveCounters.liveExports--;
   if (--rec.tree.live === 0) e.raw.free(rec.tree.block);
@@ -197,7 +201,7 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
   ctx.next = structsAt + (nc + (dict ? 1 : 0)) * L.size;
   const rec: ArrayRecord = {
     tree: ctx.tree,
-    pins: [],
+    pins: nb > 0 ? buffers.slice() : null,
     pinnedBytes: 0,
     copies: null,
     structs: ctx.base + structsAt,
@@ -215,7 +219,6 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
       const direct = addressOf(mem, b);
       if (direct !== undefined) {
         p = direct;
-        rec.pins.push(b);
         rec.pinnedBytes += b.byteLength;
       } else {
         const c = mem.alloc(b.byteLength);

@@ -57,7 +57,7 @@ import type { Memory } from '../memory/memory.js';
 import { i64At, i64Text, ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
 import type { TypeInfo } from '../schema/format.js';
-import { MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
+import { AddressSet, MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
 import { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
 
@@ -84,14 +84,16 @@ export interface ImportContext {
   readonly level: number;
   /** Set once the token is held (`ImportOwner.hold`); absent means not yet. */
   held?: boolean;
-  /** The struct addresses read so far (see `visitOnce`); made on first use, dropped when the import is read. */
-  seen?: Set<Addr> | undefined;
+  /** The struct addresses read so far (see `visitOnce`); taken on first use, given back when the import is read. */
+  seen?: AddressSet | undefined;
+  /** The node states, one per depth (see NodeState); dropped when the import is read. */
+  nodes?: NodeState[] | undefined;
 }
 
 /** A new import context over `owner`'s memory. */
 export function importContext(owner: ImportOwner, copy: boolean, level: number): ImportContext {
   const mem = owner.mem;
-  return { mem, raw: rawOf(mem), wide: mem.target.pointerSize === 8, owner, copy, level, held: false, seen: undefined };
+  return { mem, raw: rawOf(mem), wide: mem.target.pointerSize === 8, owner, copy, level, held: false, seen: undefined, nodes: undefined };
 }
 
 export function validationLevel(level: ValidationLevel | undefined): number {
@@ -127,22 +129,33 @@ function countAt(dv: DataView, at: number, path: string, what: string): number {
   return v;
 }
 
-/** One node being read: what the helpers below need (one object per node, not a closure per helper). */
-interface NodeState {
-  readonly ctx: ImportContext;
-  readonly path: string;
-  readonly length: number;
-  readonly offset: number;
-  readonly end: number;
-  readonly nullCount: number;
+/**
+ * One node being read: what the helpers below need (one object, not a
+ * closure per helper). One per depth of the tree, reused by every node at
+ * that depth (`nodeAt`): a node's children are read at the next depth, so a
+ * node's state is not touched until it is done.
+ */
+class NodeState {
+  path = '';
+  length = 0;
+  offset = 0;
+  end = 0;
+  nullCount = 0;
   /** The node's buffer pointers: staged copy and offset. */
-  readonly bdv: DataView;
-  readonly bat: number;
+  bdv: DataView | null = null;
+  bat = 0;
+  constructor(readonly ctx: ImportContext) {}
+}
+
+/** The node state of depth `depth` of the import (see NodeState). */
+function nodeAt(ctx: ImportContext, depth: number): NodeState {
+  const nodes = (ctx.nodes ??= []);
+  return (nodes[depth] ??= new NodeState(ctx));
 }
 
 /** Buffer pointer `i` of the node. */
 function bufferPtr(n: NodeState, i: number): Addr {
-  return ptrAt(n.bdv, n.bat + i * (n.ctx.wide ? 8 : 4), n.ctx.wide);
+  return ptrAt(n.bdv!, n.bat + i * (n.ctx.wide ? 8 : 4), n.ctx.wide);
 }
 
 /**
@@ -343,6 +356,25 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
   return { sdv, s0, size, bdv, bat, bn };
 }
 
+/** Shared by every node without children: one allocation saved per leaf. */
+const NO_CHILDREN: readonly ArrayView[] = Object.freeze([]);
+
+/** Children 0 to `n` - 1 of a node, each checked against the length its parent needs, in an array of their number. */
+function readChildrenViews(
+  nd: NodeState,
+  schema: SchemaNode,
+  cdv: DataView,
+  cat: number,
+  block: ChildBlock | null,
+  n: number,
+  minLength: number,
+  depth: number,
+): ArrayView[] {
+  const out: ArrayView[] = new Array(n);
+  for (let k = 0; k < n; k++) out[k] = readChild(nd, schema, cdv, cat, block, k, minLength, depth);
+  return out;
+}
+
 /** Child `k` of a node, checked against the length its parent needs. */
 function readChild(
   n: NodeState,
@@ -379,7 +411,7 @@ export function readArrayView(
 ): ArrayView {
   if (addr === 0) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
-  visitOnce((ctx.seen ??= new Set()), addr, path);
+  visitOnce((ctx.seen ??= AddressSet.shared()), addr, path);
   try {
     const L = ctx.mem.layouts.ArrowArray;
     const o = L.offsets;
@@ -460,25 +492,33 @@ export function readArrayView(
       }
     }
     const end = offset + length;
-    const n: NodeState = { ctx, path, length, offset, end, nullCount, bdv, bat };
+    const n = nodeAt(ctx, depth);
+    n.path = path;
+    n.length = length;
+    n.offset = offset;
+    n.end = end;
+    n.nullCount = nullCount;
+    n.bdv = bdv;
+    n.bat = bat;
     const kids = nChildren > 1 ? readChildren(ctx, cdv, cat, nChildren, schema) : null;
 
-    const buffers: Buf[] = [];
-    const children: ArrayView[] = [];
+    // Arrays of their exact size (a push-grown array starts at 16 slots): these live as long as the import.
+    let buffers: Buf[];
+    let children: readonly ArrayView[] = NO_CHILDREN;
 
     switch (lay.kind) {
       case Kind.Null:
-        if (nBuffers === 1) buffers.push(null); // tolerate a legacy, unused validity slot
+        buffers = nBuffers === 1 ? [null] : []; // tolerate a legacy, unused validity slot
         break;
       case Kind.Bool:
-        buffers.push(validityOf(n), bufferOf(n, 1, Math.ceil(end / 8), 1, 'values'));
+        buffers = [validityOf(n), bufferOf(n, 1, Math.ceil(end / 8), 1, 'values')];
         break;
       case Kind.Binary: case Kind.LargeBinary: {
         const wideOffsets = lay.kind === Kind.LargeBinary;
         const v = validityOf(n);
         const offs = readOffsets(n, 1, wideOffsets, 'offset');
         const data = bufferOf(n, 2, offs.last, 1, 'data', offs.last === 0);
-        buffers.push(v, offs.view, data);
+        buffers = [v, offs.view, data];
         break;
       }
       case Kind.View: {
@@ -496,7 +536,7 @@ export function readArrayView(
             sizes.push(Number(sz));
           }
         }
-        buffers.push(v, views);
+        buffers = [v, views];
         for (let k = 0; k < nVariadic; k++) buffers.push(bufferOf(n, 2 + k, sizes[k]!, 1, `variadic data ${k}`, sizes[k] === 0));
         buffers.push(sizesView);
         if (ctx.level >= LEVELS.full && views) checkViews(bytesOf(views)!, offset, length, sizes, bytesOf(buffers[0] ?? null), nullCount, path);
@@ -505,8 +545,8 @@ export function readArrayView(
       case Kind.List: case Kind.LargeList: {
         const v = validityOf(n);
         const offs = readOffsets(n, 1, lay.kind === Kind.LargeList, 'offset');
-        buffers.push(v, offs.view);
-        children.push(readChild(n, schema, cdv, cat, kids, 0, offs.last, depth));
+        buffers = [v, offs.view];
+        children = [readChild(n, schema, cdv, cat, kids, 0, offs.last, depth)];
         break;
       }
       case Kind.ListView: {
@@ -514,9 +554,9 @@ export function readArrayView(
         const v = validityOf(n);
         const offs = bufferOf(n, 1, end * w, w, 'offsets');
         const sizes = bufferOf(n, 2, end * w, w, 'sizes');
-        buffers.push(v, offs, sizes);
+        buffers = [v, offs, sizes];
         const child = readChild(n, schema, cdv, cat, kids, 0, 0, depth);
-        children.push(child);
+        children = [child];
         if (ctx.level >= LEVELS.full && offs && sizes) {
           const get = (b: Uint8Array, k: number): number => {
             const bdv = new DataView(b.buffer, b.byteOffset, b.byteLength);
@@ -535,23 +575,24 @@ export function readArrayView(
         break;
       }
       case Kind.FixedList:
-        buffers.push(validityOf(n));
-        children.push(readChild(n, schema, cdv, cat, kids, 0, end * lay.listSize, depth));
+        buffers = [validityOf(n)];
+        children = [readChild(n, schema, cdv, cat, kids, 0, end * lay.listSize, depth)];
         break;
       case Kind.Struct:
-        buffers.push(validityOf(n));
-        for (let k = 0; k < nChildren; k++) children.push(readChild(n, schema, cdv, cat, kids, k, end, depth));
+        buffers = [validityOf(n)];
+        children = readChildrenViews(n, schema, cdv, cat, kids, nChildren, end, depth);
         break;
       case Kind.SparseUnion: case Kind.DenseUnion: {
         const ids = (t as Extract<TypeInfo, { id: 'union' }>).typeIds; // the layout says it is a union
         const typeIds = bufferOf(n, 0, end, 1, 'type ids');
-        buffers.push(typeIds);
         let offs: Buf = null;
         if (lay.kind === Kind.DenseUnion) {
           offs = bufferOf(n, 1, end * 4, 4, 'offsets');
-          buffers.push(offs);
+          buffers = [typeIds, offs];
+        } else {
+          buffers = [typeIds];
         }
-        for (let k = 0; k < nChildren; k++) children.push(readChild(n, schema, cdv, cat, kids, k, lay.kind === Kind.SparseUnion ? end : 0, depth));
+        children = readChildrenViews(n, schema, cdv, cat, kids, nChildren, lay.kind === Kind.SparseUnion ? end : 0, depth);
         if (ctx.level >= LEVELS.full && typeIds) {
           const index = new Map(ids.map((id, k) => [id, k]));
           const ob = bytesOf(offs);
@@ -574,7 +615,8 @@ export function readArrayView(
       case Kind.RunEnd: {
         const runEnds = readChild(n, schema, cdv, cat, kids, 0, 0, depth);
         const values = readChild(n, schema, cdv, cat, kids, 1, 0, depth);
-        children.push(runEnds, values);
+        buffers = [];
+        children = [runEnds, values];
         if (ctx.level >= LEVELS.default && runEnds.length !== values.length) {
           throw invalid(`${path}.children[1].length`, `run ends (${runEnds.length}) and values (${values.length}) differ in length`);
         }
@@ -582,7 +624,7 @@ export function readArrayView(
         break;
       }
       default: {
-        buffers.push(validityOf(n), bufferOf(n, 1, end * lay.width, lay.align, 'values'));
+        buffers = [validityOf(n), bufferOf(n, 1, end * lay.width, lay.align, 'values')];
         if (ctx.level >= LEVELS.full && ((t.id === 'date' && t.unit === 'ms') || (t.id === 'timestamp' && t.unit !== 'ns'))) {
           // arrow-js reads a microsecond timestamp as v / 1000 (whole milliseconds must fit 2^53 too).
           const divisor = t.id === 'timestamp' && t.unit === 'us' ? 1000n : 1n;

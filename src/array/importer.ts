@@ -170,10 +170,16 @@ export function build<T>(owner: ImportOwner, node: SchemaNode, opts: ImportCoreO
   owner.schema = node;
   try {
     const ctx = importContext(owner, opts.copy ?? false, level);
-    // Our copy of the struct is read in place (src/memory/slab.ts) where the memory allows.
-    const view = readArrayView(ctx, owner.arrayAddr, node, path, 0);
-    ctx.seen = undefined; // the views keep the context: not the addresses it read
-    result = fn(view);
+    try {
+      // Our copy of the struct is read in place (src/memory/slab.ts) where the memory allows.
+      const view = readArrayView(ctx, owner.arrayAddr, node, path, 0);
+      result = fn(view);
+    } finally {
+      // The views keep the context: not the table of addresses it read.
+      ctx.seen?.done();
+      ctx.seen = undefined;
+      ctx.nodes = undefined;
+    }
   } catch (e) {
     owner.release('failed');
     throw e;

@@ -34,11 +34,74 @@ export const MAX_NESTING_DEPTH = 64;
  * 2,000 times): each address is read once, so an import costs what its input
  * holds. Shared by the schema, array and device tree readers.
  */
-export function visitOnce<A extends bigint | number>(seen: Set<A>, ptr: A, path: string): void {
-  if (seen.has(ptr)) {
+export function visitOnce<A extends bigint | number>(seen: Set<A> | AddressSet, ptr: A, path: string): void {
+  if (seen instanceof AddressSet ? !seen.add(ptr as number) : seen.has(ptr)) {
     throw invalid(path, `the struct at 0x${ptr.toString(16)} is reached a second time: every child must be owned by one parent`);
   }
-  seen.add(ptr);
+  if (!(seen instanceof AddressSet)) seen.add(ptr);
+}
+
+/**
+ * A set of (number) addresses for `visitOnce` that allocates nothing per
+ * use: an open-addressing table whose slots are stamped with the use they
+ * belong to, so starting a new use (`reset`) clears nothing. The array
+ * import reads one tree at a time and asks for `shared()`; nested use gets a
+ * table of its own.
+ */
+export class AddressSet {
+  private keys = new Float64Array(256);
+  private stamps = new Uint32Array(256);
+  private stamp = 1;
+  private count = 0;
+  private inUse = false;
+  private static common: AddressSet | null = null;
+
+  /** The shared table, reset, unless it is in use (then a new one). Give it back with `done()`. */
+  static shared(): AddressSet {
+    let s = AddressSet.common;
+    if (s === null) s = AddressSet.common = new AddressSet();
+    if (s.inUse) s = new AddressSet();
+    s.inUse = true;
+    s.count = 0;
+    if (++s.stamp === 0xffffffff) {
+      s.stamps.fill(0);
+      s.stamp = 1;
+    }
+    return s;
+  }
+
+  done(): void {
+    this.inUse = false;
+  }
+
+  /** Adds `a`; false when it was there already. */
+  add(a: number): boolean {
+    const mask = this.keys.length - 1;
+    // Addresses are multiples of 8 or 16: mix the bits above those into the slot.
+    let i = Math.imul(((a / 8) >>> 0) ^ (Math.floor(a / 4294967296) | 0), 0x9e3779b1) >>> 0;
+    i &= mask;
+    const keys = this.keys;
+    const stamps = this.stamps;
+    const stamp = this.stamp;
+    while (stamps[i] === stamp) {
+      if (keys[i] === a) return false;
+      i = (i + 1) & mask;
+    }
+    stamps[i] = stamp;
+    keys[i] = a;
+    if (++this.count * 2 > mask) this.grow();
+    return true;
+  }
+
+  private grow(): void {
+    const oldKeys = this.keys;
+    const oldStamps = this.stamps;
+    const stamp = this.stamp;
+    this.keys = new Float64Array(oldKeys.length * 2);
+    this.stamps = new Uint32Array(oldKeys.length * 2);
+    this.count = 0;
+    for (let i = 0; i < oldKeys.length; i++) if (oldStamps[i] === stamp) this.add(oldKeys[i]!);
+  }
 }
 
 function checkNode(node: SchemaNode, path: string): void {
