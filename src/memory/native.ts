@@ -8,7 +8,7 @@ import { layoutsFor, NATIVE64, type Layouts, type Target } from '../abi/layout.j
 import { ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 import { callbacks } from './registry.js';
-import { hex, type Addr, type Arena, type RawAccess } from './raw.js';
+import { hex, stage, staged, type Addr, type Arena, type RawAccess } from './raw.js';
 import { SLAB_MAX, SlabHeap } from './slab.js';
 
 type Koffi = typeof import('koffi');
@@ -176,9 +176,18 @@ class NativeMemory implements Memory {
     const out = into ?? new Uint8Array(byteLength);
     if (byteLength === 0) return out;
     if (out.byteLength < byteLength) throw new ArrowDeviceError('memory', '', `read of ${byteLength} bytes into ${out.byteLength}`);
+    this.check(addr, byteLength);
+    if (into === undefined && addr <= MAX_SAFE_BIG) {
+      // Into a fresh array: copy through the staging arena (whose native address is known) and
+      // then in JS. Handing koffi a fresh JS array instead makes V8 move it off its heap first,
+      // which costs more than the copy.
+      const at = stage(this.raw, Number(addr), byteLength);
+      out.set(staged.u8.subarray(at, at + byteLength));
+      return out;
+    }
     // One memcpy into JS memory: no external ArrayBuffer (which V8 counts as
     // external memory and answers with garbage collections), no per-field FFI calls.
-    this.libc.memcpyOut(out, this.check(addr, byteLength), byteLength);
+    this.libc.memcpyOut(out, addr, byteLength);
     return out;
   }
 
@@ -413,7 +422,27 @@ function nativeRaw(
     },
     alloc,
     free,
+    strlen(addr, max) {
+      const s = slabs.find(addr, 1);
+      if (s !== null) {
+        // In JS's own memory: look for the NUL there (and past the slab's end, through the FFI).
+        const at = addr - s.addr;
+        const end = Math.min(s.u8.byteLength, at + max + 1);
+        const nul = s.u8.subarray(at, end).indexOf(0);
+        if (nul >= 0) return nul;
+        if (end - at > max) throw noNul(addr, max);
+      }
+      check(addr, 1);
+      // strnlen is bounded, unlike strlen: an unterminated string cannot run us off a page.
+      const n = Number(libc.strnlen(addr, max + 1));
+      if (n > max) throw noNul(addr, max);
+      return n;
+    },
   };
+}
+
+function noNul(addr: Addr, max: number): ArrowDeviceError {
+  return new ArrowDeviceError('invalid', '', `string at 0x${addr.toString(16)} has no NUL terminator within ${max} bytes`);
 }
 
 interface LibC {
@@ -423,7 +452,7 @@ interface LibC {
   free(p: number | bigint): void;
   memcpyIn(dst: bigint, src: Uint8Array, n: number): unknown;
   memcpyOut(dst: Uint8Array, src: bigint, n: number): unknown;
-  strnlen(s: bigint, max: number): number | bigint;
+  strnlen(s: bigint | number, max: number): number | bigint;
 }
 
 /**

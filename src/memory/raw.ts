@@ -60,6 +60,12 @@ export interface RawAccess {
    * null.
    */
   inPlace?(addr: Addr, n: number): Arena | null;
+  /**
+   * The length of the NUL-terminated string at `addr`: the bytes before its
+   * NUL, which must come within `max` bytes (else the memory's typed error,
+   * as `Memory.readCStringBytes` throws).
+   */
+  strlen(addr: Addr, max: number): number;
 }
 
 const ARENA_BYTES = 64 * 1024;
@@ -206,5 +212,36 @@ function bigintRaw(mem: Memory): RawAccess {
     copyWithin: (dst, src, n) => mem.copyIn(ok(dst, n), mem.read(ok(src, n), n)),
     alloc: (size) => Number(mem.alloc(size)),
     free: (addr) => mem.free(BigInt(addr)),
+    strlen: (addr, max) => mem.readCStringBytes(ok(addr, 1), max).byteLength,
   };
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The NUL-terminated UTF-8 string at `addr` (at most `max` bytes before
+ * its NUL), read with one length call and one copy (or none, in place); the
+ * `Memory.readCString` of the hot paths. Invalid UTF-8 is a typed error.
+ */
+export function cString(raw: RawAccess, addr: Addr, max: number): string {
+  const n = raw.strlen(addr, max);
+  if (n === 0) return '';
+  const at = stage(raw, addr, n);
+  const u8 = staged.u8;
+  // Short ASCII (format strings, most names): no decoder call.
+  if (n <= 64) {
+    let ascii = true;
+    for (let i = 0; i < n; i++) {
+      if (u8[at + i]! >= 0x80) {
+        ascii = false;
+        break;
+      }
+    }
+    if (ascii) return String.fromCharCode.apply(null, u8.subarray(at, at + n) as unknown as number[]);
+  }
+  try {
+    return utf8.decode(u8.subarray(at, at + n));
+  } catch {
+    throw new ArrowDeviceError('invalid', '', `string at ${hex(addr)} is not valid UTF-8`);
+  }
 }

@@ -321,6 +321,16 @@ class WasmMemoryImpl implements WasmMemory {
     },
     alloc: (size) => Number(this.alloc(size)),
     free: (addr) => this.free(BigInt(addr)),
+    strlen: (addr, max) => {
+      const a = this.atNum(addr, 1);
+      const end = Math.min(this.u8.byteLength, a + max + 1);
+      const nul = this.u8.subarray(a, end).indexOf(0);
+      if (nul >= 0) return nul;
+      if (end === this.u8.byteLength && end - a <= max) {
+        throw memoryError(`string at 0x${a.toString(16)} runs off the end of the wasm memory`);
+      }
+      throw new ArrowDeviceError('invalid', '', `string at 0x${a.toString(16)} has no NUL terminator within ${max} bytes`);
+    },
   };
 
   checkAddress(addr: Ptr, byteLength: number): void {
