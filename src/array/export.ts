@@ -125,9 +125,16 @@ function releaseRecord(e: ExportMem, rec: ArrayRecord, inPlace: Addr[]): void {
     const size = L.size;
     const relOff = L.offsets.release!;
     const idOff = L.offsets.private_data!;
-    const at = stage(raw, rec.structs, n * size);
-    const dv = staged.dv;
+    let at = stage(raw, rec.structs, n * size);
+    let from = staged;
     for (let k = 0; k < n; k++) {
+      // A foreign child's release (below) may grow a wasm module's memory, detaching bytes read
+      // there in place (a detached view has no bytes): read them again then.
+      if (from.u8.byteLength === 0) {
+        at = stage(raw, rec.structs, n * size);
+        from = staged;
+      }
+      const dv = from.dv;
       const rel = ptrAt(dv, at + k * size + relOff, wide);
       if (rel === 0) continue; // the consumer moved this child out and releases it itself
       const child = rec.structs + k * size;

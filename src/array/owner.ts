@@ -173,17 +173,25 @@ export class ImportOwner {
     const size = mem.layouts[kind].size;
     const raw = rawOf(mem);
     const s = Number(src);
-    if (from === undefined) {
-      at = stage(raw, s, size);
+    // Native memory pools the struct copies (an FFI allocator call saved per import); a wasm
+    // module's allocator is a plain call into the module, and tests prove its memory back to empty.
+    const pool = mem.viewsShareBuffer ? null : poolFor(mem, size);
+    const dst = pool ? pool.take() : Number(mem.alloc(size));
+    // The allocation may have grown a wasm memory, detaching bytes staged in it in place (a
+    // detached view has no bytes): then, as when nothing was staged, stage the struct now.
+    if (from === undefined || from.u8.byteLength === 0) {
+      try {
+        at = stage(raw, s, size);
+      } catch (e) {
+        if (pool) pool.give(dst);
+        else mem.free(BigInt(dst));
+        throw e;
+      }
       from = staged;
     }
     const relAt = releaseAt(mem, kind);
     // Read before the source is marked released below: the staged bytes may be the source itself.
     const rel = ptrAt(from.dv, at + relAt, mem.target.pointerSize === 8);
-    // Native memory pools the struct copies (an FFI allocator call saved per import); a wasm
-    // module's allocator is a plain call into the module, and tests prove its memory back to empty.
-    const pool = mem.viewsShareBuffer ? null : poolFor(mem, size);
-    const dst = pool ? pool.take() : Number(mem.alloc(size));
     try {
       raw.writeFrom(dst, from, at, size);
       // Marked released (CDataInterface.rst, "Moving an array"): the caller may free its struct now.

@@ -40,7 +40,7 @@ import { layoutsFor, WASM32, type Layouts, type Target } from '../abi/layout.js'
 import type { ArrowWasmMemory } from '../abi/protocol.js';
 import { ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
-import type { Addr, RawAccess } from './raw.js';
+import type { Addr, Arena, RawAccess } from './raw.js';
 
 /** `malloc(size, align)`: the address of `size` bytes aligned to `align`, or 0. */
 export type WasmMalloc = (size: number, align: number) => number;
@@ -111,6 +111,7 @@ export interface WasmMemory extends Memory {
 /** Alignment asked of the module's allocator: max_align_t on wasm32. */
 const ALLOC_ALIGN = 16;
 const MAX_WASM32 = 2 ** 32;
+const MAX_WASM32_BIG = BigInt(MAX_WASM32);
 
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -239,6 +240,7 @@ class WasmMemoryImpl implements WasmMemory {
     this.name = o.name ?? 'wasm32';
     this.u8 = new Uint8Array(this.memory.buffer);
     this.dv = new DataView(this.memory.buffer);
+    this.whole = { u8: this.u8, dv: this.dv, addr: 0, next: 0 };
     wasmBuffers.add(this.memory.buffer);
   }
 
@@ -259,15 +261,25 @@ class WasmMemoryImpl implements WasmMemory {
       wasmBuffers.add(buf);
       this.u8 = new Uint8Array(buf);
       this.dv = new DataView(buf);
+      this.whole = { u8: this.u8, dv: this.dv, addr: 0, next: 0 };
       this.growths++;
     }
   }
+
+  /**
+   * The whole memory as the JS memory `stage` reads in place (offset =
+   * address): no copy of a struct out of it. Valid until the memory grows,
+   * which only a call into the module can do: code that calls into the
+   * module between a `stage` and its last read of the bytes must check them
+   * (`isDetached`) or stage again (ImportOwner.move does).
+   */
+  private whole: Arena = { u8: new Uint8Array(0), dv: new DataView(new ArrayBuffer(0)), addr: 0, next: 0 };
 
   /** The offset of `size` bytes at `addr`, checked; throws the typed error of a bad access. */
   private at(addr: Ptr, size: number): number {
     if (typeof addr !== 'bigint') throw memoryError(`address must be a bigint, got ${typeof addr}`);
     if (addr === 0n) throw memoryError('NULL pointer');
-    if (addr < 0n || addr >= BigInt(MAX_WASM32)) throw memoryError(`address 0x${addr.toString(16)} is not a wasm32 address`);
+    if (addr < 0n || addr >= MAX_WASM32_BIG) throw memoryError(`address 0x${addr.toString(16)} is not a wasm32 address`);
     const a = Number(addr);
     if (a + size > this.u8.byteLength) {
       this.refresh();
@@ -293,6 +305,10 @@ class WasmMemoryImpl implements WasmMemory {
 
   readonly raw: RawAccess = {
     check: (addr, n) => void this.atNum(addr, n),
+    inPlace: (addr, n) => {
+      this.atNum(addr, n);
+      return this.whole;
+    },
     readInto: (addr, n, arena, off) => {
       const a = this.atNum(addr, n);
       const u8 = this.u8;
@@ -308,7 +324,10 @@ class WasmMemoryImpl implements WasmMemory {
       const a = this.atNum(addr, n);
       const u8 = this.u8;
       const src = arena.u8;
-      for (let i = 0; i < n; i++) u8[a + i] = src[off + i]!;
+      // Within the memory (bytes staged in place): one native copy.
+      if (src.buffer === u8.buffer) u8.copyWithin(a, src.byteOffset + off, src.byteOffset + off + n);
+      else if (n > 64) u8.set(src.subarray(off, off + n), a);
+      else for (let i = 0; i < n; i++) u8[a + i] = src[off + i]!;
     },
     writeWord: (addr, v) => {
       const a = this.atNum(addr, 4);
@@ -363,7 +382,7 @@ class WasmMemoryImpl implements WasmMemory {
   writeF32(addr: Ptr, v: number): void { const a = this.at(addr, 4); this.dv.setFloat32(a, v, true); }
   writeF64(addr: Ptr, v: number): void { const a = this.at(addr, 8); this.dv.setFloat64(a, v, true); }
   writePtr(addr: Ptr, v: Ptr): void {
-    if (v < 0n || v >= BigInt(MAX_WASM32)) throw memoryError(`pointer 0x${v.toString(16)} does not fit in 32 bits`);
+    if (v < 0n || v >= MAX_WASM32_BIG) throw memoryError(`pointer 0x${v.toString(16)} does not fit in 32 bits`);
     const a = this.at(addr, 4);
     this.dv.setUint32(a, Number(v), true);
   }
@@ -451,7 +470,7 @@ class WasmMemoryImpl implements WasmMemory {
   }
 
   owns(addr: Ptr): boolean {
-    return typeof addr === 'bigint' && addr > 0n && addr < BigInt(MAX_WASM32) && this.sizes.has(Number(addr));
+    return typeof addr === 'bigint' && addr > 0n && addr < MAX_WASM32_BIG && this.sizes.has(Number(addr));
   }
 
   free(addr: Ptr): void {

@@ -61,10 +61,17 @@ function releaseRecord(mem: Memory, A: Access['ArrowSchema'], rec: SchemaRecord,
   const raw = rawOf(mem);
   if (n > 0) {
     const size = A.$size;
-    const at = stage(raw, rec.structs, n * size);
-    const dv = staged.dv;
+    let at = stage(raw, rec.structs, n * size);
+    let from = staged;
     const ours = ourRelease(mem);
     for (let k = 0; k < n; k++) {
+      // A foreign child's release (below) may grow a wasm module's memory, detaching bytes read
+      // there in place (a detached view has no bytes): read them again then.
+      if (from.u8.byteLength === 0) {
+        at = stage(raw, rec.structs, n * size);
+        from = staged;
+      }
+      const dv = from.dv;
       const rel = A.release.get(dv, at + k * size);
       if (rel === 0) continue; // moved out by the consumer, who releases it
       const child = rec.structs + k * size;
@@ -266,10 +273,29 @@ export function schemaToNode(schema: Schema): SchemaNode {
   };
 }
 
+/**
+ * The nodes of arrow-js types and of fields without metadata, made once per
+ * object: arrow-js types are immutable, and an import that is given one for
+ * every array (`importData(ptr, new Int32())`) should not convert it each
+ * time. (Metadata is a Map its owner may change, so fields with metadata and
+ * schemas are converted each time; `importRecordBatch` caches its plan per
+ * Schema object, see src/array/importer.ts.)
+ */
+const typeNodes = new WeakMap<DataType | Field, SchemaNode>();
+
 /** `SchemaNode` of any of the JS schema forms. */
 export function toSchemaNode(s: Schema | Field | DataType | SchemaNode): SchemaNode {
   if (s instanceof Schema) return schemaToNode(s);
-  if (s instanceof Field) return fieldToNode(s);
-  if (s instanceof DataType) return typeToNode(s, '', true, null);
+  if (s instanceof Field) {
+    if (s.metadata.size > 0) return fieldToNode(s);
+    let n = typeNodes.get(s);
+    if (n === undefined || n.metadata !== null) typeNodes.set(s, (n = fieldToNode(s)));
+    return n;
+  }
+  if (s instanceof DataType) {
+    let n = typeNodes.get(s);
+    if (n === undefined) typeNodes.set(s, (n = typeToNode(s, '', true, null)));
+    return n;
+  }
   return s;
 }

@@ -84,7 +84,11 @@ const LARGE_LIST_VIEW = layout(Kind.ListView, 3, true, 1, 8, 8);
 const STRUCT = layout(Kind.Struct, 1, true, undefined);
 const RUN_END = layout(Kind.RunEnd, 0, false, 2);
 
-const made = new WeakMap<TypeInfo, ArrayLayout>();
+/** Fixed-width layouts by width and alignment, fixed-size lists by size: numbers as keys (a TypeInfo may be made per call). */
+const fixedLayouts = new Map<number, ArrayLayout>();
+const fixedLists = new Map<number, ArrayLayout>();
+/** Union layouts, by their type (unions are rare, their layouts depend on every type id). */
+const unions = new WeakMap<TypeInfo, ArrayLayout>();
 
 /** The layout of an array of type `t` (made once per `TypeInfo`). */
 export function layoutOf(t: TypeInfo): ArrayLayout {
@@ -100,28 +104,29 @@ export function layoutOf(t: TypeInfo): ArrayLayout {
     case 'large_list_view': return LARGE_LIST_VIEW;
     case 'struct': return STRUCT;
     case 'run_end_encoded': return RUN_END;
-    default: {
-      let l = made.get(t);
-      if (l === undefined) made.set(t, (l = makeLayout(t)));
+    case 'fixed_list': {
+      let l = fixedLists.get(t.size);
+      if (l === undefined) fixedLists.set(t.size, (l = layout(Kind.FixedList, 1, true, 1, 0, 0, t.size)));
       return l;
     }
-  }
-}
-
-/** Layouts that depend on a type's parameters. */
-function makeLayout(t: TypeInfo): ArrayLayout {
-  switch (t.id) {
-    case 'fixed_list':
-      return layout(Kind.FixedList, 1, true, 1, 0, 0, t.size);
-    case 'union':
-      return t.mode === 'dense'
-        ? layout(Kind.DenseUnion, 2, false, t.typeIds.length, 4, 4)
-        : layout(Kind.SparseUnion, 1, false, t.typeIds.length);
+    case 'union': {
+      let l = unions.get(t);
+      if (l === undefined) {
+        l = t.mode === 'dense'
+          ? layout(Kind.DenseUnion, 2, false, t.typeIds.length, 4, 4)
+          : layout(Kind.SparseUnion, 1, false, t.typeIds.length);
+        unions.set(t, l);
+      }
+      return l;
+    }
     default: {
       const width = fixedWidth(t);
       // Decimals and intervals are read by arrow-js as 32-bit words; fixed-size binary as bytes.
       const align = t.id === 'fixed_binary' ? 1 : t.id === 'decimal' || t.id === 'interval' ? 4 : Math.min(width, 8);
-      return layout(Kind.Fixed, 2, true, 0, width, align);
+      const key = width * 16 + align;
+      let l = fixedLayouts.get(key);
+      if (l === undefined) fixedLayouts.set(key, (l = layout(Kind.Fixed, 2, true, 0, width, align)));
+      return l;
     }
   }
 }
