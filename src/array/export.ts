@@ -171,12 +171,16 @@ function ptrBytes(k: number, ps: number): number {
 
 /** Bytes of the tree below `view`'s struct: its arrays, its children's structs, and theirs. */
 function treeBytes(view: ArrayView, ps: number, structSize: number): number {
+  treeNodes++;
   const nc = view.children.length;
   let n = ptrBytes(view.buffers.length, ps) + ptrBytes(nc, ps) + (nc + (view.dictionary ? 1 : 0)) * structSize;
   for (let i = 0; i < nc; i++) n += treeBytes(view.children[i]!, ps, structSize);
   if (view.dictionary) n += treeBytes(view.dictionary, ps, structSize);
   return n;
 }
+
+/** Nodes counted by the last `treeBytes` (reset before each export): the export's arrays are made of that size. */
+let treeNodes = 0;
 
 /** An export being written: the tree's bytes in JS, and the records made so far. */
 interface WriteContext {
@@ -187,6 +191,8 @@ interface WriteContext {
   readonly dv: DataView;
   /** Next free byte of the tree. */
   next: number;
+  /** Records made so far. */
+  count: number;
   readonly recs: ArrayRecord[];
   /** Where each record's struct is (its bytes and offset), for its id once every record is made. */
   readonly atDv: DataView[];
@@ -215,9 +221,10 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
     nChildren: nc,
     hasDictionary: dict !== null,
   };
-  ctx.recs.push(rec);
-  ctx.atDv.push(sdv);
-  ctx.atOff.push(off);
+  const k = ctx.count++;
+  ctx.recs[k] = rec;
+  ctx.atDv[k] = sdv;
+  ctx.atOff[k] = off;
   for (let i = 0; i < nb; i++) {
     // Any typed array over the bytes (dataToExportView), not only Uint8Array.
     const b = buffers[i] as ArrayBufferView | null | undefined;
@@ -267,7 +274,9 @@ const scratchRoot = newArena(256);
 export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   const e = exportMem(mem);
   const { A, ps, raw } = e;
+  treeNodes = 0;
   const size = treeBytes(view, ps, A.$size);
+  const nodes = treeNodes;
   const block = raw.alloc(size);
   if (block + size > Number.MAX_SAFE_INTEGER) {
     raw.free(block);
@@ -280,9 +289,15 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   const bytes: Arena = size <= SCRATCH_TREE ? scratchTree : newArena(size);
   bytes.u8.fill(0, 0, size);
   scratchRoot.u8.fill(0, 0, A.$size);
-  const ctx: WriteContext = { e, tree, base: block, dv: bytes.dv, next: 0, recs: [], atDv: [], atOff: [] };
+  // Arrays of the number of nodes (push-grown ones start at 16 slots).
+  const ctx: WriteContext = {
+    e, tree, base: block, dv: bytes.dv, next: 0, count: 0, recs: new Array(nodes), atDv: new Array(nodes), atOff: new Array(nodes),
+  };
   const undo = (): void => {
-    for (const r of ctx.recs) if (r.copies) for (const c of r.copies) mem.free(c);
+    for (let k = 0; k < ctx.count; k++) {
+      const copies = ctx.recs[k]!.copies;
+      if (copies) for (const c of copies) mem.free(c);
+    }
     raw.free(block);
   };
   try {
@@ -292,22 +307,20 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
     throw err;
   }
   // Every record, and its id into its struct; then the tree and the root struct, one copy each.
-  const ids: number[] = new Array(ctx.recs.length);
-  for (let k = 0; k < ctx.recs.length; k++) {
-    ids[k] = records.add(ctx.recs[k]!);
-    A.private_data.set(ctx.atDv[k]!, ctx.atOff[k]!, ids[k]!);
-  }
+  const n = ctx.count;
+  for (let k = 0; k < n; k++) A.private_data.set(ctx.atDv[k]!, ctx.atOff[k]!, records.add(ctx.recs[k]!));
   try {
     if (size > 0) raw.writeFrom(block, bytes, 0, size);
     raw.writeFrom(Number(into), scratchRoot, 0, A.$size);
   } catch (err) {
-    for (const id of ids) records.take(id);
+    // The ids are in the structs written: take each record back.
+    for (let k = 0; k < n; k++) records.take(A.private_data.get(ctx.atDv[k]!, ctx.atOff[k]!));
     undo();
     throw err;
   }
   let pinned = 0;
-  for (const rec of ctx.recs) pinned += rec.pinnedBytes;
-  tree.live = ctx.recs.length;
+  for (let k = 0; k < n; k++) pinned += ctx.recs[k]!.pinnedBytes;
+  tree.live = n;
   liveCounters.pinnedBytes += pinned;
-  liveCounters.liveExports += ctx.recs.length;
+  liveCounters.liveExports += n;
 }
