@@ -58,6 +58,8 @@ function raiseAsyncStack(k: Koffi): void {
 export const MIN_VALID_ADDRESS = 0x10000n;
 const MAX_ADDRESS = (1n << 64n) - 1n;
 const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
+/** The largest fresh-array read copied through the staging arena (larger ones are copied straight in). */
+const STAGED_READ_MAX = 16 * 1024;
 
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -177,7 +179,7 @@ class NativeMemory implements Memory {
     if (byteLength === 0) return out;
     if (out.byteLength < byteLength) throw new ArrowDeviceError('memory', '', `read of ${byteLength} bytes into ${out.byteLength}`);
     this.check(addr, byteLength);
-    if (into === undefined && addr <= MAX_SAFE_BIG) {
+    if (into === undefined && byteLength <= STAGED_READ_MAX && addr <= MAX_SAFE_BIG) {
       // Into a fresh array: copy through the staging arena (whose native address is known) and
       // then in JS. Handing koffi a fresh JS array instead makes V8 move it off its heap first,
       // which costs more than the copy.
