@@ -53,14 +53,15 @@ async function settle(): Promise<void> {
 let done = 0;
 while (Date.now() < until && done < limit) {
   const c = makeCase(corpus, seed, index);
-  say(`C ${index}`);
   let laid: Laid;
   try {
     laid = layOut(c, nextId);
   } catch {
     index++;
-    continue; // a case the producer cannot map: not a case
+    continue; // a case the producer cannot map: not a case (and not counted)
   }
+  // The heartbeat, before the case runs: after a crash, the parent knows which case it was.
+  say(`C ${index}`);
   nextId += laid.ids.length;
   for (const f of runLaid(c, laid)) report(index, c, f, laid.honest);
   pending.push({ c, laid, index });
