@@ -51,7 +51,7 @@
  * Buffers are not viewed here: each becomes a `LazyBytes`, viewed on first
  * read (full validation reads, and so views, what it checks).
  */
-import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
+import { allocBytes, ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { fixedByteWidth, physicalLayout } from '../schema/format.js';
@@ -573,7 +573,9 @@ export class LazyBytes {
       // Throws a typed error once the import was released.
       let v = this.owner.view(this.addr, this.size, this.path);
       if (v.byteOffset % this.align !== 0) {
-        v = v.slice();
+        const copy = allocBytes(this.size, this.path);
+        copy.set(v);
+        v = copy;
         liveCounters.copiedBuffers++;
         liveCounters.copiedBytes += this.size;
       }

@@ -37,7 +37,7 @@
  * threads) is not detached by growth: there old views stay valid.
  */
 import { layoutsFor, WASM32, type Layouts, type Target } from '../abi/layout.js';
-import { ArrowDeviceError } from '../errors.js';
+import { allocBytes, ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 
 /** `malloc(size, align)`: the address of `size` bytes aligned to `align`, or 0. */
@@ -349,7 +349,7 @@ class WasmMemoryImpl implements WasmMemory {
   }
 
   read(addr: Ptr, byteLength: number, into?: Uint8Array): Uint8Array {
-    const out = into ?? new Uint8Array(this.length(byteLength));
+    const out = into ?? allocBytes(this.length(byteLength));
     if (byteLength === 0) return out;
     if (out.byteLength < byteLength) throw memoryError(`read of ${byteLength} bytes into ${out.byteLength}`);
     const a = this.at(addr, byteLength);
