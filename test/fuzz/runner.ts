@@ -3,6 +3,8 @@
  * issue 18:
  * - only `ArrowDeviceError`s come out of an importer, each with a place
  *   (a plain TypeError/RangeError, or an error with an empty path, is a finding);
+ * - a case left unmutated (valid Arrow) imports, or is refused only as
+ *   `unsupported` for what arrow-js cannot hold;
  * - at `full` validation, reading every value of an import through arrow-js
  *   does not throw (what full validation lets through is a validation bug);
  * - an import that fails has released what it was handed at once;
@@ -20,7 +22,7 @@ import { collectUntil } from '../helpers/gc.js';
 import type { Case } from './cases.js';
 import { layOut, producerLib, type Laid } from './producer.js';
 
-export type FindingKind = 'untyped' | 'no-path' | 'full-read' | 'late-release' | 'leak' | 'double-release';
+export type FindingKind = 'untyped' | 'no-path' | 'full-read' | 'late-release' | 'leak' | 'double-release' | 'refused-valid';
 
 export interface Finding {
   kind: FindingKind;
@@ -52,6 +54,14 @@ function handed(c: Case, laid: Laid): (number | null)[] {
     case 'stream': case 'deviceStream': return [laid.streamId, ...ids, ...laid.arrayIds];
     default: return [...ids, laid.arrayIds[0] ?? null];
   }
+}
+
+/** Drivers whose input is a record batch (a struct array): any other root is the caller's mistake, refused as invalid. */
+const BATCH_DRIVERS = new Set<Case['driver']>(['recordBatch', 'table', 'deviceRecordBatch', 'stream', 'deviceStream']);
+
+/** Whether `c` is valid input to its driver: unmutated, and a struct where the driver needs one. */
+function validInput(c: Case): boolean {
+  return c.mutations.length === 0 && (!BATCH_DRIVERS.has(c.driver) || c.schema.format === '+s');
 }
 
 /**
@@ -118,6 +128,11 @@ export function runLaid(c: Case, laid: Laid): Finding[] {
     if (reading) throw e;
     if (!(e instanceof ArrowDeviceError)) out.push({ kind: 'untyped', message: `${c.driver} threw ${describe(e)}` });
     else if (e.path === '') out.push({ kind: 'no-path', message: `${c.driver} threw an error without a place: ${e.message}` });
+    // A case left as it was is valid Arrow: only what arrow-js cannot hold may be refused (unsupported:
+    // a type it lacks without expand, values past 2^53 at full, the expansion cap), never as invalid.
+    else if (validInput(c) && (e.kind !== 'unsupported' || /cannot expand/.test(e.detail))) {
+      out.push({ kind: 'refused-valid', message: `${c.driver} refused valid input: ${e.message}` });
+    }
     // Import consumes, on failure at once (src/array/api.ts): nothing handed over may wait for a collection.
     const L = producerLib();
     const pending = handed(c, laid).filter((id) => id !== null && L.count(id) === 0);
