@@ -11,8 +11,8 @@
  *   they always run: `none` is accepted as an alias of `minimal`.
  * - `default` (the default): minimal, plus the values that size buffers are
  *   sane, still O(number of buffers): first and last offsets in order and not
- *   negative, children long enough for what their parent's last offset says,
- *   view types' variadic sizes not negative.
+ *   negative, children long enough for what their parent's last offset, fixed
+ *   size or length says, run ends and values of one length.
  * - `full`: default, plus O(length) checks of the contents: every offset
  *   monotone and inside its buffer, union type ids declared by the type,
  *   dense union offsets inside their child, run ends increasing and covering
@@ -26,27 +26,38 @@
  *
  * What `minimal` and `default` leave unchecked, exactly (no import at any
  * level reads outside what the struct declares; these only make values wrong):
- * - `minimal`: whether offsets start at 0 or more and end in order, and
- *   whether children are as long as their parent's offsets, fixed size or
- *   run ends need (a short child gives wrong or missing values); run ends
- *   and values of differing lengths; variadic sizes (a negative one is still
- *   refused, it sizes a buffer).
+ * - `minimal`: whether the first offset is 0 or more and the last not below
+ *   it (a last offset below 0 sizes the data as empty); whether children are
+ *   as long as their parent's last offset, fixed size or length needs (a
+ *   short child gives wrong or missing values); run ends and values of
+ *   differing lengths. Every level reads the first and last offsets and the
+ *   variadic sizes, refusing a wide offset past 2^53 and a negative or
+ *   oversized variadic size: they size buffers.
  * - `default` (and `minimal`): offsets between the first and the last
  *   (neither monotone nor inside the data); union type ids (undeclared ids)
  *   and dense union offsets (outside their child); run ends (increasing,
  *   covering the array); list view offsets and sizes (outside the child);
  *   views of view types (outside their data buffers); dictionary indices
  *   (outside the dictionary); date64 and timestamp values arrow-js cannot
- *   read; UTF-8 validity of utf8 data (no level checks it: arrow-js decodes
- *   leniently). Reading such values through arrow-js may throw plain errors
- *   or give garbage; `expand` checks list view ranges itself and turns what
- *   arrow-js throws while expanding into typed errors.
+ *   read. Reading such values through arrow-js may throw its own plain
+ *   errors or give garbage.
+ * - No level: UTF-8 validity of utf8 data (arrow-js decodes leniently);
+ *   null_count against the bitmap's zero bits (0 makes every slot read as
+ *   valid); decimal values within their precision; map keys free of nulls,
+ *   and sorted where the keys-sorted flag says so; the contents of null
+ *   slots (never read).
+ * - `expand` checks what it copies, at every level (src/array/expand.ts):
+ *   for each row expanded, run ends covering it, list view ranges, offsets
+ *   in order and inside their data or child, union type ids declared and
+ *   dense offsets inside their child, views inside their data buffers. An
+ *   expanded import holds none of those violations.
  *
  * Limits at every level (typed errors naming the place and the size): a
  * buffer past `MAX_BUFFER_BYTES` (4 GiB), nesting past MAX_NESTING_DEPTH, a
  * struct reached twice in one tree (`visitOnce`), n_buffers past 2^20,
- * metadata past MAX_METADATA_BYTES or MAX_METADATA_PAIRS, and `expand` past
- * MAX_EXPANDED_ELEMENTS (src/array/arrowjs.ts).
+ * metadata past MAX_METADATA_BYTES or MAX_METADATA_PAIRS, `expand` past
+ * MAX_EXPANDED_ELEMENTS built (every level of nesting counted,
+ * src/array/expand.ts), and a copy JS cannot allocate (`nomem`).
  *
  * Buffers are not viewed here: each becomes a `LazyBytes`, viewed on first
  * read (full validation reads, and so views, what it checks).
