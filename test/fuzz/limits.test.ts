@@ -14,6 +14,7 @@ import { runChild } from '../helpers/child.js';
 import { MAX_BUFFER_BYTES } from '../../src/array/import.js';
 import { MAX_EXPANDED_ELEMENTS } from '../../src/array/arrowjs.js';
 import { MAX_METADATA_PAIRS } from '../../src/schema/metadata.js';
+import { parseFormat, type SchemaNode } from '../../src/index.js';
 import type { ADesc, Case, SDesc } from './cases.js';
 import { layOut, producerLib, producerMissing } from './producer.js';
 import { runOne } from './runner.js';
@@ -70,6 +71,24 @@ describe('hostile shapes are refused in linear time', { skip }, () => {
     const schema = S('+s', [S('i'), S('i')]);
     const l = lay(kase(schema, [A(1, [null], [A(1, [null, new Int32Array([1])]), A(1, [null, new Int32Array([2])])], { alias: [null, 0] })]));
     throwsAt(() => importRecordBatch(l.arrays[0]!, l.schema), /^array\.children\[1\]$/, /reached a second time/);
+  });
+
+  test('an array DAG 30 levels deep (2^30 paths) is refused at its first shared child, host and device', () => {
+    // The schema as a SchemaNode (a JS DAG is no C struct: nothing to refuse there), the array a C DAG:
+    // unfolded, 2^30 leaves; refused at the second visit, the import costs its input.
+    let node: SchemaNode = { format: 'i', type: parseFormat('i'), name: 'f', metadata: null, flags: 2, children: [], dictionary: null };
+    let a = A(1, [null, new Int32Array([1])]);
+    for (let d = 0; d < 30; d++) {
+      node = { format: '+s', type: parseFormat('+s'), name: 'f', metadata: null, flags: 2, children: [node, node], dictionary: null };
+      a = A(1, [null], [a, A(1, [null, new Int32Array([2])])], { alias: [null, 0] });
+    }
+    const tree = (depth: number): SDesc => (depth === 0 ? S('i') : S('+s', [tree(depth - 1), S('i')]));
+    const host = lay(kase(tree(30), [a]));
+    throwsAt(() => importArrayView(host.arrays[0]!, node), /^array(\.children\[0\])*\.children\[1\]$/, /reached a second time/);
+    const c = kase(tree(30), [a]);
+    c.device = { type: 1, id: '-1', syncEvent: '0', reserved: false };
+    const dev = lay(c);
+    throwsAt(() => importDeviceArray(dev.arrays[0]!, node), /^device_array\.array(\.children\[0\])*\.children\[1\]$/, /reached a second time/);
   });
 
   test('a device array child reached twice is refused too', () => {
@@ -233,6 +252,21 @@ describe('untyped errors and errors without a place', { skip }, () => {
     const l = lay(c);
     const d = importData(l.arrays[0]!, l.schema, { expand: true });
     assert.deepEqual([...new Vector([d])], [5, 5], 'the one run of the sparse union, twice');
+  });
+
+  test('int64 milliseconds past 2^53 under expand: the import reads no value (no "not safe to convert" escapes), full refuses them typed', () => {
+    // Run-end encoded date64 and timestamps: arrow-js's builders read each value back (its get() threw
+    // "N is not safe to convert to a number" out of the import). Expansion now copies bytes.
+    for (const format of ['tdm', 'tsm:', 'tss:UTC']) {
+      const schema = S('+r', [S('i', [], { name: 'run_ends', flags: '0' }), S(format, [], { name: 'values' })]);
+      const arr = A(3, [], [A(2, [null, new Int32Array([1, 3])]), A(2, [null, new BigInt64Array([5n, 2n ** 60n])])]);
+      const l = lay(kase(schema, [arr]));
+      const d = importData(l.arrays[0]!, l.schema, { expand: true });
+      assert.deepEqual([...new BigInt64Array(d.values.buffer, d.values.byteOffset, 3)], [5n, 2n ** 60n, 2n ** 60n], format);
+      const f = lay(kase(schema, [arr]));
+      const e = throwsAt(() => importData(f.arrays[0]!, f.schema, { expand: true, validate: 'full' }), /^array\.children\[1\]\.buffers\[1\]$/, /beyond the 2\^53/);
+      assert.equal(e.kind, 'unsupported');
+    }
   });
 
   test('a device array whose offsets pointer is 0x10 gives a typed error with the buffer\'s place', () => {
