@@ -127,9 +127,24 @@ export function expandView(view: ArrayView, path: string, budget: Budget = { bui
   };
 }
 
-/** An integer reader over a buffer of `width` bytes per element (2, 4 or 8), exact within 2^53. */
+/**
+ * An integer reader over a buffer of `width` bytes per element (2, 4 or 8),
+ * exact within 2^53; NaN past the buffer's end (every comparison then fails,
+ * so the caller's range check refuses it).
+ */
 function ints(b: Uint8Array | null, width: number): (k: number) => number {
   if (!b) return () => 0;
+  if (b.byteOffset % Math.min(width, 4) === 0) {
+    // Typed arrays where aligned (the import aligns what it views): a DataView call per element cost more.
+    if (width === 2) {
+      const a = new Int16Array(b.buffer as ArrayBuffer, b.byteOffset, b.byteLength >> 1);
+      return (k) => (k < a.length ? a[k]! : NaN);
+    }
+    const a = new Int32Array(b.buffer as ArrayBuffer, b.byteOffset, b.byteLength >> 2);
+    if (width === 4) return (k) => (k < a.length ? a[k]! : NaN);
+    const n = a.length >> 1;
+    return (k) => (k < n ? a[2 * k + 1]! * 4294967296 + (a[2 * k]! >>> 0) : NaN);
+  }
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const n = Math.floor(b.byteLength / width);
   if (width === 2) return (k) => (k < n ? dv.getInt16(k * 2, true) : NaN);
@@ -142,13 +157,16 @@ function expandRunEnds(view: ArrayView, path: string, budget: Budget): ArrayView
   const values = expandView(rawValues, `${path}.children[1]`, budget);
   const end = ints(runEnds.buffers[1] ?? null, (runEnds.schema.type as { bitWidth: number }).bitWidth / 8);
   ensure(budget, view.length, path);
-  const idx = new Int32Array(view.length);
+  const n = view.length;
+  const idx = new Int32Array(n);
+  // Run by run: the rows up to a run's end all take that run.
   let run = 0;
-  for (let r = 0; r < view.length; r++) {
+  for (let r = 0; r < n; ) {
     const i = view.offset + r;
     while (run < runEnds.length && !(end(runEnds.offset + run) > i)) run++;
     if (run >= runEnds.length) throw invalid(`${path}.children[0]`, `no run covers element ${i}`);
-    idx[r] = run;
+    const stop = Math.min(n, end(runEnds.offset + run) - view.offset);
+    for (; r < stop; r++) idx[r] = run;
   }
   const out = take(values, idx, `${path}.children[1]`, budget);
   return { ...out, schema: expandNode(view.schema) };
@@ -222,6 +240,8 @@ function hasValidity(node: SchemaNode): boolean {
 /** The validity bitmap of the rows `idx` (offset 0), or none when every row is valid. */
 function takeValidity(view: ArrayView, idx: Int32Array, budget: Budget): { bitmap: Uint8Array | null; nullCount: number } {
   void budget;
+  const bm = view.buffers[0];
+  if (!bm || view.nullCount === 0 || !hasValidity(view.schema)) return { bitmap: null, nullCount: 0 };
   const valid = validityReader(view);
   const n = idx.length;
   let nulls = 0;
@@ -243,15 +263,17 @@ function takeValidity(view: ArrayView, idx: Int32Array, budget: Budget): { bitma
 export function take(view: ArrayView, idx: Int32Array, path: string, budget: Budget): ArrayView {
   const n = idx.length;
   spend(budget, n, path);
-  for (let k = 0; k < n; k++) {
-    const i = idx[k]!;
-    if (i < 0 || i >= view.length) throw invalid(path, `element ${i} is taken, but the array has ${view.length}`);
-  }
   const node = view.schema;
   const t = node.type;
   // Physical indices: the view's offset applied.
   const phys = new Int32Array(n);
-  for (let k = 0; k < n; k++) phys[k] = view.offset + idx[k]!;
+  const length = view.length;
+  const offset = view.offset;
+  for (let k = 0; k < n; k++) {
+    const i = idx[k]!;
+    if (i < 0 || i >= length) throw invalid(path, `element ${i} is taken, but the array has ${length}`);
+    phys[k] = offset + i;
+  }
   const out = (buffers: (Uint8Array | null)[], children: ArrayView[] = [], nullCount = 0, dictionary: ArrayView | null = null): ArrayView =>
     ({ schema: node, length: n, offset: 0, nullCount, buffers, children, dictionary });
 
@@ -367,10 +389,18 @@ function takeFixed(b: Uint8Array | null, phys: Int32Array, width: number, path: 
     const words = width / 4;
     const src = new Uint32Array(b.buffer as ArrayBuffer, b.byteOffset, Math.floor(b.byteLength / 4));
     const dst = new Uint32Array(out.buffer as ArrayBuffer);
-    for (let k = 0; k < n; k++) {
-      const at = phys[k]! * words;
-      if (at + words > src.length) beyond(phys[k]!);
-      for (let j = 0; j < words; j++) dst[k * words + j] = src[at + j]!;
+    if (words === 1) {
+      for (let k = 0; k < n; k++) {
+        const i = phys[k]!;
+        if (i >= src.length) beyond(i);
+        dst[k] = src[i]!;
+      }
+    } else {
+      for (let k = 0; k < n; k++) {
+        const at = phys[k]! * words;
+        if (at + words > src.length) beyond(phys[k]!);
+        for (let j = 0; j < words; j++) dst[k * words + j] = src[at + j]!;
+      }
     }
   } else if (width <= 2 && b.byteOffset % width === 0) {
     const C = width === 1 ? Uint8Array : Uint16Array;
