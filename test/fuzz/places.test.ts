@@ -9,8 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { tableFromArrays } from 'apache-arrow';
 import {
-  ArrowDeviceError, DeviceType, importDeviceArray, importDeviceArrayView, importDeviceData, importDeviceRecordBatch, type DeviceArray,
+  ArrowDeviceError, DeviceType, exportDeviceArray, importDeviceArray, importDeviceArrayView, importDeviceData, importDeviceRecordBatch,
+  wasmMemory, type DeviceArray,
 } from '../../src/index.js';
 import { cudaAvailable } from '../../src/device/cuda.js';
 import type { ADesc, Case, SDesc } from './cases.js';
@@ -123,6 +125,20 @@ describe('device conversions name the place of every bad address', { skip }, () 
       assert.ok(refused > 0, 'some buffer was read');
     });
   }
+
+  test('an export to CUDA memory that cannot be made names the option that asked for it', { skip: cudaAvailable().ok ? 'a CUDA runtime is here' : false }, () => {
+    const memory = new WebAssembly.Memory({ initial: 1 });
+    let top = 1024;
+    const wm = wasmMemory({ memory, malloc: (n, a) => { top = Math.ceil(top / a) * a; top += n; return top - n; }, free: () => {}, table: new WebAssembly.Table({ initial: 1, element: 'anyfunc' }) });
+    const batch = tableFromArrays({ x: Int32Array.of(1, 2) }).batches[0]!;
+    for (const [what, opts] of [['native', {}], ['wasm', { memory: wm }]] as const) {
+      assert.throws(() => exportDeviceArray(batch, { deviceType: DeviceType.CUDA, ...opts }), (e: unknown) => {
+        assert.ok(e instanceof ArrowDeviceError, `${what}: ${String(e)}`);
+        assert.equal(e.path, 'options.deviceType', `${what}: ${e.message}`);
+        return true;
+      });
+    }
+  });
 
   test('a CUDA array where no CUDA runtime loads is refused at the device array, and released', { skip: cudaAvailable().ok ? 'a CUDA runtime is here' : false }, () => {
     const c: Case = {
