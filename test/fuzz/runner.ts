@@ -32,12 +32,47 @@ export interface Finding {
 const replacer = (_k: string, v: unknown): unknown => (typeof v === 'bigint' ? String(v) : v);
 /** The most rows read per array: reading is the oracle of `full`, not a benchmark. */
 const MAX_ROWS = 2000;
+/**
+ * The most values read per case, nested ones counted: the cost of reading
+ * is the data's (a list of a billion elements is valid, and an unchecked
+ * offset below `full` says so), and the harness must not hang on it.
+ */
+const MAX_VALUES = 1 << 20;
+/** Rows whose values are this few are also read through JSON.stringify (arrow-js's toJSON paths). */
+const JSON_ROW = 10_000;
 
-/** Reads every value (up to MAX_ROWS) through arrow-js, as an application would. */
+/** Reads `x` and what it holds through arrow-js, counting each value against `budget`. */
+function readValue(x: unknown, budget: { n: number }): void {
+  if (--budget.n < 0 || x === null || typeof x !== 'object') return;
+  if (x instanceof Vector) {
+    for (let k = 0; k < x.length && budget.n > 0; k++) readValue(x.get(k), budget);
+    return;
+  }
+  if (ArrayBuffer.isView(x)) {
+    if ((x as unknown as Record<symbol, unknown>)[Symbol.for('isArrowBigNum')]) String(x); // a decimal: its digits
+    return;
+  }
+  // Struct and map rows: [name or key, value] pairs. (Not `Symbol.iterator in x`: a struct row's proxy
+  // answers `in` for field names only.)
+  if (typeof (x as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function') {
+    for (const e of x as Iterable<unknown>) {
+      readValue(e, budget);
+      if (budget.n <= 0) return;
+    }
+  }
+}
+
+/** Reads every value (up to MAX_ROWS rows and MAX_VALUES values) through arrow-js, as an application would. */
 function readAll(d: Data | RecordBatch): void {
   const v = d instanceof RecordBatch ? d : new Vector([d]);
   const n = Math.min(d instanceof RecordBatch ? d.numRows : d.length, MAX_ROWS);
-  for (let i = 0; i < n; i++) JSON.stringify(v.get(i), replacer);
+  const budget = { n: MAX_VALUES };
+  for (let i = 0; i < n && budget.n > 0; i++) {
+    const before = budget.n;
+    const row = v.get(i);
+    readValue(row, budget);
+    if (before - budget.n < JSON_ROW) JSON.stringify(row, replacer);
+  }
 }
 
 function describe(e: unknown): string {
