@@ -108,7 +108,8 @@ export function expandNode(node: SchemaNode): SchemaNode {
 
 /**
  * `view` with every run-end encoded array and list view in it expanded
- * (see the file comment); the parts that need none are `view`'s own.
+ * (see the file comment): a copy, except the subtrees that need no
+ * expansion, which are `view`'s own (an import's, read through its owner).
  */
 export function expandView(view: ArrayView, path: string, budget: Budget = { built: 0 }): ArrayView {
   const node = view.schema;
@@ -116,12 +117,14 @@ export function expandView(view: ArrayView, path: string, budget: Budget = { bui
   const t = node.type;
   if (t.id === 'run_end_encoded') return expandRunEnds(view, path, budget);
   if (t.id === 'list_view' || t.id === 'large_list_view') return expandListView(view, path, budget);
+  // A node above an expansion: its own buffers copied (the result is a plain view, which no release can
+  // make unreadable), its children expanded; a subtree with nothing to expand stays the import's own.
   return {
     schema: expandNode(node),
     length: view.length,
     offset: view.offset,
     nullCount: view.nullCount,
-    buffers: view.buffers,
+    buffers: view.buffers.map((b) => (b ? copyOf(b) : null)),
     children: view.children.map((c, i) => expandView(c, `${path}.children[${i}]`, budget)),
     dictionary: view.dictionary ? expandView(view.dictionary, `${path}.dictionary`, budget) : null,
   };

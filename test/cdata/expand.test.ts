@@ -170,6 +170,19 @@ describe('expand: valid input arrow-js builders refused is expanded exactly', { 
     expectExact(lv.s, lv.a);
   });
 
+  test('what expand built is a copy, readable after release; the columns it left alone are the import\'s, and throw once released', () => {
+    const s = S('+s', [S('i', [], { name: 'a' }), ree([2], { s: S('i', [], { name: 'values' }), a: A(1, [null, new Int32Array([5])]) }).s]);
+    s.children[1]!.name = 'r';
+    const a = A(2, [new Uint8Array([0b01])], [A(2, [null, new Int32Array([7, 8])]), ree([2], { s: S('i'), a: A(1, [null, new Int32Array([5])]) }).a], { nullCount: '1' });
+    const l = lay(s, a);
+    const d = importData(l.arrays[0]!, l.schema, { expand: true });
+    assert.deepEqual(new Vector([d]).get(0)?.toJSON(), { a: 7, r: 5 });
+    assert.equal(new Vector([d]).get(1), null);
+    d.release();
+    assert.deepEqual([...new Vector([d.children[1]!])], [5, 5], 'the expanded column: a copy');
+    assert.throws(() => d.children[0]!.values, (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'released');
+  });
+
   test(`a nested expansion past ${MAX_EXPANDED_ELEMENTS} elements in all is refused before it is built`, () => {
     // 2^20 rows of a run-end encoded list of 32 elements each: 2^25 elements under a 2^20-row root.
     const n = 2 ** 20;
