@@ -133,5 +133,9 @@ const secs = (Date.now() - start) / 1000;
 const byKind = new Map<string, number>();
 for (const f of findings) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
 console.log(`fuzz: ${cases} cases in ${secs.toFixed(1)} s (${(cases / secs).toFixed(1)} cases/s), seed ${seed}, mode ${mode}`);
+if (Number.isFinite(maxCases) && cases < maxCases && Date.now() >= deadline) {
+  // The time cap came first: this run judged fewer cases than asked (a slow machine), say so.
+  console.log(`fuzz: the ${seconds} s cap ended the run after ${cases} of the ${maxCases} cases asked`);
+}
 console.log(`fuzz: ${findings.length} finding(s)${findings.length ? `: ${[...byKind].map(([k, n]) => `${k} ${n}`).join(', ')}` : ''}`);
 process.exit(findings.length ? 1 : 0);
