@@ -5,7 +5,7 @@
  */
 import { createRequire } from '../platform/node.js';
 import { layoutsFor, NATIVE64, type Layouts, type Target } from '../abi/layout.js';
-import { ArrowDeviceError } from '../errors.js';
+import { allocBytes, ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 import { callbacks } from './registry.js';
 import { hex, stage, staged, type Addr, type Arena, type RawAccess } from './raw.js';
@@ -175,7 +175,7 @@ class NativeMemory implements Memory {
   }
 
   read(addr: Ptr, byteLength: number, into?: Uint8Array): Uint8Array {
-    const out = into ?? new Uint8Array(byteLength);
+    const out = into ?? allocBytes(byteLength);
     if (byteLength === 0) return out;
     if (out.byteLength < byteLength) throw new ArrowDeviceError('memory', '', `read of ${byteLength} bytes into ${out.byteLength}`);
     this.check(addr, byteLength);

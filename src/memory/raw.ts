@@ -18,7 +18,7 @@
  * caller may hold a staged copy across any number of later reads.
  */
 import type { FieldAccess } from '../abi/accessors.js';
-import { ArrowDeviceError } from '../errors.js';
+import { allocBytes, ArrowDeviceError } from '../errors.js';
 import type { Memory, Ptr } from './memory.js';
 
 /** An address as a number (see the file comment). */
@@ -75,7 +75,8 @@ const ARENA_MAX = 16 * 1024;
 
 /** A new arena of `size` bytes (also for scratch space that is written to memory with `writeFrom`). */
 export function newArena(size: number): Arena {
-  const u8 = new Uint8Array(size);
+  // A size JS cannot allocate is a typed nomem error (the caller places it), never a plain RangeError.
+  const u8 = allocBytes(size);
   return { u8, dv: new DataView(u8.buffer), addr: -1, next: 0 };
 }
 
