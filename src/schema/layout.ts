@@ -84,14 +84,30 @@ const LARGE_LIST_VIEW = layout(Kind.ListView, 3, true, 1, 8, 8);
 const STRUCT = layout(Kind.Struct, 1, true, undefined);
 const RUN_END = layout(Kind.RunEnd, 0, false, 2);
 
-/** Fixed-width layouts by width and alignment, fixed-size lists by size: numbers as keys (a TypeInfo may be made per call). */
+/** Fixed-width layouts by width and alignment, fixed-size lists by size: the objects shared by equal types. */
 const fixedLayouts = new Map<number, ArrayLayout>();
 const fixedLists = new Map<number, ArrayLayout>();
-/** Union layouts, by their type (unions are rare, their layouts depend on every type id). */
-const unions = new WeakMap<TypeInfo, ArrayLayout>();
+
+/**
+ * Where a `TypeInfo` keeps its layout once asked (a symbol-keyed property:
+ * one property load per node of every import, no table lookup; TypeInfo
+ * objects are immutable descriptions, so the layout never goes stale).
+ */
+const LAYOUT = Symbol('arrow-device.layout');
+type WithLayout = { [LAYOUT]?: ArrayLayout };
 
 /** The layout of an array of type `t` (made once per `TypeInfo`). */
 export function layoutOf(t: TypeInfo): ArrayLayout {
+  const l = (t as WithLayout)[LAYOUT];
+  if (l !== undefined) return l;
+  const made = makeLayout(t);
+  // Not enumerable (a TypeInfo compared by its fields stays equal); a frozen TypeInfo (one a caller
+  // made) is asked again each time.
+  if (Object.isExtensible(t)) Object.defineProperty(t, LAYOUT, { value: made, enumerable: false });
+  return made;
+}
+
+function makeLayout(t: TypeInfo): ArrayLayout {
   switch (t.id) {
     case 'null': return NULL;
     case 'bool': return BOOL;
@@ -109,16 +125,10 @@ export function layoutOf(t: TypeInfo): ArrayLayout {
       if (l === undefined) fixedLists.set(t.size, (l = layout(Kind.FixedList, 1, true, 1, 0, 0, t.size)));
       return l;
     }
-    case 'union': {
-      let l = unions.get(t);
-      if (l === undefined) {
-        l = t.mode === 'dense'
-          ? layout(Kind.DenseUnion, 2, false, t.typeIds.length, 4, 4)
-          : layout(Kind.SparseUnion, 1, false, t.typeIds.length);
-        unions.set(t, l);
-      }
-      return l;
-    }
+    case 'union':
+      return t.mode === 'dense'
+        ? layout(Kind.DenseUnion, 2, false, t.typeIds.length, 4, 4)
+        : layout(Kind.SparseUnion, 1, false, t.typeIds.length);
     default: {
       const width = fixedWidth(t);
       // Decimals and intervals are read by arrow-js as 32-bit words; fixed-size binary as bytes.
