@@ -111,6 +111,23 @@ const releaseCb = defineCallback('async.handler_release', HANDLER_RELEASE, (mem,
 );
 
 /**
+ * Whether `handler` is the handler of one of our live readers on `mem`: its
+ * four callbacks are our registered ones, which `mem.call` runs directly in
+ * JS. Our producer then calls them on the JS thread, with no koffi hop.
+ */
+export function isReaderHandler(mem: Memory, handler: Ptr): boolean {
+  const H = mem.layouts.ArrowAsyncDeviceStreamHandler;
+  const at = (f: string): Ptr => mem.readPtr(handler + BigInt(H.offsets[f]!));
+  return (
+    at('on_schema') === onSchemaCb(mem) &&
+    at('on_next_task') === onNextTaskCb(mem) &&
+    at('on_error') === onErrorCb(mem) &&
+    at('release') === releaseCb(mem) &&
+    readerOf(mem, handler) !== undefined
+  );
+}
+
+/**
  * A handler to give to a native producer, and the data it pushes as an
  * `AsyncIterable` (and a WHATWG `ReadableStream`).
  *
@@ -378,8 +395,12 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     for (;;) {
       const q = this.queue.shift();
       if (q) {
-        const r = this.extract(q);
+        // The task has left the queue: ask for the next one before extracting this one, so that a producer
+        // on its own thread prepares it while we extract and import (with queueSize 1 the two would otherwise
+        // take turns). Still at most queueSize tasks queued or requested: its on_next_task reaches this
+        // thread only after this extraction.
         if (!this.ended) this.request(1);
+        const r = this.extract(q);
         if (!this.opts.keep) this.current = r.data;
         return r;
       }
@@ -395,10 +416,14 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
    * a NULL out. Idempotent.
    */
   cancel(): void {
-    if (this.cancelled || this.released) return;
+    // Queued tasks will never be read: each is extracted with a NULL out so that its producer cleans up,
+    // also once the stream has ended or the handler is released (the tasks outlive both).
+    const queued = this.queue.splice(0);
+    const stop = !this.cancelled && !this.released;
     this.cancelled = true;
-    for (const q of this.queue.splice(0)) this.discard(q.bytes);
-    if (this.producer !== 0n) {
+    for (const q of queued) this.discard(q.bytes);
+    // After the release the ArrowAsyncProducer may be gone: nothing of it is called any more.
+    if (stop && this.producer !== 0n) {
       try {
         const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.cancel!));
         // cancel is thread-safe and may only call on_error, which koffi runs re-entrantly on this thread.
@@ -441,8 +466,9 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     } finally {
       // The reading is over: the batch handed out last goes unless it was kept.
       this.drop('stream-ended');
-      // break, return() or a throw in the loop body: tell the producer to stop.
-      if (!this.ended && !this.released) this.cancel();
+      // break, return() or a throw in the loop body: tell the producer to stop, and let it clean up
+      // the tasks still queued (there may be some after the end of the stream too).
+      if ((!this.ended && !this.released) || this.queue.length > 0) this.cancel();
     }
   }
 
