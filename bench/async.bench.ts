@@ -3,7 +3,9 @@
  * ArrowAsyncDeviceStreamHandler, the bare koffi hops under it, and where the
  * rest goes.
  *
- *   npm run bench:async [-- --batches 5000] [-- --repeats 3] [-- --against <git ref>]
+ *   npm run bench:async [-- --batches 5000] [-- --repeats 3] [-- --against <git ref>] [-- --only <text>]
+ *
+ * `--only` measures the paths whose name contains the text (and the hops and export/import).
  *
  * Paths (batches of 8 int32 rows, so the fixed cost per batch is what shows):
  * - a native producer thread (test/async/peer.c) into our reader, queue 1 and 8;
@@ -48,6 +50,8 @@ function arg(name: string): string | undefined {
 }
 const N = Number(arg('batches') ?? 5000);
 const R = Number(arg('repeats') ?? 3);
+const only = arg('only');
+const wanted = (p: { name: string }): boolean => only === undefined || p.name.includes(only);
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const f1 = (x: number): string => x.toFixed(1);
@@ -57,6 +61,8 @@ interface Timing {
   us: number;
   /** The JS thread's busy time per batch: the event loop's utilisation, what is not spent waiting in the poll phase. */
   busy: number;
+  /** The prototype's doorbells (koffi hops) per batch. */
+  hopsPerBatch?: number;
 }
 
 // --- what a child measures ---------------------------------------------------------------
@@ -134,6 +140,32 @@ const jsToNative: Path = {
 
 const paths = [nativeToReader(1), nativeToReader(8), jsToJs(1), jsToJs(8), jsToNative];
 
+/**
+ * The native ring PROTOTYPE (test/async/native-ring.c: a handler whose
+ * on_next_task never waits for JS, which is woken once per burst): what the
+ * small native piece of issue 13 would buy. Always the working tree's
+ * library (loaded only in its own child: two copies cannot share koffi).
+ */
+const ringPath = (queueSize: number): Path => ({
+  name: `native producer thread -> native ring PROTOTYPE, queue ${queueSize}`,
+  hops: { blocking: 0, async: 0 }, // one doorbell per burst, counted apart
+  exports: false,
+  imports: true,
+  async run(_lib, n) {
+    const { NativeRingReader } = await import('../test/async/native-ring.js');
+    const peer = asyncPeer();
+    const reader = new NativeRingReader(queueSize);
+    const p = peer.produce(reader.handler, n, 8, -1);
+    let k = 0;
+    for await (const _ of reader) k++;
+    await peer.produceWait(p);
+    if (k !== n) throw new Error(`read ${k} batches, not ${n}`);
+    ringDoorbells = reader.doorbells;
+  },
+});
+let ringDoorbells = 0;
+const prototypes = [ringPath(1), ringPath(8)];
+
 type AsyncForm = { async: (...a: unknown[]) => void };
 
 /** A native thread calls an empty JS callback n times, waiting for each (what every handler callback from a producer thread pays). */
@@ -203,7 +235,7 @@ async function measure(lib: Lib, what: string): Promise<Timing> {
   else if (what === 'export') run = (n) => exportOnly(lib, n);
   else if (what === 'export+import') run = (n) => exportImport(lib, n);
   else {
-    const p = paths.find((x) => x.name === what);
+    const p = [...paths, ...prototypes].find((x) => x.name === what);
     if (!p) throw new Error(`unknown measurement ${what}`);
     run = (n) => p.run(lib, n);
   }
@@ -211,8 +243,12 @@ async function measure(lib: Lib, what: string): Promise<Timing> {
   do await run(N);
   while (performance.now() - t0 < 500);
   const ts: Timing[] = [];
-  for (let i = 0; i < 3; i++) ts.push(await timed(N, () => run(N)));
-  return { us: median(ts.map((t) => t.us)), busy: median(ts.map((t) => t.busy)) };
+  const bells: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    ts.push(await timed(N, () => run(N)));
+    bells.push(ringDoorbells / N);
+  }
+  return { us: median(ts.map((t) => t.us)), busy: median(ts.map((t) => t.busy)), hopsPerBatch: median(bells) };
 }
 
 // --- the parent: runs every measurement in a child, interleaved ----------------------
@@ -247,12 +283,15 @@ function compileRef(ref: string): { name: string; index: string } {
 function child(index: string, what: string): Timing {
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', index, what, '--batches', String(N)], {
     encoding: 'utf8',
-    env: { ...process.env, ARROW_DEVICE_ASYNC_PEER: asyncPeerPath() },
+    env: { ...process.env, ARROW_DEVICE_ASYNC_PEER: asyncPeerPath(), ARROW_DEVICE_NATIVE_RING: ringSo },
   });
   const line = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !line.startsWith('{')) throw new Error(`measuring ${what} failed:\n${r.stdout}\n${r.stderr}`);
   return JSON.parse(line) as Timing;
 }
+
+/** The prototype's library, built once by the parent for its children. */
+let ringSo = '';
 
 async function parent(): Promise<void> {
   if (peerMissing) {
@@ -260,6 +299,9 @@ async function parent(): Promise<void> {
     return;
   }
   asyncPeer(); // built once; the children reuse it
+  const { nativeRing, nativeRingMissing } = await import('../test/async/native-ring.js');
+  if (nativeRingMissing) throw new Error(nativeRingMissing);
+  ringSo = nativeRing().path;
   const against = arg('against');
   const variants = [
     ...(against ? [compileRef(against)] : []),
@@ -275,9 +317,10 @@ async function parent(): Promise<void> {
   for (let r = 0; r < R; r++) {
     put('hop:blocking', child(variants.at(-1)!.index, 'hop:blocking'));
     put('hop:async', child(variants.at(-1)!.index, 'hop:async'));
-    for (const what of ['export', 'export+import', ...paths.map((p) => p.name)]) {
+    for (const what of ['export', 'export+import', ...paths.filter(wanted).map((p) => p.name)]) {
       for (const v of variants) put(`${v.name}:${what}`, child(v.index, what));
     }
+    for (const p of prototypes.filter(wanted)) put(`prototype:${p.name}`, child(variants.at(-1)!.index, p.name));
   }
 
   const hopB = med('hop:blocking');
@@ -290,7 +333,7 @@ async function parent(): Promise<void> {
     const im = med(`${v.name}:export+import`).us - ex;
     console.log(`\n${v.name}: export of one batch ${f1(ex)} us, import ${f1(im)} us (alone, no async machinery)`);
     console.log('  path                                                    us/batch  batches/s  JS busy/batch |  hops  exp/imp  rest (ours)');
-    for (const p of paths) {
+    for (const p of paths.filter(wanted)) {
       const m = med(`${v.name}:${p.name}`);
       const hops = p.hops.blocking * hopB.busy + p.hops.async * hopA.busy;
       const xi = (p.exports ? ex : 0) + (p.imports ? im : 0);
@@ -299,6 +342,18 @@ async function parent(): Promise<void> {
           ` ${f1(hops).padStart(5)}  ${f1(xi).padStart(7)}  ${f1(m.busy - hops - xi).padStart(11)}`,
       );
     }
+  }
+  const im = med('working tree:export+import').us - med('working tree:export').us;
+  console.log('\nprototype (test-only, not shipped): a native handler queues the calls in a ring, JS is woken once per burst');
+  console.log('  path                                                    us/batch  batches/s  JS busy/batch | hops/batch  import  rest');
+  for (const p of prototypes.filter(wanted)) {
+    const ts = results.get(`prototype:${p.name}`)!;
+    const m = med(`prototype:${p.name}`);
+    const hops = median(ts.map((t) => t.hopsPerBatch ?? 0));
+    console.log(
+      `  ${p.name.padEnd(54)} ${f1(m.us).padStart(8)}  ${Math.round(1e6 / m.us).toString().padStart(9)}  ${f1(m.busy).padStart(13)} |` +
+        ` ${hops.toFixed(2).padStart(10)}  ${f1(im).padStart(6)}  ${f1(m.busy - hops * hopB.busy - im).padStart(5)}`,
+    );
   }
   console.log(
     "\nhops: the bare hops' JS busy time times the hops each batch makes (native producer -> reader: on_next_task;" +
