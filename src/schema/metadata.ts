@@ -30,7 +30,9 @@ export const MAX_METADATA_PAIRS = 1 << 16;
 
 function readUtf8(mem: Memory, addr: Ptr, n: number, path: string, what: string): string {
   try {
-    return decoder.decode(mem.view(addr, n));
+    // A short string is copied from the native memory's arena: a view (koffi.view) makes an external
+    // ArrayBuffer per call, which costs microseconds (a 1-pair blob took ~3 us, once per async task).
+    return decoder.decode(n <= 1024 && mem.readTransient ? mem.readTransient(addr, n) : mem.view(addr, n));
   } catch {
     throw invalid(path, `${what} is not valid UTF-8`);
   }
