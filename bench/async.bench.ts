@@ -164,7 +164,24 @@ const ringPath = (queueSize: number): Path => ({
   },
 });
 let ringDoorbells = 0;
-const prototypes = [ringPath(1), ringPath(8)];
+
+/** The native pump PROTOTYPE (test/async/native-pump.c): our batches into the native consumer, none of its calls a hop. */
+const pumpPath: Path = {
+  name: 'our producer -> native consumer thread via native pump PROTOTYPE, queue 8',
+  hops: { blocking: 0, async: 0 }, // doorbells, counted apart
+  exports: true,
+  imports: false,
+  async run(_lib, n) {
+    const { produceViaPump } = await import('../test/async/native-pump.js');
+    const peer = asyncPeer();
+    const h = peer.consumer(8, -1, false);
+    const r = await produceViaPump(batches(n), h);
+    const stats = await peer.consumerWait(h, 60_000);
+    if (stats.batches !== n) throw new Error(`the consumer got ${stats.batches} batches, not ${n}`);
+    ringDoorbells = r.doorbells;
+  },
+};
+const prototypes = [ringPath(1), ringPath(8), pumpPath];
 
 type AsyncForm = { async: (...a: unknown[]) => void };
 
@@ -283,15 +300,16 @@ function compileRef(ref: string): { name: string; index: string } {
 function child(index: string, what: string): Timing {
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', index, what, '--batches', String(N)], {
     encoding: 'utf8',
-    env: { ...process.env, ARROW_DEVICE_ASYNC_PEER: asyncPeerPath(), ARROW_DEVICE_NATIVE_RING: ringSo },
+    env: { ...process.env, ARROW_DEVICE_ASYNC_PEER: asyncPeerPath(), ARROW_DEVICE_NATIVE_RING: ringSo, ARROW_DEVICE_NATIVE_PUMP: pumpSo },
   });
   const line = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !line.startsWith('{')) throw new Error(`measuring ${what} failed:\n${r.stdout}\n${r.stderr}`);
   return JSON.parse(line) as Timing;
 }
 
-/** The prototype's library, built once by the parent for its children. */
+/** The prototypes' libraries, built once by the parent for its children. */
 let ringSo = '';
+let pumpSo = '';
 
 async function parent(): Promise<void> {
   if (peerMissing) {
@@ -302,6 +320,9 @@ async function parent(): Promise<void> {
   const { nativeRing, nativeRingMissing } = await import('../test/async/native-ring.js');
   if (nativeRingMissing) throw new Error(nativeRingMissing);
   ringSo = nativeRing().path;
+  const { nativePump, nativePumpMissing } = await import('../test/async/native-pump.js');
+  if (nativePumpMissing) throw new Error(nativePumpMissing);
+  pumpSo = nativePump().path;
   const against = arg('against');
   const variants = [
     ...(against ? [compileRef(against)] : []),
@@ -344,15 +365,20 @@ async function parent(): Promise<void> {
     }
   }
   const im = med('working tree:export+import').us - med('working tree:export').us;
-  console.log('\nprototype (test-only, not shipped): a native handler queues the calls in a ring, JS is woken once per burst');
-  console.log('  path                                                    us/batch  batches/s  JS busy/batch | hops/batch  import  rest');
+  const ex = med('working tree:export').us;
+  console.log(
+    '\nprototypes (test-only, not shipped): a native handler queues the calls in a ring, a native pump calls the handler and' +
+      ' answers the consumer; JS is woken once per burst',
+  );
+  console.log('  path                                                                  us/batch  batches/s  JS busy/batch | hops/batch  exp/imp  rest');
   for (const p of prototypes.filter(wanted)) {
     const ts = results.get(`prototype:${p.name}`)!;
     const m = med(`prototype:${p.name}`);
     const hops = median(ts.map((t) => t.hopsPerBatch ?? 0));
+    const xi = (p.exports ? ex : 0) + (p.imports ? im : 0);
     console.log(
-      `  ${p.name.padEnd(54)} ${f1(m.us).padStart(8)}  ${Math.round(1e6 / m.us).toString().padStart(9)}  ${f1(m.busy).padStart(13)} |` +
-        ` ${hops.toFixed(2).padStart(10)}  ${f1(im).padStart(6)}  ${f1(m.busy - hops * hopB.busy - im).padStart(5)}`,
+      `  ${p.name.padEnd(68)} ${f1(m.us).padStart(8)}  ${Math.round(1e6 / m.us).toString().padStart(9)}  ${f1(m.busy).padStart(13)} |` +
+        ` ${hops.toFixed(2).padStart(10)}  ${f1(xi).padStart(7)}  ${f1(m.busy - hops * hopB.busy - xi).padStart(5)}`,
     );
   }
   console.log(
