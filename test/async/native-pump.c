@@ -68,14 +68,18 @@ struct pump {
   /* arrays the consumer released, for JS to release (ArrowArray bitwise moved here) */
   struct ArrowArray* freed;
   int64_t freed_cap, freed_len;
-  int armed; /* JS waits for a change */
+  int armed; /* JS waits for a change: 0 no, 1 for credit, 2 for anything (see arm_off) */
   void (*doorbell)(struct pump*);
   int64_t doorbells;
 };
 
-/* Under the mutex: wake JS if it waits. Returns the doorbell to ring after unlocking, or NULL. */
-static void (*arm_off(struct pump* p))(struct pump*) {
-  if (!p->armed) return NULL;
+/*
+ * Under the mutex: wake JS if it waits for this kind of change (1: credit, cancel, a bad request, a
+ * consumer's non-zero return; 2: also a handled call or an array given back, which only a JS waiting for
+ * the end needs). Returns the doorbell to ring after unlocking, or NULL.
+ */
+static void (*arm_off(struct pump* p, int level))(struct pump*) {
+  if (p->armed < level) return NULL;
   p->armed = 0;
   p->doorbells++;
   return p->doorbell;
@@ -91,7 +95,7 @@ static void pump_request(struct ArrowAsyncProducer* self, int64_t n) {
       p->credit += n;
     }
   }
-  void (*bell)(struct pump*) = arm_off(p);
+  void (*bell)(struct pump*) = arm_off(p, 1);
   pthread_mutex_unlock(&p->mu);
   if (bell) bell(p);
 }
@@ -100,7 +104,7 @@ static void pump_cancel(struct ArrowAsyncProducer* self) {
   struct pump* p = (struct pump*)self;
   pthread_mutex_lock(&p->mu);
   p->cancelled = 1;
-  void (*bell)(struct pump*) = arm_off(p);
+  void (*bell)(struct pump*) = arm_off(p, 1);
   pthread_mutex_unlock(&p->mu);
   if (bell) bell(p);
 }
@@ -113,7 +117,7 @@ static void give_back(struct pump* p, struct ArrowArray* a) {
     p->freed = realloc(p->freed, sizeof *p->freed * (size_t)p->freed_cap);
   }
   p->freed[p->freed_len++] = *a;
-  void (*bell)(struct pump*) = arm_off(p);
+  void (*bell)(struct pump*) = arm_off(p, 2);
   pthread_mutex_unlock(&p->mu);
   if (bell) bell(p);
 }
@@ -179,10 +183,11 @@ static void* dispatcher(void* arg) {
       h->release(h);
     }
     pthread_mutex_lock(&p->mu);
-    if (rc != 0 && !p->consumer_rc) p->consumer_rc = rc;
+    int stop = rc != 0 && !p->consumer_rc;
+    if (stop) p->consumer_rc = rc;
     if (c.kind == CMD_RELEASE) p->released = 1;
     p->handled++;
-    void (*bell)(struct pump*) = arm_off(p);
+    void (*bell)(struct pump*) = arm_off(p, stop ? 1 : 2);
     pthread_mutex_unlock(&p->mu);
     if (bell) bell(p);
     if (c.kind == CMD_RELEASE) return NULL;
@@ -237,8 +242,8 @@ void pump_push(struct pump* p, int32_t kind, int32_t code, void* ptr, char* meta
 
 /*
  * The state for JS: [credit, cancelled, bad_request, consumer_rc, released, handled, freed].
- * Takes `take` credits if that many are there (returns whether it did). `arm`: JS waits for the doorbell
- * next; arming under the same lock as every change, no wake-up is lost.
+ * Takes `take` credits if that many are there (returns whether it did). `arm` (1 or 2, see arm_off): JS
+ * waits for the doorbell next; arming under the same lock as every change, no wake-up is lost.
  */
 int32_t pump_state(struct pump* p, int64_t take, int32_t arm, int64_t* out /* [7] */) {
   pthread_mutex_lock(&p->mu);
@@ -251,7 +256,7 @@ int32_t pump_state(struct pump* p, int64_t take, int32_t arm, int64_t* out /* [7
   out[4] = p->released;
   out[5] = p->handled;
   out[6] = p->freed_len;
-  if (arm) p->armed = 1;
+  if (arm) p->armed = arm;
   pthread_mutex_unlock(&p->mu);
   return took;
 }

@@ -129,8 +129,9 @@ export async function produceViaPump(batches: RecordBatch[], handler: Ptr): Prom
       drainFreed();
       L.state(pump, 0, 0, st);
       if (done()) return;
-      L.state(pump, 0, 1, st);
-      if (done()) continue;
+      L.state(pump, 0, 2, st);
+      // Something moved between the two reads (a change, or arrays given back to release): look again.
+      if (done() || st[6]! > 0n) continue;
       await bell();
     }
   };
