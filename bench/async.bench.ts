@@ -14,9 +14,12 @@
  *   task, releases the batch and calls request(1) from its own thread.
  *
  * Each line gives the median over the repeats (each the median of three
- * runs in a warmed-up child process) of the time per batch and of
- * the JS thread's busy time per batch (the event loop's utilisation: what
- * is not spent waiting in the poll phase), and batches per second.
+ * runs in a warmed-up child process) of the wall time per batch, batches
+ * per second, and the CPU time per batch of the JS thread
+ * (process.threadCpuUsage) and of the whole process (every thread: koffi's
+ * workers, the C peer's threads). CPU time leaves out the time a thread
+ * waits or is descheduled, so it is the steadier figure on a loaded machine;
+ * the wall time is what a user sees.
  *
  * `--against <ref>` compiles that commit's src/ (git archive into
  * .build/bench-ref/) and measures it beside the working tree's, repeat by
@@ -28,9 +31,9 @@
  * The breakdown: the bare koffi hops (a native thread calling an empty JS
  * callback and waiting for it; a JS call of a no-op C function on a koffi
  * worker thread), the export and the import of one batch alone (what a task
- * extraction costs beside the async machinery), and for each path the
- * busy time left once its hops and its export/import are taken out: the
- * async machinery of our own (callbacks, promises, request accounting).
+ * extraction costs beside the async machinery), and for each path the JS
+ * thread's CPU time left once its hops and its export/import are taken out:
+ * the async machinery of our own (callbacks, promises, request accounting).
  */
 import koffi from 'koffi';
 import { spawnSync } from 'node:child_process';
@@ -57,26 +60,45 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 const f1 = (x: number): string => x.toFixed(1);
 
 interface Timing {
-  /** Microseconds per batch (or per hop). */
+  /** Wall microseconds per batch (or per hop). */
   us: number;
-  /** The JS thread's busy time per batch: the event loop's utilisation, what is not spent waiting in the poll phase. */
-  busy: number;
+  /** The JS thread's CPU microseconds per batch. */
+  js: number;
+  /** The process's CPU microseconds per batch, every thread. */
+  all: number;
   /** The prototype's doorbells (koffi hops) per batch. */
   hopsPerBatch?: number;
 }
 
 // --- what a child measures ---------------------------------------------------------------
 
-/** Time per item and the JS thread's busy time per item (microseconds) of one run of `n` items. */
+/** process.threadCpuUsage: newer than the @types/node the project pins. */
+const threadCpuUsage = (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage?.bind(process);
+
+/** The JS thread's CPU time in microseconds (where Node lacks threadCpuUsage, the event loop's busy time stands in). */
+const jsCpu: () => number =
+  threadCpuUsage !== undefined
+    ? () => {
+        const u = threadCpuUsage();
+        return u.user + u.system;
+      }
+    : () => {
+        const e = performance.eventLoopUtilization();
+        return (performance.now() - e.idle) * 1000;
+      };
+const allCpu = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+/** Wall time, JS thread CPU and process CPU per item (microseconds) of one run of `n` items. */
 async function timed(n: number, run: () => Promise<void> | void): Promise<Timing> {
-  const e0 = performance.eventLoopUtilization();
+  const j0 = jsCpu();
+  const a0 = allCpu();
   const t0 = performance.now();
   await run();
   const ms = performance.now() - t0;
-  // Busy is the wall time less the time spent waiting in the poll phase (the utilisation's `active` is
-  // only brought up to date between loop iterations, and a run on the JS thread alone may never leave one).
-  const idle = performance.eventLoopUtilization(e0).idle;
-  return { us: (ms * 1000) / n, busy: ((ms - idle) * 1000) / n };
+  return { us: (ms * 1000) / n, js: (jsCpu() - j0) / n, all: (allCpu() - a0) / n };
 }
 
 const batch: RecordBatch = new Table({ x: vectorFromArray(Int32Array.from({ length: 8 }, (_, i) => i)) }).batches[0]!;
@@ -265,7 +287,7 @@ async function measure(lib: Lib, what: string): Promise<Timing> {
     ts.push(await timed(N, () => run(N)));
     bells.push(ringDoorbells / N);
   }
-  return { us: median(ts.map((t) => t.us)), busy: median(ts.map((t) => t.busy)), hopsPerBatch: median(bells) };
+  return { us: median(ts.map((t) => t.us)), js: median(ts.map((t) => t.js)), all: median(ts.map((t) => t.all)), hopsPerBatch: median(bells) };
 }
 
 // --- the parent: runs every measurement in a child, interleaved ----------------------
@@ -333,7 +355,15 @@ async function parent(): Promise<void> {
 
   const results = new Map<string, Timing[]>();
   const put = (key: string, t: Timing): void => void results.set(key, [...(results.get(key) ?? []), t]);
-  const med = (key: string): Timing => ({ us: median(results.get(key)!.map((t) => t.us)), busy: median(results.get(key)!.map((t) => t.busy)) });
+  const med = (key: string): Timing => {
+    const ts = results.get(key)!;
+    return {
+      us: median(ts.map((t) => t.us)),
+      js: median(ts.map((t) => t.js)),
+      all: median(ts.map((t) => t.all)),
+      hopsPerBatch: median(ts.map((t) => t.hopsPerBatch ?? 0)),
+    };
+  };
 
   for (let r = 0; r < R; r++) {
     put('hop:blocking', child(variants.at(-1)!.index, 'hop:blocking'));
@@ -346,45 +376,46 @@ async function parent(): Promise<void> {
 
   const hopB = med('hop:blocking');
   const hopA = med('hop:async');
-  console.log('\nbare koffi hops (us each: wall, JS thread busy):');
-  console.log(`  native thread -> empty JS callback, waiting for it:   ${f1(hopB.us)}  busy ${f1(hopB.busy)}`);
-  console.log(`  JS -> no-op C call on a koffi worker -> JS (async):  ${f1(hopA.us)}  busy ${f1(hopA.busy)}`);
+  const line = (name: string, m: Timing, width: number, tail: string): string =>
+    `  ${name.padEnd(width)} ${f1(m.us).padStart(8)}  ${Math.round(1e6 / m.us).toString().padStart(9)}  ${f1(m.js).padStart(6)}  ${f1(m.all).padStart(7)} |${tail}`;
+  console.log('\nbare koffi hops (us each: wall; CPU of the JS thread, of every thread):');
+  console.log(`  native thread -> empty JS callback, waiting for it:   ${f1(hopB.us)}; ${f1(hopB.js)}, ${f1(hopB.all)}`);
+  console.log(`  JS -> no-op C call on a koffi worker -> JS (async):  ${f1(hopA.us)}; ${f1(hopA.js)}, ${f1(hopA.all)}`);
+  const head = (width: number, tail: string): string =>
+    `  ${'path'.padEnd(width)} us/batch  batches/s  JS CPU  all CPU |${tail}   (us per batch; CPU: of the JS thread, of every thread)`;
   for (const v of variants) {
-    const ex = med(`${v.name}:export`).us;
-    const im = med(`${v.name}:export+import`).us - ex;
-    console.log(`\n${v.name}: export of one batch ${f1(ex)} us, import ${f1(im)} us (alone, no async machinery)`);
-    console.log('  path                                                    us/batch  batches/s  JS busy/batch |  hops  exp/imp  rest (ours)');
+    const ex = med(`${v.name}:export`).js;
+    const im = med(`${v.name}:export+import`).js - ex;
+    console.log(`\n${v.name}: export of one batch ${f1(ex)} us, import (and its release) ${f1(im)} us (alone, JS CPU)`);
+    console.log(head(54, '  hops  exp/imp  rest (ours)'));
     for (const p of paths.filter(wanted)) {
       const m = med(`${v.name}:${p.name}`);
-      const hops = p.hops.blocking * hopB.busy + p.hops.async * hopA.busy;
+      const hops = p.hops.blocking * hopB.js + p.hops.async * hopA.js;
       const xi = (p.exports ? ex : 0) + (p.imports ? im : 0);
-      console.log(
-        `  ${p.name.padEnd(54)} ${f1(m.us).padStart(8)}  ${Math.round(1e6 / m.us).toString().padStart(9)}  ${f1(m.busy).padStart(13)} |` +
-          ` ${f1(hops).padStart(5)}  ${f1(xi).padStart(7)}  ${f1(m.busy - hops - xi).padStart(11)}`,
-      );
+      console.log(line(p.name, m, 54, ` ${f1(hops).padStart(5)}  ${f1(xi).padStart(7)}  ${f1(m.js - hops - xi).padStart(11)}`));
     }
   }
-  const im = med('working tree:export+import').us - med('working tree:export').us;
-  const ex = med('working tree:export').us;
-  console.log(
-    '\nprototypes (test-only, not shipped): a native handler queues the calls in a ring, a native pump calls the handler and' +
-      ' answers the consumer; JS is woken once per burst',
-  );
-  console.log('  path                                                                  us/batch  batches/s  JS busy/batch | hops/batch  exp/imp  rest');
-  for (const p of prototypes.filter(wanted)) {
-    const ts = results.get(`prototype:${p.name}`)!;
-    const m = med(`prototype:${p.name}`);
-    const hops = median(ts.map((t) => t.hopsPerBatch ?? 0));
-    const xi = (p.exports ? ex : 0) + (p.imports ? im : 0);
+  const ex = med('working tree:export').js;
+  const im = med('working tree:export+import').js - ex;
+  const protos = prototypes.filter(wanted);
+  if (protos.length > 0) {
     console.log(
-      `  ${p.name.padEnd(68)} ${f1(m.us).padStart(8)}  ${Math.round(1e6 / m.us).toString().padStart(9)}  ${f1(m.busy).padStart(13)} |` +
-        ` ${hops.toFixed(2).padStart(10)}  ${f1(xi).padStart(7)}  ${f1(m.busy - hops * hopB.busy - xi).padStart(5)}`,
+      '\nprototypes (test-only, not shipped): a native handler queues the calls in a ring, a native pump calls the handler and' +
+        ' answers the consumer; JS is woken once per burst',
     );
+    console.log(head(68, ' hops/batch  exp/imp  rest'));
+    for (const p of protos) {
+      const m = med(`prototype:${p.name}`);
+      const xi = (p.exports ? ex : 0) + (p.imports ? im : 0);
+      const hops = m.hopsPerBatch ?? 0;
+      console.log(line(p.name, m, 68, ` ${hops.toFixed(2).padStart(10)}  ${f1(xi).padStart(7)}  ${f1(m.js - hops * hopB.js - xi).padStart(5)}`));
+    }
   }
   console.log(
-    "\nhops: the bare hops' JS busy time times the hops each batch makes (native producer -> reader: on_next_task;" +
-      ' our producer -> native consumer: the on_next_task async call, and extract_data, the release and request(1)' +
-      ' from its thread). rest: the JS busy time left, our callbacks, promises and request accounting.',
+    "\nhops: the bare hops' JS CPU times the hops each batch makes (native producer -> reader: on_next_task; our producer ->" +
+      ' native consumer: the on_next_task async call, and extract_data, the release and request(1) from its thread; a' +
+      " prototype: its doorbells). exp/imp: our export and/or import of the batch alone. rest: the JS thread's CPU left," +
+      ' our callbacks, promises and request accounting.',
   );
 }
 
