@@ -13,6 +13,11 @@
  *   npm run bench:stream [-- --quick] [-- --memory]
  *
  * 3. Memory over a long stream read and dropped (see `memory()`).
+ * 4. The off-thread reader (`offThread: true`, see `offThread()`): its cost per
+ *    batch against the plain call, and the event loop's responsiveness (the
+ *    longest a 1 ms timer waited) while SQLite's ADBC driver reads 1M rows.
+ *
+ *   npm run bench:stream -- --offthread     # only section 4
  *
  * `copy` rows import with `{ copy: true }`: the producer is released at once
  * instead of when the garbage collector finds the batch unreachable.
@@ -23,6 +28,9 @@ import { Field, Float64, Int32, makeData, RecordBatch, Schema, Struct, Table, Ut
 import { accounting, createAsyncDeviceStreamReader, exportArrayStream, freeArrowArrayStream, importArrayStream } from '../src/index.js';
 import { counting, countingMissing } from '../test/ownership/counting.js';
 import { asyncPeer, peerMissing } from '../test/async/peer.js';
+import { AdbcDriver } from '../examples/adbc/adbc.js';
+import { SQLITE } from '../examples/adbc/drivers.js';
+import { squaresSql } from '../examples/adbc/query.js';
 
 const quick = process.argv.includes('--quick');
 
@@ -171,7 +179,7 @@ async function memory(): Promise<void> {
       if (++k % 16 === 0) peak = Math.max(peak, process.memoryUsage.rss());
     }
     await p.produceWait(prod);
-    await reader.closed;
+    await reader.released;
     const s = (performance.now() - t0) / 1000;
     console.log(
       `${'async reader (native producer thread)'.padEnd(44)} ${String(k).padStart(5)} batches of 8 MiB: peak live batches ${String(peakLive).padStart(4)}, ` +
@@ -200,10 +208,105 @@ async function memory(): Promise<void> {
   }
 }
 
+/**
+ * The off-thread reader. (a) Cost per batch: a C producer (counting.c) of
+ * 1-row batches whose get_next does no work, read with `for...of`, with
+ * `for await` (plain: get_next on the JS thread), and with `for await` and
+ * `offThread: true` (get_next on a koffi worker thread, the result back
+ * through the event loop): the difference is what the thread hand-off costs
+ * a batch. (b) Responsiveness: SQLite's ADBC driver streams 1M rows (its
+ * get_next steps SQLite through a batch's rows) while a 1 ms interval timer
+ * records the longest gap between its ticks: plain `for await` holds the JS
+ * thread for the whole read (its steps resolve as microtasks), off-thread
+ * reading lets the timer run during every get_next.
+ */
+async function offThread(): Promise<void> {
+  if (countingMissing) {
+    console.log(`off-thread reader: ${countingMissing}, skipped`);
+  } else {
+    const c = counting();
+    const n = quick ? 5_000 : 20_000;
+    const reps = quick ? 3 : 5;
+    const read = async (mode: 'for...of' | 'for await' | 'for await, offThread'): Promise<number> => {
+      const ptr = c.slowStream(n, 1);
+      const reader = importArrayStream(ptr, { offThread: mode === 'for await, offThread' });
+      freeArrowArrayStream(ptr);
+      let rows = 0;
+      const t0 = performance.now();
+      if (mode === 'for...of') for (const b of reader) rows += b.numRows;
+      else for await (const b of reader) rows += b.numRows;
+      const us = ((performance.now() - t0) * 1000) / n;
+      if (rows !== n) throw new Error('row count mismatch');
+      return us;
+    };
+    console.log(`off-thread reader, cost per batch (a C producer of ${n} 1-row batches, get_next does no work; median of ${reps}):`);
+    const base = new Map<string, number>();
+    for (const mode of ['for...of', 'for await', 'for await, offThread'] as const) {
+      await read(mode); // warm up
+      const times: number[] = [];
+      for (let r = 0; r < reps; r++) times.push(await read(mode));
+      const us = median(times);
+      base.set(mode, us);
+      const extra = mode === 'for...of' ? '' : `  (+${(us - base.get('for...of')!).toFixed(2)} us over for...of)`;
+      console.log(`  ${mode.padEnd(22)} ${us.toFixed(2).padStart(7)} us/batch  ${(1e6 / us).toFixed(0).padStart(8)} batches/s${extra}`);
+    }
+  }
+  if (SQLITE.missing) {
+    console.log(`off-thread reader with SQLite: ${SQLITE.missing}, skipped`);
+    return;
+  }
+  const rows = 1_000_000;
+  const driver = AdbcDriver.load(SQLITE.path, SQLITE.entrypoint);
+  try {
+    using db = driver.open(SQLITE.memoryOptions);
+    using conn = db.connect();
+    console.log(`event loop while SQLite's ADBC driver streams ${rows.toLocaleString('en')} rows (i, i*i, 'row ' || i), a 1 ms timer's longest wait:`);
+    for (const batchRows of [1024, 100_000]) {
+      for (const off of [false, true]) {
+        using stmt = conn.statement(squaresSql(SQLITE, rows));
+        stmt.setOption('adbc.sqlite.query.batch_rows', String(batchRows));
+        const reader = await stmt.query({ offThread: off });
+        let maxGap = 0;
+        let ticks = 0;
+        let last = performance.now();
+        const timer = setInterval(() => {
+          const now = performance.now();
+          maxGap = Math.max(maxGap, now - last);
+          last = now;
+          ticks++;
+        }, 1);
+        const t0 = performance.now();
+        let n = 0;
+        let batches = 0;
+        last = t0;
+        for await (const b of reader) {
+          n += b.numRows;
+          batches++;
+        }
+        const ms = performance.now() - t0;
+        // The wait still running when the read ended counts too.
+        maxGap = Math.max(maxGap, performance.now() - last);
+        clearInterval(timer);
+        if (n !== rows) throw new Error('row count mismatch');
+        console.log(
+          `  batch_rows ${String(batchRows).padStart(6)}, ${(off ? 'for await, offThread' : 'for await').padEnd(20)} ${ms.toFixed(0).padStart(6)} ms for ${String(batches).padStart(4)} batches ` +
+            `(${((ms * 1000) / batches).toFixed(0).padStart(6)} us/batch); longest timer wait ${maxGap.toFixed(1).padStart(7)} ms, ${String(ticks).padStart(4)} ticks`,
+        );
+      }
+    }
+  } finally {
+    driver.release();
+  }
+}
+
 async function main(): Promise<void> {
   console.log(`stream bench: node ${process.version}, compiled library (.build/run)`);
   if (process.argv.includes('--memory')) {
     await memory();
+    return;
+  }
+  if (process.argv.includes('--offthread')) {
+    await offThread();
     return;
   }
   const reps = quick ? 3 : 7;
@@ -219,6 +322,7 @@ async function main(): Promise<void> {
   }).batches[0]!;
   sameThread('1 row, 4 columns (i32,f64,utf8,f64)', wide, quick ? 20_000 : 50_000, reps);
   await duck();
+  await offThread();
   await memory();
   console.log(`accounting after: ${JSON.stringify(accounting())}`);
 }

@@ -43,9 +43,10 @@ export {
   allocArrowSchema, allocArrowArray, releaseArrowSchema, releaseArrowArray, freeArrowSchema, freeArrowArray,
   moveArrowSchema, moveArrowArray, isOurArrowArray, disposeImport,
   type MemoryOption, type SchemaImportOptions, type ArrayImportOptions, type ExportOptions, type SchemaLike,
+  type SchemaExchangeOptions, type ArrayExchangeOptions,
 } from './array/api.js';
 export {
-  releaseImport, isImportReleased, ImportedRecordBatch, ImportedTable, ImportedVector, ImportedData, type Releasable,
+  releaseImport, isImportReleased, ImportedRecordBatch, ImportedTable, ImportedVector, ImportedData, type Releasable, type Exchangeable,
 } from './array/imported.js';
 
 // --- device arrays (ArrowDeviceArray) --------------------------------------------------------------
@@ -54,7 +55,7 @@ export {
   exportDeviceArray, exportDeviceRecordBatch,
   allocArrowDeviceArray, releaseArrowDeviceArray, freeArrowDeviceArray, moveArrowDeviceArray,
   allocDeviceArray, releaseDeviceArray, freeDeviceArray, moveDeviceArray,
-  type DeviceImportOptions, type DeviceExportOptions, type DeviceFields,
+  type DeviceImportOptions, type DeviceExportOptions, type DeviceFields, type DeviceExchangeOptions, type DeviceArraySource,
 } from './device/api.js';
 export { DeviceArray, type DeviceSpec, type DeviceCopyOptions, type ToHostOptions } from './device/device-array.js';
 export type { DeviceArrayNode, DeviceBuffer } from './device/tree.js';
@@ -63,7 +64,8 @@ export { cudaAvailable, CudaError, type CudaMemoryKind } from './device/cuda.js'
 // --- streams (ArrowArrayStream, ArrowDeviceArrayStream) -------------------------------------------
 export {
   importArrayStream, importDeviceArrayStream, RecordBatchStreamImport, StreamProducerError,
-  type StreamImportOptions, type StreamItem,
+  type StreamImportOptions, type StreamItem, type StreamExchangeOptions, type DeviceStreamSource, type StreamHandOn, type DeviceStreamHandOn,
+  type AnyStreamHandOn,
 } from './stream/import.js';
 export {
   exportArrayStream, exportDeviceArrayStream, allocArrowArrayStream, allocArrowDeviceArrayStream, releaseArrowArrayStream,
@@ -71,9 +73,24 @@ export {
   type RecordBatchSource, type StreamExportOptions, type StreamExportItem,
 } from './stream/export.js';
 
+// --- fill-and-import: a native producer fills a struct we allocate, we import it ------------------
+export {
+  importArrayStreamFrom, importDeviceArrayStreamFrom, importSchemaFrom, importRecordBatchFrom, importDeviceRecordBatchFrom,
+  type FillStatus, type FillResult,
+} from './fill/fill.js';
+
 // --- async device streams (ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask) ----
 export {
   AsyncDeviceStreamReader, AsyncStreamError, createAsyncDeviceStreamReader,
   type AsyncConsumerOptions, type AsyncTaskResult, type AsyncItem,
 } from './async/consumer.js';
 export { produceAsyncDeviceStream, type AsyncBatchSource, type AsyncProducerOptions, type AsyncProduceResult } from './async/producer.js';
+
+// --- the exchange protocol (PROTOCOL.md): Arrow data between JavaScript libraries ------------
+export {
+  ArrowSymbols, isArrowExportable, arrowExportable, ExportHandle, ArrayExportHandles, TableExportHandles,
+  type ArrowSymbol, type ArrowHandle, type ArrowArrayHandles, type ArrowWasmMemory, type ArrowWasmTable, type ArrowDeviceExportOptions,
+  type ArrowSchemaExportable, type ArrowArrayExportable, type ArrowStreamExportable, type ArrowDeviceArrayExportable,
+  type ArrowDeviceStreamExportable, type ArrowExportable, type ExchangeImportOptions,
+  type ExportableOptions, type SchemaExportMethod, type ArrayExportMethods, type StreamExportMethods, type TableExportable, type RecordBatchExportable, type ArrayExportable, type VectorExportable, type ReaderExportable,
+} from './protocol/index.js';

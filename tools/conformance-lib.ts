@@ -254,7 +254,7 @@ export async function readCase(start: (handler: Ptr) => Promise<unknown>): Promi
   }
   await producing;
   if (failure) throw failure;
-  await reader.closed;
+  await reader.released;
   return { schema: await reader.schemaNodeAsync, batches };
 }
 

@@ -32,17 +32,21 @@ export type FieldType =
   | { readonly kind: 'array'; readonly of: FieldType; readonly length: number }
   | { readonly kind: 'struct'; readonly def: StructDef };
 
-export interface FieldDef {
-  readonly name: string;
+export interface FieldDef<N extends string = string> {
+  readonly name: N;
   readonly type: FieldType;
   /** The C declaration, kept so the C layout proof and docs can show it. */
   readonly c: string;
 }
 
-export interface StructDef {
+/** A struct's definition; `N` is the union of its field names (so accessors are typed by them). */
+export interface StructDef<N extends string = string> {
   readonly name: string;
-  readonly fields: readonly FieldDef[];
+  readonly fields: readonly FieldDef<N>[];
 }
+
+/** The field names of a struct definition. */
+export type FieldName<D> = D extends StructDef<infer N> ? N : never;
 
 export interface FieldLayout {
   readonly name: string;
@@ -65,7 +69,7 @@ const int32: FieldType = { kind: 'int32' };
 const int64: FieldType = { kind: 'int64' };
 const pointer: FieldType = { kind: 'pointer' };
 
-function f(name: string, type: FieldType, c: string): FieldDef {
+function f<N extends string>(name: N, type: FieldType, c: string): FieldDef<N> {
   return { name, type, c };
 }
 
@@ -126,7 +130,7 @@ export function layoutOf(def: StructDef, target: Target): StructLayout {
 // --- The struct definitions, in the spec's field order -------------------------
 
 /** CDataInterface.rst, "The ArrowSchema structure". */
-export const ArrowSchemaDef: StructDef = {
+export const ArrowSchemaDef = {
   name: 'ArrowSchema',
   fields: [
     f('format', pointer, 'const char* format'),
@@ -139,10 +143,10 @@ export const ArrowSchemaDef: StructDef = {
     f('release', pointer, 'void (*release)(struct ArrowSchema*)'),
     f('private_data', pointer, 'void* private_data'),
   ],
-};
+} satisfies StructDef;
 
 /** CDataInterface.rst, "The ArrowArray structure". */
-export const ArrowArrayDef: StructDef = {
+export const ArrowArrayDef = {
   name: 'ArrowArray',
   fields: [
     f('length', int64, 'int64_t length'),
@@ -156,10 +160,10 @@ export const ArrowArrayDef: StructDef = {
     f('release', pointer, 'void (*release)(struct ArrowArray*)'),
     f('private_data', pointer, 'void* private_data'),
   ],
-};
+} satisfies StructDef;
 
 /** CStreamInterface.rst, "Structure definition". */
-export const ArrowArrayStreamDef: StructDef = {
+export const ArrowArrayStreamDef = {
   name: 'ArrowArrayStream',
   fields: [
     f('get_schema', pointer, 'int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out)'),
@@ -168,14 +172,14 @@ export const ArrowArrayStreamDef: StructDef = {
     f('release', pointer, 'void (*release)(struct ArrowArrayStream*)'),
     f('private_data', pointer, 'void* private_data'),
   ],
-};
+} satisfies StructDef;
 
 /**
  * CDeviceDataInterface.rst, "Structure Definitions". `device_type` is an
  * int32 followed by padding before `sync_event` on 64-bit targets, which
  * makes the struct 128 bytes there.
  */
-export const ArrowDeviceArrayDef: StructDef = {
+export const ArrowDeviceArrayDef = {
   name: 'ArrowDeviceArray',
   fields: [
     f('array', { kind: 'struct', def: ArrowArrayDef }, 'struct ArrowArray array'),
@@ -184,10 +188,10 @@ export const ArrowDeviceArrayDef: StructDef = {
     f('sync_event', pointer, 'void* sync_event'),
     f('reserved', { kind: 'array', of: int64, length: 3 }, 'int64_t reserved[3]'),
   ],
-};
+} satisfies StructDef;
 
 /** CDeviceDataInterface.rst, "Device Stream Interface". */
-export const ArrowDeviceArrayStreamDef: StructDef = {
+export const ArrowDeviceArrayStreamDef = {
   name: 'ArrowDeviceArrayStream',
   fields: [
     f('device_type', int32, 'ArrowDeviceType device_type'),
@@ -197,27 +201,27 @@ export const ArrowDeviceArrayStreamDef: StructDef = {
     f('release', pointer, 'void (*release)(struct ArrowDeviceArrayStream*)'),
     f('private_data', pointer, 'void* private_data'),
   ],
-};
+} satisfies StructDef;
 
 /**
  * CDeviceDataInterface.rst, "Async Device Stream Interface". The text's
  * `struct ArrowArrayTask*` parameter is a typo for `struct ArrowAsyncTask*`
  * (as in Arrow C++'s abi.h); it does not change the layout.
  */
-export const ArrowAsyncTaskDef: StructDef = {
+export const ArrowAsyncTaskDef = {
   name: 'ArrowAsyncTask',
   fields: [
     f('extract_data', pointer, 'int (*extract_data)(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out)'),
     f('private_data', pointer, 'void* private_data'),
   ],
-};
+} satisfies StructDef;
 
 /**
  * The spec text shows a `release` member here, but its field list does not,
  * and the header Arrow C++ ships and implements (abi.h) has none. Real
  * producers and consumers use the header's layout, so we do (DESIGN.md, "Two ABI traps").
  */
-export const ArrowAsyncProducerDef: StructDef = {
+export const ArrowAsyncProducerDef = {
   name: 'ArrowAsyncProducer',
   fields: [
     f('device_type', int32, 'ArrowDeviceType device_type'),
@@ -226,9 +230,9 @@ export const ArrowAsyncProducerDef: StructDef = {
     f('additional_metadata', pointer, 'const char* additional_metadata'),
     f('private_data', pointer, 'void* private_data'),
   ],
-};
+} satisfies StructDef;
 
-export const ArrowAsyncDeviceStreamHandlerDef: StructDef = {
+export const ArrowAsyncDeviceStreamHandlerDef = {
   name: 'ArrowAsyncDeviceStreamHandler',
   fields: [
     f('on_schema', pointer, 'int (*on_schema)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* stream_schema)'),
@@ -246,7 +250,7 @@ export const ArrowAsyncDeviceStreamHandlerDef: StructDef = {
     f('producer', pointer, 'struct ArrowAsyncProducer* producer'),
     f('private_data', pointer, 'void* private_data'),
   ],
-};
+} satisfies StructDef;
 
 /** Every struct of the interfaces, in dependency order. */
 export const ALL_STRUCTS: readonly StructDef[] = [

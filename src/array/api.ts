@@ -19,16 +19,23 @@
  *   `freeArrowArray`/`freeArrowSchema` once the consumer has moved or released it).
  */
 import { Data, DataType, Schema, Struct, Table, Vector, RecordBatch, type Field } from 'apache-arrow';
+import {
+  ArrowSymbols, describeArrowMethods, hasArrowMethod, isArrowExportable,
+  type ArrowArrayExportable, type ArrowSchemaExportable, type ArrowStreamExportable,
+} from '../abi/protocol.js';
 import { arrayPtrArg, optionalPtrArg, ptrArrayArg, schemaPtrArg } from '../args.js';
 import { invalid } from '../errors.js';
 import { moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
+import { ArrayExportHandles, ExportHandle, TableExportHandles } from '../memory/handle.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
-import { nodeToField, nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
+import { nodeToField, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { toSchemaNode, writeSchemaNode, schemaToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
-import { dataToView } from './arrowjs.js';
+import { dataToExportView, dataToView } from './arrowjs.js';
+import { exchangeOptions, importFromArrayHandles, importFromHandle, streamTableImporter, type ExchangeImportOptions } from './exchange.js';
 import { writeArrayView, arrayReleaseCallback } from './export.js';
+import './handoff.js'; // the exchange protocol's methods of imported objects
 import { validationLevel } from './import.js';
 import {
   build, buildBatch, buildData, consume, nodeOf, planOf, planOfNode, readSchemaPtr, typeOf,
@@ -58,6 +65,23 @@ export interface ArrayImportOptions extends MemoryOption, ImportCoreOptions {}
 export interface ExportOptions extends MemoryOption {
   /** Write into this struct (the consumer's memory) instead of allocating one. */
   into?: Ptr;
+  /**
+   * Return an owned handle (`ExportHandle`: `address`, `released`,
+   * `[Symbol.dispose]`) instead of the bare address: its dispose releases
+   * the struct if the consumer did not take it, and frees it. Not with `into`.
+   */
+  handle?: boolean;
+}
+
+/** Protocol-form options: those of the pointer form and of the exchange (`requestedSchema`). */
+export type SchemaExchangeOptions = SchemaImportOptions & ExchangeImportOptions;
+export type ArrayExchangeOptions = ArrayImportOptions & ExchangeImportOptions;
+
+/** `handle: true` needs our own allocation: a struct the consumer gave (`into`) is its. */
+function handleArg(opts: { handle?: boolean }, into: Ptr | undefined, param = 'opts.into'): boolean {
+  if (!opts.handle) return false;
+  if (into !== undefined) throw invalid(param, 'a handle owns its struct (dispose frees it): { handle: true } writes into an allocation of its own, not into');
+  return true;
 }
 
 const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
@@ -65,19 +89,28 @@ const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory()
 // --- schema ----------------------------------------------------------------------------
 
 /**
- * Reads an `ArrowSchema` into a `SchemaNode` (every type of the spec, including
+ * Reads an `ArrowSchema` (or what an object implementing `arrow.c_schema`
+ * exports) into a `SchemaNode` (every type of the spec, including
  * those arrow-js lacks) and releases it unless `keep`.
  *
  * @example
  * const node = importSchemaNode(ptr); // node.format === '+s', node.children[0].name ...
  */
-export function importSchemaNode(ptr: Ptr, opts: SchemaImportOptions = {}): SchemaNode {
+export function importSchemaNode(source: ArrowSchemaExportable, opts?: SchemaExchangeOptions): SchemaNode;
+export function importSchemaNode(ptr: Ptr, opts?: SchemaImportOptions): SchemaNode;
+export function importSchemaNode(ptr: Ptr | ArrowSchemaExportable, opts: SchemaImportOptions = {}): SchemaNode {
+  if (isArrowExportable(ptr)) {
+    const o = exchangeOptions<SchemaImportOptions>(opts, 'importSchemaNode');
+    // The handle's dispose releases and frees the struct: `keep` has nothing to keep.
+    return importFromHandle(ptr, ArrowSymbols.schema, o, (p, m) => readSchemaPtr(m, p, false), () => undefined);
+  }
   return readSchemaPtr(mem(opts), ptr, opts.keep ?? false);
 }
 
 /**
  * Imports an `ArrowSchema` describing a record batch (format `+s`) as an
- * arrow-js `Schema`. Give the result to `importRecordBatch` / `importTable`
+ * arrow-js `Schema`; or what an object implementing `arrow.c_schema`
+ * (PROTOCOL.md) exports. Give the result to `importRecordBatch` / `importTable`
  * for every array of this schema (a driver that sends the schema once):
  * what those need of it is made once, and arrays are read by the schema as
  * the producer sent it, also when `expand` changed its arrow-js form.
@@ -86,21 +119,30 @@ export function importSchemaNode(ptr: Ptr, opts: SchemaImportOptions = {}): Sche
  * const schema = importSchema(schemaPtr);
  * console.log(schema.fields.map((f) => `${f.name}: ${f.type}`));
  * for (const p of arrayPtrs) use(importRecordBatch(p, schema));
+ *
+ * @example
+ * const schema = importSchema(arrowExportable(table));   // any object implementing arrow.c_schema
  */
-export function importSchema(ptr: Ptr, opts: SchemaImportOptions = {}): Schema {
+export function importSchema(source: ArrowSchemaExportable, opts?: SchemaExchangeOptions): Schema;
+export function importSchema(ptr: Ptr, opts?: SchemaImportOptions): Schema;
+export function importSchema(ptr: Ptr | ArrowSchemaExportable, opts: SchemaImportOptions = {}): Schema {
   // Through the batch plan: importing arrays against the Schema returned then reads them by the
   // schema as the producer sent it, also when `expand` changed the arrow-js form (list view -> list).
-  return planOfNode(importSchemaNode(ptr, opts), opts).arrow;
+  return planOfNode(importSchemaNode(ptr as Ptr, opts), opts).arrow;
 }
 
-/** Imports an `ArrowSchema` as an arrow-js `Field` (name, type, nullability, metadata). */
-export function importField(ptr: Ptr, opts: SchemaImportOptions = {}): Field {
-  return nodeToField(importSchemaNode(ptr, opts), 'schema', opts);
+/** Imports an `ArrowSchema` (a pointer, or an object implementing `arrow.c_schema`) as an arrow-js `Field` (name, type, nullability, metadata). */
+export function importField(source: ArrowSchemaExportable, opts?: SchemaExchangeOptions): Field;
+export function importField(ptr: Ptr, opts?: SchemaImportOptions): Field;
+export function importField(ptr: Ptr | ArrowSchemaExportable, opts: SchemaImportOptions = {}): Field {
+  return nodeToField(importSchemaNode(ptr as Ptr, opts), 'schema', opts);
 }
 
-/** Imports an `ArrowSchema` as an arrow-js `DataType`. */
-export function importType(ptr: Ptr, opts: SchemaImportOptions = {}): DataType {
-  return nodeToType(importSchemaNode(ptr, opts), 'schema', opts);
+/** Imports an `ArrowSchema` (a pointer, or an object implementing `arrow.c_schema`) as an arrow-js `DataType`. */
+export function importType(source: ArrowSchemaExportable, opts?: SchemaExchangeOptions): DataType;
+export function importType(ptr: Ptr, opts?: SchemaImportOptions): DataType;
+export function importType(ptr: Ptr | ArrowSchemaExportable, opts: SchemaImportOptions = {}): DataType {
+  return nodeToType(importSchemaNode(ptr as Ptr, opts), 'schema', opts);
 }
 
 /**
@@ -111,10 +153,17 @@ export function importType(ptr: Ptr, opts: SchemaImportOptions = {}): DataType {
  * const ptr = exportSchema(table.schema);
  * nativeLib.consume_schema(ptr); // the consumer moves or releases it
  * freeArrowSchema(ptr);
+ *
+ * @example
+ * using schema = exportSchema(table.schema, { handle: true }); // an owned handle
+ * nativeLib.consume_schema(schema.address);
  */
-export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr {
+export function exportSchema(s: SchemaLike, opts: ExportOptions & { handle: true }): ExportHandle;
+export function exportSchema(s: SchemaLike, opts?: ExportOptions): Ptr;
+export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr | ExportHandle {
   const m = mem(opts);
   optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
+  const handle = handleArg(opts, opts.into);
   const into = opts.into ?? m.alloc(m.layouts.ArrowSchema.size);
   try {
     writeSchemaNode(m, toSchemaNode(s), into);
@@ -122,7 +171,7 @@ export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr {
     if (opts.into === undefined) m.free(into);
     throw e;
   }
-  return into;
+  return handle ? ExportHandle.adopt(m, 'ArrowSchema', into) : into;
 }
 
 // --- arrays ----------------------------------------------------------------------------
@@ -138,12 +187,17 @@ export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr {
  * Imports an `ArrowArray` as an `ArrayView`: every type of the spec, buffers
  * as zero-copy byte views. Release it with `releaseImport(view)`; otherwise
  * the producer is released when the views are no longer reachable (or at
- * once with `copy`).
+ * once with `copy`). `source` may be an object implementing `arrow.c_array`
+ * in place of both pointers (then the second argument is the options).
  */
-export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): ArrayView {
+export function importArrayView(source: ArrowArrayExportable, opts?: ArrayExchangeOptions): ArrayView;
+export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts?: ArrayImportOptions): ArrayView;
+export function importArrayView(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike | Ptr | ArrayExchangeOptions, opts: ArrayImportOptions = {}): ArrayView {
+  if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importArrayView', (a, s, o) => importArrayView(a, s, o), releaseImport);
+  schema = schema as SchemaLike | Ptr;
   const m = mem(opts);
-  const { prepared: node, level, bytes } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => nodeOf(m, schema));
-  return build(ImportOwner.move(m, ptr, 'ArrowArray', bytes), node, opts, level, 'array', (view) => view);
+  const { prepared: node, level, staged, at } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => nodeOf(m, schema));
+  return build(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), node, opts, level, 'array', (view) => view);
 }
 
 /**
@@ -156,25 +210,38 @@ export function disposeImport(x: object): void {
 }
 
 /**
- * Imports an `ArrowArray` as arrow-js `Data` of the schema's type.
+ * Imports an `ArrowArray` as arrow-js `Data` of the schema's type, or what
+ * an object implementing `arrow.c_array` (PROTOCOL.md) exports.
  *
  * @example
  * const data = importData(arrayPtr, schemaPtr);          // zero-copy
  * const copy = importData(arrayPtr2, new Int32(), { copy: true }); // released at once
  * data.release();                                        // or `using data = ...`
+ *
+ * @example
+ * const d = importData(exportable);  // an object implementing arrow.c_array (PROTOCOL.md)
  */
-export function importData(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): ImportedData {
+export function importData(source: ArrowArrayExportable, opts?: ArrayExchangeOptions): ImportedData;
+export function importData(ptr: Ptr, schema: SchemaLike | Ptr, opts?: ArrayImportOptions): ImportedData;
+export function importData(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike | Ptr | ArrayExchangeOptions, opts: ArrayImportOptions = {}): ImportedData {
+  if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importData', (a, s, o) => importData(a, s, o), releaseImport);
+  const sch = schema as SchemaLike | Ptr;
   const m = mem(opts);
-  const { prepared, level, bytes } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => {
-    const node = nodeOf(m, schema);
-    return { node, type: typeOf(schema, node, opts) };
+  const { prepared, level, staged, at } = consume(m, 'ArrowArray', ptr, sch, opts, 'array', () => {
+    const node = nodeOf(m, sch);
+    return { node, type: typeOf(sch, node, opts) };
   });
-  return buildData(ImportOwner.move(m, ptr, 'ArrowArray', bytes), prepared.node, prepared.type, opts, level, 'array');
+  return buildData(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), prepared.node, prepared.type, opts, level, 'array');
 }
 
-/** Imports an `ArrowArray` as an arrow-js `Vector` (releasable like the Data it holds). */
-export function importVector(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImportOptions = {}): ImportedVector {
-  const data = importData(ptr, schema, opts);
+/**
+ * Imports an `ArrowArray` (or an object implementing `arrow.c_array`) as an
+ * arrow-js `Vector` (releasable like the Data it holds).
+ */
+export function importVector(source: ArrowArrayExportable, opts?: ArrayExchangeOptions): ImportedVector;
+export function importVector(ptr: Ptr, schema: SchemaLike | Ptr, opts?: ArrayImportOptions): ImportedVector;
+export function importVector(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike | Ptr | ArrayExchangeOptions, opts: ArrayImportOptions = {}): ImportedVector {
+  const data = importData(ptr as Ptr, schema as SchemaLike | Ptr, opts);
   return importedVector(data, ownersOf(data)!);
 }
 
@@ -186,15 +253,27 @@ export function importVector(ptr: Ptr, schema: SchemaLike | Ptr, opts: ArrayImpo
  * to every call; what the import needs of it is made once per `Schema`
  * object. A schema pointer is consumed (released) by the call it is given to.
  *
+ * `source` may be an object of the exchange protocol (PROTOCOL.md)
+ * implementing `arrow.c_array` in place of both pointers: the second
+ * argument is then the options (with `requestedSchema`), and the handles are
+ * disposed on every path.
+ *
  * @example
  * const schema = importSchema(schemaPtr);             // once
  * using batch = importRecordBatch(arrayPtr, schema);   // released at the end of the scope
  * batch.getChild('x')?.toArray();
+ *
+ * @example
+ * using b = importRecordBatch(exportable);  // an object implementing arrow.c_array (PROTOCOL.md)
  */
-export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): ImportedRecordBatch {
+export function importRecordBatch(source: ArrowArrayExportable, opts?: ArrayExchangeOptions): ImportedRecordBatch;
+export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts?: ArrayImportOptions): ImportedRecordBatch;
+export function importRecordBatch(ptr: Ptr | ArrowArrayExportable, schema?: Schema | SchemaNode | Ptr | ArrayExchangeOptions, opts: ArrayImportOptions = {}): ImportedRecordBatch {
+  if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importRecordBatch', (a, s, o) => importRecordBatch(a, s, o), releaseImport);
+  schema = schema as Schema | SchemaNode | Ptr;
   const m = mem(opts);
-  const { prepared: plan, level, bytes } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => planOf(m, schema, opts));
-  return buildBatch(ImportOwner.move(m, ptr, 'ArrowArray', bytes), plan, opts, level, 'array');
+  const { prepared: plan, level, staged, at } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => planOf(m, schema, opts));
+  return buildBatch(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), plan, opts, level, 'array');
 }
 
 /**
@@ -202,8 +281,24 @@ export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, o
  * `Table`; `table.release()` releases every batch. Import consumes every
  * array: if one fails, those imported already are released at once, and
  * those not yet imported too.
+ *
+ * `source` may be an object of the exchange protocol (PROTOCOL.md) in
+ * place of the pointers: one implementing `arrow.c_stream` is read to its
+ * end (as `importArrayStream(source).toTable()`), else `arrow.c_array` gives
+ * a table of one batch.
+ *
+ * @example
+ * const t = importTable(arrowExportable(table)); // any object implementing arrow.c_stream
  */
-export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | Ptr, opts: ArrayImportOptions = {}): ImportedTable {
+export function importTable(source: ArrowStreamExportable | ArrowArrayExportable, opts?: ArrayExchangeOptions): ImportedTable;
+export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | Ptr, opts?: ArrayImportOptions): ImportedTable;
+export function importTable(
+  ptrs: readonly Ptr[] | ArrowStreamExportable | ArrowArrayExportable,
+  schema?: Schema | SchemaNode | Ptr | ArrayExchangeOptions,
+  opts: ArrayImportOptions = {},
+): ImportedTable {
+  if (isArrowExportable(ptrs)) return tableOfExportable(ptrs, schema);
+  schema = schema as Schema | SchemaNode | Ptr;
   const m = mem(opts);
   try {
     ptrArrayArg(ptrs, 'ptrs', m, m.layouts.ArrowArray.size, 'ArrowArrays');
@@ -223,8 +318,8 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
   for (let i = 0; i < ptrs.length; i++) {
     try {
       const path = `arrays[${i}]`;
-      const { level, bytes } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, path, () => undefined);
-      batches.push(buildBatch(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', bytes), plan, opts, level, path));
+      const { level, staged, at } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, path, () => undefined);
+      batches.push(buildBatch(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', staged, at), plan, opts, level, path));
     } catch (e) {
       for (const b of batches) b.release();
       for (const p of ptrs.slice(i + 1)) if (typeof p === 'bigint') releaseStruct(m, 'ArrowArray', p);
@@ -232,6 +327,24 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
     }
   }
   return importedTable(batches, plan.arrow);
+}
+
+/** An array import from a protocol object (`arrow.c_array`): `optsArg` is the options, `imp` the pointer form. */
+function viaArray<R>(source: object, optsArg: unknown, fn: string, imp: (array: Ptr, schema: Ptr, opts: ArrayImportOptions) => R, release: (r: R) => void): R {
+  const o = exchangeOptions<ArrayImportOptions>(optsArg, fn);
+  return importFromArrayHandles(source, ArrowSymbols.array, o, (a, s, m) => imp(a, s, { ...o, memory: m }), release);
+}
+
+/** `importTable(source)`: a stream read to its end, else one array. */
+function tableOfExportable(source: object, optsArg: unknown): ImportedTable {
+  const o = exchangeOptions<ArrayImportOptions>(optsArg, 'importTable');
+  const viaStream = streamTableImporter();
+  if (hasArrowMethod(source, ArrowSymbols.stream) && viaStream) return viaStream(source, o);
+  if (hasArrowMethod(source, ArrowSymbols.array)) {
+    const b = viaArray(source, o, 'importTable', (a, s, opts) => importRecordBatch(a, s, opts), releaseImport);
+    return importedTable([b], b.schema);
+  }
+  throw invalid('source', `importTable needs an object implementing arrow.c_stream or arrow.c_array, got one implementing ${describeArrowMethods(source)}`);
 }
 
 /**
@@ -243,11 +356,17 @@ export function importTable(ptrs: readonly Ptr[], schema: Schema | SchemaNode | 
  * const schema = exportSchema(batch.schema);
  * const array = exportArray(batch);
  * await nativeLib.consume.async(schema, array);
+ *
+ * @example
+ * using array = exportArray(batch, { handle: true });  // an owned handle: released if nobody took it
  */
-export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: ExportOptions = {}): Ptr {
+export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: ExportOptions & { handle: true }): ExportHandle;
+export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts?: ExportOptions): Ptr;
+export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: ExportOptions = {}): Ptr | ExportHandle {
   const m = mem(opts);
   optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowArray.size, 'an ArrowArray');
-  const view = toExportView(x);
+  const handle = handleArg(opts, opts.into);
+  const view = toExportView(x, true);
   const into = opts.into ?? m.alloc(m.layouts.ArrowArray.size);
   try {
     writeArrayView(m, view, into);
@@ -255,19 +374,24 @@ export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: Ex
     if (opts.into === undefined) m.free(into);
     throw e;
   }
-  return into;
+  return handle ? ExportHandle.adopt(m, 'ArrowArray', into) : into;
 }
 
-/** The `ArrayView` an export of any of the JS array forms writes. */
-export function toExportView(x: Data | Vector | RecordBatch | ArrayView): ArrayView {
-  if (x instanceof RecordBatch) return dataToView(x.data, batchNode(x));
+/**
+ * The `ArrayView` an export of any of the JS array forms writes. `forWriter`:
+ * for `writeArrayView` only, whose buffers may be any typed array (see
+ * `dataToExportView`).
+ */
+export function toExportView(x: Data | Vector | RecordBatch | ArrayView, forWriter = false): ArrayView {
+  const toView = forWriter ? dataToExportView : dataToView;
+  if (x instanceof RecordBatch) return toView(x.data, batchNode(x));
   if (x instanceof Vector) {
     if (x.data.length !== 1) {
       throw invalid('array', `a Vector of ${x.data.length} chunks is not one array: export each chunk, or a Table as a stream`);
     }
-    return dataToView(x.data[0]!);
+    return toView(x.data[0]!);
   }
-  if (x instanceof Data) return dataToView(x);
+  if (x instanceof Data) return toView(x);
   return x;
 }
 
@@ -304,14 +428,38 @@ function batchSchema(batch: RecordBatch): Schema {
   return new Schema((batch.data.type as Struct).children, batch.schema.metadata);
 }
 
-/** Exports a `RecordBatch` as a schema and a struct array. */
-export function exportRecordBatch(batch: RecordBatch, opts: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr } = {}): { schema: Ptr; array: Ptr } {
+/**
+ * Exports a `RecordBatch` as a schema and a struct array; with
+ * `{ handle: true }`, as two owned handles (`ArrayExportHandles`: disposing
+ * the pair disposes both).
+ *
+ * @example
+ * const { schema, array } = exportRecordBatch(batch);
+ * nativeLib.consume(schema, array);
+ * freeArrowSchema(schema);
+ * freeArrowArray(array);
+ */
+export function exportRecordBatch(batch: RecordBatch, opts: MemoryOption & { handle: true }): ArrayExportHandles;
+export function exportRecordBatch(batch: RecordBatch, opts?: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr; handle?: false }): { schema: Ptr; array: Ptr };
+export function exportRecordBatch(
+  batch: RecordBatch,
+  opts: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr; handle?: boolean } = {},
+): { schema: Ptr; array: Ptr } | ArrayExportHandles {
   const m = mem(opts);
   optionalPtrArg(opts.schemaInto, 'opts.schemaInto', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
   optionalPtrArg(opts.arrayInto, 'opts.arrayInto', m, m.layouts.ArrowArray.size, 'an ArrowArray');
-  const schema = exportSchema(batchSchema(batch), { ...opts, into: opts.schemaInto });
+  if (handleArg(opts, opts.schemaInto ?? opts.arrayInto, opts.schemaInto !== undefined ? 'opts.schemaInto' : 'opts.arrayInto')) {
+    const schema = exportSchema(batchSchema(batch), { memory: opts.memory, handle: true });
+    try {
+      return new ArrayExportHandles(schema, exportArray(batch, { memory: opts.memory, handle: true }));
+    } catch (e) {
+      schema[Symbol.dispose]();
+      throw e;
+    }
+  }
+  const schema = exportSchema(batchSchema(batch), { ...opts, handle: false, into: opts.schemaInto });
   try {
-    return { schema, array: exportArray(batch, { ...opts, into: opts.arrayInto }) };
+    return { schema, array: exportArray(batch, { ...opts, handle: false, into: opts.arrayInto }) };
   } catch (e) {
     releaseArrowSchema(schema, opts);
     if (opts.schemaInto === undefined) mem(opts).free(schema);
@@ -319,10 +467,39 @@ export function exportRecordBatch(batch: RecordBatch, opts: MemoryOption & { sch
   }
 }
 
-/** Exports a `Table` as one schema and one struct array per batch. */
-export function exportTable(table: Table, opts: MemoryOption = {}): { schema: Ptr; arrays: Ptr[] } {
+/**
+ * Exports a `Table` as one schema and one struct array per batch; with
+ * `{ handle: true }`, as owned handles (`TableExportHandles`).
+ *
+ * @example
+ * using t = exportTable(table, { handle: true });
+ * for (const a of t.arrays) nativeLib.consume(exportSchema(table.schema), a.address);
+ */
+export function exportTable(table: Table, opts: MemoryOption & { handle: true }): TableExportHandles;
+export function exportTable(table: Table, opts?: MemoryOption & { handle?: false }): { schema: Ptr; arrays: Ptr[] };
+export function exportTable(table: Table, opts: MemoryOption & { handle?: boolean } = {}): { schema: Ptr; arrays: Ptr[] } | TableExportHandles {
   const m = mem(opts);
-  const schema = exportSchema(table.batches.length > 0 ? batchSchema(table.batches[0]!) : table.schema, opts);
+  if (opts.handle) {
+    const { schema, arrays } = exportTable(table, { memory: opts.memory });
+    // A failed adopt releases and frees its own struct; those adopted are disposed, the rest freed.
+    const handles: ExportHandle[] = [];
+    let tried = 0;
+    try {
+      tried++;
+      const s = ExportHandle.adopt(m, 'ArrowSchema', schema);
+      handles.push(s);
+      for (const a of arrays) {
+        tried++;
+        handles.push(ExportHandle.adopt(m, 'ArrowArray', a));
+      }
+      return new TableExportHandles(s, handles.slice(1));
+    } catch (e) {
+      for (const h of handles) h[Symbol.dispose]();
+      for (const a of arrays.slice(tried - 1)) freeArrowArray(a, opts);
+      throw e;
+    }
+  }
+  const schema = exportSchema(table.batches.length > 0 ? batchSchema(table.batches[0]!) : table.schema, { memory: opts.memory });
   const arrays: Ptr[] = [];
   try {
     for (const b of table.batches) arrays.push(exportArray(b, opts));

@@ -12,8 +12,7 @@
  */
 import {
   Data, DataType, Dictionary, Field, makeBuilder, makeData as arrowMakeData, Null, RecordBatch, Type, Vector, type Builder,
-  type FixedSizeList, Schema, Struct,
-  type Union,
+  Schema, Struct,
 } from 'apache-arrow';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -22,6 +21,7 @@ import { typeToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from './view.js';
 import { ImportedView } from './import.js';
+import { Kind, layoutOf } from '../schema/layout.js';
 import type { ImportOwner } from './owner.js';
 import { isDetached, isWasmMemoryBuffer } from '../memory/wasm.js';
 import { ImportedData, ImportedRecordBatch } from './imported.js';
@@ -74,32 +74,63 @@ function hasUniqueNames(schema: Schema): boolean {
 }
 
 /**
- * `new RecordBatch(schema, data)` for the `Data` of an import of `struct`
- * (`new Struct(schema.fields)`): the same batch (the schema given, a struct
- * `Data` of `struct` over `data`'s children, no validity, empty metadata),
- * made without the constructor's rebuilding where that is all it would do.
+ * `new RecordBatch(schema, structData())` for an import of `struct` (`new
+ * Struct(schema.fields)`) whose columns are `children`, `N` rows: the same
+ * batch (the schema given, a struct `Data` of `struct` over the children,
+ * no validity, empty metadata), made without the constructor's rebuilding
+ * where that is all it would do, and without the struct's own `Data`
+ * (`structData`, made only when the constructor is needed).
  */
-export function makeBatch(schema: Schema, struct: Struct, data: Data<Struct>): RecordBatch {
-  const children = data.children;
-  const N = data.length;
+export function makeBatch(schema: Schema, struct: Struct, children: Data[], N: number, structData: () => Data<Struct>): RecordBatch {
   // Repeated field names take the shortcut too: there the constructor's rebuilding by name is a
   // known arrow-js bug (gold case duplicate_fieldnames: an int8 column reported as int32).
   let same = BATCH_SHORTCUT && children.length === schema.fields.length;
   for (let i = 0; same && i < children.length; i++) same = children[i]!.length === N;
   if (!same) {
-    const b = new ImportedRecordBatch(schema, data);
+    const b = new ImportedRecordBatch(schema, structData());
     // Keep the schema as imported where the constructor rebuilt it by name.
     if (!hasUniqueNames(schema) && b.data.children.length === schema.fields.length) (b as { schema: Schema }).schema = schema;
     return b;
   }
   const b = Object.create(ImportedRecordBatch.prototype) as { schema: Schema; data: Data<Struct>; _metadata: Map<string, string> };
   b.schema = schema;
-  b.data = new Data(struct, 0, N, 0, [undefined, undefined, new Uint8Array(0)] as never, children) as Data<Struct>;
+  b.data = new Data(struct, 0, N, 0, [undefined, undefined, EMPTY_BITMAP] as never, children) as Data<Struct>;
   b._metadata = new Map();
   return b as unknown as RecordBatch;
 }
 
-/** Thunks for the buffers of an arrow-js `Data`, in arrow-js's slicing convention. */
+/** The (empty) validity of a batch's struct Data: one array for every batch (arrow-js never writes it). */
+const EMPTY_BITMAP = new Uint8Array(0);
+
+/**
+ * How a node's arrow-js buffers are made from its C buffers, decided once
+ * per node at build time (a small integer instead of a closure per buffer:
+ * a batch of 100 columns made 800 closures per import).
+ */
+const enum Form {
+  /** Validity only (struct, fixed-size list), or nothing (null). */
+  None,
+  /** bool: the values bitmap as is. */
+  Bits,
+  /** Fixed width: values subarray by `stride` elements of the type's ArrayType. */
+  Fixed,
+  /** binary/utf8, list, map: int32 offsets (+ data for binary). */
+  Offsets32,
+  /** large binary/utf8, large list: int64 offsets (+ data). */
+  Offsets64,
+  /** binary_view/utf8_view: 16-byte views and variadic buffers. */
+  Views,
+  /** Sparse union: type ids. */
+  Sparse,
+  /** Dense union: type ids and int32 offsets. */
+  Dense,
+  /** Dictionary indices of the index type's ArrayType. */
+  Indices,
+  /** Buffers given by thunks (a conversion that copied: 64-bit indices narrowed). */
+  Parts,
+}
+
+/** Thunks for the buffers of an arrow-js `Data` made by a conversion (Form.Parts). */
 interface Parts {
   valueOffsets?: () => ArrayBufferView;
   values?: () => ArrayBufferView;
@@ -108,47 +139,121 @@ interface Parts {
   variadicBuffers?: () => Uint8Array[];
 }
 
-const PARTS = Symbol('arrow-device.parts');
-const SOURCE = Symbol('arrow-device.source');
-const CACHE = Symbol('arrow-device.cache');
-const WASM = Symbol('arrow-device.wasm-views');
-const OWNER = Symbol('arrow-device.owner');
+/** Marks a buffer slot not made yet. */
+const UNSET: unique symbol = Symbol('arrow-device.unset');
+
+/**
+ * What a `LazyData` makes its buffers from, and the buffers made so far
+ * (one object per Data: its slots are the cache).
+ */
+class LazyState {
+  valueOffsets: unknown = UNSET;
+  values: unknown = UNSET;
+  nullBitmap: unknown = UNSET;
+  typeIds: unknown = UNSET;
+  variadicBuffers: unknown = UNSET;
+  /** The wasm-memory views of each slot read, checked for detachment on every read; absent for native imports. */
+  wasm: { [K in LazyKey]?: ArrayBufferView[] } | undefined = undefined;
+  constructor(
+    /**
+     * The import this Data reads, kept for the Data's whole life: it holds the
+     * import's keep-alive token, so the producer's memory stays while the Data
+     * is reachable even after every buffer was read (on wasm the typed arrays
+     * share the module's ArrayBuffer and say nothing about the import).
+     */
+    readonly view: ArrayView,
+    /** The import's owner (null for a copy, or a view not imported): checked on every buffer read. */
+    readonly owner: ImportOwner | null,
+    readonly form: Form,
+    /** Whether the validity bitmap is used (a null count and a bitmap present). */
+    readonly hasBitmap: boolean,
+    /** Fixed width: elements of the ArrayType per value; Indices/Fixed: the ArrayType. */
+    readonly stride: number,
+    readonly Ctor: TypedArrayCtor | null,
+    readonly parts: Parts | null,
+  ) {}
+}
+
+const STATE = Symbol('arrow-device.lazy');
+/**
+ * The empty array every leaf `Data` of an import shares for its children
+ * and variadic buffers, and passes as its buffers (arrow-js reads them
+ * only): an allocation saved per node. Frozen, so that a write, which
+ * arrow-js never makes, could not reach other imports.
+ */
+const NONE: readonly never[] = Object.freeze([]);
 const LAZY_KEYS = ['valueOffsets', 'values', 'nullBitmap', 'typeIds', 'variadicBuffers'] as const;
 type LazyKey = (typeof LAZY_KEYS)[number];
 
+/** Buffer `i` of `view` (viewed now if it was not): an import's checks its owner first. */
+function bufOf(view: ArrayView, i: number): Uint8Array | null {
+  return view instanceof ImportedView ? view.buffer(i) : (view.buffers[i] ?? null);
+}
+
+/** Makes slot `key` of a Data from its state, in arrow-js's slicing convention. */
+function makeSlot(st: LazyState, key: LazyKey, O: number, N: number): unknown {
+  const view = st.view;
+  if (key === 'nullBitmap') return st.hasBitmap ? bufOf(view, 0)! : EMPTY;
+  switch (st.form) {
+    case Form.Bits:
+      return key === 'values' ? (bufOf(view, 1) ?? EMPTY) : undefined;
+    case Form.Fixed:
+      return key === 'values' ? typed(st.Ctor!, bufOf(view, 1)).subarray(O * st.stride, (O + N) * st.stride) : undefined;
+    case Form.Indices:
+      return key === 'values' ? typed(st.Ctor!, bufOf(view, 1)).subarray(O, O + N) : undefined;
+    case Form.Offsets32:
+      if (key === 'valueOffsets') {
+        const o = typed(Int32Array, bufOf(view, 1)).subarray(O, O + N + 1);
+        return o.length ? o : new Int32Array(1);
+      }
+      // binary/utf8 have their data in buffer 2; lists and maps have none.
+      return key === 'values' && view.schema.children.length === 0 ? (bufOf(view, 2) ?? EMPTY) : undefined;
+    case Form.Offsets64:
+      if (key === 'valueOffsets') {
+        const o = typed(BigInt64Array, bufOf(view, 1)).subarray(O, O + N + 1);
+        return o.length ? o : new BigInt64Array(1);
+      }
+      return key === 'values' && view.schema.children.length === 0 ? (bufOf(view, 2) ?? EMPTY) : undefined;
+    case Form.Views:
+      if (key === 'values') return (bufOf(view, 1) ?? EMPTY).subarray(O * 16, (O + N) * 16);
+      if (key === 'variadicBuffers') {
+        const n = (view instanceof ImportedView ? view.raw.length : view.buffers.length) - 3;
+        const out: Uint8Array[] = new Array(n);
+        for (let k = 0; k < n; k++) out[k] = bufOf(view, 2 + k) ?? EMPTY;
+        return out;
+      }
+      return undefined;
+    case Form.Sparse:
+      return key === 'typeIds' ? typed(Int8Array, bufOf(view, 0)).subarray(O, O + N) : undefined;
+    case Form.Dense:
+      if (key === 'typeIds') return typed(Int8Array, bufOf(view, 0)).subarray(O, O + N);
+      return key === 'valueOffsets' ? typed(Int32Array, bufOf(view, 1)).subarray(O, O + N) : undefined;
+    case Form.Parts: {
+      const thunk = st.parts![key];
+      return thunk ? thunk() : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
 /**
  * A `Data` whose buffers are made on first read, by prototype getters that
- * call the part's thunk (which views the producer's buffer) and cache the
- * result. The getters stay for the Data's whole life: every read of a
- * buffer through arrow-js (`vector.get(i)` reads `data.values` each time)
- * first checks that the import is not released, so a released batch throws
- * an error that says why instead of reading detached (empty) buffers.
- * Building arrow-js objects over an import so views nothing, and costs no
- * per-instance property definitions.
+ * make the slot from the node's `LazyState` (which views the producer's
+ * buffer) and cache it. The getters stay for the Data's whole life: every
+ * read of a buffer through arrow-js (`vector.get(i)` reads `data.values`
+ * each time) first checks that the import is not released, so a released
+ * batch throws an error that says why instead of reading detached (empty)
+ * buffers. Building arrow-js objects over an import so views nothing, and
+ * costs no per-instance property definitions.
  */
 class LazyData extends ImportedData {
-  declare [PARTS]: Parts;
-  declare [CACHE]: { [K in LazyKey]?: unknown };
-  /** The import's owner (null for a copy): checked on every buffer read. */
-  declare [OWNER]: ImportOwner | null;
-  /** The wasm-memory views of each slot read, checked for detachment on every read; absent for native imports. */
-  declare [WASM]: { [K in LazyKey]?: ArrayBufferView[] } | undefined;
-  /**
-   * The import this Data reads, kept for the Data's whole life: it holds the
-   * import's keep-alive token, so the producer's memory stays while the Data
-   * is reachable even after every buffer was read (on wasm the typed arrays
-   * share the module's ArrayBuffer and say nothing about the import).
-   */
-  declare [SOURCE]: ImportedView;
-  constructor(source: ImportedView, parts: Parts, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
-    super(type, O, N, nullCount, [] as never, children, dictionary, []);
+  declare [STATE]: LazyState;
+  constructor(st: LazyState, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
+    super(type, O, N, nullCount, NONE as never, children, dictionary, NONE as never);
     // Whatever the Data constructor stored through the setters (variadicBuffers = []) was dropped:
-    // the parts make it. Every field is an own property from here on (the getters read only these).
-    this[CACHE] = {};
-    this[PARTS] = parts;
-    this[SOURCE] = source;
-    this[OWNER] = source.owner;
-    this[WASM] = undefined;
+    // the state makes it. The getters read only this one own field.
+    this[STATE] = st;
   }
 }
 
@@ -178,29 +283,25 @@ function wasmDetached(key: string): ArrowDeviceError {
 for (const key of LAZY_KEYS) {
   Object.defineProperty(key === 'variadicBuffers' ? LazyViewData.prototype : LazyData.prototype, key, {
     configurable: true,
-    // The hot path (arrow-js reads `data.values` on every get(i)): own fields only, one branch for
+    // The hot path (arrow-js reads `data.values` on every get(i)): one own field, one branch for
     // the release check, one for wasm memory.
     get(this: LazyData) {
-      const cache = this[CACHE];
-      // Read by the Data constructor itself, before the fields below exist.
-      if (cache === undefined) return undefined;
-      const owner = this[OWNER];
-      if (owner !== null && owner.isReleased) {
-        const source = this[SOURCE];
-        owner.check(source.path, 'a read');
-      }
-      let value = cache[key];
-      if (value === undefined && !(key in cache)) {
-        const thunk = this[PARTS][key];
-        value = thunk ? thunk() : key === 'variadicBuffers' ? [] : undefined;
-        cache[key] = value;
+      const st = this[STATE];
+      // Read by the Data constructor itself, before the state exists.
+      if (st === undefined) return undefined;
+      const owner = st.owner;
+      if (owner !== null && owner.isReleased) owner.check((st.view as ImportedView).path, 'a read');
+      let value = st[key];
+      if (value === UNSET) {
+        value = makeSlot(st, key, this.offset, this.length);
+        st[key] = value;
         const views = wasmViews(value);
-        if (views.length > 0) (this[WASM] ??= {})[key] = views;
+        if (views.length > 0) (st.wasm ??= {})[key] = views;
       }
       // A view of wasm memory is detached when the module's memory grows, and a detached typed
       // array reads as empty (length 0, every index undefined): arrow-js would return wrong values
       // without a word. Such a slot is checked on each read (native views cost nothing here).
-      const wasm = this[WASM];
+      const wasm = st.wasm;
       if (wasm !== undefined) {
         const views = wasm[key];
         if (views !== undefined) for (const v of views) if (isDetached(v)) throw wasmDetached(key);
@@ -208,31 +309,40 @@ for (const key of LAZY_KEYS) {
       return value;
     },
     set(this: LazyData, value: unknown) {
-      // Called by the Data constructor before CACHE exists: the constructor resets it after.
-      const cache = this[CACHE];
-      if (cache !== undefined) cache[key] = value;
+      // Called by the Data constructor before the state exists: the constructor resets it after.
+      const st = this[STATE];
+      if (st !== undefined) st[key] = value;
     },
   });
 }
 
-/** A `Data` from `parts`: lazy over an import, evaluated now otherwise. */
+/**
+ * A `Data` of `type` over `view`: lazy over an import (buffers made on
+ * first read), made now for any other view.
+ */
 function makeData(
-  lazy: ImportedView | undefined,
+  view: ArrayView,
   type: DataType,
-  O: number,
-  N: number,
-  nullCount: number,
-  parts: Parts,
-  children: Data[] = [],
+  form: Form,
+  hasBitmap: boolean,
+  stride: number,
+  Ctor: TypedArrayCtor | null,
+  parts: Parts | null,
+  children: Data[] = NONE as never,
   dictionary?: Vector,
 ): Data {
-  if (lazy) {
-    return parts.variadicBuffers
-      ? new LazyViewData(lazy, parts, type, O, N, nullCount, children, dictionary)
-      : new LazyData(lazy, parts, type, O, N, nullCount, children, dictionary);
+  const { offset: O, length: N } = view;
+  const nullCount = form === Form.Sparse || form === Form.Dense ? 0 : hasBitmap ? view.nullCount : 0;
+  const imported = view instanceof ImportedView;
+  const st = new LazyState(view, imported ? view.owner : null, form, hasBitmap, stride, Ctor, parts);
+  if (imported) {
+    return form === Form.Views
+      ? new LazyViewData(st, type, O, N, nullCount, children, dictionary)
+      : new LazyData(st, type, O, N, nullCount, children, dictionary);
   }
-  const b = [parts.valueOffsets?.(), parts.values?.(), parts.nullBitmap?.(), parts.typeIds?.()];
-  return new Data(type, O, N, nullCount, b as never, children, dictionary, parts.variadicBuffers?.() ?? []);
+  const slot = (k: LazyKey): unknown => makeSlot(st, k, O, N);
+  const b = [slot('valueOffsets'), slot('values'), slot('nullBitmap'), slot('typeIds')];
+  return new Data(type, O, N, nullCount, b as never, children, dictionary, (slot('variadicBuffers') as Uint8Array[] | undefined) ?? []);
 }
 
 /** `data.slice(O, N)` unless that is the whole of it (slicing views every buffer of a lazy child). */
@@ -240,109 +350,100 @@ function sliceIf(data: Data, O: number, N: number): Data {
   return O === 0 && N === data.length ? data : data.slice(O, N);
 }
 
+/** The children of a struct (or sparse union) `view`, each sliced to the parent's offset and length. */
+function slicedChildren(view: ArrayView, type: DataType, path: string, opts: ToArrowOptions): Data[] {
+  const { offset: O, length: N } = view;
+  const kids = view.children;
+  const out: Data[] = new Array(kids.length);
+  for (let i = 0; i < kids.length; i++) out[i] = sliceIf(viewToData(kids[i]!, (type.children[i] as Field).type, `${path}.children[${i}]`, opts), O, N);
+  return out;
+}
+
+/** Whether `view`'s validity bitmap is used: a null count, and a bitmap present. */
+function bitmapUsed(view: ArrayView): boolean {
+  return view.nullCount !== 0 && (view instanceof ImportedView ? view.present(0) : (view.buffers[0]?.byteLength ?? 0) > 0);
+}
+
 /** An arrow-js `Data` of `type` over `view` (zero-copy). `type` comes from `nodeToType(view.schema)`. */
 export function viewToData(view: ArrayView, type: DataType, path = 'array', opts: ToArrowOptions = {}): Data {
   const { offset: O, length: N } = view;
   const t = view.schema.type;
-  // An import's buffers are read one at a time, on first access; any other view's are there already.
-  const lazy = view instanceof ImportedView;
-  const buf = lazy ? (i: number) => view.buffer(i) : (i: number) => view.buffers[i] ?? null;
-  const hasBitmap = view.nullCount !== 0 && (lazy ? view.present(0) : (view.buffers[0]?.byteLength ?? 0) > 0);
-  const nullCount = hasBitmap ? view.nullCount : 0;
-  const nullBitmap = (): Uint8Array => (hasBitmap ? buf(0)! : EMPTY);
-  const childType = (i: number): DataType => (type.children[i] as Field).type;
-  const child = (i: number): Data => viewToData(view.children[i]!, childType(i), `${path}.children[${i}]`, opts);
-  const offsets32 = (): Int32Array => {
-    const o = typed(Int32Array, buf(1)).subarray(O, O + N + 1);
-    return o.length ? o : new Int32Array(1);
-  };
-  const offsets64 = (): BigInt64Array => {
-    const o = typed(BigInt64Array, buf(1)).subarray(O, O + N + 1);
-    return o.length ? o : new BigInt64Array(1);
-  };
-  const bytes = (i: number) => (): Uint8Array => buf(i) ?? EMPTY;
-  const data = (parts: Parts, children: Data[] = [], dictionary?: Vector, nc = nullCount): Data =>
-    makeData(lazy ? (view as ImportedView) : undefined, type, O, N, nc, parts, children, dictionary);
+  const hasBitmap = bitmapUsed(view);
 
   if (view.schema.dictionary) {
-    const Ctor = (type as Dictionary).indices.ArrayType as TypedArrayCtor;
     const dict = viewToData(view.dictionary!, (type as Dictionary).dictionary, `${path}.dictionary`, opts);
     if (t.id === 'int' && t.bitWidth === 64) {
       // 64-bit indices narrowed to int32 (nodeToType asks for it only under `expand`): a copy, checked.
-      const wide = typed(t.signed ? BigInt64Array : BigUint64Array, buf(1)).subarray(O, O + N);
+      const wide = typed(t.signed ? BigInt64Array : BigUint64Array, bufOf(view, 1)).subarray(O, O + N);
       const out = new Int32Array(N);
       for (let k = 0; k < N; k++) {
         const x = wide[k]!;
         if (x > 2147483647n || x < 0n) {
-          const valid = !hasBitmap || (buf(0)![(O + k) >> 3]! & (1 << ((O + k) & 7))) !== 0;
+          const valid = !hasBitmap || (bufOf(view, 0)![(O + k) >> 3]! & (1 << ((O + k) & 7))) !== 0;
           if (valid) throw unsupported(`${path}.buffers[1]`, `dictionary index ${x} at ${O + k} does not fit the int32 that { expand: true } narrows 64-bit indices to`);
           continue; // a null slot's index is never read
         }
         out[k] = Number(x);
       }
       liveCounters.copiedBytes += out.byteLength;
-      return data({ values: () => out, nullBitmap }, [], new Vector([dict]));
+      return makeData(view, type, Form.Parts, hasBitmap, 0, null, { values: () => out }, [], new Vector([dict]));
     }
-    return data({ values: () => typed(Ctor, buf(1)).subarray(O, O + N), nullBitmap }, [], new Vector([dict]));
+    const Ctor = (type as Dictionary).indices.ArrayType as TypedArrayCtor;
+    return makeData(view, type, Form.Indices, hasBitmap, 1, Ctor, null, [], new Vector([dict]));
   }
 
-  switch (t.id) {
-    case 'null':
+  const lay = layoutOf(t);
+  switch (lay.kind) {
+    case Kind.Null:
       return new Data(new Null(), O, N, N);
-    case 'bool':
-      return data({ values: bytes(1), nullBitmap });
-    case 'binary': case 'utf8':
-      return data({ valueOffsets: offsets32, values: bytes(2), nullBitmap });
-    case 'large_binary': case 'large_utf8':
-      return data({ valueOffsets: offsets64, values: bytes(2), nullBitmap });
-    case 'binary_view': case 'utf8_view':
-      return data({
-        values: () => bytes(1)().subarray(O * 16, (O + N) * 16),
-        nullBitmap,
-        variadicBuffers: () => Array.from({ length: (lazy ? view.raw.length : view.buffers.length) - 3 }, (_, k) => buf(2 + k) ?? EMPTY),
-      });
-    case 'list': case 'map':
-      return data({ valueOffsets: offsets32, nullBitmap }, [child(0)]);
-    case 'large_list':
-      return data({ valueOffsets: offsets64, nullBitmap }, [child(0)]);
-    case 'fixed_list': {
-      const size = (type as FixedSizeList).listSize;
-      return data({ nullBitmap }, [sliceIf(child(0), O * size, N * size)]);
+    case Kind.Bool:
+      return makeData(view, type, Form.Bits, hasBitmap, 0, null, null);
+    case Kind.Binary:
+      return makeData(view, type, Form.Offsets32, hasBitmap, 0, null, null);
+    case Kind.LargeBinary:
+      return makeData(view, type, Form.Offsets64, hasBitmap, 0, null, null);
+    case Kind.View:
+      return makeData(view, type, Form.Views, hasBitmap, 0, null, null);
+    case Kind.List: case Kind.LargeList: {
+      const child = viewToData(view.children[0]!, (type.children[0] as Field).type, `${path}.children[0]`, opts);
+      return makeData(view, type, lay.kind === Kind.LargeList ? Form.Offsets64 : Form.Offsets32, hasBitmap, 0, null, null, [child]);
     }
-    case 'struct':
-      return data({ nullBitmap }, view.children.map((_, i) => sliceIf(child(i), O, N)));
-    case 'union': {
-      const typeIds = (): Int8Array => typed(Int8Array, buf(0)).subarray(O, O + N);
-      if (t.mode === 'sparse') return data({ typeIds }, view.children.map((_, i) => sliceIf(child(i), O, N)), undefined, 0);
-      const valueOffsets = (): Int32Array => typed(Int32Array, buf(1)).subarray(O, O + N);
-      return data({ typeIds, valueOffsets }, view.children.map((_, i) => child(i)), undefined, 0);
+    case Kind.FixedList: {
+      const size = lay.listSize;
+      const child = viewToData(view.children[0]!, (type.children[0] as Field).type, `${path}.children[0]`, opts);
+      return makeData(view, type, Form.None, hasBitmap, 0, null, null, [sliceIf(child, O * size, N * size)]);
     }
-    case 'list_view': case 'large_list_view':
+    case Kind.Struct:
+      return makeData(view, type, Form.None, hasBitmap, 0, null, null, slicedChildren(view, type, path, opts));
+    case Kind.SparseUnion:
+      return makeData(view, type, Form.Sparse, false, 0, null, null, slicedChildren(view, type, path, opts));
+    case Kind.DenseUnion: {
+      const kids = view.children.map((c, i) => viewToData(c, (type.children[i] as Field).type, `${path}.children[${i}]`, opts));
+      return makeData(view, type, Form.Dense, false, 0, null, null, kids);
+    }
+    case Kind.ListView:
       if (!opts.expand) throw unsupported(`${path}`, `arrow-js cannot represent "${view.schema.format}"; pass { expand: true } or use the ArrayView`);
       return listViewToList(view, type, path, opts);
-    case 'run_end_encoded':
+    case Kind.RunEnd:
       if (!opts.expand) throw unsupported(`${path}`, `arrow-js cannot represent "+r"; pass { expand: true } or use the ArrayView`);
       return expandRunEnds(view, type, path, opts);
     default: {
       // Fixed-width types: arrow-js slices their values by `stride` elements of `ArrayType`.
       const Ctor = type.ArrayType as TypedArrayCtor;
-      const stride = byteWidthOf(view.schema) / Ctor.BYTES_PER_ELEMENT;
-      return data({ values: () => typed(Ctor, buf(1)).subarray(O * stride, (O + N) * stride), nullBitmap });
+      return makeData(view, type, Form.Fixed, hasBitmap, lay.width / Ctor.BYTES_PER_ELEMENT, Ctor, null);
     }
   }
 }
 
-function byteWidthOf(node: SchemaNode): number {
-  const t = node.type;
-  switch (t.id) {
-    case 'int': case 'float': case 'decimal': return t.bitWidth / 8;
-    case 'fixed_binary': return t.byteWidth;
-    case 'date': return t.unit === 'day' ? 4 : 8;
-    case 'time': return t.unit === 's' || t.unit === 'ms' ? 4 : 8;
-    case 'timestamp': case 'duration': return 8;
-    case 'interval': return t.unit === 'month' ? 4 : t.unit === 'day_time' ? 8 : 16;
-    default: throw invalid('', `no fixed width for "${node.format}"`);
-  }
+/**
+ * The arrow-js `RecordBatch` of a struct `view` with the plan's schema: the
+ * batch's columns are the struct's children, sliced to its offset and
+ * length (`makeBatch`). The struct's own `Data` is made only where
+ * arrow-js's constructor needs it.
+ */
+export function viewToBatch(view: ArrayView, plan: { readonly arrow: Schema; readonly struct: Struct }, path: string, opts: ToArrowOptions): RecordBatch {
+  const children = slicedChildren(view, plan.struct, path, opts);
+  return makeBatch(plan.arrow, plan.struct, children, view.length, () => viewToData(view, plan.struct, path, opts) as Data<Struct>);
 }
 
 function readInt(b: Uint8Array | null, width: number, k: number): number {
@@ -457,10 +558,14 @@ export function viewToArrow(view: ArrayView, opts: ToArrowOptions = {}, path = '
 
 // --- export: Data -> ArrayView -----------------------------------------------------------
 
-/** Bytes of a typed array (zero-copy). */
-function bytes(a: ArrayBufferView | null | undefined): Uint8Array | null {
+/**
+ * Bytes of a typed array (zero-copy); with `asIs`, the typed array itself,
+ * for the export writer, which needs only its buffer, offset and length
+ * (a byte view per buffer made nothing but garbage there).
+ */
+function bytes(a: ArrayBufferView | null | undefined, asIs = false): Uint8Array | null {
   if (!a) return null;
-  return a instanceof Uint8Array ? a : new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  return a instanceof Uint8Array || asIs ? (a as Uint8Array) : new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }
 
 /**
@@ -491,16 +596,25 @@ function dictionaryData(v: Vector): Data {
  */
 export function dataToView(data: Data, schema?: SchemaNode): ArrayView {
   const node = schema ?? typeToNode(data.type, '', true, null);
-  return toView(data, node);
+  return toView(data, node, false);
 }
 
-function toView(data: Data, node: SchemaNode): ArrayView {
+/**
+ * `dataToView` for the export writer (src/array/export.ts) only: its
+ * buffers may be any typed array over the bytes, not only `Uint8Array`s.
+ */
+export function dataToExportView(data: Data, schema?: SchemaNode): ArrayView {
+  const node = schema ?? typeToNode(data.type, '', true, null);
+  return toView(data, node, true);
+}
+
+function toView(data: Data, node: SchemaNode, asIs: boolean): ArrayView {
   const N = data.length;
   const type = data.type as DataType;
   const nullCount = type.typeId === Type.Union ? 0 : type.typeId === Type.Null ? N : data.nullCount;
   const validity =
     nullCount > 0 && data.nullBitmap && data.nullBitmap.byteLength > 0 ? rebaseBitmap(data.nullBitmap, data.offset, N) : null;
-  const childView = (d: Data, i: number): ArrayView => toView(d, node.children[i]!);
+  const childView = (d: Data, i: number): ArrayView => toView(d, node.children[i]!, asIs);
 
   if (type.typeId === Type.Dictionary) {
     const dict = dictionaryData(data.dictionary!);
@@ -509,45 +623,47 @@ function toView(data: Data, node: SchemaNode): ArrayView {
       length: N,
       offset: 0,
       nullCount,
-      buffers: [validity, bytes(data.values as AnyTypedArray)],
-      children: [],
-      dictionary: toView(dict, node.dictionary!),
+      buffers: [validity, bytes(data.values as AnyTypedArray, asIs)],
+      children: NONE as never,
+      dictionary: toView(dict, node.dictionary!, asIs),
     };
   }
   let buffers: (Uint8Array | null)[];
-  let children: ArrayView[] = [];
-  switch (node.type.id) {
-    case 'null':
+  let children: ArrayView[] = NONE as never;
+  switch (layoutOf(node.type).kind) {
+    case Kind.Null:
       buffers = [];
       break;
-    case 'bool':
+    case Kind.Bool:
       buffers = [validity, rebaseBitmap((data.values as Uint8Array | undefined) ?? EMPTY, data.offset, N)];
       break;
-    case 'binary': case 'utf8': case 'large_binary': case 'large_utf8':
-      buffers = [validity, bytes(data.valueOffsets as AnyTypedArray), bytes(data.values as Uint8Array)];
+    case Kind.Binary: case Kind.LargeBinary:
+      buffers = [validity, bytes(data.valueOffsets as AnyTypedArray, asIs), bytes(data.values as Uint8Array)];
       break;
-    case 'binary_view': case 'utf8_view': {
+    case Kind.View: {
       const variadic = data.variadicBuffers.map((b) => bytes(b));
       const sizes = new BigInt64Array(variadic.map((b) => BigInt(b?.byteLength ?? 0)));
       buffers = [validity, bytes(data.values as Uint8Array), ...variadic, bytes(sizes)];
       break;
     }
-    case 'list': case 'large_list': case 'map':
-      buffers = [validity, bytes(data.valueOffsets as AnyTypedArray)];
+    case Kind.List: case Kind.LargeList:
+      buffers = [validity, bytes(data.valueOffsets as AnyTypedArray, asIs)];
       children = [childView(data.children[0]!, 0)];
       break;
-    case 'fixed_list': case 'struct':
+    case Kind.FixedList: case Kind.Struct:
       buffers = [validity];
       children = data.children.map(childView);
       break;
-    case 'union':
-      buffers = (type as Union).mode === 1
-        ? [bytes(data.typeIds as Int8Array), bytes(data.valueOffsets as Int32Array)]
-        : [bytes(data.typeIds as Int8Array)];
+    case Kind.DenseUnion:
+      buffers = [bytes(data.typeIds as Int8Array, asIs), bytes(data.valueOffsets as Int32Array, asIs)];
+      children = data.children.map(childView);
+      break;
+    case Kind.SparseUnion:
+      buffers = [bytes(data.typeIds as Int8Array, asIs)];
       children = data.children.map(childView);
       break;
     default:
-      buffers = [validity, bytes(data.values as AnyTypedArray)];
+      buffers = [validity, bytes(data.values as AnyTypedArray, asIs)];
   }
   return { schema: node, length: N, offset: 0, nullCount, buffers, children, dictionary: null };
 }

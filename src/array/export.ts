@@ -17,116 +17,153 @@
 import { ArrowDeviceError } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
+import { newArena, ptrAt, rawOf, setI64, setPtr, stage, staged, type Addr, type Arena, type RawAccess } from '../memory/raw.js';
 import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
 import type { StructLayout } from '../abi/layout.js';
 import type { ArrayView } from './view.js';
 
 /** The one allocation of an exported tree, freed when its last live node is released. */
 interface Tree {
-  block: Ptr;
+  block: Addr;
   /** Nodes of the tree whose `release` has not run yet. */
   live: number;
 }
 
 interface ArrayRecord {
   tree: Tree;
-  /** JS buffers the consumer may read through our pointers. */
-  pins: Uint8Array[];
+  /**
+   * What keeps the JS buffers the consumer may read through our pointers
+   * reachable: a copy of the node's array of buffers (of its exact size: a
+   * caller's ArrayView may change its own later), null once released.
+   */
+  pins: readonly unknown[] | null;
   pinnedBytes: number;
   /** Allocations in the memory holding copies (wasm32), freed on release; null when none. */
   copies: Ptr[] | null;
   /** Where this node's children's structs start (then the dictionary's), in the tree's block. */
-  structs: Ptr;
+  structs: Addr;
   nChildren: number;
   hasDictionary: boolean;
 }
 
 const records = new HandleTable<ArrayRecord>();
 
-/** A 64-byte zeroed allocation per memory that empty buffers point at, so no mandatory buffer is NULL. */
-const emptyBuffers = new WeakMap<Memory, Ptr>();
-function emptyBuffer(mem: Memory): Ptr {
-  let p = emptyBuffers.get(mem);
-  if (p === undefined) {
-    p = mem.alloc(64);
-    emptyBuffers.set(mem, p);
+/** What export and release need of a memory, made once per memory. */
+interface ExportMem {
+  readonly mem: Memory;
+  readonly raw: RawAccess;
+  readonly L: StructLayout;
+  readonly wide: boolean;
+  readonly ps: number;
+  /** Our release callback, as the C pointer and as a number. */
+  readonly release: Ptr;
+  readonly releaseN: Addr;
+  /** A 64-byte zeroed allocation that empty buffers point at, so no mandatory buffer is NULL; 0 until made. */
+  empty: Addr;
+}
+
+const exportMems = new WeakMap<Memory, ExportMem>();
+function exportMem(mem: Memory): ExportMem {
+  let e = exportMems.get(mem);
+  if (e === undefined) {
+    const release = arrayReleaseCallback(mem);
+    const ps = mem.target.pointerSize;
+    e = { mem, raw: rawOf(mem), L: mem.layouts.ArrowArray, wide: ps === 8, ps, release, releaseN: Number(release), empty: 0 };
+    exportMems.set(mem, e);
   }
-  return p;
+  return e;
 }
 
-function readPtrAt(dv: DataView, at: number, wide: boolean): Ptr {
-  return wide ? dv.getBigUint64(at, true) : BigInt(dv.getUint32(at, true));
+function emptyBuffer(e: ExportMem): Addr {
+  if (e.empty === 0) e.empty = Number(e.mem.alloc(64));
+  return e.empty;
 }
 
-function writePtrAt(dv: DataView, at: number, v: Ptr, wide: boolean): void {
-  if (wide) dv.setBigUint64(at, v, true);
-  else dv.setUint32(at, Number(v), true);
-}
-
-const TWO_32 = 4294967296;
-
-/** Writes an int64 given as a safe integer number (no BigInt made): low word, then high word. */
-function writeI64At(dv: DataView, at: number, v: number): void {
-  dv.setUint32(at, v >>> 0, true);
-  dv.setInt32(at + 4, Math.floor(v / TWO_32), true);
-}
-
-/** Writes the address `base + off`, `base` a safe integer number (see WriteContext.base). */
-function writeAddrAt(dv: DataView, at: number, base: number, off: number, wide: boolean): void {
-  const v = base + off;
-  if (wide) writeI64At(dv, at, v);
-  else dv.setUint32(at, v, true);
+/**
+ * The native address of a JS buffer's bytes, by its ArrayBuffer: an
+ * ArrayBuffer's backing store never moves once it is off the V8 heap (and
+ * reading `.buffer` puts it there), so its address is asked of the memory
+ * once per ArrayBuffer, not once per export (a table exported again, a
+ * dictionary shared by batches). A detached buffer has no bytes and is
+ * never asked for (empty buffers point at `emptyBuffer`).
+ */
+const bufferBases = new WeakMap<ArrayBufferLike, number>();
+function addressOf(mem: Memory, b: ArrayBufferView): Addr | undefined {
+  const ab = b.buffer;
+  let base = bufferBases.get(ab);
+  if (base === undefined) {
+    const a = mem.addressOf(b);
+    if (a === undefined) return undefined;
+    base = Number(a) - b.byteOffset;
+    bufferBases.set(ab, base);
+  }
+  return base + b.byteOffset;
 }
 
 /** The release callback: `ptr` is the struct the consumer releases (ours, a moved copy, or a child in place). */
-function releaseArray(mem: Memory, ptr: Ptr): void {
-  const L = mem.layouts.ArrowArray;
-  const id = Number(mem.readPtr(ptr + BigInt(L.offsets.private_data!)));
-  const rec = records.take(id);
+function releaseArray(mem: Memory, ptr: Addr): void {
+  const e = exportMem(mem);
+  const { L, raw, wide } = e;
+  const at = stage(raw, ptr + L.offsets.private_data!, e.ps);
+  const rec = records.take(ptrAt(staged.dv, at, wide));
   if (!rec) return; // not ours or already released: never twice
   const tree = rec.tree;
-  const inPlace: Ptr[] = [];
-  releaseRecord(mem, L, rec, inPlace);
+  const inPlace: Addr[] = [];
+  releaseRecord(e, rec, inPlace);
   // Children released with their parent live in the tree's block: mark them released
   // only while the block is still allocated (another node of the tree is still live).
-  if (tree.live > 0) for (const c of inPlace) mem.writePtr(c + BigInt(L.offsets.release!), 0n);
-  mem.writePtr(ptr + BigInt(L.offsets.release!), 0n);
+  const relOff = L.offsets.release!;
+  if (tree.live > 0) for (const c of inPlace) raw.writeWord(c + relOff, 0);
+  raw.writeWord(ptr + relOff, 0);
 }
 
 /** Releases a taken record: its children not moved out (one read of their structs), its copies and pins. */
-function releaseRecord(mem: Memory, L: StructLayout, rec: ArrayRecord, inPlace: Ptr[]): void {
+function releaseRecord(e: ExportMem, rec: ArrayRecord, inPlace: Addr[]): void {
   const n = rec.nChildren + (rec.hasDictionary ? 1 : 0);
   if (n > 0) {
-    const wide = mem.target.pointerSize === 8;
+    const { L, raw, wide } = e;
+    const size = L.size;
     const relOff = L.offsets.release!;
     const idOff = L.offsets.private_data!;
-    const b = mem.readTransient ? mem.readTransient(rec.structs, n * L.size) : mem.read(rec.structs, n * L.size);
-    const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    const ours = arrayReleaseCallback(mem);
+    let at = stage(raw, rec.structs, n * size);
+    let from = staged;
     for (let k = 0; k < n; k++) {
-      const rel = readPtrAt(dv, k * L.size + relOff, wide);
-      if (rel === 0n) continue; // the consumer moved this child out and releases it itself
-      const child = rec.structs + BigInt(k * L.size);
-      if (rel === ours) {
-        const r = records.take(Number(readPtrAt(dv, k * L.size + idOff, wide)));
+      // A foreign child's release (below) may grow a wasm module's memory, detaching bytes read
+      // there in place (a detached view has no bytes): read them again then.
+      if (from.u8.byteLength === 0) {
+        at = stage(raw, rec.structs, n * size);
+        from = staged;
+      }
+      const dv = from.dv;
+      const rel = ptrAt(dv, at + k * size + relOff, wide);
+      if (rel === 0) continue; // the consumer moved this child out and releases it itself
+      const child = rec.structs + k * size;
+      if (rel === e.releaseN) {
+        const r = records.take(ptrAt(dv, at + k * size + idOff, wide));
         if (r) {
-          releaseRecord(mem, L, r, inPlace);
+          releaseRecord(e, r, inPlace);
           inPlace.push(child);
         }
       } else {
-        mem.call(rel, RELEASE_SIG, child);
+        e.mem.call(BigInt(rel), RELEASE_SIG, BigInt(child));
       }
     }
   }
-  if (rec.copies) for (const c of rec.copies) mem.free(c);
-  rec.pins.length = 0;
+  if (rec.copies) for (const c of rec.copies) e.mem.free(c);
+  rec.pins = null;
   liveCounters.pinnedBytes -= rec.pinnedBytes;
   liveCounters.liveExports--;
-  if (--rec.tree.live === 0) mem.free(rec.tree.block);
+  if (--rec.tree.live === 0) e.raw.free(rec.tree.block);
 }
 
 /** The one C release callback shared by every array export on `mem`. */
-export const arrayReleaseCallback = defineCallback('array.release', RELEASE_SIG, (mem, p) => releaseArray(mem, p as bigint));
+export const arrayReleaseCallback = defineCallback(
+  'array.release',
+  RELEASE_SIG,
+  (mem, p) => releaseArray(mem, Number(p)),
+  // Our own imports release our own exports through here: numbers, no FFI trip.
+  releaseArray,
+);
 
 /** Bytes of an array of `k` pointers, rounded up to 8. */
 function ptrBytes(k: number, ps: number): number {
@@ -144,26 +181,23 @@ function treeBytes(view: ArrayView, ps: number, structSize: number): number {
 
 /** An export being written: the tree's bytes in JS, and the records made so far. */
 interface WriteContext {
-  readonly mem: Memory;
-  readonly L: StructLayout;
-  readonly ps: number;
-  readonly wide: boolean;
+  readonly e: ExportMem;
   readonly tree: Tree;
-  /** The tree's address as a number: addresses fit in 53 bits on every target we run on (checked). */
-  readonly base: number;
+  /** The tree's address. */
+  readonly base: Addr;
   readonly dv: DataView;
   /** Next free byte of the tree. */
   next: number;
   readonly recs: ArrayRecord[];
-  /** Where each record's struct is: its bytes and offset, for its id once every record is made. */
-  readonly at: { dv: DataView; off: number }[];
-  readonly release: Ptr;
+  /** Where each record's struct is (its bytes and offset), for its id once every record is made. */
+  readonly atDv: DataView[];
+  readonly atOff: number[];
 }
 
 /** Writes node `view`'s struct at `off` of `sdv`, and its arrays and children into the tree's bytes. */
 function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: number): void {
-  const { mem, L, ps, wide, dv } = ctx;
-  const block = ctx.tree.block;
+  const { e, dv } = ctx;
+  const { mem, L, ps, wide } = e;
   const buffers = view.buffers;
   const nb = buffers.length;
   const nc = view.children.length;
@@ -174,104 +208,104 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
   ctx.next = structsAt + (nc + (dict ? 1 : 0)) * L.size;
   const rec: ArrayRecord = {
     tree: ctx.tree,
-    pins: [],
+    pins: nb > 0 ? buffers.slice() : null,
     pinnedBytes: 0,
     copies: null,
-    structs: block + BigInt(structsAt),
+    structs: ctx.base + structsAt,
     nChildren: nc,
     hasDictionary: dict !== null,
   };
   ctx.recs.push(rec);
-  ctx.at.push({ dv: sdv, off });
+  ctx.atDv.push(sdv);
+  ctx.atOff.push(off);
   for (let i = 0; i < nb; i++) {
-    const b = buffers[i];
-    let p: Ptr = 0n;
+    // Any typed array over the bytes (dataToExportView), not only Uint8Array.
+    const b = buffers[i] as ArrayBufferView | null | undefined;
+    let p: Addr = 0;
     if (b && b.byteLength > 0) {
-      const direct = mem.addressOf(b);
+      const direct = addressOf(mem, b);
       if (direct !== undefined) {
         p = direct;
-        rec.pins.push(b);
         rec.pinnedBytes += b.byteLength;
       } else {
-        p = mem.alloc(b.byteLength);
-        (rec.copies ??= []).push(p);
-        mem.copyIn(p, b);
+        const c = mem.alloc(b.byteLength);
+        (rec.copies ??= []).push(c);
+        // The writer's views may be any typed array (dataToExportView): copy their bytes.
+        mem.copyIn(c, b instanceof Uint8Array ? b : new Uint8Array(b.buffer, b.byteOffset, b.byteLength));
         liveCounters.copiedBytes += b.byteLength;
+        p = Number(c);
       }
     } else if (b) {
-      p = emptyBuffer(mem);
+      p = emptyBuffer(e);
     }
-    writePtrAt(dv, buffersAt + i * ps, p, wide);
+    setPtr(dv, buffersAt + i * ps, p, wide);
   }
   const o = L.offsets;
   const base = ctx.base;
-  writeI64At(sdv, off + o.length!, view.length);
-  writeI64At(sdv, off + o.null_count!, view.nullCount);
-  writeI64At(sdv, off + o.offset!, view.offset);
-  writeI64At(sdv, off + o.n_buffers!, nb);
-  writeI64At(sdv, off + o.n_children!, nc);
-  if (nb > 0) writeAddrAt(sdv, off + o.buffers!, base, buffersAt, wide);
-  if (nc > 0) writeAddrAt(sdv, off + o.children!, base, childrenAt, wide);
-  if (dict) writeAddrAt(sdv, off + o.dictionary!, base, structsAt + nc * L.size, wide);
-  writePtrAt(sdv, off + o.release!, ctx.release, wide);
+  setI64(sdv, off + o.length!, view.length);
+  setI64(sdv, off + o.null_count!, view.nullCount);
+  setI64(sdv, off + o.offset!, view.offset);
+  setI64(sdv, off + o.n_buffers!, nb);
+  setI64(sdv, off + o.n_children!, nc);
+  if (nb > 0) setPtr(sdv, off + o.buffers!, base + buffersAt, wide);
+  if (nc > 0) setPtr(sdv, off + o.children!, base + childrenAt, wide);
+  if (dict) setPtr(sdv, off + o.dictionary!, base + structsAt + nc * L.size, wide);
+  setPtr(sdv, off + o.release!, e.releaseN, wide);
   for (let i = 0; i < nc; i++) {
     const at = structsAt + i * L.size;
-    writeAddrAt(dv, childrenAt + i * ps, base, at, wide);
+    setPtr(dv, childrenAt + i * ps, base + at, wide);
     writeNode(ctx, view.children[i]!, dv, at);
   }
   if (dict) writeNode(ctx, dict, dv, structsAt + nc * L.size);
 }
 
 const SCRATCH_TREE = 16 * 1024;
-const scratchTree = new Uint8Array(SCRATCH_TREE);
-const scratchRoot = new Uint8Array(256);
+/** Scratch space the tree and the root struct are written in, then copied to memory in one call each. */
+const scratchTree = newArena(SCRATCH_TREE);
+const scratchRoot = newArena(256);
 
 /** Writes `view` into the `ArrowArray` at `into` (memory the caller owns). */
 export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
-  const L = mem.layouts.ArrowArray;
-  const ps = mem.target.pointerSize;
+  const e = exportMem(mem);
+  const { L, ps, raw } = e;
   const size = treeBytes(view, ps, L.size);
-  const block = mem.alloc(size);
-  if (block + BigInt(size) > BigInt(Number.MAX_SAFE_INTEGER)) {
-    mem.free(block);
+  const block = raw.alloc(size);
+  if (block + size > Number.MAX_SAFE_INTEGER) {
+    raw.free(block);
     throw new ArrowDeviceError('memory', '', `allocation at 0x${block.toString(16)} is above 2^53`);
   }
   const tree: Tree = { block, live: 0 };
   // The tree's bytes and the root struct are written in JS, then copied in one call each. Small trees
   // use scratch space (a fresh backing store per export cost about as much as the rest of a small
   // export); this function makes no call that could re-enter it before the copies.
-  const bytes = size <= SCRATCH_TREE ? scratchTree.subarray(0, size).fill(0) : new Uint8Array(size);
-  const root = scratchRoot.subarray(0, L.size).fill(0);
-  const rootDv = new DataView(root.buffer, root.byteOffset, root.byteLength);
-  const ctx: WriteContext = {
-    mem, L, ps, wide: ps === 8, tree, base: Number(block), dv: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), next: 0, recs: [], at: [],
-    release: arrayReleaseCallback(mem),
-  };
+  const bytes: Arena = size <= SCRATCH_TREE ? scratchTree : newArena(size);
+  bytes.u8.fill(0, 0, size);
+  scratchRoot.u8.fill(0, 0, L.size);
+  const ctx: WriteContext = { e, tree, base: block, dv: bytes.dv, next: 0, recs: [], atDv: [], atOff: [] };
   const undo = (): void => {
     for (const r of ctx.recs) if (r.copies) for (const c of r.copies) mem.free(c);
-    mem.free(block);
+    raw.free(block);
   };
   try {
-    writeNode(ctx, view, rootDv, 0);
-  } catch (e) {
+    writeNode(ctx, view, scratchRoot.dv, 0);
+  } catch (err) {
     undo();
-    throw e;
+    throw err;
   }
   // Every record, and its id into its struct; then the tree and the root struct, one copy each.
   const idOff = L.offsets.private_data!;
   const ids: number[] = new Array(ctx.recs.length);
   for (let k = 0; k < ctx.recs.length; k++) {
-    const { dv, off } = ctx.at[k]!;
     ids[k] = records.add(ctx.recs[k]!);
-    writePtrAt(dv, off + idOff, BigInt(ids[k]!), ctx.wide);
+    setPtr(ctx.atDv[k]!, ctx.atOff[k]! + idOff, ids[k]!, e.wide);
   }
   try {
-    if (size > 0) mem.copyIn(block, bytes);
-    mem.copyIn(into, root);
-  } catch (e) {
+    if (size > 0) raw.writeFrom(block, bytes, 0, size);
+    raw.writeFrom(Number(into), scratchRoot, 0, L.size);
+  } catch (err) {
     for (const id of ids) records.take(id);
     undo();
-    throw e;
+    throw err;
   }
   let pinned = 0;
   for (const rec of ctx.recs) pinned += rec.pinnedBytes;

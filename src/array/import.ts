@@ -53,10 +53,11 @@
  */
 import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
-import type { Memory, Ptr } from '../memory/memory.js';
-import { fixedByteWidth, physicalLayout } from '../schema/format.js';
-import { MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
-import { readPointers, StructReader } from '../memory/struct.js';
+import type { Memory } from '../memory/memory.js';
+import { i64At, i64Text, ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
+import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
+import type { TypeInfo } from '../schema/format.js';
+import { AddressSet, MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
 import { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
 
@@ -64,25 +65,35 @@ export type ValidationLevel = 'none' | 'minimal' | 'default' | 'full';
 
 const LEVELS: Record<ValidationLevel, number> = { none: 0, minimal: 1, default: 2, full: 3 };
 
+/**
+ * One import being read. It is also the import's keep-alive token: every
+ * `ImportedView` refers to it, and it is registered with the owner once
+ * (`ImportOwner.hold`) when the first lazy buffer is made, so the
+ * producer's memory stays while any view can still be created. The owner
+ * never refers to it.
+ */
 export interface ImportContext {
   readonly mem: Memory;
+  /** Number-address access to `mem` (src/memory/raw.ts). */
+  readonly raw: RawAccess;
+  /** Whether pointers are 8 bytes (else 4: wasm32). */
+  readonly wide: boolean;
   readonly owner: ImportOwner;
-  /**
-   * The import's keep-alive token: every `ImportedView` refers to it, and
-   * it is registered with the owner once (`ImportOwner.hold`) when the first
-   * lazy buffer is made, so the producer's memory stays while any view can
-   * still be created. The owner must not refer to it.
-   */
-  readonly token: object;
   /** Copy every buffer into JS memory instead of viewing it. */
   readonly copy: boolean;
   readonly level: number;
   /** Set once the token is held (`ImportOwner.hold`); absent means not yet. */
   held?: boolean;
-  /** Buffer pointer arrays a parent read for its children, by address (see prefetchChildBuffers). */
-  prefetched?: Map<Ptr, Ptr[]>;
-  /** The struct addresses read so far (see `visitOnce`); made on first use. */
-  seen?: Set<Ptr>;
+  /** The struct addresses read so far (see `visitOnce`); taken on first use, given back when the import is read. */
+  seen?: AddressSet | undefined;
+  /** The node states, one per depth (see NodeState); dropped when the import is read. */
+  nodes?: NodeState[] | undefined;
+}
+
+/** A new import context over `owner`'s memory. */
+export function importContext(owner: ImportOwner, copy: boolean, level: number): ImportContext {
+  const mem = owner.mem;
+  return { mem, raw: rawOf(mem), wide: mem.target.pointerSize === 8, owner, copy, level, held: false, seen: undefined, nodes: undefined };
 }
 
 export function validationLevel(level: ValidationLevel | undefined): number {
@@ -110,30 +121,41 @@ export function checkBufferSize(size: number, path: string): void {
   }
 }
 
-function toCount(v: bigint, path: string, what: string, min = 0n): number {
-  if (v < min) throw invalid(`${path}.${what}`, `negative value ${v}`);
-  if (v > MAX_SAFE) throw invalid(`${path}.${what}`, `value ${v} is too large`);
-  return Number(v);
+/** The non-negative int64 field at `at` of a staged struct, refused with its exact value otherwise. */
+function countAt(dv: DataView, at: number, path: string, what: string): number {
+  const v = i64At(dv, at);
+  if (v < 0) throw invalid(`${path}.${what}`, `negative value ${i64Text(dv, at)}`);
+  if (v === Infinity) throw invalid(`${path}.${what}`, `value ${i64Text(dv, at)} is too large`);
+  return v;
 }
 
-/** One node being read: what the helpers below need (one object per node, not a closure per helper). */
-interface NodeState {
-  readonly ctx: ImportContext;
-  readonly path: string;
-  readonly length: number;
-  readonly offset: number;
-  readonly end: number;
-  readonly nullCount: number;
-  readonly bufferPtrs: Ptr[];
+/**
+ * One node being read: what the helpers below need (one object, not a
+ * closure per helper). One per depth of the tree, reused by every node at
+ * that depth (`nodeAt`): a node's children are read at the next depth, so a
+ * node's state is not touched until it is done.
+ */
+class NodeState {
+  path = '';
+  length = 0;
+  offset = 0;
+  end = 0;
+  nullCount = 0;
+  /** The node's buffer pointers: staged copy and offset. */
+  bdv: DataView | null = null;
+  bat = 0;
+  constructor(readonly ctx: ImportContext) {}
 }
 
-/** Pointers of the array at `addr`, errors placed at `path.field`. */
-function pointersAt(mem: Memory, addr: Ptr, n: number, path: string, field: string): Ptr[] {
-  try {
-    return readPointers(mem, addr, n);
-  } catch (e) {
-    throw prefixPath(e, `${path}.${field}`);
-  }
+/** The node state of depth `depth` of the import (see NodeState). */
+function nodeAt(ctx: ImportContext, depth: number): NodeState {
+  const nodes = (ctx.nodes ??= []);
+  return (nodes[depth] ??= new NodeState(ctx));
+}
+
+/** Buffer pointer `i` of the node. */
+function bufferPtr(n: NodeState, i: number): Addr {
+  return ptrAt(n.bdv!, n.bat + i * (n.ctx.wide ? 8 : 4), n.ctx.wide);
 }
 
 /**
@@ -141,30 +163,30 @@ function pointersAt(mem: Memory, addr: Ptr, n: number, path: string, field: stri
  * Zero-copy views are made lazily (see LazyBytes); with `copy`, at once.
  */
 function bufferOf(n: NodeState, i: number, size: number, align: number, what: string, nullable = false): Buf {
+  const p = bufferPtr(n, i);
+  if (p === 0) {
+    if (size > 0 && !nullable) throw invalid(`${n.path}.buffers[${i}]`, `NULL ${what} buffer, but ${size} bytes are needed`);
+    return null;
+  }
+  if (size === 0) return new Uint8Array(0);
+  const ctx = n.ctx;
   try {
-    const p = n.bufferPtrs[i]!;
-    if (p === 0n) {
-      if (size > 0 && !nullable) throw invalid(`${n.path}.buffers[${i}]`, `NULL ${what} buffer, but ${size} bytes are needed`);
-      return null;
-    }
-    if (size === 0) return new Uint8Array(0);
-    checkBufferSize(size, `${n.path}.buffers[${i}]`);
-    const ctx = n.ctx;
-    if (ctx.copy) {
-      liveCounters.copiedBuffers++;
-      liveCounters.copiedBytes += size;
-      return ctx.mem.read(p, size);
-    }
+    checkBufferSize(size, '');
     // Refuse an address the memory knows is bad now, not when the view is first read.
-    ctx.mem.checkAddress(p, size);
-    if (!ctx.held) {
-      ctx.owner.hold(ctx.token);
-      ctx.held = true;
-    }
-    return new LazyBytes(ctx.owner, p, size, align, `${n.path}.buffers[${i}]`);
+    ctx.raw.check(p, size);
   } catch (e) {
     throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, `${n.path}.buffers[${i}]`) : e;
   }
+  if (ctx.copy) {
+    liveCounters.copiedBuffers++;
+    liveCounters.copiedBytes += size;
+    return ctx.mem.read(BigInt(p), size);
+  }
+  if (!ctx.held) {
+    ctx.owner.hold(ctx);
+    ctx.held = true;
+  }
+  return new LazyBytes(ctx.owner, p, size, align, n.path, i);
 }
 
 function validityOf(n: NodeState): Buf {
@@ -204,12 +226,12 @@ function readOffsets(n: NodeState, i: number, wide: boolean, what: string): { vi
   let first: number;
   let last: number;
   if ((end - offset) * w <= 64) {
-    const both = readSmall(ctx.mem, view, offset * w, (end - offset + 1) * w);
+    const both = readSmall(ctx, view, offset * w, (end - offset + 1) * w);
     first = offsetAt(n, i, both, wide, offset, offset);
     last = offsetAt(n, i, both, wide, end, offset);
   } else {
-    first = offsetAt(n, i, readSmall(ctx.mem, view, offset * w, w), wide, offset, offset);
-    last = offsetAt(n, i, readSmall(ctx.mem, view, end * w, w), wide, end, end);
+    first = offsetAt(n, i, readSmall(ctx, view, offset * w, w), wide, offset, offset);
+    last = offsetAt(n, i, readSmall(ctx, view, end * w, w), wide, end, end);
   }
   if (ctx.level >= LEVELS.default) {
     if (first < 0) throw invalid(`${path}.buffers[${i}]`, `first ${what} ${first} is negative`);
@@ -227,70 +249,81 @@ function readOffsets(n: NodeState, i: number, wide: boolean, what: string): { vi
   return { view, first, last: Math.max(last, 0) };
 }
 
-/**
- * A node's buffer and child pointer arrays, with as few memory reads as the
- * layout allows (each read through the FFI costs more than the rest of a
- * small node): from what a parent prefetched, or in one read when the
- * children array follows the buffers array (as in a tree exported in one
- * allocation); otherwise one read each. Only the bytes the two arrays
- * declare are read.
- */
-function nodePointers(
-  ctx: ImportContext,
-  buffersPtr: Ptr,
-  nBuffers: number,
-  childrenPtr: Ptr,
-  nChildren: number,
-  path: string,
-): { bufferPtrs: Ptr[]; childPtrs: Ptr[] } {
-  const mem = ctx.mem;
-  const ps = mem.target.pointerSize;
-  const pre = ctx.prefetched?.get(buffersPtr);
-  if (pre !== undefined && pre.length === nBuffers) {
-    ctx.prefetched!.delete(buffersPtr);
-    return { bufferPtrs: pre, childPtrs: pointersAt(mem, childrenPtr, nChildren, path, 'children') };
+/** Stages `n` pointers at `addr`, errors placed at `path.field`; returns their offset in `staged`. */
+function stagePointers(ctx: ImportContext, addr: Addr, n: number, path: string, field: string): number {
+  try {
+    return stage(ctx.raw, addr, n * (ctx.wide ? 8 : 4));
+  } catch (e) {
+    throw prefixPath(e, `${path}.${field}`);
   }
-  if (nBuffers > 0 && nChildren > 0 && childrenPtr === buffersPtr + BigInt(nBuffers * ps)) {
-    try {
-      const all = readPointers(mem, buffersPtr, nBuffers + nChildren);
-      return { bufferPtrs: all.slice(0, nBuffers), childPtrs: all.slice(nBuffers) };
-    } catch {
-      // Fall through: each array reports its own bad address.
-    }
-  }
-  return {
-    bufferPtrs: pointersAt(mem, buffersPtr, nBuffers, path, 'buffers'),
-    childPtrs: pointersAt(mem, childrenPtr, nChildren, path, 'children'),
-  };
 }
 
 /**
- * Reads the buffer pointer arrays of several children in one read where
- * they lie one after another (a tree exported in one allocation), for the
- * children to take (`nodePointers`). A child's array is prefetched only when
- * its `n_buffers` is what its type has, so no byte is read that the child's
- * own read would not read.
+ * What a parent read for its children, so a child reads nothing twice: the
+ * children's structs (read in one copy: `sdv` from `s0`, `size` bytes
+ * each), and where their buffer pointers lie right after a sibling's, those
+ * too (`bdv[k]` at `bat[k]`, valid when child `k`'s n_buffers is `bn[k]`;
+ * see `readChildren`).
  */
-function prefetchChildBuffers(ctx: ImportContext, structs: DataView, schema: SchemaNode, nChildren: number): void {
-  const mem = ctx.mem;
-  const L = mem.layouts.ArrowArray;
-  const o = L.offsets;
-  const ps = mem.target.pointerSize;
-  const wide = ps === 8;
+interface ChildBlock {
+  readonly sdv: DataView;
+  readonly s0: number;
+  readonly size: number;
+  readonly bdv: (DataView | null)[] | null;
+  readonly bat: number[] | null;
+  readonly bn: number[] | null;
+}
+
+/**
+ * The children's structs, when they lie one after another in memory (as a
+ * whole tree exported by one allocation, or Arrow C++'s vector of child
+ * structs, has them): read in one copy, each child then read from there;
+ * and the children's buffer pointer arrays where they follow each other,
+ * also in one copy. A child's array is prefetched only when its `n_buffers`
+ * is what its type has, so no byte is read that the child's own read would
+ * not read. Null when the structs are not adjacent (each child reads its own).
+ */
+function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren: number, schema: SchemaNode): ChildBlock | null {
+  if (nChildren < 2) return null;
+  const wide = ctx.wide;
+  const ps = wide ? 8 : 4;
+  const size = ctx.mem.layouts.ArrowArray.size;
+  const first = ptrAt(cdv, cat, wide);
+  if (first === 0) return null;
+  for (let k = 1; k < nChildren; k++) if (ptrAt(cdv, cat + k * ps, wide) !== first + k * size) return null;
+  let sdv: DataView;
+  let s0: number;
+  try {
+    s0 = stage(ctx.raw, first, nChildren * size);
+    sdv = staged.dv;
+  } catch {
+    return null; // let each child report its own bad address
+  }
+  const o = ctx.mem.layouts.ArrowArray.offsets;
+  const nbAt = o.n_buffers!;
+  const bAt = o.buffers!;
+  let bdv: (DataView | null)[] | null = null;
+  let bat: number[] | null = null;
+  let bn: number[] | null = null;
+  // Runs of buffer arrays that follow each other: children [runStart, end) from address runPtr, runCount pointers.
   let runStart = -1;
-  let runPtr = 0n;
+  let runPtr = 0;
   let runCount = 0;
-  const counts: number[] = [];
-  const ptrs: Ptr[] = [];
   const flush = (end: number): void => {
-    if (end - runStart >= 2) {
+    if (runStart >= 0 && end - runStart >= 2) {
       try {
-        const all = readPointers(mem, runPtr, runCount);
-        const map = (ctx.prefetched ??= new Map());
-        let at = 0;
+        const at = stage(ctx.raw, runPtr, runCount * ps);
+        const dv = staged.dv;
+        if (bdv === null) {
+          bdv = new Array<DataView | null>(nChildren).fill(null);
+          bat = new Array<number>(nChildren).fill(0);
+          bn = new Array<number>(nChildren).fill(-1);
+        }
         for (let k = runStart; k < end; k++) {
-          map.set(ptrs[k]!, all.slice(at, at + counts[k]!));
-          at += counts[k]!;
+          const sat = s0 + k * size;
+          bdv[k] = dv;
+          bat![k] = at + (ptrAt(sdv, sat + bAt, wide) - runPtr);
+          bn![k] = i64At(sdv, sat + nbAt);
         }
       } catch {
         // Each child reads (and reports) its own.
@@ -300,19 +333,17 @@ function prefetchChildBuffers(ctx: ImportContext, structs: DataView, schema: Sch
     runCount = 0;
   };
   for (let k = 0; k < nChildren; k++) {
-    const at = k * L.size;
-    const nb = Number(structs.getBigInt64(at + o.n_buffers!, true));
-    const bp = ptrAt(structs, at + o.buffers!, wide);
+    const sat = s0 + k * size;
+    const nb = i64At(sdv, sat + nbAt);
+    const bp = ptrAt(sdv, sat + bAt, wide);
     const child = schema.children[k];
-    const phys = child ? physicalLayout(child.type) : undefined;
-    counts[k] = nb;
-    ptrs[k] = bp;
-    const ok = phys !== undefined && !phys.variadic && nb > 0 && nb === phys.nBuffers && bp !== 0n;
+    const phys = child ? layoutOf(child.type) : undefined;
+    const ok = phys !== undefined && !phys.variadic && nb > 0 && nb === phys.nBuffers && bp !== 0;
     if (!ok) {
       flush(k);
       continue;
     }
-    if (runStart >= 0 && bp === runPtr + BigInt(runCount * ps)) {
+    if (runStart >= 0 && bp === runPtr + runCount * ps) {
       runCount += nb;
     } else {
       flush(k);
@@ -322,142 +353,182 @@ function prefetchChildBuffers(ctx: ImportContext, structs: DataView, schema: Sch
     }
   }
   flush(nChildren);
+  return { sdv, s0, size, bdv, bat, bn };
 }
 
-/**
- * The children's structs, when they lie one after another in memory (as a
- * whole tree exported by one allocation does): read in one copy, each
- * child then read from there. Null otherwise (each child reads its own).
- */
-function adjacentStructs(mem: Memory, ptrs: Ptr[], size: number): DataView | null {
-  const n = ptrs.length;
-  if (n < 2) return null;
-  const first = ptrs[0]!;
-  if (first === 0n) return null;
-  for (let k = 1; k < n; k++) if (ptrs[k] !== first + BigInt(k * size)) return null;
-  try {
-    const b = mem.readTransient ? mem.readTransient(first, n * size) : mem.read(first, n * size);
-    return new DataView(b.buffer, b.byteOffset, b.byteLength);
-  } catch {
-    return null; // let each child report its own bad address
-  }
+/** Shared by every node without children: one allocation saved per leaf. */
+const NO_CHILDREN: readonly ArrayView[] = Object.freeze([]);
+
+/** Children 0 to `n` - 1 of a node, each checked against the length its parent needs, in an array of their number. */
+function readChildrenViews(
+  nd: NodeState,
+  schema: SchemaNode,
+  cdv: DataView,
+  cat: number,
+  block: ChildBlock | null,
+  n: number,
+  minLength: number,
+  depth: number,
+): ArrayView[] {
+  const out: ArrayView[] = new Array(n);
+  for (let k = 0; k < n; k++) out[k] = readChild(nd, schema, cdv, cat, block, k, minLength, depth);
+  return out;
 }
 
 /** Child `k` of a node, checked against the length its parent needs. */
 function readChild(
   n: NodeState,
   schema: SchemaNode,
-  childPtrs: Ptr[],
-  pre: DataView | null,
+  cdv: DataView,
+  cat: number,
+  block: ChildBlock | null,
   k: number,
   minLength: number,
   depth: number,
 ): ArrayView {
-  const child = readArrayView(n.ctx, childPtrs[k]!, schema.children[k]!, `${n.path}.children[${k}]`, depth + 1, pre, k * n.ctx.mem.layouts.ArrowArray.size);
+  const ptr = ptrAt(cdv, cat + k * (n.ctx.wide ? 8 : 4), n.ctx.wide);
+  const child = readArrayView(n.ctx, ptr, schema.children[k]!, `${n.path}.children[${k}]`, depth + 1, block, k);
   if (n.ctx.level >= LEVELS.default && child.length < minLength) {
     throw invalid(`${n.path}.children[${k}].length`, `${child.length} is less than the ${minLength} its parent needs`);
   }
   return child;
 }
 
-function ptrAt(dv: DataView, at: number, wide: boolean): Ptr {
-  return wide ? dv.getBigUint64(at, true) : BigInt(dv.getUint32(at, true));
-}
-
 /**
- * Reads an `ArrowArray` tree whose struct lives at `ptr` (the owner's copy for
- * the root). `pre`, when given, holds a copy of the struct's bytes at `preOff`
- * (read with its siblings'), so it is not read again.
+ * Reads an `ArrowArray` tree whose struct lives at `addr` (the owner's copy
+ * for the root). `block`, when given, holds the struct's bytes (struct `k`
+ * of the block: read with its siblings') and perhaps its buffer pointers,
+ * so they are not read again.
  */
 export function readArrayView(
   ctx: ImportContext,
-  ptr: Ptr,
+  addr: Addr,
   schema: SchemaNode,
   path: string,
   depth = 0,
-  pre: DataView | null = null,
-  preOff = 0,
+  block: ChildBlock | null = null,
+  k = 0,
 ): ArrayView {
-  const { mem } = ctx;
-  if (ptr === 0n) throw invalid(path, 'NULL pointer');
+  if (addr === 0) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
-  visitOnce((ctx.seen ??= new Set()), ptr, path);
+  visitOnce((ctx.seen ??= AddressSet.shared()), addr, path);
   try {
-    const L = mem.layouts.ArrowArray;
+    const L = ctx.mem.layouts.ArrowArray;
     const o = L.offsets;
-    const wide = mem.target.pointerSize === 8;
-    // Every field into locals first: the scratch copy is reused by the reads below.
+    const wide = ctx.wide;
+    const ps = wide ? 8 : 4;
     let dv: DataView;
     let at: number;
-    if (pre) {
-      dv = pre;
-      at = preOff;
+    if (block) {
+      dv = block.sdv;
+      at = block.s0 + k * block.size;
     } else {
-      dv = StructReader.read(mem, ptr, L).view;
-      at = 0;
+      at = stage(ctx.raw, addr, L.size);
+      dv = staged.dv;
     }
-    if (ptrAt(dv, at + o.release!, wide) === 0n) {
+    if (ptrAt(dv, at + o.release!, wide) === 0) {
       throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
     }
-    const length64 = dv.getBigInt64(at + o.length!, true);
-    const offset64 = dv.getBigInt64(at + o.offset!, true);
-    const nullCount64 = dv.getBigInt64(at + o.null_count!, true);
-    const nBuffers64 = dv.getBigInt64(at + o.n_buffers!, true);
-    const nChildren64 = dv.getBigInt64(at + o.n_children!, true);
-    const buffersPtr = ptrAt(dv, at + o.buffers!, wide);
-    const childrenPtr = ptrAt(dv, at + o.children!, wide);
-    const dictPtr = ptrAt(dv, at + o.dictionary!, wide);
-    const length = toCount(length64, path, 'length');
-    const offset = toCount(offset64, path, 'offset');
-    if (nullCount64 < -1n) throw invalid(`${path}.null_count`, `negative value ${nullCount64}`);
-    const nullCount = Number(nullCount64);
-    if (nullCount > length) throw invalid(`${path}.null_count`, `${nullCount} is greater than the length ${length}`);
+    const length = countAt(dv, at + o.length!, path, 'length');
+    const offset = countAt(dv, at + o.offset!, path, 'offset');
+    const nc = i64At(dv, at + o.null_count!);
+    if (nc < -1) throw invalid(`${path}.null_count`, `negative value ${i64Text(dv, at + o.null_count!)}`);
+    if (nc > length) throw invalid(`${path}.null_count`, `${Number(dv.getBigInt64(at + o.null_count!, true))} is greater than the length ${length}`);
+    const nullCount = nc;
     if (length + offset > Number.MAX_SAFE_INTEGER) throw invalid(path, `offset + length overflows`);
-    const nBuffers = toCount(nBuffers64, path, 'n_buffers');
-    const nChildren = toCount(nChildren64, path, 'n_children');
+    const nBuffers = countAt(dv, at + o.n_buffers!, path, 'n_buffers');
+    const nChildren = countAt(dv, at + o.n_children!, path, 'n_children');
     // View types take any number of variadic buffers; refuse counts no producer
     // could have allocated before following the pointer array that far.
     if (nBuffers > MAX_BUFFERS) throw invalid(`${path}.n_buffers`, `implausible value ${nBuffers}`);
+    const buffersPtr = ptrAt(dv, at + o.buffers!, wide);
+    const childrenPtr = ptrAt(dv, at + o.children!, wide);
+    const dictPtr = ptrAt(dv, at + o.dictionary!, wide);
 
     const t = schema.type;
-    const phys = physicalLayout(t);
     // Minimal checks of the struct against its type. They are cheap and what
     // keeps the rest of the import from reading out of bounds, so they run
     // at every level but `none`, which still refuses counts it cannot use.
-    checkCounts(schema, { nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount }, path);
+    const lay = layoutOf(t);
+    checkCounts(schema, lay, nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount, path);
 
-    const { bufferPtrs, childPtrs } = nodePointers(ctx, buffersPtr, nBuffers, childrenPtr, nChildren, path);
+    // The buffer and child pointer arrays, with as few memory reads as the layout allows (each
+    // read through the FFI costs more than the rest of a small node): as the parent prefetched
+    // them, or in one read when the children array follows the buffers array (as in a tree
+    // exported in one allocation); otherwise one read each. Only the bytes they declare are read.
+    let bdv = staged.dv;
+    let bat = 0;
+    let cdv = staged.dv;
+    let cat = 0;
+    const pdv = block?.bdv?.[k];
+    if (pdv && block!.bn![k] === nBuffers) {
+      bdv = pdv;
+      bat = block!.bat![k]!;
+      if (nChildren > 0) {
+        cat = stagePointers(ctx, childrenPtr, nChildren, path, 'children');
+        cdv = staged.dv;
+      }
+    } else {
+      let both = false;
+      if (nBuffers > 0 && nChildren > 0 && childrenPtr === buffersPtr + nBuffers * ps) {
+        try {
+          bat = stage(ctx.raw, buffersPtr, (nBuffers + nChildren) * ps);
+          bdv = cdv = staged.dv;
+          cat = bat + nBuffers * ps;
+          both = true;
+        } catch {
+          // Read them apart below: each array reports its own bad address.
+        }
+      }
+      if (!both) {
+        if (nBuffers > 0) {
+          bat = stagePointers(ctx, buffersPtr, nBuffers, path, 'buffers');
+          bdv = staged.dv;
+        }
+        if (nChildren > 0) {
+          cat = stagePointers(ctx, childrenPtr, nChildren, path, 'children');
+          cdv = staged.dv;
+        }
+      }
+    }
     const end = offset + length;
-    const n: NodeState = { ctx, path, length, offset, end, nullCount, bufferPtrs };
-    const structs = nChildren > 1 ? adjacentStructs(mem, childPtrs, L.size) : null;
-    if (structs) prefetchChildBuffers(ctx, structs, schema, nChildren);
+    const n = nodeAt(ctx, depth);
+    n.path = path;
+    n.length = length;
+    n.offset = offset;
+    n.end = end;
+    n.nullCount = nullCount;
+    n.bdv = bdv;
+    n.bat = bat;
+    const kids = nChildren > 1 ? readChildren(ctx, cdv, cat, nChildren, schema) : null;
 
-    const buffers: Buf[] = [];
-    const children: ArrayView[] = [];
+    // Arrays of their exact size (a push-grown array starts at 16 slots): these live as long as the import.
+    let buffers: Buf[];
+    let children: readonly ArrayView[] = NO_CHILDREN;
 
-    switch (t.id) {
-      case 'null':
-        if (nBuffers === 1) buffers.push(null); // tolerate a legacy, unused validity slot
+    switch (lay.kind) {
+      case Kind.Null:
+        buffers = nBuffers === 1 ? [null] : []; // tolerate a legacy, unused validity slot
         break;
-      case 'bool':
-        buffers.push(validityOf(n), bufferOf(n, 1, Math.ceil(end / 8), 1, 'values'));
+      case Kind.Bool:
+        buffers = [validityOf(n), bufferOf(n, 1, Math.ceil(end / 8), 1, 'values')];
         break;
-      case 'binary': case 'utf8': case 'large_binary': case 'large_utf8': {
-        const wideOffsets = t.id === 'large_binary' || t.id === 'large_utf8';
+      case Kind.Binary: case Kind.LargeBinary: {
+        const wideOffsets = lay.kind === Kind.LargeBinary;
         const v = validityOf(n);
         const offs = readOffsets(n, 1, wideOffsets, 'offset');
         const data = bufferOf(n, 2, offs.last, 1, 'data', offs.last === 0);
-        buffers.push(v, offs.view, data);
+        buffers = [v, offs.view, data];
         break;
       }
-      case 'binary_view': case 'utf8_view': {
+      case Kind.View: {
         const v = validityOf(n);
         const views = bufferOf(n, 1, end * 16, 8, 'views');
         const nVariadic = nBuffers - 3;
         const sizesView = bufferOf(n, nBuffers - 1, nVariadic * 8, 8, 'variadic sizes', nVariadic === 0);
         const sizes: number[] = [];
         if (sizesView && nVariadic > 0) {
-          const sb = readSmall(mem, sizesView, 0, nVariadic * 8);
+          const sb = readSmall(ctx, sizesView, 0, nVariadic * 8);
           const sdv = new DataView(sb.buffer, sb.byteOffset, sb.byteLength);
           for (let k = 0; k < nVariadic; k++) {
             const sz = sdv.getBigInt64(k * 8, true);
@@ -465,27 +536,27 @@ export function readArrayView(
             sizes.push(Number(sz));
           }
         }
-        buffers.push(v, views);
+        buffers = [v, views];
         for (let k = 0; k < nVariadic; k++) buffers.push(bufferOf(n, 2 + k, sizes[k]!, 1, `variadic data ${k}`, sizes[k] === 0));
         buffers.push(sizesView);
         if (ctx.level >= LEVELS.full && views) checkViews(bytesOf(views)!, offset, length, sizes, bytesOf(buffers[0] ?? null), nullCount, path);
         break;
       }
-      case 'list': case 'large_list': case 'map': {
+      case Kind.List: case Kind.LargeList: {
         const v = validityOf(n);
-        const offs = readOffsets(n, 1, t.id === 'large_list', 'offset');
-        buffers.push(v, offs.view);
-        children.push(readChild(n, schema, childPtrs, structs, 0, offs.last, depth));
+        const offs = readOffsets(n, 1, lay.kind === Kind.LargeList, 'offset');
+        buffers = [v, offs.view];
+        children = [readChild(n, schema, cdv, cat, kids, 0, offs.last, depth)];
         break;
       }
-      case 'list_view': case 'large_list_view': {
-        const w = t.id === 'large_list_view' ? 8 : 4;
+      case Kind.ListView: {
+        const w = lay.width;
         const v = validityOf(n);
         const offs = bufferOf(n, 1, end * w, w, 'offsets');
         const sizes = bufferOf(n, 2, end * w, w, 'sizes');
-        buffers.push(v, offs, sizes);
-        const child = readChild(n, schema, childPtrs, structs, 0, 0, depth);
-        children.push(child);
+        buffers = [v, offs, sizes];
+        const child = readChild(n, schema, cdv, cat, kids, 0, 0, depth);
+        children = [child];
         if (ctx.level >= LEVELS.full && offs && sizes) {
           const get = (b: Uint8Array, k: number): number => {
             const bdv = new DataView(b.buffer, b.byteOffset, b.byteLength);
@@ -503,32 +574,34 @@ export function readArrayView(
         }
         break;
       }
-      case 'fixed_list':
-        buffers.push(validityOf(n));
-        children.push(readChild(n, schema, childPtrs, structs, 0, end * t.size, depth));
+      case Kind.FixedList:
+        buffers = [validityOf(n)];
+        children = [readChild(n, schema, cdv, cat, kids, 0, end * lay.listSize, depth)];
         break;
-      case 'struct':
-        buffers.push(validityOf(n));
-        for (let k = 0; k < nChildren; k++) children.push(readChild(n, schema, childPtrs, structs, k, end, depth));
+      case Kind.Struct:
+        buffers = [validityOf(n)];
+        children = readChildrenViews(n, schema, cdv, cat, kids, nChildren, end, depth);
         break;
-      case 'union': {
+      case Kind.SparseUnion: case Kind.DenseUnion: {
+        const ids = (t as Extract<TypeInfo, { id: 'union' }>).typeIds; // the layout says it is a union
         const typeIds = bufferOf(n, 0, end, 1, 'type ids');
-        buffers.push(typeIds);
         let offs: Buf = null;
-        if (t.mode === 'dense') {
+        if (lay.kind === Kind.DenseUnion) {
           offs = bufferOf(n, 1, end * 4, 4, 'offsets');
-          buffers.push(offs);
+          buffers = [typeIds, offs];
+        } else {
+          buffers = [typeIds];
         }
-        for (let k = 0; k < nChildren; k++) children.push(readChild(n, schema, childPtrs, structs, k, t.mode === 'sparse' ? end : 0, depth));
+        children = readChildrenViews(n, schema, cdv, cat, kids, nChildren, lay.kind === Kind.SparseUnion ? end : 0, depth);
         if (ctx.level >= LEVELS.full && typeIds) {
-          const index = new Map(t.typeIds.map((id, k) => [id, k]));
+          const index = new Map(ids.map((id, k) => [id, k]));
           const ob = bytesOf(offs);
           const odv = ob ? new DataView(ob.buffer, ob.byteOffset, ob.byteLength) : null;
           const tb = bytesOf(typeIds)!;
           for (let k = offset; k < end; k++) {
             const id = (tb[k]! << 24) >> 24;
             const c = index.get(id);
-            if (c === undefined) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${t.typeIds.join(',')})`);
+            if (c === undefined) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${ids.join(',')})`);
             if (odv) {
               const off = odv.getInt32(k * 4, true);
               if (off < 0 || off >= children[c]!.length) {
@@ -539,10 +612,11 @@ export function readArrayView(
         }
         break;
       }
-      case 'run_end_encoded': {
-        const runEnds = readChild(n, schema, childPtrs, structs, 0, 0, depth);
-        const values = readChild(n, schema, childPtrs, structs, 1, 0, depth);
-        children.push(runEnds, values);
+      case Kind.RunEnd: {
+        const runEnds = readChild(n, schema, cdv, cat, kids, 0, 0, depth);
+        const values = readChild(n, schema, cdv, cat, kids, 1, 0, depth);
+        buffers = [];
+        children = [runEnds, values];
         if (ctx.level >= LEVELS.default && runEnds.length !== values.length) {
           throw invalid(`${path}.children[1].length`, `run ends (${runEnds.length}) and values (${values.length}) differ in length`);
         }
@@ -550,9 +624,7 @@ export function readArrayView(
         break;
       }
       default: {
-        const width = fixedByteWidth(t)!;
-        const align = t.id === 'decimal' || t.id === 'interval' ? 4 : Math.min(width, 8);
-        buffers.push(validityOf(n), bufferOf(n, 1, end * width, t.id === 'fixed_binary' ? 1 : align, 'values'));
+        buffers = [validityOf(n), bufferOf(n, 1, end * lay.width, lay.align, 'values')];
         if (ctx.level >= LEVELS.full && ((t.id === 'date' && t.unit === 'ms') || (t.id === 'timestamp' && t.unit !== 'ns'))) {
           // arrow-js reads a microsecond timestamp as v / 1000 (whole milliseconds must fit 2^53 too).
           const divisor = t.id === 'timestamp' && t.unit === 'us' ? 1000n : 1n;
@@ -568,7 +640,7 @@ export function readArrayView(
         checkIndices(bytesOf(buffers[1] ?? null), t, offset, length, dictionary.length, bytesOf(buffers[0] ?? null), nullCount, path);
       }
     }
-    return new ImportedView(schema, length, offset, nullCount, buffers, children, dictionary, ctx.token, ctx.copy ? null : ctx.owner, path);
+    return new ImportedView(schema, length, offset, nullCount, buffers, children, dictionary, ctx, ctx.copy ? null : ctx.owner, path);
   } catch (e) {
     if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, path);
     throw e;
@@ -586,13 +658,19 @@ export class LazyBytes {
 
   constructor(
     private readonly owner: ImportOwner,
-    readonly addr: Ptr,
+    readonly addr: Addr,
     readonly size: number,
     /** The element size the JS view must be aligned to; a misaligned buffer is copied (and counted). */
     readonly align: number,
-    /** Where the buffer is, for the error a read after release gets. */
-    readonly path: string,
+    /** The node's place and the buffer's index, for the error a read after release gets. */
+    private readonly nodePath: string,
+    private readonly index: number,
   ) {}
+
+  /** Where the buffer is: `array.children[1].buffers[2]`. */
+  get path(): string {
+    return `${this.nodePath}.buffers[${this.index}]`;
+  }
 
   get materialized(): boolean {
     return this.cached !== undefined;
@@ -625,10 +703,10 @@ function byteLength(b: Uint8Array | LazyBytes): number {
 }
 
 /** `n` bytes at `at` of a buffer, copied (from the view if there is one, else straight from memory). */
-function readSmall(mem: Memory, b: Uint8Array | LazyBytes, at: number, n: number): Uint8Array {
+function readSmall(ctx: ImportContext, b: Uint8Array | LazyBytes, at: number, n: number): Uint8Array {
   if (b instanceof LazyBytes && !b.materialized) {
-    const addr = b.addr + BigInt(at);
-    return mem.readTransient ? mem.readTransient(addr, n) : mem.read(addr, n);
+    const off = stage(ctx.raw, b.addr + at, n);
+    return staged.u8.subarray(off, off + n);
   }
   return bytesOf(b)!.subarray(at, at + n);
 }
@@ -649,7 +727,7 @@ export class ImportedView implements ArrayView {
     readonly raw: readonly Buf[],
     readonly children: readonly ArrayView[],
     readonly dictionary: ArrayView | null,
-    /** Keeps the producer's memory alive while this view is reachable (see ImportContext.token). */
+    /** Keeps the producer's memory alive while this view is reachable: the import's context (see ImportContext). */
     readonly token: object,
     /** The import's owner; null for a copy (its bytes are ours, readable after the release). */
     readonly owner: ImportOwner | null,
@@ -765,37 +843,42 @@ function checkIndices(
   }
 }
 
-/** What an `ArrowArray` struct says about its own shape. */
-export interface StructCounts {
-  readonly nBuffers: number;
-  readonly nChildren: number;
-  readonly buffersPtr: Ptr;
-  readonly childrenPtr: Ptr;
-  readonly dictPtr: Ptr;
-  readonly nullCount: number;
-}
-
 /**
  * The minimal checks of an `ArrowArray` struct against its type: counts of
  * buffers and children, NULL pointer arrays, a dictionary where the schema
  * has one (and only there), a null count the layout can have. Shared by the
- * host import and the device tree reader (src/device/tree.ts).
+ * host import and the device tree reader (src/device/tree.ts); pointers are
+ * only compared with NULL.
  */
-export function checkCounts(schema: SchemaNode, c: StructCounts, path: string): void {
+/** NULL, as a number (the import) or a bigint (the device tree reader). */
+function isNull(p: Addr | bigint): boolean {
+  return p === 0 || p === 0n;
+}
+
+export function checkCounts(
+  schema: SchemaNode,
+  phys: ArrayLayout,
+  nBuffers: number,
+  nChildren: number,
+  buffersPtr: Addr | bigint,
+  childrenPtr: Addr | bigint,
+  dictPtr: Addr | bigint,
+  nullCount: number,
+  path: string,
+): void {
   const t = schema.type;
-  const phys = physicalLayout(t);
   const n = phys.nBuffers;
-  if (phys.variadic ? c.nBuffers < n : c.nBuffers !== n && !(t.id === 'null' && c.nBuffers === 1)) {
-    throw invalid(`${path}.n_buffers`, `type "${schema.format}" needs ${phys.variadic ? 'at least ' : ''}${n} buffer${n === 1 ? '' : 's'}, got ${c.nBuffers}`);
+  if (phys.variadic ? nBuffers < n : nBuffers !== n && !(t.id === 'null' && nBuffers === 1)) {
+    throw invalid(`${path}.n_buffers`, `type "${schema.format}" needs ${phys.variadic ? 'at least ' : ''}${n} buffer${n === 1 ? '' : 's'}, got ${nBuffers}`);
   }
-  if (c.nChildren !== schema.children.length) {
-    throw invalid(`${path}.n_children`, `the schema has ${schema.children.length} children, the array ${c.nChildren}`);
+  if (nChildren !== schema.children.length) {
+    throw invalid(`${path}.n_children`, `the schema has ${schema.children.length} children, the array ${nChildren}`);
   }
-  if (c.nBuffers > 0 && c.buffersPtr === 0n) throw invalid(`${path}.buffers`, `NULL pointer with n_buffers = ${c.nBuffers}`);
-  if (c.nChildren > 0 && c.childrenPtr === 0n) throw invalid(`${path}.children`, `NULL pointer with n_children = ${c.nChildren}`);
-  if (schema.dictionary && c.dictPtr === 0n) throw invalid(`${path}.dictionary`, 'NULL pointer, but the schema is dictionary-encoded');
-  if (!schema.dictionary && c.dictPtr !== 0n) throw invalid(`${path}.dictionary`, 'present, but the schema is not dictionary-encoded');
-  if (!phys.hasValidity && c.nullCount > 0 && t.id !== 'null') {
-    throw invalid(`${path}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${c.nullCount}`);
+  if (nBuffers > 0 && isNull(buffersPtr)) throw invalid(`${path}.buffers`, `NULL pointer with n_buffers = ${nBuffers}`);
+  if (nChildren > 0 && isNull(childrenPtr)) throw invalid(`${path}.children`, `NULL pointer with n_children = ${nChildren}`);
+  if (schema.dictionary && isNull(dictPtr)) throw invalid(`${path}.dictionary`, 'NULL pointer, but the schema is dictionary-encoded');
+  if (!schema.dictionary && !isNull(dictPtr)) throw invalid(`${path}.dictionary`, 'present, but the schema is not dictionary-encoded');
+  if (!phys.hasValidity && nullCount > 0 && t.id !== 'null') {
+    throw invalid(`${path}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${nullCount}`);
   }
 }

@@ -10,7 +10,9 @@
  * were read: the owner detaches every view first (see owner.ts).
  */
 import { Data, RecordBatch, Table, Vector, type DataType, type Schema, type TypeMap } from 'apache-arrow';
+import { ArrowSymbols, type ArrowDeviceExportOptions, type ArrowSchemaExportable } from '../abi/protocol.js';
 import { invalid } from '../errors.js';
+import type { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import type { ImportOwner } from './owner.js';
 
 /** What every import returns: an object that can be released now. */
@@ -35,10 +37,11 @@ export interface Releasable {
  * symbol key stays out of `Object.keys` and JSON.
  */
 const OWNERS = Symbol('arrow-device.owners');
-type Owned = { [OWNERS]?: readonly ImportOwner[] };
+/** One owner (an import of one array: no array made for it), or several (a table). */
+type Owned = { [OWNERS]?: ImportOwner | readonly ImportOwner[] };
 
 /** Records the owners of an object an import returns. */
-export function owned<T extends object>(x: T, by: readonly ImportOwner[]): T {
+export function owned<T extends object>(x: T, by: ImportOwner | readonly ImportOwner[]): T {
   // A plain assignment (the cheapest property add): symbol keys are never listed by Object.keys,
   // for...in or JSON.stringify.
   (x as Owned)[OWNERS] = by;
@@ -47,7 +50,8 @@ export function owned<T extends object>(x: T, by: readonly ImportOwner[]): T {
 
 /** The owners of an object an import returned; undefined for any other object. */
 export function ownersOf(x: object): readonly ImportOwner[] | undefined {
-  return (x as Owned)[OWNERS];
+  const by = (x as Owned)[OWNERS];
+  return by === undefined ? undefined : Array.isArray(by) ? by : [by as ImportOwner];
 }
 
 /**
@@ -62,9 +66,10 @@ export function ownersOf(x: object): readonly ImportOwner[] | undefined {
  * releaseImport(batch);         // or batch.release(), or `using batch = ...`
  */
 export function releaseImport(x: object): void {
-  const by = ownersOf(x);
-  if (!by) throw invalid('releaseImport', 'not an object returned by an import of this library');
-  releaseAll(by);
+  const by = (x as Owned)[OWNERS];
+  if (by === undefined) throw invalid('releaseImport', 'not an object returned by an import of this library');
+  if (Array.isArray(by)) releaseAll(by);
+  else (by as ImportOwner).release();
 }
 
 /** Whether every owner behind `x` (an object an import returned) is released. */
@@ -112,9 +117,27 @@ function defineReleasable(proto: object): void {
   });
 }
 
-/** A `RecordBatch` an import returned: releasable. */
+/**
+ * What an imported object adds for the exchange protocol (PROTOCOL.md),
+ * installed by handoff.ts: `arrow.c_schema` exports its schema;
+ * `arrow.c_array` and `arrow.c_device_array` hand it on to the next
+ * consumer without a copy, by moving the producer's struct into the handle:
+ * the object is then released (reads throw, reason "moved") whether or not
+ * the consumer takes the handle. An import with no producer behind it
+ * (`copy: true`) is exported from its JS memory and stays readable.
+ */
+export interface Exchangeable {
+  /** The schema as an owned `ArrowSchema` handle; the object is unchanged. */
+  [ArrowSymbols.schema](): ExportHandle;
+  /** Hands the data on as `ArrowSchema` and `ArrowArray` handles (moved: the object is released). */
+  [ArrowSymbols.array](requestedSchema?: ArrowSchemaExportable | null): ArrayExportHandles;
+  /** Hands the data on as `ArrowSchema` and (CPU) `ArrowDeviceArray` handles (moved: the object is released). */
+  [ArrowSymbols.deviceArray](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ArrayExportHandles;
+}
+
+/** A `RecordBatch` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`). */
 export class ImportedRecordBatch<T extends TypeMap = any> extends RecordBatch<T> {}
-export interface ImportedRecordBatch<T extends TypeMap = any> extends Releasable {}
+export interface ImportedRecordBatch<T extends TypeMap = any> extends Releasable, Exchangeable {}
 defineReleasable(ImportedRecordBatch.prototype);
 
 /** A `Table` an import returned: releasing it releases every batch. */
@@ -122,18 +145,18 @@ export class ImportedTable<T extends TypeMap = any> extends Table<T> {}
 export interface ImportedTable<T extends TypeMap = any> extends Releasable {}
 defineReleasable(ImportedTable.prototype);
 
-/** A `Vector` an import returned: releasable. */
+/** A `Vector` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`). */
 export class ImportedVector<T extends DataType = any> extends Vector<T> {}
-export interface ImportedVector<T extends DataType = any> extends Releasable {}
+export interface ImportedVector<T extends DataType = any> extends Releasable, Exchangeable {}
 defineReleasable(ImportedVector.prototype);
 
-/** A `Data` an import returned: releasable. */
+/** A `Data` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`). */
 export class ImportedData<T extends DataType = any> extends Data<T> {}
-export interface ImportedData<T extends DataType = any> extends Releasable {}
+export interface ImportedData<T extends DataType = any> extends Releasable, Exchangeable {}
 defineReleasable(ImportedData.prototype);
 
 /** Makes `batch` (a plain RecordBatch built for an import) an `ImportedRecordBatch` owned by `by`. */
-export function asImportedBatch(batch: RecordBatch, by: readonly ImportOwner[]): ImportedRecordBatch {
+export function asImportedBatch(batch: RecordBatch, by: ImportOwner | readonly ImportOwner[]): ImportedRecordBatch {
   if (!(batch instanceof ImportedRecordBatch)) Object.setPrototypeOf(batch, ImportedRecordBatch.prototype);
   return owned(batch as ImportedRecordBatch, by);
 }
@@ -147,7 +170,7 @@ export function importedTable(batches: readonly ImportedRecordBatch[], schema: S
 }
 
 /** An `ImportedVector` over one imported `Data`. */
-export function importedVector(data: Data, by: readonly ImportOwner[]): ImportedVector {
+export function importedVector(data: Data, by: ImportOwner | readonly ImportOwner[]): ImportedVector {
   return owned(new ImportedVector([data]), by);
 }
 
@@ -156,7 +179,7 @@ export function importedVector(data: Data, by: readonly ImportOwner[]): Imported
  * import is one already (LazyData extends ImportedData); a Data that a
  * conversion built (`expand`) gets the prototype, which adds only methods.
  */
-export function importedData(data: Data, by: readonly ImportOwner[]): ImportedData {
+export function importedData(data: Data, by: ImportOwner | readonly ImportOwner[]): ImportedData {
   if (!(data instanceof ImportedData)) Object.setPrototypeOf(data, ImportedData.prototype);
   return owned(data as ImportedData, by);
 }

@@ -16,7 +16,7 @@
  * `Schema` object (`batchPlan`), as nanoarrow builds an array view from a
  * schema once: a stream or a driver that sends the schema once pays for it once.
  */
-import { DataType, Field, Schema, Struct, type Data } from 'apache-arrow';
+import { DataType, Field, Schema, Struct } from 'apache-arrow';
 import { batchSchemaArg, ptrArg, schemaLikeArg, schemaPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
 import { isReleased, releaseOffset, releaseStruct, type CStructKind } from '../memory/cstruct.js';
@@ -24,8 +24,9 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { schemaToNode, toSchemaNode } from '../schema/export.js';
 import { readSchemaNode, type SchemaNode } from '../schema/node.js';
-import { makeBatch, viewToData } from './arrowjs.js';
-import { readArrayView, validationLevel, type ValidationLevel } from './import.js';
+import { viewToBatch, viewToData } from './arrowjs.js';
+import { importContext, readArrayView, validationLevel, type ValidationLevel } from './import.js';
+import { ptrAt, rawOf, stage, staged, type Arena } from '../memory/raw.js';
 import { asImportedBatch, importedData, owned, type ImportedData, type ImportedRecordBatch } from './imported.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
 import type { ArrayView } from './view.js';
@@ -126,23 +127,22 @@ export function consume<T>(
   opts: ImportCoreOptions,
   path: string,
   prepare: () => T,
-): { prepared: T; level: number; bytes: Uint8Array } {
+): { prepared: T; level: number; staged: Arena; at: number } {
   let schemaTaken = false;
   try {
     ptrArg(ptr, 'ptr', m, m.layouts[kind].size, `an ${kind}`);
     if (ptr === 0n) throw invalid(path, 'NULL pointer');
     // The struct, read once: the released check here, then the move (ImportOwner.move) and the
     // first read of the array take these bytes instead of reading the struct again.
-    const bytes = m.readTransient ? m.readTransient(ptr, m.layouts[kind].size) : m.read(ptr, m.layouts[kind].size);
-    const relAt = Number(releaseOffset(m, kind));
-    const rel = m.target.pointerSize === 8 ? new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(relAt, true) : BigInt(new DataView(bytes.buffer, bytes.byteOffset).getUint32(relAt, true));
-    if (rel === 0n) {
+    const at = stage(rawOf(m), Number(ptr), m.layouts[kind].size);
+    const from = staged;
+    if (ptrAt(from.dv, at + Number(releaseOffset(m, kind)), m.target.pointerSize === 8) === 0) {
       throw new ArrowDeviceError('released', path, `the struct is released (${kind === 'ArrowArray' ? '' : 'array.'}release is NULL)`);
     }
     const level = validationLevel(opts.validate);
     schemaTaken = true;
     const prepared = prepare();
-    return { prepared, level, bytes };
+    return { prepared, level, staged: from, at };
   } catch (e) {
     // Consume what can be consumed; a pointer that is itself the problem (bad address) must not
     // turn the error the caller needs into another one.
@@ -167,28 +167,36 @@ function quietly(fn: () => unknown): void {
  */
 export function build<T>(owner: ImportOwner, node: SchemaNode, opts: ImportCoreOptions, level: number, path: string, fn: (view: ArrayView) => T): T {
   let result: T;
+  owner.schema = node;
   try {
-    // The struct's bytes as the move read them: not read again.
-    const pre = owner.takeMovedArray();
-    const view = readArrayView({ mem: owner.mem, owner, token: {}, copy: opts.copy ?? false, level }, owner.arrayPtr, node, path, 0, pre, 0);
-    result = fn(view);
+    const ctx = importContext(owner, opts.copy ?? false, level);
+    try {
+      // Our copy of the struct is read in place (src/memory/slab.ts) where the memory allows.
+      const view = readArrayView(ctx, owner.arrayAddr, node, path, 0);
+      result = fn(view);
+    } finally {
+      // The views keep the context: not the table of addresses it read.
+      ctx.seen?.done();
+      ctx.seen = undefined;
+      ctx.nodes = undefined;
+    }
   } catch (e) {
     owner.release('failed');
     throw e;
   }
   owner.done();
-  if (typeof result === 'object' && result !== null) owned(result, [owner]);
+  if (typeof result === 'object' && result !== null) owned(result, owner);
   return result;
 }
 
 /** A record batch over the owner's struct array. */
 export function buildBatch(owner: ImportOwner, plan: BatchPlan, opts: ImportCoreOptions, level: number, path: string): ImportedRecordBatch {
   return build(owner, plan.node, opts, level, path, (view) =>
-    asImportedBatch(makeBatch(plan.arrow, plan.struct, viewToData(view, plan.struct, path, opts) as Data<Struct>), [owner]),
+    asImportedBatch(viewToBatch(view, plan, path, opts), owner),
   );
 }
 
 /** arrow-js Data over the owner's array. */
 export function buildData(owner: ImportOwner, node: SchemaNode, type: DataType, opts: ImportCoreOptions, level: number, path: string): ImportedData {
-  return build(owner, node, opts, level, path, (view) => importedData(viewToData(view, type, path, opts), [owner]));
+  return build(owner, node, opts, level, path, (view) => importedData(viewToData(view, type, path, opts), owner));
 }

@@ -27,9 +27,11 @@
  * caller may free or reuse its struct at once.
  */
 import { liveCounters } from '../memory/accounting.js';
-import { markReleased, releaseOffset } from '../memory/cstruct.js';
-import { RELEASE_SIG } from '../memory/registry.js';
+import { markReleased } from '../memory/cstruct.js';
+import { callRelease } from '../memory/registry.js';
 import type { Memory, Ptr } from '../memory/memory.js';
+import type { SchemaNode } from '../schema/node.js';
+import { ptrAt, rawOf, stage, staged, type Addr, type Arena } from '../memory/raw.js';
 import { ArrowDeviceError } from '../errors.js';
 
 /**
@@ -39,22 +41,22 @@ import { ArrowDeviceError } from '../errors.js';
  * kept for reuse, so the memory held is that of the most imports live at once.
  */
 class SlotPool {
-  private readonly free: Ptr[] = [];
+  private readonly free: Addr[] = [];
   constructor(
     private readonly mem: Memory,
     private readonly size: number,
   ) {}
 
-  take(): Ptr {
+  take(): Addr {
     const p = this.free.pop();
     if (p !== undefined) return p;
     const n = 64;
-    const chunk = this.mem.alloc(this.size * n);
-    for (let k = n - 1; k > 0; k--) this.free.push(chunk + BigInt(k * this.size));
+    const chunk = Number(this.mem.alloc(this.size * n));
+    for (let k = n - 1; k > 0; k--) this.free.push(chunk + k * this.size);
     return chunk;
   }
 
-  give(p: Ptr): void {
+  give(p: Addr): void {
     this.free.push(p);
   }
 }
@@ -70,6 +72,32 @@ function poolFor(mem: Memory, size: number): SlotPool {
 
 const viewRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.viewCollected());
 const holderRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.holderCollected());
+
+/**
+ * Holders not registered with `holderRegistry` yet (see `hold`), with their
+ * owners: registered together at the next microtask, or at once when many
+ * wait. An import released before then (a batch used and released in one
+ * synchronous step, as a stream reader or `using` does) is never registered:
+ * registration and unregistration cost more than the rest of a small import.
+ * The list holds the holders strongly until then, so the collector cannot
+ * miss one (and cannot run a finalizer inside a synchronous loop anyway).
+ */
+let pendingOwners: ImportOwner[] = [];
+let pendingHolders: object[] = [];
+let flushQueued = false;
+const MAX_PENDING = 4096;
+
+function registerPending(): void {
+  flushQueued = false;
+  const owners = pendingOwners;
+  const holders = pendingHolders;
+  pendingOwners = [];
+  pendingHolders = [];
+  for (let i = 0; i < owners.length; i++) {
+    const o = owners[i]!;
+    if (!o.isReleased) holderRegistry.register(holders[i]!, o, o);
+  }
+}
 
 /** The struct an owner holds: an `ArrowArray`, or an `ArrowDeviceArray` (whose array sits at offset 0). */
 export type OwnedStruct = 'ArrowArray' | 'ArrowDeviceArray';
@@ -111,64 +139,87 @@ export class ImportOwner {
   private buffers: WeakRef<Transferable>[] | null = null;
   /** Callbacks run at release (after the views are detached, before the producer's release). */
   private onRelease: (() => void)[] | null = null;
+  /**
+   * The schema the struct was read by (set by the import path): what a
+   * hand-on to another consumer (exchange protocol) exports with the moved
+   * struct, faithful also when `expand` changed the arrow-js form.
+   */
+  schema: SchemaNode | null = null;
+
+  /** Our copy of the struct, as a number (src/memory/raw.ts). */
+  readonly addr: Addr;
 
   /** Adopts `ptr`, a struct of `kind` in our own allocation (`mem.alloc`): the owner frees it. */
   constructor(
     readonly mem: Memory,
-    readonly ptr: Ptr,
+    ptr: Ptr | Addr,
     readonly kind: OwnedStruct = 'ArrowArray',
   ) {
+    this.addr = Number(ptr);
     liveCounters.liveImports++;
   }
 
-  /**
-   * The struct's bytes as moved, kept for the import's first read of them
-   * (one memory read fewer per import); null once taken or when adopted.
-   */
-  private moved: Uint8Array | null = null;
   /** Where our copy of the struct came from: a slot pool (moved), or `mem.alloc` (adopted). */
   private pool: SlotPool | null = null;
-  /** The producer's release callback, from the moved bytes; null when adopted (read at release). */
-  private releaseFn: Ptr | null = null;
+  /** The producer's release callback, from the moved bytes; -1 when adopted (read at release). */
+  private releaseFn: Addr = -1;
 
-  /** Moves the struct at `src` into a new allocation and returns its owner. */
-  static move(mem: Memory, src: Ptr, kind: OwnedStruct = 'ArrowArray', read?: Uint8Array): ImportOwner {
+  /**
+   * Moves the struct at `src` into memory we own and returns its owner.
+   * `from`/`at`: where the caller just staged the struct's bytes (consume),
+   * so they are not read again.
+   */
+  static move(mem: Memory, src: Ptr | Addr, kind: OwnedStruct = 'ArrowArray', from?: Arena, at = 0): ImportOwner {
     const size = mem.layouts[kind].size;
-    // `read`: the struct's bytes as the caller just read them (consume), not read again.
-    const bytes = read ?? mem.read(src, size);
+    const raw = rawOf(mem);
+    const s = Number(src);
     // Native memory pools the struct copies (an FFI allocator call saved per import); a wasm
     // module's allocator is a plain call into the module, and tests prove its memory back to empty.
     const pool = mem.viewsShareBuffer ? null : poolFor(mem, size);
-    const dst = pool ? pool.take() : mem.alloc(size);
+    const dst = pool ? pool.take() : Number(mem.alloc(size));
+    // The allocation may have grown a wasm memory, detaching bytes staged in it in place (a
+    // detached view has no bytes): then, as when nothing was staged, stage the struct now.
+    if (from === undefined || from.u8.byteLength === 0) {
+      try {
+        at = stage(raw, s, size);
+      } catch (e) {
+        if (pool) pool.give(dst);
+        else mem.free(BigInt(dst));
+        throw e;
+      }
+      from = staged;
+    }
+    const relAt = releaseAt(mem, kind);
+    // Read before the source is marked released below: the staged bytes may be the source itself.
+    const rel = ptrAt(from.dv, at + relAt, mem.target.pointerSize === 8);
     try {
-      mem.copyIn(dst, bytes);
-      markReleased(mem, kind, src);
+      raw.writeFrom(dst, from, at, size);
+      // Marked released (CDataInterface.rst, "Moving an array"): the caller may free its struct now.
+      raw.writeWord(s + relAt, 0);
     } catch (e) {
       if (pool) pool.give(dst);
-      else mem.free(dst);
+      else mem.free(BigInt(dst));
       throw e;
     }
     const owner = new ImportOwner(mem, dst, kind);
     owner.pool = pool;
-    owner.moved = bytes;
-    const at = (kind === 'ArrowArray' ? 0 : mem.layouts.ArrowDeviceArray.offsets.array!) + mem.layouts.ArrowArray.offsets.release!;
-    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    owner.releaseFn = mem.target.pointerSize === 8 ? dv.getBigUint64(at, true) : BigInt(dv.getUint32(at, true));
+    owner.releaseFn = rel;
     return owner;
   }
 
-  /** The bytes of the moved struct's `ArrowArray`, once (see `moved`), as a DataView; null afterwards. */
-  takeMovedArray(): DataView | null {
-    const b = this.moved;
-    if (b === null) return null;
-    this.moved = null;
-    const at = this.kind === 'ArrowArray' ? 0 : this.mem.layouts.ArrowDeviceArray.offsets.array!;
-    return new DataView(b.buffer, b.byteOffset + at, this.mem.layouts.ArrowArray.size);
+  /** Our copy of the struct. */
+  get ptr(): Ptr {
+    return BigInt(this.addr);
+  }
+
+  /** The `ArrowArray` the owner holds (inside the device array for `ArrowDeviceArray`), as a number. */
+  get arrayAddr(): Addr {
+    return this.kind === 'ArrowArray' ? this.addr : this.addr + this.mem.layouts.ArrowDeviceArray.offsets.array!;
   }
 
   /** The `ArrowArray` the owner holds (inside the device array for `ArrowDeviceArray`). */
   get arrayPtr(): Ptr {
-    return this.kind === 'ArrowArray' ? this.ptr : this.ptr + BigInt(this.mem.layouts.ArrowDeviceArray.offsets.array!);
+    return BigInt(this.arrayAddr);
   }
 
   get isReleased(): boolean {
@@ -194,9 +245,9 @@ export class ImportOwner {
   private everHeld = false;
 
   /** A zero-copy view of producer memory that keeps the producer's data alive. */
-  view(addr: Ptr, byteLength: number, path = ''): Uint8Array {
+  view(addr: Addr, byteLength: number, path = ''): Uint8Array {
     this.check(path, 'a buffer read');
-    const v = this.mem.view(addr, byteLength);
+    const v = this.mem.view(BigInt(addr), byteLength);
     if (byteLength > 0) {
       this.views++;
       this.everHeld = true;
@@ -221,7 +272,14 @@ export class ImportOwner {
   hold(holder: object): void {
     this.everHeld = true;
     this.holdersLive++;
-    holderRegistry.register(holder, this, this);
+    pendingOwners.push(this);
+    pendingHolders.push(holder);
+    if (pendingOwners.length >= MAX_PENDING) {
+      registerPending();
+    } else if (!flushQueued) {
+      flushQueued = true;
+      queueMicrotask(registerPending);
+    }
   }
 
   /** Runs `fn` when the import is released (once), before the producer's `release`. */
@@ -276,8 +334,8 @@ export class ImportOwner {
       if (hooks) for (const h of hooks) h();
       // The struct is ours and freed right after: no need to mark it released. Its release
       // callback is known from the move (nobody else writes our copy), else read now.
-      const rel = this.releaseFn ?? this.mem.readPtr(this.arrayPtr + releaseOffset(this.mem, 'ArrowArray'));
-      if (rel !== 0n) this.mem.call(rel, RELEASE_SIG, this.arrayPtr);
+      const rel = this.releaseFn >= 0 ? this.releaseFn : readWord(this.mem, this.arrayAddr + this.mem.layouts.ArrowArray.offsets.release!);
+      if (rel !== 0) callRelease(this.mem, rel, this.arrayAddr);
     } finally {
       this.freeStruct();
       liveCounters.liveImports--;
@@ -286,8 +344,8 @@ export class ImportOwner {
   }
 
   private freeStruct(): void {
-    if (this.pool) this.pool.give(this.ptr);
-    else this.mem.free(this.ptr);
+    if (this.pool) this.pool.give(this.addr);
+    else this.mem.free(BigInt(this.addr));
   }
 
   /**
@@ -310,8 +368,9 @@ export class ImportOwner {
   }
 
   private detachAll(): void {
-    viewRegistry.unregister(this);
-    holderRegistry.unregister(this);
+    // Unregistering costs a search of the registry's cells: only where something was registered.
+    if (this.views > 0 || this.buffers !== null) viewRegistry.unregister(this);
+    if (this.holdersLive > 0) holderRegistry.unregister(this);
     const bufs = this.buffers;
     this.buffers = null;
     if (!bufs) return;
@@ -321,6 +380,20 @@ export class ImportOwner {
       if (b && b.detached !== true && b.transfer) b.transfer(0);
     }
   }
+}
+
+/** Offset of the `release` callback that ends a struct of `kind` (a device array's is its array's). */
+function releaseAt(mem: Memory, kind: OwnedStruct): number {
+  const L = mem.layouts;
+  return (kind === 'ArrowArray' ? 0 : L.ArrowDeviceArray.offsets.array!) + L.ArrowArray.offsets.release!;
+}
+
+/** A pointer-width value at `addr`. */
+function readWord(mem: Memory, addr: Addr): Addr {
+  const raw = rawOf(mem);
+  const wide = mem.target.pointerSize === 8;
+  const at = stage(raw, addr, wide ? 8 : 4);
+  return ptrAt(staged.dv, at, wide);
 }
 
 /** The error a read of a released import gets. */

@@ -21,7 +21,7 @@
  *   spec requires. The event loop is kept alive until the producer calls the
  *   handler's `release`.
  */
-import { RecordBatch, type Schema } from 'apache-arrow';
+import type { Schema } from 'apache-arrow';
 import { errnoName, Errno } from '../abi/constants.js';
 import { importSchemaNode } from '../array/api.js';
 import { importDeviceArrayView, importDeviceRecordBatch, type DeviceImportOptions } from '../device/api.js';
@@ -139,8 +139,17 @@ export function isReaderHandler(mem: Memory, handler: Ptr): boolean {
 export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch | DeviceArray> implements AsyncIterable<T> {
   /** The `ArrowAsyncDeviceStreamHandler` to hand to the producer. Freed when the producer releases it. */
   readonly handler: Ptr;
-  /** Resolves when the producer has released the handler (the stream is over, whatever the reason). */
-  readonly closed: Promise<void>;
+  /**
+   * Resolves when the producer has released the handler, the struct this
+   * reader handed out: the stream is over, whatever the reason. The name
+   * every export of this library uses for "the other side let go"
+   * (`ExportHandle.released`); never rejects.
+   */
+  readonly released: Promise<void>;
+  /** @deprecated The name before 0.2: `released`. */
+  get closed(): Promise<void> {
+    return this.released;
+  }
 
   private readonly mem: Memory;
   private readonly id: number;
@@ -155,7 +164,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   /** What `next()` handed out last and was not kept: released when the reader moves on. */
   private current: T | null = null;
   private ended = false;
-  private released = false;
+  private handlerReleased = false;
   private cancelled = false;
   private error: ArrowDeviceError | null = null;
   private errorAfterCancel: AsyncStreamError | null = null;
@@ -177,7 +186,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     if (!Number.isInteger(this.queueSize) || this.queueSize < 1) {
       throw new ArrowDeviceError('invalid', 'options.queueSize', `must be a positive integer, got ${opts.queueSize}`);
     }
-    this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
+    this.released = new Promise((resolve) => (this.resolveClosed = resolve));
     const L = this.mem.layouts.ArrowAsyncDeviceStreamHandler;
     this.id = readers.add(this);
     this.handler = this.mem.alloc(L.size);
@@ -291,8 +300,8 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
 
   /** @internal */
   onRelease(): void {
-    if (this.released) return;
-    this.released = true;
+    if (this.handlerReleased) return;
+    this.handlerReleased = true;
     this.keepAlive.stop();
     readers.take(this.id);
     this.mem.free(this.handler);
@@ -316,7 +325,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   }
 
   private request(n: number): void {
-    if (this.producer === 0n || this.released || this.cancelled) return;
+    if (this.producer === 0n || this.handlerReleased || this.cancelled) return;
     const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.request!));
     // Arrow C++ 26's producer (ExportAsyncRecordBatchReader) can tear its ArrowAsyncProducer down
     // before its release of our handler reaches the JS thread, though the spec keeps it valid until
@@ -365,7 +374,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   }
 
   private freeScratchIfDone(): void {
-    if (this.scratch !== 0n && !this.scratchBusy && this.released && this.queue.length === 0) {
+    if (this.scratch !== 0n && !this.scratchBusy && this.handlerReleased && this.queue.length === 0) {
       this.mem.free(this.scratch);
       this.scratch = 0n;
     }
@@ -442,7 +451,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         return r;
       }
       if (this.error) throw this.error;
-      if (this.ended || this.released || this.cancelled) return undefined;
+      if (this.ended || this.handlerReleased || this.cancelled) return undefined;
       await this.changed.wait();
     }
   }
@@ -456,7 +465,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     // Queued tasks will never be read: each is extracted with a NULL out so that its producer cleans up,
     // also once the stream has ended or the handler is released (the tasks outlive both).
     const queued = this.queue.splice(0);
-    const stop = !this.cancelled && !this.released;
+    const stop = !this.cancelled && !this.handlerReleased;
     this.cancelled = true;
     for (const q of queued) this.discard(q.bytes);
     // After the release the ArrowAsyncProducer may be gone: nothing of it is called any more.
@@ -479,9 +488,9 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
    * released). Refused once a producer has sent the schema: `cancel()` then.
    */
   dispose(): void {
-    if (this.released) return;
+    if (this.handlerReleased) return;
     if (this.producer !== 0n) {
-      throw new ArrowDeviceError('invalid', 'dispose', 'a producer holds the handler: cancel() it and wait for `closed`');
+      throw new ArrowDeviceError('invalid', 'dispose', 'a producer holds the handler: cancel() it and wait for `released`');
     }
     this.fail(new ArrowDeviceError('io', 'async stream', 'the handler was disposed before any producer used it'));
     this.onRelease();
@@ -497,7 +506,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     this.drop('stream-ended');
     // break, return() or a throw in the loop body: tell the producer to stop, and let it clean up
     // the tasks still queued (there may be some after the end of the stream too).
-    if ((!this.ended && !this.released) || this.queue.length > 0) this.cancel();
+    if ((!this.ended && !this.handlerReleased) || this.queue.length > 0) this.cancel();
   }
 
   /** Batches with the metadata their producer sent. */

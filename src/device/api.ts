@@ -28,22 +28,24 @@
  */
 import { Data, RecordBatch, Schema, Struct, Vector } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
-import { exportSchema, importSchemaNode, releaseArrowArray, releaseArrowSchema, toExportView, type ArrayImportOptions, type MemoryOption, type SchemaLike } from '../array/api.js';
-import { dataToView, viewToData } from '../array/arrowjs.js';
+import { ArrowSymbols, hasArrowMethod, isArrowExportable, type ArrowArrayExportable, type ArrowDeviceArrayExportable } from '../abi/protocol.js';
+import { exchangeOptions, importFromArrayHandles, type ExchangeImportOptions } from '../array/exchange.js';
+import { releaseImport } from '../array/imported.js';
+import { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
+import { exportSchema, releaseArrowSchema, toExportView, type ArrayImportOptions, type MemoryOption, type SchemaLike } from '../array/api.js';
+import { viewToData } from '../array/arrowjs.js';
 import { writeArrayView } from '../array/export.js';
 import { build, consume, nodeOf, planOf, typeOf } from '../array/importer.js';
 import { asImportedBatch, importedData, type ImportedData, type ImportedRecordBatch } from '../array/imported.js';
-import { makeBatch } from '../array/arrowjs.js';
+import { viewToBatch } from '../array/arrowjs.js';
 import { ImportOwner } from '../array/owner.js';
 import { isReleased, moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import type { ArrayView } from '../array/view.js';
-import { deviceArrayPtrArg, schemaLikeArg } from '../args.js';
+import { deviceArrayPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { StructReader } from '../memory/struct.js';
-import { nodeToSchema, nodeToType } from '../schema/arrowjs.js';
-import { schemaToNode, toSchemaNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import { backendFor } from './backend.js';
 import { hostTree, writeCudaCopy } from './copy.js';
@@ -67,6 +69,8 @@ export interface DeviceImportOptions extends ArrayImportOptions {
 export interface DeviceExportOptions extends MemoryOption {
   /** Write into this `ArrowDeviceArray` (the consumer's) instead of allocating one. */
   into?: Ptr;
+  /** Return an owned `ExportHandle` instead of the bare address (see `ExportOptions.handle`). Not with `into`. */
+  handle?: boolean;
   /** Where the exported data lives: `DeviceType.CPU` (the default, zero-copy), or a CUDA kind (a copy). */
   deviceType?: number;
   /** The device number: -1 for CPU (the default there), 0 by default for CUDA kinds. */
@@ -175,13 +179,22 @@ function viaHost<T>(dev: DeviceArray, opts: DeviceImportOptions, fn: (view: Arra
  * without reading a byte of its buffers. For pass-through, inspection, and
  * explicit control of copies. Release it with `release()` or `using`.
  *
+ * `source` may be an object of the exchange protocol (PROTOCOL.md) in place
+ * of both pointers: `arrow.c_device_array`, or, from a producer without it
+ * (CPU data), `arrow.c_array`; the same holds for `importDeviceData`,
+ * `importDeviceRecordBatch` and `importDeviceArrayView`.
+ *
  * @example
  * using dev = importDeviceArray(devArrayPtr, schemaPtr);
  * console.log(dev.deviceTypeName, dev.deviceId, dev.length);
  * dev.exportTo(nextConsumersStruct); // or dev.toHost(), dev.release()
  */
-export function importDeviceArray(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions = {}): DeviceArray {
-  const { m, prepared: node } = begin(ptr, schema, opts, (m) => nodeOf(m, schema));
+export function importDeviceArray(source: DeviceArraySource, opts?: DeviceExchangeOptions): DeviceArray;
+export function importDeviceArray(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): DeviceArray;
+export function importDeviceArray(ptr: Ptr | DeviceArraySource, schema?: SchemaLike | Ptr | DeviceExchangeOptions, opts: DeviceImportOptions = {}): DeviceArray {
+  if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceArray', (p, s, o) => importDeviceArray(p, s, o));
+  schema = schema as SchemaLike | Ptr;
+  const { m, prepared: node } = begin(ptr, schema, opts, (m) => nodeOf(m, schema as SchemaLike | Ptr));
   return adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
 }
 
@@ -194,16 +207,20 @@ export function importDeviceArray(ptr: Ptr, schema: SchemaLike | Ptr, opts: Devi
  * const x = importDeviceData(ptr, new Int32());
  * const data = x instanceof DeviceArray ? (x.toHost()) : x;
  */
+export function importDeviceData(source: DeviceArraySource, opts: DeviceExchangeOptions & { toHost: true }): ImportedData;
+export function importDeviceData(source: DeviceArraySource, opts?: DeviceExchangeOptions): ImportedData | DeviceArray;
 export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions & { toHost: true }): ImportedData;
 export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): ImportedData | DeviceArray;
-export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions = {}): ImportedData | DeviceArray {
-  const { m, prepared, fields, level } = begin(ptr, schema, opts, (m) => {
-    const node = nodeOf(m, schema);
-    return { node, type: typeOf(schema, node, opts) };
+export function importDeviceData(ptr: Ptr | DeviceArraySource, schema?: SchemaLike | Ptr | DeviceExchangeOptions, opts: DeviceImportOptions = {}): ImportedData | DeviceArray {
+  if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceData', (p, s, o) => importDeviceData(p, s, o));
+  const sch = schema as SchemaLike | Ptr;
+  const { m, prepared, fields, level } = begin(ptr, sch, opts, (m) => {
+    const node = nodeOf(m, sch);
+    return { node, type: typeOf(sch, node, opts) };
   });
   const { node, type } = prepared;
   if (readsInPlace(fields)) {
-    return importInPlace(ptr, m, node, fields, opts, level, (owner, view) => importedData(viewToData(view, type, 'device_array.array', opts), [owner]));
+    return importInPlace(ptr, m, node, fields, opts, level, (owner, view) => importedData(viewToData(view, type, 'device_array.array', opts), owner));
   }
   const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
   if (!opts.toHost) return dev;
@@ -219,12 +236,20 @@ export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: Devic
  * @example
  * const batch = importDeviceRecordBatch(ptr, schemaPtr, { toHost: true });
  */
+export function importDeviceRecordBatch(source: DeviceArraySource, opts: DeviceExchangeOptions & { toHost: true }): ImportedRecordBatch;
+export function importDeviceRecordBatch(source: DeviceArraySource, opts?: DeviceExchangeOptions): ImportedRecordBatch | DeviceArray;
 export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: DeviceImportOptions & { toHost: true }): ImportedRecordBatch;
 export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts?: DeviceImportOptions): ImportedRecordBatch | DeviceArray;
-export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts: DeviceImportOptions = {}): ImportedRecordBatch | DeviceArray {
-  const { m, prepared: plan, fields, level } = begin(ptr, schema, opts, (m) => planOf(m, schema, opts));
+export function importDeviceRecordBatch(
+  ptr: Ptr | DeviceArraySource,
+  schema?: Schema | SchemaNode | Ptr | DeviceExchangeOptions,
+  opts: DeviceImportOptions = {},
+): ImportedRecordBatch | DeviceArray {
+  if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceRecordBatch', (p, s, o) => importDeviceRecordBatch(p, s, o));
+  const sch = schema as Schema | SchemaNode | Ptr;
+  const { m, prepared: plan, fields, level } = begin(ptr, sch, opts, (m) => planOf(m, sch, opts));
   const batch = (view: ArrayView, by: ImportOwner[]): ImportedRecordBatch =>
-    asImportedBatch(makeBatch(plan.arrow, plan.struct, viewToData(view, plan.struct, 'device_array.array', opts) as Data<Struct>), by);
+    asImportedBatch(viewToBatch(view, plan, 'device_array.array', opts), by);
   if (readsInPlace(fields)) return importInPlace(ptr, m, plan.node, fields, opts, level, (owner, view) => batch(view, [owner]));
   const dev = adoptDeviceArray(m, ptr, plan.node, 'device_array', opts.validate !== 'none');
   if (!opts.toHost) return dev;
@@ -234,10 +259,14 @@ export function importDeviceRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | 
 /**
  * Imports an `ArrowDeviceArray` as an `ArrayView` (every type of the spec)
  * when the CPU can read it, zero-copy; else a `DeviceArray` (or, with
- * `toHost`, a host copy).
+ * `toHost`, a host copy). `source` may be a protocol object, as for `importDeviceData`.
  */
-export function importDeviceArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions = {}): ArrayView | DeviceArray {
-  const { m, prepared: node, fields, level } = begin(ptr, schema, opts, (m) => nodeOf(m, schema));
+export function importDeviceArrayView(source: DeviceArraySource, opts?: DeviceExchangeOptions): ArrayView | DeviceArray;
+export function importDeviceArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): ArrayView | DeviceArray;
+export function importDeviceArrayView(ptr: Ptr | DeviceArraySource, schema?: SchemaLike | Ptr | DeviceExchangeOptions, opts: DeviceImportOptions = {}): ArrayView | DeviceArray {
+  if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceArrayView', (p, s, o) => importDeviceArrayView(p, s, o));
+  const sch = schema as SchemaLike | Ptr;
+  const { m, prepared: node, fields, level } = begin(ptr, sch, opts, (m) => nodeOf(m, sch));
   if (readsInPlace(fields)) return importInPlace(ptr, m, node, fields, opts, level, (_owner, view) => view);
   const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
   if (!opts.toHost) return dev;
@@ -265,7 +294,14 @@ export function importDeviceArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts: 
  * await lib.consume.async(schemaPtr, gpu);
  * freeArrowDeviceArray(gpu);
  */
-export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | DeviceArray, opts: DeviceExportOptions = {}): Ptr {
+export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | DeviceArray, opts: DeviceExportOptions & { handle: true }): ExportHandle;
+export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | DeviceArray, opts?: DeviceExportOptions): Ptr;
+export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | DeviceArray, opts: DeviceExportOptions = {}): Ptr | ExportHandle {
+  if (opts.handle) {
+    if (opts.into !== undefined) throw invalid('opts.into', 'a handle owns its struct (dispose frees it): { handle: true } writes into an allocation of its own, not into');
+    const m = mem(opts);
+    return ExportHandle.adopt(m, 'ArrowDeviceArray', exportDeviceArray(x, { ...opts, handle: false }));
+  }
   const m = mem(opts);
   const deviceType = opts.deviceType ?? (x instanceof DeviceArray ? x.deviceType : DeviceType.CPU);
   if (deviceTypeName(deviceType) === undefined) throw invalid('options.deviceType', `unknown device type ${deviceType}`);
@@ -322,10 +358,32 @@ export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | D
  * @example
  * const { schema, array } = exportDeviceRecordBatch(batch, { deviceType: DeviceType.CUDA, stream });
  */
+export function exportDeviceRecordBatch(batch: RecordBatch, opts: DeviceExportOptions & { handle: true }): ArrayExportHandles;
+export function exportDeviceRecordBatch(batch: RecordBatch, opts?: DeviceExportOptions & { schemaInto?: Ptr }): { schema: Ptr; array: Ptr };
 export function exportDeviceRecordBatch(
   batch: RecordBatch,
   opts: DeviceExportOptions & { schemaInto?: Ptr } = {},
-): { schema: Ptr; array: Ptr } {
+): { schema: Ptr; array: Ptr } | ArrayExportHandles {
+  if (opts.handle) {
+    if (opts.into !== undefined || opts.schemaInto !== undefined) {
+      throw invalid(opts.into !== undefined ? 'opts.into' : 'opts.schemaInto', 'a handle owns its struct (dispose frees it): { handle: true } writes into an allocation of its own');
+    }
+    const m = mem(opts);
+    const { schema, array } = exportDeviceRecordBatch(batch, { ...opts, handle: false });
+    let s: ExportHandle;
+    try {
+      s = ExportHandle.adopt(m, 'ArrowSchema', schema);
+    } catch (e) {
+      freeArrowDeviceArray(array, opts);
+      throw e;
+    }
+    try {
+      return new ArrayExportHandles(s, ExportHandle.adopt(m, 'ArrowDeviceArray', array));
+    } catch (e) {
+      s[Symbol.dispose]();
+      throw e;
+    }
+  }
   const schema = exportSchema(new Schema((batch.data.type as Struct).children, batch.schema.metadata), { memory: opts.memory, into: opts.schemaInto });
   try {
     return { schema, array: exportDeviceArray(batch, opts) };
@@ -334,6 +392,45 @@ export function exportDeviceRecordBatch(
     if (opts.schemaInto === undefined) mem(opts).free(schema);
     throw e;
   }
+}
+
+// --- exchange protocol (PROTOCOL.md) ------------------------------------------------------
+
+/** What the device importers take besides pointers: an object implementing `arrow.c_device_array`, or, for CPU data, `arrow.c_array`. */
+export type DeviceArraySource = ArrowDeviceArrayExportable | ArrowArrayExportable;
+
+/** Options of a device import from a protocol object: the pointer form's, and `requestedSchema`. */
+export type DeviceExchangeOptions = DeviceImportOptions & ExchangeImportOptions;
+
+/**
+ * A device import from a protocol object: `arrow.c_device_array`, or, from
+ * a producer without it (CPU data, PyCapsuleInterface.rst, "Device
+ * Support"), `arrow.c_array`, whose array is moved into a CPU
+ * `ArrowDeviceArray` for the device importer. The handles are disposed on
+ * every path (array/exchange.ts).
+ */
+function viaDeviceArray<R extends object>(source: object, optsArg: unknown, fn: string, imp: (ptr: Ptr, schema: Ptr, opts: DeviceImportOptions) => R): R {
+  const o = exchangeOptions<DeviceImportOptions>(optsArg, fn);
+  const release = (r: R): void => (r instanceof DeviceArray ? r.release() : releaseImport(r));
+  if (hasArrowMethod(source, ArrowSymbols.deviceArray) || !hasArrowMethod(source, ArrowSymbols.array)) {
+    return importFromArrayHandles(source, ArrowSymbols.deviceArray, o, (a, s, m) => imp(a, s, { ...o, memory: m }), release);
+  }
+  return importFromArrayHandles(
+    source,
+    ArrowSymbols.array,
+    o,
+    (a, s, m) => {
+      const d = m.alloc(m.layouts.ArrowDeviceArray.size);
+      try {
+        moveStruct(m, 'ArrowArray', a, d + BigInt(m.layouts.ArrowDeviceArray.offsets.array!));
+        writeDeviceFields(m, d, DeviceType.CPU, -1, 0n);
+        return imp(d, s, { ...o, memory: m });
+      } finally {
+        m.free(d);
+      }
+    },
+    release,
+  );
 }
 
 // --- struct helpers ----------------------------------------------------------------------

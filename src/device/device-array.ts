@@ -8,20 +8,25 @@
  * dropped without it (the safety net, DESIGN.md "Ownership"). Exactly one of
  * `release()`, `exportTo()` or that collection ends its life.
  */
-import { RecordBatch, Struct, type Data } from 'apache-arrow';
+import { RecordBatch, type Data } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
+import {
+  ArrowSymbols, type ArrowArrayExportable, type ArrowDeviceArrayExportable, type ArrowDeviceExportOptions, type ArrowSchemaExportable,
+} from '../abi/protocol.js';
+import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from '../array/exchange.js';
+import { moveToHandle } from '../array/handoff.js';
+import { ArrayExportHandles, type ExportHandle } from '../memory/handle.js';
 import { exportArray, freeArrowArray, importArrayView } from '../array/api.js';
-import { makeBatch, viewToData } from '../array/arrowjs.js';
+import { viewToBatch, viewToData } from '../array/arrowjs.js';
 import { planOfNode } from '../array/importer.js';
 import { asImportedBatch } from '../array/imported.js';
 import { writeArrayView } from '../array/export.js';
 import type { ArrayView } from '../array/view.js';
 import type { ValidationLevel } from '../array/import.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
-import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ImportOwner } from '../array/owner.js';
-import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
+import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import type { SchemaNode } from '../schema/node.js';
 import { backendFor, requireBackend, type DeviceContext } from './backend.js';
 import { copyTreeToHost, writeCudaCopy } from './copy.js';
@@ -61,7 +66,7 @@ export interface ToHostOptions extends DeviceCopyOptions, ToArrowOptions {
  */
 type State = ImportOwner;
 
-export class DeviceArray implements DeviceArrayNode {
+export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, ArrowArrayExportable, ArrowDeviceArrayExportable {
   readonly #state: State;
   readonly #root: DeviceNode;
   #fetches: Fetch[];
@@ -187,7 +192,7 @@ export class DeviceArray implements DeviceArrayNode {
     const plan = planOfNode(this.schema, opts);
     const view = this.toHostView(opts);
     // A host copy: nothing to release (owned by no import), but releasable like every imported batch.
-    return asImportedBatch(makeBatch(plan.arrow, plan.struct, viewToData(view, plan.struct, 'device_array.array', opts) as Data<Struct>), []);
+    return asImportedBatch(viewToBatch(view, plan, 'device_array.array', opts), []);
   }
 
   /**
@@ -247,6 +252,54 @@ export class DeviceArray implements DeviceArrayNode {
   /** Calls the producer's release (once; later calls do nothing). */
   release(): void {
     this.#state.release();
+  }
+
+  // --- the exchange protocol (PROTOCOL.md) ------------------------------------------------
+
+  /** Exchange protocol: the schema as an owned `ArrowSchema` handle (the DeviceArray is unchanged). */
+  [ArrowSymbols.schema](): ExportHandle {
+    return schemaHandle(this.#state.mem, this.schema);
+  }
+
+  /**
+   * Exchange protocol: hands the array on, as it is (device, event and all),
+   * in an owned `ArrowDeviceArray` handle: the struct is moved, as by
+   * `exportTo`, and this handle is released whether or not the consumer
+   * takes it. No option is known (`options` with any value set is refused).
+   */
+  [ArrowSymbols.deviceArray](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ArrayExportHandles {
+    const path = 'device_array[arrow.c_device_array]';
+    checkDeviceExportOptions(options, path);
+    return this.#handOn(requestedSchema, 'ArrowDeviceArray', path);
+  }
+
+  /**
+   * Exchange protocol: hands the array on as a plain `ArrowArray`, for data
+   * the CPU reads in place (CPU, and CUDA_HOST/CUDA_MANAGED after waiting on
+   * the event); other devices throw `unsupported` (PyCapsuleInterface.rst,
+   * "Device Support": the CPU methods carry CPU memory only). Moves the
+   * struct like `[ArrowSymbols.deviceArray]`.
+   */
+  [ArrowSymbols.array](requestedSchema?: ArrowSchemaExportable | null): ArrayExportHandles {
+    const path = 'device_array[arrow.c_array]';
+    this.live('a hand-on');
+    if (!this.hostReadable) {
+      throw unsupported(path, `${this.deviceTypeName} memory the CPU cannot read: hand it on with arrow.c_device_array, or copy it (toHostRecordBatch())`);
+    }
+    return this.#handOn(requestedSchema, 'ArrowArray', path, () => backendFor(this.deviceType)!.syncForHost(this.context({})));
+  }
+
+  #handOn(requested: unknown, want: 'ArrowArray' | 'ArrowDeviceArray', path: string, sync?: () => void): ArrayExportHandles {
+    const s = this.live('a hand-on');
+    checkRequestedSchema(requested, this.schema, path);
+    sync?.();
+    const schema = schemaHandle(s.mem, this.schema);
+    try {
+      return new ArrayExportHandles(schema, moveToHandle(s, want));
+    } catch (e) {
+      schema[Symbol.dispose]();
+      throw e;
+    }
   }
 
   /** `release()`, for `using`. */

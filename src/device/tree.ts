@@ -20,7 +20,7 @@
 import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { readPointers, StructReader } from '../memory/struct.js';
-import { fixedByteWidth } from '../schema/format.js';
+import { Kind, layoutOf } from '../schema/layout.js';
 import { MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
 import type { ArrayView } from '../array/view.js';
 import { checkBufferSize, checkCounts } from '../array/import.js';
@@ -167,7 +167,7 @@ export function readDeviceTree(
     const childrenPtr = st.ptr('children');
     const dictPtr = st.ptr('dictionary');
 
-    checkCounts(schema, { nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount }, path);
+    checkCounts(schema, layoutOf(schema.type), nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount, path);
     const t = schema.type;
     const pointers = (addr: Ptr, n: number, field: string): Ptr[] => {
       try {
@@ -233,22 +233,23 @@ export function readDeviceTree(
       if (check && c.length < min) throw invalid(`${path}.children[${k}].length`, `${c.length} is less than the ${min} its parent needs`);
     };
 
-    switch (t.id) {
-      case 'null':
+    const lay = layoutOf(t);
+    switch (lay.kind) {
+      case Kind.Null:
         if (nBuffers === 1) buffers[0]!.size = 0;
         break;
-      case 'bool':
+      case Kind.Bool:
         validity();
         sized(1, Math.ceil(end / 8), 'values');
         break;
-      case 'binary': case 'utf8': case 'large_binary': case 'large_utf8':
+      case Kind.Binary: case Kind.LargeBinary:
         validity();
-        offsets(1, t.id === 'large_binary' || t.id === 'large_utf8', (last) => sized(2, last, 'data', last === 0));
+        offsets(1, lay.kind === Kind.LargeBinary, (last) => sized(2, last, 'data', last === 0));
         if (buffers[2]!.address === 0n && buffers[2]!.size === undefined) buffers[2]!.size = 0;
         break;
-      case 'binary_view': case 'utf8_view': {
+      case Kind.View: {
         validity();
-        sized(1, end * 16, 'views');
+        sized(1, end * lay.width, 'views');
         const nVariadic = nBuffers - 3;
         const sizesAt = nBuffers - 1;
         sized(sizesAt, nVariadic * 8, 'variadic sizes', nVariadic === 0);
@@ -272,37 +273,37 @@ export function readDeviceTree(
         }
         break;
       }
-      case 'list': case 'large_list': case 'map': {
+      case Kind.List: case Kind.LargeList: {
         validity();
         const c = child(0);
-        offsets(1, t.id === 'large_list', (last) => atLeast(c, 0, last));
+        offsets(1, lay.kind === Kind.LargeList, (last) => atLeast(c, 0, last));
         break;
       }
-      case 'list_view': case 'large_list_view': {
-        const w = t.id === 'large_list_view' ? 8 : 4;
+      case Kind.ListView: {
+        const w = lay.width;
         validity();
         sized(1, end * w, 'offsets');
         sized(2, end * w, 'sizes');
         child(0);
         break;
       }
-      case 'fixed_list':
+      case Kind.FixedList:
         validity();
-        atLeast(child(0), 0, end * t.size);
+        atLeast(child(0), 0, end * lay.listSize);
         break;
-      case 'struct':
+      case Kind.Struct:
         validity();
         for (let k = 0; k < nChildren; k++) atLeast(child(k), k, end);
         break;
-      case 'union':
+      case Kind.SparseUnion: case Kind.DenseUnion:
         sized(0, end, 'type ids');
-        if (t.mode === 'dense') sized(1, end * 4, 'offsets');
+        if (lay.kind === Kind.DenseUnion) sized(1, end * 4, 'offsets');
         for (let k = 0; k < nChildren; k++) {
           const c = child(k);
-          if (t.mode === 'sparse') atLeast(c, k, end);
+          if (lay.kind === Kind.SparseUnion) atLeast(c, k, end);
         }
         break;
-      case 'run_end_encoded': {
+      case Kind.RunEnd: {
         const re = child(0);
         const values = child(1);
         if (check && re.length !== values.length) {
@@ -312,7 +313,7 @@ export function readDeviceTree(
       }
       default:
         validity();
-        sized(1, end * fixedByteWidth(t)!, 'values');
+        sized(1, end * lay.width, 'values');
     }
     const dictionary = schema.dictionary
       ? readDeviceTree(mem, dictPtr, schema.dictionary, `${path}.dictionary`, fetches, check, depth + 1, seen)

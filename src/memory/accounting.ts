@@ -17,6 +17,8 @@ export interface Accounting {
   copiedBytes: number;
   /** Producer `release` callbacks called, since start. */
   releasedImports: number;
+  /** Owned handles we handed out (exchange protocol, `{ handle: true }` exports) not disposed yet. */
+  liveHandles: number;
 }
 
 const counters: Accounting = {
@@ -26,6 +28,7 @@ const counters: Accounting = {
   copiedBuffers: 0,
   copiedBytes: 0,
   releasedImports: 0,
+  liveHandles: 0,
 };
 
 /** A snapshot of the counters. */

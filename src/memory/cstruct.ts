@@ -11,8 +11,9 @@
  * offsets itself.
  */
 import { ArrowDeviceError } from '../errors.js';
-import { RELEASE_SIG } from './registry.js';
+import { callRelease } from './registry.js';
 import type { Memory, Ptr } from './memory.js';
+import { ptrAt, rawOf, stage, staged } from './raw.js';
 
 /** The structs that carry a `release` callback (directly or, for a device array, in its array). */
 export type CStructKind = 'ArrowSchema' | 'ArrowArray' | 'ArrowDeviceArray' | 'ArrowArrayStream' | 'ArrowDeviceArrayStream';
@@ -40,14 +41,22 @@ export function structSize(mem: Memory, kind: CStructKind): number {
   return mem.layouts[kind].size;
 }
 
+/** The `release` callback of the struct at `ptr` (0 when released), read through number addresses (src/memory/raw.ts). */
+function releaseOf(mem: Memory, kind: CStructKind, ptr: Ptr): number {
+  const raw = rawOf(mem);
+  const wide = mem.target.pointerSize === 8;
+  const at = stage(raw, Number(ptr + releaseOffset(mem, kind)), wide ? 8 : 4);
+  return ptrAt(staged.dv, at, wide);
+}
+
 /** Whether the struct at `ptr` is released (its `release` is NULL). */
 export function isReleased(mem: Memory, kind: CStructKind, ptr: Ptr): boolean {
-  return mem.readPtr(ptr + releaseOffset(mem, kind)) === 0n;
+  return releaseOf(mem, kind, ptr) === 0;
 }
 
 /** Marks the struct at `ptr` released without calling anything (its owner moved elsewhere). */
 export function markReleased(mem: Memory, kind: CStructKind, ptr: Ptr): void {
-  mem.writePtr(ptr + releaseOffset(mem, kind), 0n);
+  rawOf(mem).writeWord(Number(ptr + releaseOffset(mem, kind)), 0);
 }
 
 /**
@@ -57,13 +66,12 @@ export function markReleased(mem: Memory, kind: CStructKind, ptr: Ptr): void {
  */
 export function releaseStruct(mem: Memory, kind: CStructKind, ptr: Ptr): boolean {
   if (ptr === 0n) return false;
-  const at = ptr + releaseOffset(mem, kind);
-  const rel = mem.readPtr(at);
-  if (rel === 0n) return false;
+  const rel = releaseOf(mem, kind, ptr);
+  if (rel === 0) return false;
   try {
-    mem.call(rel, RELEASE_SIG, ptr);
+    callRelease(mem, rel, Number(ptr));
   } finally {
-    mem.writePtr(at, 0n);
+    markReleased(mem, kind, ptr);
   }
   return true;
 }

@@ -7,6 +7,7 @@
  * give the struct layouts to use with it.
  */
 import type { Layouts, Target } from '../abi/layout.js';
+import type { RawAccess } from './raw.js';
 
 /** An address in a Memory. `0n` is NULL. */
 export type Ptr = bigint;
@@ -39,12 +40,11 @@ export interface Memory {
   readonly viewsShareBuffer?: boolean;
 
   /**
-   * Like `read`, for a copy the caller drops soon (a struct being parsed, a
-   * few offsets): the native backend serves it from a shared arena instead of
-   * allocating a backing store per read, which costs more than the read
-   * itself. Absent on memories where `read` is cheap.
+   * @internal Number-address access for the per-batch hot paths (see
+   * src/memory/raw.ts). Both backends of the library have it; a `Memory`
+   * without it is adapted through the bigint methods.
    */
-  readTransient?(addr: Ptr, byteLength: number): Uint8Array;
+  readonly raw?: RawAccess;
 
   /**
    * Whether `addr` is a live allocation of this memory's `alloc` (absent on
@@ -131,4 +131,11 @@ export interface Memory {
    * thread, which a synchronous call would keep busy (a deadlock).
    */
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined>;
+  /**
+   * Whether `fn` is one of this memory's own registered callbacks (a JS
+   * function behind a C pointer). Calling one on another thread gains
+   * nothing: it runs on the JS thread anyway, queued there by the FFI. Absent
+   * on memories whose calls all run on the JS thread (wasm32).
+   */
+  isOwnCallback?(fn: Ptr): boolean;
 }

@@ -8,6 +8,8 @@ import { layoutsFor, NATIVE64, type Layouts, type Target } from '../abi/layout.j
 import { ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 import { callbacks } from './registry.js';
+import { hex, stage, staged, type Addr, type Arena, type RawAccess } from './raw.js';
+import { SLAB_MAX, SlabHeap } from './slab.js';
 
 type Koffi = typeof import('koffi');
 type KoffiType = ReturnType<Koffi['proto']>;
@@ -55,6 +57,7 @@ function raiseAsyncStack(k: Koffi): void {
  */
 export const MIN_VALID_ADDRESS = 0x10000n;
 const MAX_ADDRESS = (1n << 64n) - 1n;
+const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -80,12 +83,19 @@ class NativeMemory implements Memory {
   private readonly own = new Map<Ptr, { sig: Signature; fn: (...args: CValue[]) => CValue | void }>();
   private readonly libc: LibC;
 
+  readonly raw: RawAccess;
+  /** Small allocations, in JS ArrayBuffers JS reads and writes in place (src/memory/slab.ts). */
+  private readonly slabs: SlabHeap;
+
   constructor() {
     this.k = koffi();
     if (this.k.sizeof('void *') !== 8) {
       throw new ArrowDeviceError('unsupported', '', `32-bit native targets are not supported (sizeof(void*) = ${this.k.sizeof('void *')})`);
     }
     this.libc = loadLibC(this.k);
+    const k = this.k;
+    this.slabs = new SlabHeap((u8) => Number(k.address(u8)));
+    this.raw = nativeRaw(this.k, this.libc, this.slabs, (size) => this.allocNum(size), (addr) => this.freeNum(addr));
   }
 
   checkAddress(addr: Ptr, byteLength: number): void {
@@ -162,30 +172,22 @@ class NativeMemory implements Memory {
     return this.read(addr, byteLength);
   }
 
-  /** The arena of `readTransient`: small copies are subarrays of one 64 KiB buffer until it is used up. */
-  private arena = new Uint8Array(ARENA_BYTES);
-  private arenaNext = 0;
-
-  readTransient(addr: Ptr, byteLength: number): Uint8Array {
-    if (byteLength > ARENA_MAX_READ) return this.read(addr, byteLength);
-    if (this.arenaNext + byteLength > ARENA_BYTES) {
-      // A fresh arena: the old one stays alive only while copies made from it are reachable.
-      this.arena = new Uint8Array(ARENA_BYTES);
-      this.arenaNext = 0;
-    }
-    const out = this.arena.subarray(this.arenaNext, this.arenaNext + byteLength);
-    // 8-byte aligned, so DataViews and BigInt64Array over copies stay aligned.
-    this.arenaNext += (byteLength + 7) & ~7;
-    return this.read(addr, byteLength, out);
-  }
-
   read(addr: Ptr, byteLength: number, into?: Uint8Array): Uint8Array {
     const out = into ?? new Uint8Array(byteLength);
     if (byteLength === 0) return out;
     if (out.byteLength < byteLength) throw new ArrowDeviceError('memory', '', `read of ${byteLength} bytes into ${out.byteLength}`);
+    this.check(addr, byteLength);
+    if (into === undefined && addr <= MAX_SAFE_BIG) {
+      // Into a fresh array: copy through the staging arena (whose native address is known) and
+      // then in JS. Handing koffi a fresh JS array instead makes V8 move it off its heap first,
+      // which costs more than the copy.
+      const at = stage(this.raw, Number(addr), byteLength);
+      out.set(staged.u8.subarray(at, at + byteLength));
+      return out;
+    }
     // One memcpy into JS memory: no external ArrayBuffer (which V8 counts as
     // external memory and answers with garbage collections), no per-field FFI calls.
-    this.libc.memcpyOut(out, this.check(addr, byteLength), byteLength);
+    this.libc.memcpyOut(out, addr, byteLength);
     return out;
   }
 
@@ -195,36 +197,62 @@ class NativeMemory implements Memory {
   }
 
   /**
-   * Every live allocation of ours: `free` of anything else (an address we
-   * never allocated, or one freed already) is a typed error, never a libc
-   * abort ("double free") or a crash (DESIGN.md, "Our allocations are tracked").
+   * Every live allocation of ours: the small ones are known to the slabs
+   * (each block's size class), the C allocator's are here. `free` of
+   * anything else (an address we never allocated, or one freed already) is
+   * a typed error, never a libc abort ("double free") or a crash (DESIGN.md,
+   * "Our allocations are tracked").
    */
-  private readonly allocations = new Set<Ptr>();
+  private readonly large = new Set<number>();
 
   alloc(size: number): Ptr {
+    return BigInt(this.allocNum(size));
+  }
+
+  /** `alloc`, returning the address as a number (src/memory/raw.ts). */
+  allocNum(size: number): number {
     if (!Number.isSafeInteger(size) || size < 0) throw new ArrowDeviceError('invalid', 'alloc', `size must be a non-negative integer, got ${String(size)}`);
-    const p = this.libc.calloc(1, Math.max(1, size));
-    if (p === null || p === 0n) throw new ArrowDeviceError('nomem', '', `allocation of ${size} bytes failed`);
-    const addr = BigInt(p);
-    this.allocations.add(addr);
-    return addr;
+    if (size <= SLAB_MAX) return this.slabs.alloc(SlabHeap.classOf(size));
+    const p = this.libc.calloc(1, size);
+    if (p === 0) throw new ArrowDeviceError('nomem', '', `allocation of ${size} bytes failed`);
+    // calloc's result as uintptr_t: a number below 2^53 (user-space addresses are), else koffi gives a bigint.
+    if (typeof p !== 'number') {
+      this.libc.free(p);
+      throw new ArrowDeviceError('memory', '', `allocation at 0x${p.toString(16)} is above 2^53`);
+    }
+    this.large.add(p);
+    return p;
   }
 
   free(addr: Ptr): void {
     if (addr === 0n) return;
-    if (!this.allocations.delete(addr)) {
+    // A bigint past 2^53 is no allocation of ours, and must not round onto one.
+    this.freeNum(addr > MAX_SAFE_BIG || addr < 0n ? -1 : Number(addr), addr);
+  }
+
+  /** `free` of an address as a number (`big`: the caller's bigint, for the message). */
+  freeNum(addr: number, big: Ptr = BigInt(addr)): void {
+    if (addr === 0) return;
+    const cls = this.slabs.classAt(addr);
+    if (cls > 0) {
+      this.slabs.free(addr);
+    } else if (cls < 0 && this.large.delete(addr)) {
+      this.libc.free(addr);
+    } else {
       throw new ArrowDeviceError(
         'invalid',
         'free',
-        `0x${addr.toString(16)} was not allocated by this library's native memory, or was freed already`,
+        `0x${big.toString(16)} was not allocated by this library's native memory, or was freed already`,
       );
     }
-    this.libc.free(addr);
   }
 
   /** Whether `addr` is a live allocation of ours. */
   owns(addr: Ptr): boolean {
-    return this.allocations.has(addr);
+    if (addr < 0n || addr > MAX_SAFE_BIG) return false;
+    const a = Number(addr);
+    const cls = this.slabs.classAt(a);
+    return cls > 0 || (cls < 0 && this.large.has(a));
   }
 
   addressOf(bytes: ArrayBufferView): Ptr | undefined {
@@ -283,6 +311,10 @@ class NativeMemory implements Memory {
     return f;
   }
 
+  isOwnCallback(fn: Ptr): boolean {
+    return this.own.has(fn);
+  }
+
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
     this.check(fn, 1);
     const f = this.asyncFn(fn, sig);
@@ -337,12 +369,108 @@ function callOwn(own: Signature, fn: (...args: CValue[]) => CValue | void, sig: 
   return Number(r ?? 0) | 0;
 }
 
+/**
+ * Number-address access (src/memory/raw.ts) through libc calls whose
+ * arguments are all numbers: koffi converts those without making a bigint,
+ * and a call that returns nothing returns nothing to convert either.
+ */
+function nativeRaw(
+  k: Koffi,
+  libc: LibC,
+  slabs: SlabHeap,
+  alloc: (size: number) => number,
+  free: (addr: number) => void,
+): RawAccess {
+  const MAX = Number.MAX_SAFE_INTEGER;
+  const MIN = Number(MIN_VALID_ADDRESS);
+  const check = (addr: Addr, n: number): void => {
+    if (!(addr >= MIN && addr <= MAX - n)) {
+      throw new ArrowDeviceError('memory', '', addr === 0 ? 'NULL pointer' : `invalid address ${hex(addr)} (${n} bytes)`);
+    }
+  };
+  const arenaAddr = (a: Arena): number => (a.addr >= 0 ? a.addr : (a.addr = Number(k.address(a.u8))));
+  // A word staged in JS memory whose native address is known, for writes of a pointer-width value.
+  const word = new BigUint64Array(1);
+  const wordDv = new DataView(word.buffer);
+  const wordAddr = Number(k.address(word));
+  // Memory in a slab is JS's own: read and written there without a call through the FFI.
+  return {
+    check,
+    inPlace: (addr, n) => slabs.find(addr, n),
+    readInto(addr, n, a, off) {
+      const s = slabs.find(addr, n);
+      if (s !== null) {
+        const at = addr - s.addr;
+        a.u8.set(s.u8.subarray(at, at + n), off);
+        return;
+      }
+      check(addr, n);
+      if (n > 0) libc.memcpyNum(arenaAddr(a) + off, addr, n);
+    },
+    writeFrom(addr, a, off, n) {
+      const s = slabs.find(addr, n);
+      if (s !== null) {
+        s.u8.set(a.u8.subarray(off, off + n), addr - s.addr);
+        return;
+      }
+      check(addr, n);
+      if (n > 0) libc.memcpyNum(addr, arenaAddr(a) + off, n);
+    },
+    writeWord(addr, v) {
+      const s = slabs.find(addr, 8);
+      if (s !== null) {
+        const at = addr - s.addr;
+        s.dv.setUint32(at, v >>> 0, true);
+        s.dv.setUint32(at + 4, Math.floor(v / 4294967296), true);
+        return;
+      }
+      check(addr, 8);
+      if (v === 0) {
+        libc.memsetNum(addr, 0, 8);
+      } else {
+        wordDv.setUint32(0, v >>> 0, true);
+        wordDv.setUint32(4, Math.floor(v / 4294967296), true);
+        libc.memcpyNum(addr, wordAddr, 8);
+      }
+    },
+    copyWithin(dst, src, n) {
+      check(dst, n);
+      check(src, n);
+      if (n > 0) libc.memcpyNum(dst, src, n);
+    },
+    alloc,
+    free,
+    strlen(addr, max) {
+      const s = slabs.find(addr, 1);
+      if (s !== null) {
+        // In JS's own memory: look for the NUL there (and past the slab's end, through the FFI).
+        const at = addr - s.addr;
+        const end = Math.min(s.u8.byteLength, at + max + 1);
+        const nul = s.u8.subarray(at, end).indexOf(0);
+        if (nul >= 0) return nul;
+        if (end - at > max) throw noNul(addr, max);
+      }
+      check(addr, 1);
+      // strnlen is bounded, unlike strlen: an unterminated string cannot run us off a page.
+      const n = Number(libc.strnlen(addr, max + 1));
+      if (n > max) throw noNul(addr, max);
+      return n;
+    },
+  };
+}
+
+function noNul(addr: Addr, max: number): ArrowDeviceError {
+  return new ArrowDeviceError('invalid', '', `string at 0x${addr.toString(16)} has no NUL terminator within ${max} bytes`);
+}
+
 interface LibC {
-  calloc(n: number, size: number): bigint | null;
-  free(p: bigint): void;
+  calloc(n: number, size: number): number | bigint;
+  memcpyNum(dst: number, src: number, n: number): void;
+  memsetNum(dst: number, c: number, n: number): void;
+  free(p: number | bigint): void;
   memcpyIn(dst: bigint, src: Uint8Array, n: number): unknown;
   memcpyOut(dst: Uint8Array, src: bigint, n: number): unknown;
-  strnlen(s: bigint, max: number): number | bigint;
+  strnlen(s: bigint | number, max: number): number | bigint;
 }
 
 /**
@@ -358,19 +486,18 @@ function loadLibC(k: Koffi): LibC {
     throw new ArrowDeviceError('unsupported', '', `cannot load the C library's symbols from the process: ${String(cause)}`, { cause });
   }
   return {
-    calloc: self.func('void *calloc(size_t n, size_t size)') as LibC['calloc'],
+    calloc: self.func('uintptr_t calloc(size_t n, size_t size)') as LibC['calloc'],
     free: self.func('void free(uintptr_t p)') as LibC['free'],
     memcpyIn: self.func('void *memcpy(uintptr_t dst, const uint8_t *src, size_t n)') as LibC['memcpyIn'],
     memcpyOut: self.func('void *memcpy(uint8_t *dst, uintptr_t src, size_t n)') as LibC['memcpyOut'],
     strnlen: self.func('size_t strnlen(uintptr_t s, size_t maxlen)') as LibC['strnlen'],
+    // void results: nothing to convert back (memcpy's pointer result would be).
+    memcpyNum: self.func('void memcpy(uintptr_t dst, uintptr_t src, size_t n)') as LibC['memcpyNum'],
+    memsetNum: self.func('void memset(uintptr_t dst, int c, size_t n)') as LibC['memsetNum'],
   };
 }
 
 type AsyncFn = { async: (...args: unknown[]) => void };
-
-/** Size of a `readTransient` arena, and the largest read served from one. */
-const ARENA_BYTES = 64 * 1024;
-const ARENA_MAX_READ = 1024;
 
 let native: NativeMemory | undefined;
 

@@ -6,6 +6,7 @@
  * exported JS buffers reachable until the consumer calls `release`.
  */
 import type { CValue, Memory, Ptr, Signature } from './memory.js';
+import type { Addr } from './raw.js';
 
 /**
  * A table of live records keyed by the id we store in `private_data`.
@@ -80,9 +81,11 @@ export class HandleTable<T> {
 }
 
 type CallbackImpl = (mem: Memory, ...args: CValue[]) => CValue | void;
+/** A callback's implementation for calls from our own code with number addresses (see `callRelease`). */
+type DirectImpl = (mem: Memory, arg: Addr) => void;
 
 /** Every callback kind the library defines, by key. */
-const defined = new Map<string, { sig: Signature; impl: CallbackImpl }>();
+const defined = new Map<string, { sig: Signature; impl: CallbackImpl; direct?: DirectImpl }>();
 
 /**
  * One registered C callback per (memory, kind). Every kind is registered
@@ -95,6 +98,8 @@ const defined = new Map<string, { sig: Signature; impl: CallbackImpl }>();
  */
 export class CallbackCache {
   private readonly ptrs = new WeakMap<Memory, Map<string, Ptr>>();
+  /** Per memory, the kinds with a direct implementation, by their C pointer as a number. */
+  private readonly directs = new WeakMap<Memory, Map<Addr, DirectImpl>>();
 
   /** Registers, for `mem`, every defined kind not registered yet. */
   registerAll(mem: Memory): Map<string, Ptr> {
@@ -103,10 +108,23 @@ export class CallbackCache {
       m = new Map();
       this.ptrs.set(mem, m);
     }
-    for (const [key, { sig, impl }] of defined) {
-      if (!m.has(key)) m.set(key, mem.registerCallback(sig, (...args: CValue[]) => impl(mem, ...args)));
+    let d = this.directs.get(mem);
+    if (!d) {
+      d = new Map();
+      this.directs.set(mem, d);
+    }
+    for (const [key, { sig, impl, direct }] of defined) {
+      if (m.has(key)) continue;
+      const p = mem.registerCallback(sig, (...args: CValue[]) => impl(mem, ...args));
+      m.set(key, p);
+      if (direct) d.set(Number(p), direct);
     }
     return m;
+  }
+
+  /** The direct implementation of our callback at `fn` on `mem`, if it is one that has one. */
+  direct(mem: Memory, fn: Addr): DirectImpl | undefined {
+    return this.directs.get(mem)?.get(fn);
   }
 
   /** The C pointer of callback kind `key` on `mem`. */
@@ -122,9 +140,9 @@ export class CallbackCache {
  * Call at module load (top level), so the kind is registered with the rest
  * before any callback runs. Returns the function giving its C pointer.
  */
-export function defineCallback(key: string, sig: Signature, impl: CallbackImpl): (mem: Memory) => Ptr {
+export function defineCallback(key: string, sig: Signature, impl: CallbackImpl, direct?: DirectImpl): (mem: Memory) => Ptr {
   if (defined.has(key)) throw new Error(`callback kind "${key}" is defined twice`);
-  defined.set(key, { sig, impl });
+  defined.set(key, { sig, impl, direct });
   return (mem) => callbacks.ptr(mem, key);
 }
 
@@ -132,3 +150,15 @@ export const callbacks = new CallbackCache();
 
 /** `void release(struct X*)`, the signature of every struct's release callback. */
 export const RELEASE_SIG = { name: 'release', result: 'void', params: ['pointer'] } as const satisfies Signature;
+
+/**
+ * Calls the release callback `fn` on the struct at `arg`: our own release
+ * callbacks run directly in JS with number addresses (the common case of
+ * an import of our own export: no trip through the FFI, no bigint), any
+ * other through the memory.
+ */
+export function callRelease(mem: Memory, fn: Addr, arg: Addr): void {
+  const d = callbacks.direct(mem, fn);
+  if (d !== undefined) d(mem, arg);
+  else mem.call(BigInt(fn), RELEASE_SIG, BigInt(arg));
+}

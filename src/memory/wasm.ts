@@ -37,8 +37,10 @@
  * threads) is not detached by growth: there old views stay valid.
  */
 import { layoutsFor, WASM32, type Layouts, type Target } from '../abi/layout.js';
+import type { ArrowWasmMemory } from '../abi/protocol.js';
 import { ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
+import type { Addr, Arena, RawAccess } from './raw.js';
 
 /** `malloc(size, align)`: the address of `size` bytes aligned to `align`, or 0. */
 export type WasmMalloc = (size: number, align: number) => number;
@@ -109,6 +111,7 @@ export interface WasmMemory extends Memory {
 /** Alignment asked of the module's allocator: max_align_t on wasm32. */
 const ALLOC_ALIGN = 16;
 const MAX_WASM32 = 2 ** 32;
+const MAX_WASM32_BIG = BigInt(MAX_WASM32);
 
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -237,6 +240,7 @@ class WasmMemoryImpl implements WasmMemory {
     this.name = o.name ?? 'wasm32';
     this.u8 = new Uint8Array(this.memory.buffer);
     this.dv = new DataView(this.memory.buffer);
+    this.whole = { u8: this.u8, dv: this.dv, addr: 0, next: 0 };
     wasmBuffers.add(this.memory.buffer);
   }
 
@@ -257,15 +261,25 @@ class WasmMemoryImpl implements WasmMemory {
       wasmBuffers.add(buf);
       this.u8 = new Uint8Array(buf);
       this.dv = new DataView(buf);
+      this.whole = { u8: this.u8, dv: this.dv, addr: 0, next: 0 };
       this.growths++;
     }
   }
+
+  /**
+   * The whole memory as the JS memory `stage` reads in place (offset =
+   * address): no copy of a struct out of it. Valid until the memory grows,
+   * which only a call into the module can do: code that calls into the
+   * module between a `stage` and its last read of the bytes must check them
+   * (`isDetached`) or stage again (ImportOwner.move does).
+   */
+  private whole: Arena = { u8: new Uint8Array(0), dv: new DataView(new ArrayBuffer(0)), addr: 0, next: 0 };
 
   /** The offset of `size` bytes at `addr`, checked; throws the typed error of a bad access. */
   private at(addr: Ptr, size: number): number {
     if (typeof addr !== 'bigint') throw memoryError(`address must be a bigint, got ${typeof addr}`);
     if (addr === 0n) throw memoryError('NULL pointer');
-    if (addr < 0n || addr >= BigInt(MAX_WASM32)) throw memoryError(`address 0x${addr.toString(16)} is not a wasm32 address`);
+    if (addr < 0n || addr >= MAX_WASM32_BIG) throw memoryError(`address 0x${addr.toString(16)} is not a wasm32 address`);
     const a = Number(addr);
     if (a + size > this.u8.byteLength) {
       this.refresh();
@@ -275,6 +289,68 @@ class WasmMemoryImpl implements WasmMemory {
     }
     return a;
   }
+
+  /** `at` for a number address (src/memory/raw.ts): the same checks and messages. */
+  private atNum(a: Addr, size: number): number {
+    if (a === 0) throw memoryError('NULL pointer');
+    if (!(a >= 0 && a < MAX_WASM32)) throw memoryError(`address 0x${a.toString(16)} is not a wasm32 address`);
+    if (a + size > this.u8.byteLength) {
+      this.refresh();
+      if (a + size > this.u8.byteLength) {
+        throw memoryError(`address 0x${a.toString(16)} (${size} bytes) is outside the wasm memory of ${this.u8.byteLength} bytes`);
+      }
+    }
+    return a;
+  }
+
+  readonly raw: RawAccess = {
+    check: (addr, n) => void this.atNum(addr, n),
+    inPlace: (addr, n) => {
+      this.atNum(addr, n);
+      return this.whole;
+    },
+    readInto: (addr, n, arena, off) => {
+      const a = this.atNum(addr, n);
+      const u8 = this.u8;
+      if (n <= 64) {
+        // Struct-sized copies: a loop beats creating a subarray.
+        const dst = arena.u8;
+        for (let i = 0; i < n; i++) dst[off + i] = u8[a + i]!;
+      } else {
+        arena.u8.set(u8.subarray(a, a + n), off);
+      }
+    },
+    writeFrom: (addr, arena, off, n) => {
+      const a = this.atNum(addr, n);
+      const u8 = this.u8;
+      const src = arena.u8;
+      // Within the memory (bytes staged in place): one native copy.
+      if (src.buffer === u8.buffer) u8.copyWithin(a, src.byteOffset + off, src.byteOffset + off + n);
+      else if (n > 64) u8.set(src.subarray(off, off + n), a);
+      else for (let i = 0; i < n; i++) u8[a + i] = src[off + i]!;
+    },
+    writeWord: (addr, v) => {
+      const a = this.atNum(addr, 4);
+      this.dv.setUint32(a, v, true);
+    },
+    copyWithin: (dst, src, n) => {
+      const d = this.atNum(dst, n);
+      const s = this.atNum(src, n);
+      this.u8.copyWithin(d, s, s + n);
+    },
+    alloc: (size) => Number(this.alloc(size)),
+    free: (addr) => this.free(BigInt(addr)),
+    strlen: (addr, max) => {
+      const a = this.atNum(addr, 1);
+      const end = Math.min(this.u8.byteLength, a + max + 1);
+      const nul = this.u8.subarray(a, end).indexOf(0);
+      if (nul >= 0) return nul;
+      if (end === this.u8.byteLength && end - a <= max) {
+        throw memoryError(`string at 0x${a.toString(16)} runs off the end of the wasm memory`);
+      }
+      throw new ArrowDeviceError('invalid', '', `string at 0x${a.toString(16)} has no NUL terminator within ${max} bytes`);
+    },
+  };
 
   checkAddress(addr: Ptr, byteLength: number): void {
     if (!Number.isSafeInteger(byteLength) || byteLength < 0) throw memoryError(`invalid length ${byteLength}`);
@@ -306,7 +382,7 @@ class WasmMemoryImpl implements WasmMemory {
   writeF32(addr: Ptr, v: number): void { const a = this.at(addr, 4); this.dv.setFloat32(a, v, true); }
   writeF64(addr: Ptr, v: number): void { const a = this.at(addr, 8); this.dv.setFloat64(a, v, true); }
   writePtr(addr: Ptr, v: Ptr): void {
-    if (v < 0n || v >= BigInt(MAX_WASM32)) throw memoryError(`pointer 0x${v.toString(16)} does not fit in 32 bits`);
+    if (v < 0n || v >= MAX_WASM32_BIG) throw memoryError(`pointer 0x${v.toString(16)} does not fit in 32 bits`);
     const a = this.at(addr, 4);
     this.dv.setUint32(a, Number(v), true);
   }
@@ -394,7 +470,7 @@ class WasmMemoryImpl implements WasmMemory {
   }
 
   owns(addr: Ptr): boolean {
-    return typeof addr === 'bigint' && addr > 0n && addr < BigInt(MAX_WASM32) && this.sizes.has(Number(addr));
+    return typeof addr === 'bigint' && addr > 0n && addr < MAX_WASM32_BIG && this.sizes.has(Number(addr));
   }
 
   free(addr: Ptr): void {
@@ -548,4 +624,52 @@ export function wasmMemoryFromExports(exports: object, overrides: Partial<WasmMe
     throw new ArrowDeviceError('invalid', 'exports', 'the module exports no allocator (malloc/free, __wbindgen_malloc/__wbindgen_free): pass { malloc, free }');
   }
   return wasmMemory({ memory, malloc, free, table, name: overrides.name });
+}
+
+// --- the exchange protocol's `memory` (PROTOCOL.md, "Memory") -----------------------------
+
+const descriptors = new WeakMap<WasmMemoryImpl, ArrowWasmMemory>();
+
+/**
+ * What a protocol handle whose struct is in `m` carries as its `memory`:
+ * the module's memory, table and allocator, as `m` was made from (so that
+ * `wasmMemoryOf` of it gives `m` back); undefined when `m` is not a wasm
+ * memory. One object per memory (consumers cache per object).
+ */
+export function wasmHandleMemory(m: Memory): ArrowWasmMemory | undefined {
+  if (!(m instanceof WasmMemoryImpl)) return undefined;
+  let d = descriptors.get(m);
+  if (!d) {
+    if (!m.table) {
+      throw new ArrowDeviceError('unsupported', '', "a handle in wasm memory needs the module's function table (the consumer calls release through it): pass wasmMemory({ table })");
+    }
+    d = Object.freeze({ memory: m.memory, table: m.table, malloc: m.mallocFn, free: m.freeFn });
+    descriptors.set(m, d);
+  }
+  return d;
+}
+
+const fromHandleMemory = new WeakMap<object, WasmMemory>();
+
+/**
+ * The `Memory` of a protocol handle's `memory` (a module's memory, table
+ * and allocator): one object per descriptor, and the same `WasmMemory` as
+ * `wasmMemory` with the same parts gives. `path` names the place in errors.
+ */
+export function wasmMemoryOf(d: ArrowWasmMemory, path: string): WasmMemory {
+  const hit = fromHandleMemory.get(d);
+  if (hit) return hit;
+  const o = d as Partial<ArrowWasmMemory> | null;
+  if (typeof o !== 'object' || o === null || !(o.memory instanceof WebAssembly.Memory)) {
+    throw new ArrowDeviceError('invalid', `${path}.memory`, 'expected a WebAssembly.Memory (the module the struct lives in)');
+  }
+  if (typeof o.malloc !== 'function' || typeof o.free !== 'function') {
+    throw new ArrowDeviceError('invalid', path, "expected the module's allocator as malloc(size, align) and free(ptr, size, align)");
+  }
+  if (typeof o.table !== 'object' || o.table === null || typeof o.table.get !== 'function') {
+    throw new ArrowDeviceError('invalid', `${path}.table`, "expected the module's function table (release is called through it)");
+  }
+  const m = wasmMemory({ memory: o.memory, table: o.table, malloc: o.malloc, free: o.free });
+  fromHandleMemory.set(d, m);
+  return m;
 }

@@ -12,8 +12,9 @@ import { DataType, Dictionary, Field, Schema, Type, type Map_ } from 'apache-arr
 import { Flag } from '../abi/constants.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
-import type { StructLayout } from '../abi/layout.js';
+import { callRelease, defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { access, type Access } from '../abi/accessors.js';
+import { newArena, rawOf, stage, staged, type Addr } from '../memory/raw.js';
 import { typeInfoOf } from './arrowjs.js';
 import { formatOf } from './format.js';
 import { encodeMetadata } from './metadata.js';
@@ -21,7 +22,7 @@ import type { SchemaNode } from './node.js';
 
 /** The one allocation of an exported schema tree, freed when its last live node is released. */
 interface Tree {
-  block: Ptr;
+  block: Addr;
   /** Nodes of the tree whose `release` has not run yet. */
   live: number;
 }
@@ -29,7 +30,7 @@ interface Tree {
 interface SchemaRecord {
   tree: Tree;
   /** Where this node's children's structs start (then the dictionary's), in the tree's block. */
-  structs: Ptr;
+  structs: Addr;
   nChildren: number;
   hasDictionary: boolean;
 }
@@ -38,49 +39,72 @@ const records = new HandleTable<SchemaRecord>();
 const encoder = new TextEncoder();
 
 /** The release callback: `ptr` is the struct the consumer releases (ours, a moved copy, or a child in place). */
-function releaseSchema(mem: Memory, ptr: Ptr): void {
-  const L = mem.layouts.ArrowSchema;
-  const rec = records.take(Number(mem.readPtr(ptr + BigInt(L.offsets.private_data!))));
+function releaseSchema(mem: Memory, ptr: Addr): void {
+  const A = access(mem.target).ArrowSchema;
+  const raw = rawOf(mem);
+  const at = stage(raw, ptr, A.$size);
+  const rec = records.take(A.private_data.get(staged.dv, at));
   if (!rec) return; // not ours, or already released: never twice
   const tree = rec.tree;
-  const inPlace: Ptr[] = [];
-  releaseRecord(mem, L, rec, inPlace);
+  const inPlace: Addr[] = [];
+  releaseRecord(mem, A, rec, inPlace);
   // Children released with their parent live in the tree's block: mark them released only while
   // the block is still allocated. (A child in place outlives its parent's release only when the
   // consumer released it directly, and then its parent, in the same block, is still live.)
-  if (tree.live > 0) for (const c of inPlace) mem.writePtr(c + BigInt(L.offsets.release!), 0n);
-  mem.writePtr(ptr + BigInt(L.offsets.release!), 0n);
+  if (tree.live > 0) for (const c of inPlace) raw.writeWord(c + A.release.offset, 0);
+  raw.writeWord(ptr + A.release.offset, 0);
 }
 
 /** Releases a taken record and its children not moved out (one read of their structs). */
-function releaseRecord(mem: Memory, L: StructLayout, rec: SchemaRecord, inPlace: Ptr[]): void {
+function releaseRecord(mem: Memory, A: Access['ArrowSchema'], rec: SchemaRecord, inPlace: Addr[]): void {
   const n = rec.nChildren + (rec.hasDictionary ? 1 : 0);
+  const raw = rawOf(mem);
   if (n > 0) {
-    const b = mem.read(rec.structs, n * L.size);
-    const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    const wide = mem.target.pointerSize === 8;
-    const ptrAt = (at: number): Ptr => (wide ? dv.getBigUint64(at, true) : BigInt(dv.getUint32(at, true)));
-    const ours = releaseCallback(mem);
+    const size = A.$size;
+    let at = stage(raw, rec.structs, n * size);
+    let from = staged;
+    const ours = ourRelease(mem);
     for (let k = 0; k < n; k++) {
-      const rel = ptrAt(k * L.size + L.offsets.release!);
-      if (rel === 0n) continue; // moved out by the consumer, who releases it
-      const child = rec.structs + BigInt(k * L.size);
+      // A foreign child's release (below) may grow a wasm module's memory, detaching bytes read
+      // there in place (a detached view has no bytes): read them again then.
+      if (from.u8.byteLength === 0) {
+        at = stage(raw, rec.structs, n * size);
+        from = staged;
+      }
+      const dv = from.dv;
+      const rel = A.release.get(dv, at + k * size);
+      if (rel === 0) continue; // moved out by the consumer, who releases it
+      const child = rec.structs + k * size;
       if (rel === ours) {
-        const r = records.take(Number(ptrAt(k * L.size + L.offsets.private_data!)));
+        const r = records.take(A.private_data.get(dv, at + k * size));
         if (r) {
-          releaseRecord(mem, L, r, inPlace);
+          releaseRecord(mem, A, r, inPlace);
           inPlace.push(child);
         }
       } else {
-        mem.call(rel, RELEASE_SIG, child);
+        callRelease(mem, rel, child);
       }
     }
   }
   liveCounters.liveExports--;
-  if (--rec.tree.live === 0) mem.free(rec.tree.block);
+  if (--rec.tree.live === 0) raw.free(rec.tree.block);
 }
 
-const releaseCallback = defineCallback('schema.release', RELEASE_SIG, (mem, p) => releaseSchema(mem, p as bigint));
+const releaseCallback = defineCallback(
+  'schema.release',
+  RELEASE_SIG,
+  (mem, p) => releaseSchema(mem, Number(p)),
+  // Our own imports release our own exports through here: numbers, no FFI trip.
+  releaseSchema,
+);
+
+const ourReleases = new WeakMap<Memory, Addr>();
+/** Our schema release callback on `mem`, as a number. */
+function ourRelease(mem: Memory): Addr {
+  let r = ourReleases.get(mem);
+  if (r === undefined) ourReleases.set(mem, (r = Number(releaseCallback(mem))));
+  return r;
+}
 
 /** A node's encoded strings and metadata. */
 interface Encoded {
@@ -108,10 +132,10 @@ function encodeTree(node: SchemaNode, ps: number, structSize: number, out: Encod
 }
 
 interface WriteContext {
-  readonly L: StructLayout;
+  readonly A: Access['ArrowSchema'];
   readonly ps: number;
   readonly tree: Tree;
-  readonly base: bigint;
+  readonly base: Addr;
   readonly bytes: Uint8Array;
   readonly dv: DataView;
   readonly encoded: Encoded[];
@@ -119,54 +143,49 @@ interface WriteContext {
   node: number;
   next: number;
   readonly recs: SchemaRecord[];
-  /** Where each record's struct is, for its id once every record is made. */
-  readonly at: { w: StructBytes; off: number }[];
-  readonly release: Ptr;
+  /** Where each record's struct is (its bytes and offset), for its id once every record is made. */
+  readonly atDv: DataView[];
+  readonly atOff: number[];
+  readonly release: Addr;
 }
 
-/** A struct's bytes being written: the tree's, or the root's. */
-interface StructBytes {
-  dv: DataView;
-}
-
-function writePtr(dv: DataView, at: number, v: Ptr, ps: number): void {
-  if (ps === 8) dv.setBigUint64(at, v, true);
-  else dv.setUint32(at, Number(v), true);
-}
-
-function writeNode(ctx: WriteContext, node: SchemaNode, w: StructBytes, off: number): void {
-  const { L, ps, base, dv } = ctx;
+function writeNode(ctx: WriteContext, node: SchemaNode, s: DataView, off: number): void {
+  const { A, ps, base, dv } = ctx;
+  const size = A.$size;
   const e = ctx.encoded[ctx.node++]!;
   const n = node.children.length;
   const childrenAt = ctx.next;
   const structsAt = childrenAt + align8(n * ps);
-  const mdAt = structsAt + (n + (node.dictionary ? 1 : 0)) * L.size;
+  const mdAt = structsAt + (n + (node.dictionary ? 1 : 0)) * size;
   const formatAt = mdAt + align8(e.metadata?.length ?? 0);
   const nameAt = formatAt + e.format.length;
   ctx.next = formatAt + align8(e.format.length + (e.name?.length ?? 0));
   if (e.metadata) ctx.bytes.set(e.metadata, mdAt);
   ctx.bytes.set(e.format, formatAt);
   if (e.name) ctx.bytes.set(e.name, nameAt);
-  const rec: SchemaRecord = { tree: ctx.tree, structs: base + BigInt(structsAt), nChildren: n, hasDictionary: node.dictionary !== null };
+  const rec: SchemaRecord = { tree: ctx.tree, structs: base + structsAt, nChildren: n, hasDictionary: node.dictionary !== null };
   ctx.recs.push(rec);
-  ctx.at.push({ w, off });
-  const o = L.offsets;
-  const s = w.dv;
-  writePtr(s, off + o.format!, base + BigInt(formatAt), ps);
-  writePtr(s, off + o.name!, e.name ? base + BigInt(nameAt) : 0n, ps);
-  writePtr(s, off + o.metadata!, e.metadata ? base + BigInt(mdAt) : 0n, ps);
-  s.setBigInt64(off + o.flags!, BigInt(node.flags), true);
-  s.setBigInt64(off + o.n_children!, BigInt(n), true);
-  writePtr(s, off + o.children!, n > 0 ? base + BigInt(childrenAt) : 0n, ps);
-  writePtr(s, off + o.dictionary!, node.dictionary ? base + BigInt(structsAt + n * L.size) : 0n, ps);
-  writePtr(s, off + o.release!, ctx.release, ps);
-  const tw: StructBytes = { dv };
+  ctx.atDv.push(s);
+  ctx.atOff.push(off);
+  A.format.set(s, off, base + formatAt);
+  A.name.set(s, off, e.name ? base + nameAt : 0);
+  A.metadata.set(s, off, e.metadata ? base + mdAt : 0);
+  A.flags.set(s, off, node.flags);
+  A.n_children.set(s, off, n);
+  A.children.set(s, off, n > 0 ? base + childrenAt : 0);
+  A.dictionary.set(s, off, node.dictionary ? base + structsAt + n * size : 0);
+  A.release.set(s, off, ctx.release);
   for (let i = 0; i < n; i++) {
-    const at = structsAt + i * L.size;
-    writePtr(dv, childrenAt + i * ps, base + BigInt(at), ps);
-    writeNode(ctx, node.children[i]!, tw, at);
+    const at = structsAt + i * size;
+    if (ps === 8) {
+      dv.setUint32(childrenAt + i * 8, (base + at) >>> 0, true);
+      dv.setUint32(childrenAt + i * 8 + 4, Math.floor((base + at) / 4294967296), true);
+    } else {
+      dv.setUint32(childrenAt + i * 4, base + at, true);
+    }
+    writeNode(ctx, node.children[i]!, dv, at);
   }
-  if (node.dictionary) writeNode(ctx, node.dictionary, tw, structsAt + n * L.size);
+  if (node.dictionary) writeNode(ctx, node.dictionary, dv, structsAt + n * size);
 }
 
 /**
@@ -179,29 +198,27 @@ function writeNode(ctx: WriteContext, node: SchemaNode, w: StructBytes, off: num
  * freed when the tree's last live node is released.
  */
 export function writeSchemaNode(mem: Memory, node: SchemaNode, into: Ptr): void {
-  const L = mem.layouts.ArrowSchema;
+  const A = access(mem.target).ArrowSchema;
   const ps = mem.target.pointerSize;
-  mem.checkAddress(into, L.size); // before anything is allocated or recorded
+  const raw = rawOf(mem);
+  mem.checkAddress(into, A.$size); // before anything is allocated or recorded
   const encoded: Encoded[] = [];
-  const size = encodeTree(node, ps, L.size, encoded);
-  const block = mem.alloc(size);
+  const size = encodeTree(node, ps, A.$size, encoded);
+  const block = raw.alloc(size);
   const tree: Tree = { block, live: 0 };
-  const bytes = new Uint8Array(size);
-  const root = new Uint8Array(L.size);
+  const bytes = newArena(Math.max(size, 8));
+  const root = newArena(A.$size);
   const ctx: WriteContext = {
-    L, ps, tree, base: block, bytes, dv: new DataView(bytes.buffer), encoded, node: 0, next: 0, recs: [], at: [],
-    release: releaseCallback(mem),
+    A, ps, tree, base: block, bytes: bytes.u8, dv: bytes.dv, encoded, node: 0, next: 0, recs: [], atDv: [], atOff: [],
+    release: ourRelease(mem),
   };
-  writeNode(ctx, node, { dv: new DataView(root.buffer) }, 0);
+  writeNode(ctx, node, root.dv, 0);
   // Every record now exists: give each its id, then write the tree and the root in one copy each.
-  ctx.recs.forEach((rec, i) => {
-    const { w, off } = ctx.at[i]!;
-    writePtr(w.dv, off + L.offsets.private_data!, BigInt(records.add(rec)), ps);
-  });
+  for (let i = 0; i < ctx.recs.length; i++) A.private_data.set(ctx.atDv[i]!, ctx.atOff[i]!, records.add(ctx.recs[i]!));
   tree.live = ctx.recs.length;
   liveCounters.liveExports += ctx.recs.length;
-  mem.copyIn(block, bytes);
-  mem.copyIn(into, root);
+  if (size > 0) raw.writeFrom(block, bytes, 0, size);
+  raw.writeFrom(Number(into), root, 0, A.$size);
 }
 
 // --- arrow-js -> SchemaNode ---------------------------------------------------------
@@ -256,10 +273,29 @@ export function schemaToNode(schema: Schema): SchemaNode {
   };
 }
 
+/**
+ * The nodes of arrow-js types and of fields without metadata, made once per
+ * object: arrow-js types are immutable, and an import that is given one for
+ * every array (`importData(ptr, new Int32())`) should not convert it each
+ * time. (Metadata is a Map its owner may change, so fields with metadata and
+ * schemas are converted each time; `importRecordBatch` caches its plan per
+ * Schema object, see src/array/importer.ts.)
+ */
+const typeNodes = new WeakMap<DataType | Field, SchemaNode>();
+
 /** `SchemaNode` of any of the JS schema forms. */
 export function toSchemaNode(s: Schema | Field | DataType | SchemaNode): SchemaNode {
   if (s instanceof Schema) return schemaToNode(s);
-  if (s instanceof Field) return fieldToNode(s);
-  if (s instanceof DataType) return typeToNode(s, '', true, null);
+  if (s instanceof Field) {
+    if (s.metadata.size > 0) return fieldToNode(s);
+    let n = typeNodes.get(s);
+    if (n === undefined || n.metadata !== null) typeNodes.set(s, (n = fieldToNode(s)));
+    return n;
+  }
+  if (s instanceof DataType) {
+    let n = typeNodes.get(s);
+    if (n === undefined) typeNodes.set(s, (n = typeToNode(s, '', true, null)));
+    return n;
+  }
   return s;
 }

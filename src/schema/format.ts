@@ -6,6 +6,7 @@
  * how many buffers and children an `ArrowArray` of it must have.
  */
 import { invalid } from '../errors.js';
+import { Kind, layoutOf } from './layout.js';
 
 export type TimeUnit = 's' | 'ms' | 'us' | 'ns';
 
@@ -170,57 +171,13 @@ export function formatOf(t: TypeInfo): string {
 }
 
 /**
- * What an `ArrowArray` of a type must look like (Columnar.rst, "Buffer
- * listing for each layout"; CDataInterface.rst, "Buffers"): the number of
- * buffers (for view types the minimum: variadic data buffers and the sizes
- * buffer follow) and of children (undefined: any number).
+ * What an `ArrowArray` of a type must look like: the layout table
+ * (src/schema/layout.ts), under its former name.
  */
-export interface PhysicalLayout {
-  readonly nBuffers: number;
-  readonly variadic: boolean;
-  readonly nChildren: number | undefined;
-  /** Whether buffer 0 is a validity bitmap. */
-  readonly hasValidity: boolean;
-}
+export { layoutOf as physicalLayout, type PhysicalLayout } from './layout.js';
 
-export function physicalLayout(t: TypeInfo): PhysicalLayout {
-  switch (t.id) {
-    case 'null':
-      return { nBuffers: 0, variadic: false, nChildren: 0, hasValidity: false };
-    case 'binary': case 'utf8': case 'large_binary': case 'large_utf8':
-      return { nBuffers: 3, variadic: false, nChildren: 0, hasValidity: true };
-    case 'binary_view': case 'utf8_view':
-      // validity, views, then N variadic data buffers, then the int64 sizes buffer.
-      return { nBuffers: 3, variadic: true, nChildren: 0, hasValidity: true };
-    case 'list': case 'large_list': case 'map':
-      return { nBuffers: 2, variadic: false, nChildren: 1, hasValidity: true };
-    case 'list_view': case 'large_list_view':
-      return { nBuffers: 3, variadic: false, nChildren: 1, hasValidity: true };
-    case 'fixed_list':
-      return { nBuffers: 1, variadic: false, nChildren: 1, hasValidity: true };
-    case 'struct':
-      return { nBuffers: 1, variadic: false, nChildren: undefined, hasValidity: true };
-    case 'union':
-      // Unions have no validity bitmap (Columnar.rst, "Union Layout").
-      return { nBuffers: t.mode === 'dense' ? 2 : 1, variadic: false, nChildren: t.typeIds.length, hasValidity: false };
-    case 'run_end_encoded':
-      return { nBuffers: 0, variadic: false, nChildren: 2, hasValidity: false };
-    default:
-      return { nBuffers: 2, variadic: false, nChildren: 0, hasValidity: true };
-  }
-}
-
-/** The byte width of one value of a fixed-width type (bool: undefined, it is bits). */
+/** The byte width of one value of a fixed-width type (bool: undefined, it is bits), from the layout table. */
 export function fixedByteWidth(t: TypeInfo): number | undefined {
-  switch (t.id) {
-    case 'int': return t.bitWidth / 8;
-    case 'float': return t.bitWidth / 8;
-    case 'decimal': return t.bitWidth / 8;
-    case 'fixed_binary': return t.byteWidth;
-    case 'date': return t.unit === 'day' ? 4 : 8;
-    case 'time': return t.unit === 's' || t.unit === 'ms' ? 4 : 8;
-    case 'timestamp': case 'duration': return 8;
-    case 'interval': return t.unit === 'month' ? 4 : t.unit === 'day_time' ? 8 : 16;
-    default: return undefined;
-  }
+  const l = layoutOf(t);
+  return l.kind === Kind.Fixed ? l.width : undefined;
 }

@@ -9,6 +9,7 @@
  */
 import { invalid } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
+import { rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 
 export type Metadata = Map<string, string>;
 
@@ -28,25 +29,36 @@ export const MAX_METADATA_BYTES = 16 << 20;
  */
 export const MAX_METADATA_PAIRS = 1 << 16;
 
-function readUtf8(mem: Memory, addr: Ptr, n: number, path: string, what: string): string {
+/** The `n` bytes at `addr` as UTF-8 (one copy, or none where JS reads the memory in place). */
+function readUtf8(raw: RawAccess, addr: Addr, n: number, path: string, what: string): string {
+  if (n === 0) return '';
+  const at = stage(raw, addr, n);
   try {
-    // A short string is copied from the native memory's arena: a view (koffi.view) makes an external
-    // ArrayBuffer per call, which costs microseconds (a 1-pair blob took ~3 us, once per async task).
-    return decoder.decode(n <= 1024 && mem.readTransient ? mem.readTransient(addr, n) : mem.view(addr, n));
+    return decoder.decode(staged.u8.subarray(at, at + n));
   } catch {
     throw invalid(path, `${what} is not valid UTF-8`);
   }
 }
 
+/** The int32 at `addr`. */
+function readI32(raw: RawAccess, addr: Addr): number {
+  const at = stage(raw, addr, 4);
+  return staged.dv.getInt32(at, true);
+}
+
 /** Reads the metadata blob at `addr` (NULL: no metadata). */
 export function readMetadata(mem: Memory, addr: Ptr, path = 'metadata', maxBytes = MAX_METADATA_BYTES): Metadata | null {
-  if (addr === 0n) return null;
+  return addr === 0n ? null : readMetadataAt(rawOf(mem), Number(addr), path, maxBytes);
+}
+
+/** `readMetadata` of the blob at `base`, a number address (src/memory/raw.ts). */
+export function readMetadataAt(raw: RawAccess, base: Addr, path = 'metadata', maxBytes = MAX_METADATA_BYTES): Metadata {
   let pos = 0;
   const need = (n: number, what: string): void => {
     if (n < 0 || pos + n > maxBytes) throw invalid(path, `${what} runs past the end of the metadata (${maxBytes} bytes at most)`);
   };
   need(4, 'pair count');
-  const count = mem.readI32(addr);
+  const count = readI32(raw, base);
   pos += 4;
   if (count < 0) throw invalid(path, `negative pair count ${count}`);
   if (count > MAX_METADATA_PAIRS) throw invalid(path, `${count} pairs, more than the ${MAX_METADATA_PAIRS} this library reads`);
@@ -55,18 +67,18 @@ export function readMetadata(mem: Memory, addr: Ptr, path = 'metadata', maxBytes
   const out: Metadata = new Map();
   for (let i = 0; i < count; i++) {
     need(4, `key length of pair ${i}`);
-    const klen = mem.readI32(addr + BigInt(pos));
+    const klen = readI32(raw, base + pos);
     pos += 4;
     if (klen < 0) throw invalid(path, `negative key length ${klen} in pair ${i}`);
     need(klen, `key of pair ${i}`);
-    const key = readUtf8(mem, addr + BigInt(pos), klen, path, `key of pair ${i}`);
+    const key = readUtf8(raw, base + pos, klen, path, `key of pair ${i}`);
     pos += klen;
     need(4, `value length of pair ${i}`);
-    const vlen = mem.readI32(addr + BigInt(pos));
+    const vlen = readI32(raw, base + pos);
     pos += 4;
     if (vlen < 0) throw invalid(path, `negative value length ${vlen} in pair ${i}`);
     need(vlen, `value of pair ${i}`);
-    const value = readUtf8(mem, addr + BigInt(pos), vlen, path, `value of pair ${i}`);
+    const value = readUtf8(raw, base + pos, vlen, path, `value of pair ${i}`);
     pos += vlen;
     out.set(key, value);
   }

@@ -7,8 +7,9 @@ import { Flag, ALL_FLAGS } from '../abi/constants.js';
 import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { parseFormat, type TypeInfo } from './format.js';
-import { readMetadata, type Metadata } from './metadata.js';
-import { readPointers, StructReader } from '../memory/struct.js';
+import { readMetadataAt, type Metadata } from './metadata.js';
+import { access, type Access } from '../abi/accessors.js';
+import { cString, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 
 export interface SchemaNode {
   readonly format: string;
@@ -34,11 +35,74 @@ export const MAX_NESTING_DEPTH = 64;
  * 2,000 times): each address is read once, so an import costs what its input
  * holds. Shared by the schema, array and device tree readers.
  */
-export function visitOnce(seen: Set<bigint>, ptr: bigint, path: string): void {
-  if (seen.has(ptr)) {
+export function visitOnce<A extends bigint | number>(seen: Set<A> | AddressSet, ptr: A, path: string): void {
+  if (seen instanceof AddressSet ? !seen.add(ptr as number) : seen.has(ptr)) {
     throw invalid(path, `the struct at 0x${ptr.toString(16)} is reached a second time: every child must be owned by one parent`);
   }
-  seen.add(ptr);
+  if (!(seen instanceof AddressSet)) seen.add(ptr);
+}
+
+/**
+ * A set of (number) addresses for `visitOnce` that allocates nothing per
+ * use: an open-addressing table whose slots are stamped with the use they
+ * belong to, so starting a new use (`reset`) clears nothing. The array
+ * import reads one tree at a time and asks for `shared()`; nested use gets a
+ * table of its own.
+ */
+export class AddressSet {
+  private keys = new Float64Array(256);
+  private stamps = new Uint32Array(256);
+  private stamp = 1;
+  private count = 0;
+  private inUse = false;
+  private static common: AddressSet | null = null;
+
+  /** The shared table, reset, unless it is in use (then a new one). Give it back with `done()`. */
+  static shared(): AddressSet {
+    let s = AddressSet.common;
+    if (s === null) s = AddressSet.common = new AddressSet();
+    if (s.inUse) s = new AddressSet();
+    s.inUse = true;
+    s.count = 0;
+    if (++s.stamp === 0xffffffff) {
+      s.stamps.fill(0);
+      s.stamp = 1;
+    }
+    return s;
+  }
+
+  done(): void {
+    this.inUse = false;
+  }
+
+  /** Adds `a`; false when it was there already. */
+  add(a: number): boolean {
+    const mask = this.keys.length - 1;
+    // Addresses are multiples of 8 or 16: mix the bits above those into the slot.
+    let i = Math.imul(((a / 8) >>> 0) ^ (Math.floor(a / 4294967296) | 0), 0x9e3779b1) >>> 0;
+    i &= mask;
+    const keys = this.keys;
+    const stamps = this.stamps;
+    const stamp = this.stamp;
+    while (stamps[i] === stamp) {
+      if (keys[i] === a) return false;
+      i = (i + 1) & mask;
+    }
+    stamps[i] = stamp;
+    keys[i] = a;
+    if (++this.count * 2 > mask) this.grow();
+    return true;
+  }
+
+  private grow(): void {
+    const oldKeys = this.keys;
+    const oldStamps = this.stamps;
+    const stamp = this.stamp;
+    this.keys = new Float64Array(oldKeys.length * 2);
+    this.stamps = new Uint32Array(oldKeys.length * 2);
+    this.count = 0;
+    for (let i = 0; i < oldKeys.length; i++) if (oldStamps[i] === stamp) this.add(oldKeys[i]!);
+  }
 }
 
 function checkNode(node: SchemaNode, path: string): void {
@@ -86,57 +150,91 @@ function checkNode(node: SchemaNode, path: string): void {
  * Reads the `ArrowSchema` at `ptr` without taking ownership (the caller
  * releases it). `path` prefixes error places; `depth` guards nesting.
  */
-export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', depth = 0, seen = new Set<Ptr>()): SchemaNode {
-  if (ptr === 0n) throw invalid(path, 'NULL pointer');
-  if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
-  visitOnce(seen, ptr, path);
+export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema'): SchemaNode {
+  const seen = AddressSet.shared();
   try {
-    // Every field first, in one copy (the reader's scratch is reused by the reads below).
-    const st = StructReader.read(mem, ptr, mem.layouts.ArrowSchema);
-    const release = st.ptr('release');
-    const formatPtr = st.ptr('format');
-    const namePtr = st.ptr('name');
-    const metadataPtr = st.ptr('metadata');
-    const flags64 = st.i64('flags');
-    const n64 = st.i64('n_children');
-    const childrenPtr = st.ptr('children');
-    const dictPtr = st.ptr('dictionary');
-    if (release === 0n) {
+    const wide = mem.target.pointerSize === 8;
+    return readNode({ raw: rawOf(mem), A: access(mem.target).ArrowSchema, wide, ps: wide ? 8 : 4, seen }, Number(ptr), path, 0);
+  } finally {
+    seen.done();
+  }
+}
+
+/** What every node of one schema read needs. */
+interface SchemaRead {
+  readonly raw: RawAccess;
+  readonly A: Access['ArrowSchema'];
+  readonly wide: boolean;
+  readonly ps: number;
+  readonly seen: AddressSet;
+}
+
+/** The flags bits the spec defines, as a number (they fit 32 bits). */
+const KNOWN_FLAGS = Number(ALL_FLAGS);
+
+function readNode(r: SchemaRead, addr: Addr, path: string, depth: number): SchemaNode {
+  if (addr === 0) throw invalid(path, 'NULL pointer');
+  if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
+  visitOnce(r.seen, addr, path);
+  try {
+    const { raw, A } = r;
+    // Every field first (the struct staged once: src/memory/raw.ts).
+    const at = stage(raw, addr, A.$size);
+    const dv = staged.dv;
+    const release = A.release.get(dv, at);
+    const formatPtr = A.format.get(dv, at);
+    const namePtr = A.name.get(dv, at);
+    const metadataPtr = A.metadata.get(dv, at);
+    const flagsLo = dv.getUint32(at + A.flags.offset, true);
+    const flagsHi = dv.getUint32(at + A.flags.offset + 4, true);
+    const flags64 = A.flags.big(dv, at);
+    const n = A.n_children.get(dv, at);
+    const n64 = A.n_children.big(dv, at);
+    const childrenPtr = A.children.get(dv, at);
+    const dictPtr = A.dictionary.get(dv, at);
+    if (release === 0) {
       throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
     }
-    if (formatPtr === 0n) throw invalid(`${path}.format`, 'NULL pointer');
+    if (formatPtr === 0) throw invalid(`${path}.format`, 'NULL pointer');
     let format: string;
     try {
-      format = mem.readCString(formatPtr, 1 << 16);
+      format = cString(raw, formatPtr, 1 << 16);
     } catch (e) {
       throw prefixPath(e, `${path}.format`);
     }
     const type = parseFormat(format, `${path}.format`);
     let name: string | null = null;
-    if (namePtr !== 0n) {
+    if (namePtr !== 0) {
       try {
-        name = mem.readCString(namePtr, 1 << 20);
+        name = cString(raw, namePtr, 1 << 20);
       } catch (e) {
         throw prefixPath(e, `${path}.name`);
       }
     }
-    const metadata = readMetadata(mem, metadataPtr, `${path}.metadata`);
-    if (flags64 < 0n || (flags64 & ~BigInt(ALL_FLAGS)) !== 0n) {
+    const metadata = metadataPtr === 0 ? null : readMetadataAt(raw, metadataPtr, `${path}.metadata`);
+    if (flagsHi !== 0 || (flagsLo & ~KNOWN_FLAGS) !== 0) {
       throw invalid(`${path}.flags`, `unknown flag bits 0x${BigInt.asUintN(64, flags64).toString(16)}`);
     }
-    const flags = Number(flags64);
-    if (n64 < 0n) throw invalid(`${path}.n_children`, `negative value ${n64}`);
-    if (n64 > 1_000_000n) throw invalid(`${path}.n_children`, `implausible value ${n64}`);
-    const n = Number(n64);
-    if (n > 0 && childrenPtr === 0n) throw invalid(`${path}.children`, `NULL pointer with n_children = ${n}`);
-    let childPtrs: Ptr[];
-    try {
-      childPtrs = readPointers(mem, childrenPtr, n);
-    } catch (e) {
-      throw prefixPath(e, `${path}.children`);
+    const flags = flagsLo;
+    if (n < 0) throw invalid(`${path}.n_children`, `negative value ${n64}`);
+    if (n > 1_000_000) throw invalid(`${path}.n_children`, `implausible value ${n64}`);
+    if (n > 0 && childrenPtr === 0) throw invalid(`${path}.children`, `NULL pointer with n_children = ${n}`);
+    let children: SchemaNode[] = NO_NODES as SchemaNode[];
+    if (n > 0) {
+      let cat: number;
+      try {
+        cat = stage(raw, childrenPtr, n * r.ps);
+      } catch (e) {
+        throw prefixPath(e, `${path}.children`);
+      }
+      const cdv = staged.dv;
+      children = new Array(n);
+      for (let i = 0; i < n; i++) {
+        const cp = r.wide ? cdv.getUint32(cat + i * 8 + 4, true) * 4294967296 + cdv.getUint32(cat + i * 8, true) : cdv.getUint32(cat + i * 4, true);
+        children[i] = readNode(r, cp, `${path}.children[${i}]`, depth + 1);
+      }
     }
-    const children = childPtrs.map((cp, i) => readSchemaNode(mem, cp, `${path}.children[${i}]`, depth + 1, seen));
-    const dictionary = dictPtr === 0n ? null : readSchemaNode(mem, dictPtr, `${path}.dictionary`, depth + 1, seen);
+    const dictionary = dictPtr === 0 ? null : readNode(r, dictPtr, `${path}.dictionary`, depth + 1);
     const node: SchemaNode = { format, type, name, metadata, flags, children, dictionary };
     checkNode(node, path);
     return node;
@@ -146,7 +244,9 @@ export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', depth = 0
   }
 }
 
-/** Calls the `release` of the `ArrowSchema` at `ptr` if it is not released yet. */
+/** The children of every leaf node read (an empty array shared by them all). */
+const NO_NODES: readonly SchemaNode[] = Object.freeze([]);
+
 export function releaseSchemaStruct(mem: Memory, ptr: Ptr): void {
   if (ptr === 0n) return;
   const rel = mem.readPtr(ptr + BigInt(mem.layouts.ArrowSchema.offsets.release!));

@@ -23,6 +23,7 @@ import { liveCounters } from '../memory/accounting.js';
 import { checkOwned } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
+import { ExportHandle } from '../memory/handle.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
 import { StructWriter } from '../memory/struct.js';
 import { schemaToNode } from '../schema/export.js';
@@ -49,6 +50,8 @@ export type RecordBatchSource = Table | RecordBatchReader | Iterable<StreamExpor
 export interface StreamExportOptions extends MemoryOption {
   /** Write into this stream struct (the consumer's memory) instead of allocating one. */
   into?: Ptr;
+  /** Return an owned `ExportHandle` instead of the bare address (see `ExportOptions.handle`). Not with `into`. */
+  handle?: boolean;
   /**
    * The stream's schema. Needed for an empty iterable; otherwise taken from
    * the source (a Table's or reader's schema, else the first batch's).
@@ -338,8 +341,12 @@ function asyncError(path: string, what: string): ArrowDeviceError {
   );
 }
 
-function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamExportOptions): Ptr {
+function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamExportOptions): Ptr | ExportHandle {
   const m = opts.memory ?? nativeMemory();
+  if (opts.handle) {
+    if (opts.into !== undefined) throw invalid('opts.into', 'a handle owns its struct (dispose frees it): { handle: true } writes into an allocation of its own, not into');
+    return ExportHandle.adopt(m, s.name, exportStream(source, s, { ...opts, handle: false }) as Ptr);
+  }
   const { iterator, schema } = open(source, 'source');
   const rec: StreamRecord = {
     mem: m,
@@ -418,8 +425,14 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
  * await duckdb_arrow_scan.async(con, 'my_view', stream);  // async: DuckDB pulls from its threads
  * // ... query the view, then:
  * freeArrowArrayStream(stream);  // releases it (DuckDB never does) and frees the struct
+ *
+ * @example
+ * using stream = exportArrayStream(table, { handle: true });  // an owned handle
+ * await duckdb_arrow_scan.async(con, 'my_view', stream.address);
  */
-export function exportArrayStream(source: RecordBatchSource, opts: StreamExportOptions = {}): Ptr {
+export function exportArrayStream(source: RecordBatchSource, opts: StreamExportOptions & { handle: true }): ExportHandle;
+export function exportArrayStream(source: RecordBatchSource, opts?: StreamExportOptions): Ptr;
+export function exportArrayStream(source: RecordBatchSource, opts: StreamExportOptions = {}): Ptr | ExportHandle {
   return exportStream(source, ARRAY_STREAM, opts);
 }
 
@@ -437,7 +450,9 @@ export function exportArrayStream(source: RecordBatchSource, opts: StreamExportO
  * const stream = exportDeviceArrayStream(table);
  * nativeLib.consume_device_stream(stream); // see exportArrayStream for the thread rule
  */
-export function exportDeviceArrayStream(source: RecordBatchSource, opts: StreamExportOptions = {}): Ptr {
+export function exportDeviceArrayStream(source: RecordBatchSource, opts: StreamExportOptions & { handle: true }): ExportHandle;
+export function exportDeviceArrayStream(source: RecordBatchSource, opts?: StreamExportOptions): Ptr;
+export function exportDeviceArrayStream(source: RecordBatchSource, opts: StreamExportOptions = {}): Ptr | ExportHandle {
   return exportStream(source, DEVICE_STREAM, opts);
 }
 

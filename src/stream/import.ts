@@ -20,8 +20,18 @@
  * `readAll()`, `toTable()`). A kept batch is the caller's: released by its
  * `release()`, `using`, or the garbage collector.
  */
-import { Schema, Table } from 'apache-arrow';
+import { Schema } from 'apache-arrow';
 import { DeviceType, deviceTypeName, errnoName } from '../abi/constants.js';
+import {
+  ArrowSymbols, hasArrowMethod, isArrowExportable,
+  type ArrowDeviceExportOptions, type ArrowDeviceStreamExportable, type ArrowSchemaExportable, type ArrowStreamExportable,
+} from '../abi/protocol.js';
+import {
+  checkDeviceExportOptions, checkRequestedSchema, exchangeOptions, importFromHandle, schemaHandle, setStreamTableImporter,
+  type ExchangeImportOptions,
+} from '../array/exchange.js';
+import { ExportHandle } from '../memory/handle.js';
+import { markReleased } from '../memory/cstruct.js';
 import { validationLevel } from '../array/import.js';
 import { build, buildBatch, planOfNode, type BatchPlan } from '../array/importer.js';
 import type { ArrayView } from '../array/view.js';
@@ -63,6 +73,53 @@ export interface StreamImportOptions extends DeviceImportOptions {
    * garbage collector). By default a reader keeps one batch alive at a time.
    */
   keep?: boolean;
+  /**
+   * Called when the producer's `get_schema` or `get_next` returns an error,
+   * with the stream while it is still live (before it is released), and the
+   * `StreamProducerError` made of it (the `get_last_error` text already
+   * copied). This is where a producer's own error API can be asked about the
+   * live stream: ADBC's `AdbcErrorFromArrayStream(stream, &status)` gives the
+   * driver's status, SQLSTATE, vendor code and details, which the C stream
+   * interface alone cannot carry.
+   *
+   * `stream` is the address of the stream struct the reader owns (import
+   * moved the producer's struct there: same callbacks, same `private_data`).
+   * It is valid during the call only: do not release it or keep it.
+   *
+   * Return an `Error` to throw it instead of `error` (give it `{ cause:
+   * error }` to keep the original), or nothing to throw `error`. What the hook
+   * throws is thrown. Either way the stream is released (exactly once) right
+   * after the hook, and the reader is done.
+   *
+   * @example
+   * const reader = importArrayStream(ptr, {
+   *   onProducerError: (stream, error) => {
+   *     const detail = driver.errorFromArrayStream(stream); // the producer's own API, on the live stream
+   *     return detail ? new Error(detail.message, { cause: error }) : undefined;
+   *   },
+   * });
+   */
+  onProducerError?: (stream: Ptr, error: StreamProducerError) => Error | void;
+  /**
+   * Make `for await` (the reader's async iterator) call each `get_next` on a
+   * worker thread (koffi's async call form), so that a producer that blocks
+   * in `get_next` (a database driver running a query) leaves the event loop
+   * free: timers, I/O and other promises run while the batch is produced.
+   * Each batch costs a thread hand-off more (see `npm run bench:stream`).
+   *
+   * Ownership is the same as for `for...of`: one batch alive at a time
+   * unless kept, the stream released exactly once, `break` / `return` / a
+   * throw release it. Calls are never concurrent: while a `get_next` runs
+   * off-thread, a synchronous `next()` (and `readAll()`, `toTable()`) throws,
+   * and `release()` takes effect when that `get_next` returns (what it
+   * produced is released then). `get_schema` runs at import, on the JS
+   * thread. A stream whose `get_next` is our own JS callback (an
+   * `exportArrayStream` of this process) is called on the JS thread directly:
+   * it needs that thread anyway. A foreign `get_next` that calls JS callbacks
+   * works off-thread too (koffi queues those calls to the JS thread, which is
+   * free meanwhile). Memories without threads (wasm32) call on the JS thread.
+   */
+  offThread?: boolean;
 }
 
 /** What a stream reader yields: record batches, ArrayViews (`view: true`), or device arrays the CPU cannot read. */
@@ -123,6 +180,22 @@ export class StreamHandle {
       liveCounters.releasedImports++;
     }
   }
+
+  /**
+   * Moves the stream struct, unchanged, into `into` (a struct of the same
+   * kind the next consumer owns): the producer's `release` is theirs to call
+   * now, not ours (CStreamInterface.rst: a stream can be moved like an array).
+   */
+  moveTo(into: Ptr): void {
+    if (this.released) throw new ArrowDeviceError('released', this.s.path, `the stream is released (${this.why})`);
+    this.mem.copyIn(into, this.mem.read(this.ptr, this.s.layout(this.mem).size));
+    markReleased(this.mem, this.s.name, this.ptr);
+    this.released = true;
+    this.why = 'it was moved to another consumer';
+    registry.unregister(this);
+    this.mem.free(this.ptr);
+    liveCounters.liveImports--;
+  }
 }
 
 /** The safety net: a stream import dropped without being consumed or released is released when collected. */
@@ -151,9 +224,12 @@ const registry = new FinalizationRegistry<StreamHandle>((h) => {
  * `released` that says so.
  *
  * Every `next()` calls the producer's `get_next` on the calling thread and
- * blocks until it returns (also under `for await`: it only yields to the
- * event loop between batches). Errors are typed: a non-zero code from the
- * producer is a `StreamProducerError`; a batch that fails validation is an
+ * blocks until it returns (also under `for await`, whose steps then resolve
+ * as microtasks: timers wait for the whole loop). With `offThread: true`,
+ * `for await` calls `get_next` on a worker thread instead and the event loop
+ * runs meanwhile. Errors are typed: a non-zero code from the
+ * producer is a `StreamProducerError` (the `onProducerError` option sees the
+ * live stream first); a batch that fails validation is an
  * `ArrowDeviceError` whose path starts `stream.batches[i]`. After an error,
  * the end of the stream, `return()`/`throw()` or `release()`, the producer
  * has been released (exactly once) and any further `next()` throws an
@@ -168,7 +244,20 @@ const registry = new FinalizationRegistry<StreamHandle>((h) => {
  * }
  * const table = importArrayStream(otherPtr).toTable(); // keeps every batch
  */
-export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch> implements IterableIterator<T>, AsyncIterable<T> {
+export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch> implements IterableIterator<T>, AsyncIterable<T>, ArrowSchemaExportable {
+  /**
+   * Exchange protocol (PROTOCOL.md): hands the stream on to another
+   * consumer without a copy. Present on a reader of an `ArrowArrayStream`
+   * (`importArrayStream`); a device stream's reader has
+   * `[ArrowSymbols.deviceStream]` instead. The stream struct is moved into
+   * the handle: the reader is released (reason: moved) whether or not the
+   * consumer takes it, and the consumer reads the batches this reader has
+   * not read. Batches read before stay as they are: kept ones stay valid,
+   * the last one not kept is released, as when a reading ends.
+   */
+  declare readonly [ArrowSymbols.stream]?: (requestedSchema?: ArrowSchemaExportable | null) => ExportHandle;
+  /** As `[ArrowSymbols.stream]`, on a reader of an `ArrowDeviceArrayStream` (`importDeviceArrayStream`). */
+  declare readonly [ArrowSymbols.deviceStream]?: (requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions) => ExportHandle;
   #schema: Schema | undefined;
   /**
    * The schema of every batch, read from `get_schema` at import, as arrow-js
@@ -195,6 +284,12 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   /** The batch handed out last and not kept: released when the reader moves on. */
   #current: T | null = null;
   #count = 0;
+  /** An off-thread `get_next` is running (`offThread`): nothing else may touch the stream. */
+  #inFlight = false;
+  /** Why to release the stream when the running off-thread `get_next` returns (a `release()` came meanwhile). */
+  #closeWhenDone: string | null = null;
+  /** The off-thread `next()` calls, one after the other. */
+  #queue: Promise<unknown> = Promise.resolve();
 
   /** @internal Use `importArrayStream` / `importDeviceArrayStream`. */
   constructor(h: StreamHandle, node: SchemaNode, plan: BatchPlan | null, deviceType: number | undefined, opts: StreamImportOptions) {
@@ -209,6 +304,40 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     this.#level = validationLevel(opts.validate);
     this.#getNext = h.mem.readPtr(fieldAddr(h.mem, h.s, h.ptr, 'get_next'));
     registry.register(this, h, h);
+    // Only the method of the struct this reader holds: a consumer that finds a protocol method can call it.
+    const device = h.s.kind === 'device';
+    Object.defineProperty(this, device ? ArrowSymbols.deviceStream : ArrowSymbols.stream, {
+      value: (requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ExportHandle =>
+        this.#handOn(requestedSchema, options, device),
+      configurable: true,
+    });
+  }
+
+  /** Exchange protocol: the stream's schema as an owned `ArrowSchema` handle (the reader is unchanged). */
+  [ArrowSymbols.schema](): ExportHandle {
+    return schemaHandle(this.#h.mem, this.schemaNode);
+  }
+
+  #handOn(requested: unknown, options: unknown, device: boolean): ExportHandle {
+    const h = this.#h;
+    const path = `reader[arrow.c_${device ? 'device_' : ''}stream]`;
+    if (device) checkDeviceExportOptions(options, path);
+    checkRequestedSchema(requested, this.schemaNode, path);
+    if (h.released) throw new ArrowDeviceError('released', h.s.path, `the stream is released (${h.why})`);
+    if (this.#inFlight) {
+      // The producer is inside get_next on another thread: the struct must not move under it.
+      throw invalid(h.s.path, 'a get_next is running off the JS thread (offThread): await the pending next() before handing the stream on');
+    }
+    this.#drop('stream-ended');
+    const m = h.mem;
+    const into = m.alloc(h.s.layout(m).size);
+    try {
+      h.moveTo(into);
+    } catch (e) {
+      m.free(into);
+      throw e;
+    }
+    return ExportHandle.adopt(m, h.s.name, into);
   }
 
   /** Whether the producer's stream has been released (ended, failed, closed or released). */
@@ -216,7 +345,10 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     return this.#h.released;
   }
 
-  /** arrow-js `RecordBatchReader` spelling of `released`. */
+  /**
+   * arrow-js `RecordBatchReader` spelling of `released` (kept for code written
+   * against arrow-js readers; this library's own name is `released`).
+   */
   get closed(): boolean {
     return this.#h.released;
   }
@@ -247,13 +379,20 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   }
 
   /**
-   * The same batches as an async iterator (`for await`). Each `next()` still
-   * calls `get_next` on the JS thread; the loop yields to the event loop
-   * between batches. Leaving the loop early releases the stream, as `for...of` does.
+   * The same batches as an async iterator (`for await`). Each `next()`
+   * calls `get_next` on the JS thread, unless the reader was made with
+   * `offThread: true`: then on a worker thread, and the event loop runs
+   * while the producer works. Leaving the loop early releases the stream,
+   * as `for...of` does.
    */
   [Symbol.asyncIterator](): AsyncIterableIterator<T> {
-    const next = async (): Promise<IteratorResult<T, undefined>> => this.next();
-    const end = async (): Promise<IteratorResult<T, undefined>> => this.return();
+    const off = this.#opts.offThread === true;
+    const next = off
+      ? (): Promise<IteratorResult<T, undefined>> => this.#enqueue(() => this.#nextOffThread())
+      : async (): Promise<IteratorResult<T, undefined>> => this.next();
+    const end = off
+      ? (): Promise<IteratorResult<T, undefined>> => this.#enqueue(async () => this.return())
+      : async (): Promise<IteratorResult<T, undefined>> => this.return();
     return {
       next,
       return: end,
@@ -289,28 +428,84 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
    * batch returned before is released first unless it was kept.
    */
   next(): IteratorResult<T, undefined> {
+    if (this.#inFlight) {
+      throw invalid(this.#h.s.path, 'a get_next is running off the JS thread (offThread): await the pending next() of the async iterator first');
+    }
+    const out = this.#begin();
     const h = this.#h;
-    const s = h.s;
-    if (h.released) throw new ArrowDeviceError('released', s.path, `the stream is released (${h.why})`);
-    this.#drop('stream-advanced');
-    const m = h.mem;
-    const i = this.#count;
-    // A fresh zeroed struct per call: on success the batch's owner adopts it as it is (no move, no copy).
-    const kind = s.kind === 'device' ? 'ArrowDeviceArray' : 'ArrowArray';
-    const out = m.alloc(s.out(m).size);
     let rc: number;
     try {
-      rc = m.call(this.#getNext, GET_NEXT_SIG, h.ptr, out) as number;
+      rc = h.mem.call(this.#getNext, GET_NEXT_SIG, h.ptr, out) as number;
     } catch (e) {
+      h.mem.free(out);
+      h.release('it failed');
+      throw e;
+    }
+    return this.#finish(out, rc);
+  }
+
+  /** Runs `op` after every off-thread step queued before it (calls on a stream are never concurrent). */
+  #enqueue<R>(op: () => Promise<R>): Promise<R> {
+    const p = this.#queue.then(op);
+    this.#queue = p.catch(() => undefined);
+    return p;
+  }
+
+  /**
+   * `next()` with `get_next` on a worker thread (`offThread`). The JS thread
+   * is free meanwhile; `#inFlight` keeps every other use of the stream out
+   * until the call returns.
+   */
+  async #nextOffThread(): Promise<IteratorResult<T, undefined>> {
+    const out = this.#begin();
+    const h = this.#h;
+    const m = h.mem;
+    let rc: number;
+    this.#inFlight = true;
+    try {
+      // Our own JS get_next needs the JS thread anyway: call it there, without the thread hop.
+      rc = (m.isOwnCallback?.(this.#getNext) ? m.call(this.#getNext, GET_NEXT_SIG, h.ptr, out) : await m.callAsync(this.#getNext, GET_NEXT_SIG, h.ptr, out)) as number;
+    } catch (e) {
+      this.#inFlight = false;
       m.free(out);
       h.release('it failed');
       throw e;
     }
+    this.#inFlight = false;
+    const why = this.#closeWhenDone;
+    if (why !== null) {
+      // release() came while the producer worked: what it produced goes back, then the stream.
+      this.#closeWhenDone = null;
+      try {
+        if (rc === 0) releaseStruct(m, h.s.kind === 'device' ? 'ArrowDeviceArray' : 'ArrowArray', out);
+      } finally {
+        m.free(out);
+        h.release(why);
+      }
+      return { done: true, value: undefined };
+    }
+    return this.#finish(out, rc);
+  }
+
+  /** The start of a step: the stream must be live; the batch handed out before is released; a zeroed struct for `get_next`. */
+  #begin(): Ptr {
+    const h = this.#h;
+    if (h.released) throw new ArrowDeviceError('released', h.s.path, `the stream is released (${h.why})`);
+    this.#drop('stream-advanced');
+    // A fresh zeroed struct per call: on success the batch's owner adopts it as it is (no move, no copy).
+    return h.mem.alloc(h.s.out(h.mem).size);
+  }
+
+  /** The end of a step: what `get_next` returned (`rc`) and put in `out` becomes the next item, the end, or an error. */
+  #finish(out: Ptr, rc: number): IteratorResult<T, undefined> {
+    const h = this.#h;
+    const s = h.s;
+    const m = h.mem;
+    const i = this.#count;
+    const kind = s.kind === 'device' ? 'ArrowDeviceArray' : 'ArrowArray';
     if (rc !== 0) {
       m.free(out);
-      const err = producerError(h, 'get_next', rc, ` for batch ${i}`);
-      h.release('it failed');
-      throw err;
+      throw failed(h, producerError(h, 'get_next', rc, ` for batch ${i}`), this.#opts.onProducerError);
     }
     if (isReleased(m, kind, out)) {
       m.free(out);
@@ -386,6 +581,11 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   }
 
   #end(why: string): void {
+    if (this.#inFlight) {
+      // The producer is inside get_next on another thread: release when it returns (never concurrently).
+      this.#closeWhenDone ??= why;
+      return;
+    }
     try {
       this.#drop('stream-ended');
     } finally {
@@ -412,11 +612,41 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
    */
   toTable(): ImportedTable {
     if (this.#opts.view) throw invalid('toTable', 'a reader of ArrayViews ({ view: true }) has no Table form: use readAll()');
-    const items = this.readAll();
+    return this.#tableOf(this.readAll(), 'toTable');
+  }
+
+  /**
+   * `readAll()` through the async iterator: with `offThread`, every
+   * `get_next` runs on a worker thread and the event loop runs meanwhile.
+   * On an error, the batches read so far are released before it is thrown.
+   */
+  async readAllAsync(): Promise<T[]> {
+    this.#current = null;
+    this.#keepAll = true;
+    const out: T[] = [];
+    try {
+      for await (const b of this) out.push(b);
+    } catch (e) {
+      for (const b of out) {
+        if (b instanceof DeviceArray) b.release();
+        else for (const o of ownersOf(b) ?? []) o.release('stream-ended');
+      }
+      throw e;
+    }
+    return out;
+  }
+
+  /** `toTable()` through the async iterator (see `readAllAsync`): off the JS thread with `offThread`. */
+  async toTableAsync(): Promise<ImportedTable> {
+    if (this.#opts.view) throw invalid('toTableAsync', 'a reader of ArrayViews ({ view: true }) has no Table form: use readAllAsync()');
+    return this.#tableOf(await this.readAllAsync(), 'toTableAsync');
+  }
+
+  #tableOf(items: T[], what: string): ImportedTable {
     for (const b of items) {
       if (b instanceof DeviceArray) {
         for (const i of items) if (i instanceof DeviceArray) i.release();
-        throw unsupported('toTable', `a stream of ${b.deviceTypeName} memory yields DeviceArrays: copy each to the host (toHostRecordBatch())`);
+        throw unsupported(what, `a stream of ${b.deviceTypeName} memory yields DeviceArrays: copy each to the host (toHostRecordBatch())`);
       }
     }
     return importedTable(items as ImportedRecordBatch[], this.schema);
@@ -448,6 +678,27 @@ function producerError(h: StreamHandle, op: 'get_schema' | 'get_next', rc: numbe
   return new StreamProducerError(`${h.s.path}.${op}`, detail, rc, op, text);
 }
 
+/**
+ * A failed stream: the `onProducerError` hook sees it while it is live, then
+ * it is released (exactly once, whatever the hook does). Returns the error
+ * to throw: the hook's if it returned or threw one, else `err`.
+ */
+function failed(h: StreamHandle, err: StreamProducerError, hook: StreamImportOptions['onProducerError']): unknown {
+  let out: unknown = err;
+  try {
+    if (hook) {
+      const r = hook(h.ptr, err);
+      if (r instanceof Error) out = r;
+      else if (r !== undefined) out = invalid('onProducerError', `returned ${typeof r}: expected an Error or nothing`);
+    }
+  } catch (e) {
+    out = e;
+  } finally {
+    h.release('it failed');
+  }
+  return out;
+}
+
 /** Moves the stream struct at `src` into our memory, checks it, reads the schema. Consumes the stream on failure. */
 function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: StreamImportOptions): RecordBatchStreamImport<T> {
   const m = opts.memory ?? nativeMemory();
@@ -465,7 +716,10 @@ function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: Str
       if (deviceTypeName(deviceType) === undefined) throw invalid(`${s.path}.device_type`, `unknown device type ${deviceType}`);
     }
     validationLevel(opts.validate);
-    const node = readStreamSchema(h);
+    if (opts.onProducerError !== undefined && typeof opts.onProducerError !== 'function') {
+      throw invalid('onProducerError', `expected a function, got ${typeof opts.onProducerError}`);
+    }
+    const node = readStreamSchema(h, opts.onProducerError);
     let plan: BatchPlan | null = null;
     try {
       if (!opts.view) plan = planOfNode(node, opts);
@@ -479,13 +733,13 @@ function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: Str
   }
 }
 
-function readStreamSchema(h: StreamHandle): SchemaNode {
+function readStreamSchema(h: StreamHandle, hook: StreamImportOptions['onProducerError']): SchemaNode {
   const m = h.mem;
   const s = h.s;
   const slot = m.alloc(m.layouts.ArrowSchema.size);
   try {
     const rc = m.call(m.readPtr(fieldAddr(m, s, h.ptr, 'get_schema')), GET_SCHEMA_SIG, h.ptr, slot) as number;
-    if (rc !== 0) throw producerError(h, 'get_schema', rc);
+    if (rc !== 0) throw failed(h, producerError(h, 'get_schema', rc), hook);
     if (isReleased(m, 'ArrowSchema', slot)) {
       throw invalid(`${s.path}.get_schema`, 'returned 0 but left the schema released');
     }
@@ -515,6 +769,9 @@ function readStreamSchema(h: StreamHandle): SchemaNode {
  * Threads: `get_next` runs on the calling (JS) thread and blocks it until
  * the producer returns. A producer that needs the JS thread meanwhile (a
  * JS-backed stream exported on another thread's behalf) would deadlock.
+ * With `offThread: true`, `for await` runs each `get_next` on a worker
+ * thread and the event loop stays free (`get_schema` still runs here, at
+ * import).
  *
  * @example
  * const stream = allocArrowArrayStream();
@@ -522,12 +779,48 @@ function readStreamSchema(h: StreamHandle): SchemaNode {
  * const reader = importArrayStream(stream);
  * freeArrowArrayStream(stream);             // moved out: only frees the memory
  * const table = reader.toTable();
+ *
+ * `ptr` may be an object of the exchange protocol (PROTOCOL.md) implementing
+ * `arrow.c_stream` (then `opts` may add `requestedSchema`): its handle's
+ * stream is moved into the reader and the handle disposed.
+ *
+ * @example
+ * const reader = importArrayStream(arrowExportable(table)); // any arrow.c_stream object
  */
-export function importArrayStream(ptr: Ptr, opts: StreamImportOptions & { view: true }): RecordBatchStreamImport<ArrayView>;
-export function importArrayStream(ptr: Ptr, opts?: StreamImportOptions): RecordBatchStreamImport<ImportedRecordBatch>;
-export function importArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView> {
-  return importStream(ptr, ARRAY_STREAM, opts);
+export function importArrayStream(ptr: Ptr | ArrowStreamExportable, opts: StreamExchangeOptions & { view: true }): RecordBatchStreamImport<ArrayView> & StreamHandOn;
+export function importArrayStream(ptr: Ptr | ArrowStreamExportable, opts?: StreamExchangeOptions): RecordBatchStreamImport<ImportedRecordBatch> & StreamHandOn;
+export function importArrayStream(ptr: Ptr | ArrowStreamExportable, opts: StreamExchangeOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView> & StreamHandOn {
+  if (isArrowExportable(ptr)) return viaStream(ptr, ArrowSymbols.stream, ARRAY_STREAM, opts, 'importArrayStream') as RecordBatchStreamImport<ImportedRecordBatch> & StreamHandOn;
+  return importStream(ptr, ARRAY_STREAM, opts) as RecordBatchStreamImport<ImportedRecordBatch> & StreamHandOn;
 }
+
+/** The hand-on method of a reader of an `ArrowArrayStream` (exchange protocol; see `RecordBatchStreamImport`). */
+export interface StreamHandOn {
+  [ArrowSymbols.stream](requestedSchema?: ArrowSchemaExportable | null): ExportHandle;
+}
+
+/** The hand-on method of a reader of an `ArrowDeviceArrayStream` (exchange protocol; see `RecordBatchStreamImport`). */
+export interface DeviceStreamHandOn {
+  [ArrowSymbols.deviceStream](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ExportHandle;
+}
+
+/** Options of a stream import from a protocol object: the reader's, and `requestedSchema`. */
+export type StreamExchangeOptions = StreamImportOptions & ExchangeImportOptions;
+
+/** A stream import from a protocol object: the handle's stream is moved into the reader, then the handle disposed. */
+function viaStream<T extends StreamItem>(
+  source: object,
+  sym: typeof ArrowSymbols.stream | typeof ArrowSymbols.deviceStream,
+  s: StreamStruct,
+  optsArg: unknown,
+  fn: string,
+): RecordBatchStreamImport<T> {
+  const o = exchangeOptions<StreamImportOptions>(optsArg, fn);
+  return importFromHandle(source, sym, o, (p, m) => importStream<T>(p, s, { ...o, memory: m }), (r) => r.release());
+}
+
+// `importTable(source)` of a stream (array/api.ts) reads it here.
+setStreamTableImporter((source, opts) => viaStream<ImportedRecordBatch>(source, ArrowSymbols.stream, ARRAY_STREAM, opts, 'importTable').toTable());
 
 /**
  * Imports an `ArrowDeviceArrayStream` (CDeviceDataInterface.rst) as a
@@ -549,14 +842,36 @@ export function importArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): Rec
  *   if (item instanceof DeviceArray) use(item.toHostRecordBatch()); // device memory
  *   else use(item);                                                 // a RecordBatch
  * }
+ *
+ * `ptr` may be an object of the exchange protocol (PROTOCOL.md) implementing
+ * `arrow.c_device_stream`, or only `arrow.c_stream` (a producer without device
+ * methods has CPU data: its plain stream is read as such, and the reader then
+ * hands it on as `arrow.c_stream`).
  */
-export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions & { view: true; toHost: true }): RecordBatchStreamImport<ArrayView>;
-export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions & { view: true }): RecordBatchStreamImport<ArrayView | DeviceArray>;
-export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions & { toHost: true }): RecordBatchStreamImport<ImportedRecordBatch>;
-export function importDeviceArrayStream(ptr: Ptr, opts?: StreamImportOptions): RecordBatchStreamImport<ImportedRecordBatch | DeviceArray>;
-export function importDeviceArrayStream(ptr: Ptr, opts: StreamImportOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView | DeviceArray> {
-  return importStream(ptr, DEVICE_STREAM, opts);
+export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { view: true; toHost: true }): RecordBatchStreamImport<ArrayView> & AnyStreamHandOn;
+export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { view: true }): RecordBatchStreamImport<ArrayView | DeviceArray> & AnyStreamHandOn;
+export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { toHost: true }): RecordBatchStreamImport<ImportedRecordBatch> & AnyStreamHandOn;
+export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts?: StreamExchangeOptions): RecordBatchStreamImport<ImportedRecordBatch | DeviceArray> & AnyStreamHandOn;
+export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView | DeviceArray> & AnyStreamHandOn {
+  if (isArrowExportable(ptr)) {
+    // A producer without the device method has CPU data (PyCapsuleInterface.rst, "Device Support"):
+    // its plain stream is read as it is.
+    if (!hasArrowMethod(ptr, ArrowSymbols.deviceStream) && hasArrowMethod(ptr, ArrowSymbols.stream)) {
+      return viaStream(ptr, ArrowSymbols.stream, ARRAY_STREAM, opts, 'importDeviceArrayStream') as RecordBatchStreamImport<ImportedRecordBatch> & AnyStreamHandOn;
+    }
+    return viaStream(ptr, ArrowSymbols.deviceStream, DEVICE_STREAM, opts, 'importDeviceArrayStream') as RecordBatchStreamImport<ImportedRecordBatch> & AnyStreamHandOn;
+  }
+  return importStream(ptr, DEVICE_STREAM, opts) as RecordBatchStreamImport<ImportedRecordBatch> & AnyStreamHandOn;
 }
+
+/**
+ * The hand-on method of a device stream import's reader: `arrow.c_device_stream`,
+ * or `arrow.c_stream` when it read a producer's plain stream (a producer with no device method).
+ */
+export type AnyStreamHandOn = StreamHandOn | DeviceStreamHandOn;
+
+/** What `importDeviceArrayStream` takes besides a pointer: an object implementing `arrow.c_device_stream` (or, for CPU data, `arrow.c_stream`). */
+export type DeviceStreamSource = ArrowDeviceStreamExportable | ArrowStreamExportable;
 
 /** A device type code as a name for messages: `CUDA (2)`, or `unknown (99)`. */
 export function deviceLabel(code: number): string {

@@ -65,7 +65,7 @@ describe('async device streams with Arrow C++', { skip }, () => {
       const reader = createAsyncDeviceStreamReader({ queueSize: 1 });
       const producing = asyncProduce(file, reader.handler).catch((e: unknown) => e);
       for await (const _ of reader) break; // cancel after the first batch
-      await reader.closed;
+      await reader.released;
       const ended = await producing;
       // The spec says a successful cancel must not call on_error; Arrow C++ 26 does (EINVAL).
       if (reader.errorAfterCancelled) assert.equal(reader.errorAfterCancelled.code, 'EINVAL');

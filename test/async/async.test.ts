@@ -71,7 +71,7 @@ describe('async consumer: a C producer thread pushes to our handler', { skip }, 
       assert.equal(sum, expectedSum(20, 1000));
       assert.deepEqual(decodeMd(reader.additionalMetadata), { rows: '20000' });
       assert.equal(reader.deviceType, 1);
-      await reader.closed;
+      await reader.released;
       const stats = await peer.produceWait(p);
       assert.equal(stats.produced, 20);
       assert.equal(stats.extracted, 20);
@@ -145,7 +145,7 @@ describe('async consumer: a C producer thread pushes to our handler', { skip }, 
           assert.deepEqual(decodeMd(err.metadata), { batch: String(errorAt) });
           assert.equal(n, errorAt, 'every batch before the error was delivered');
         }
-        await reader.closed;
+        await reader.released;
         await peer.produceWait(p);
       })();
       await settle();
@@ -165,7 +165,7 @@ describe('async consumer: a C producer thread pushes to our handler', { skip }, 
         } else {
           for await (const _ of reader) if (++n === after) break;
         }
-        await reader.closed;
+        await reader.released;
         const stats = await peer.produceWait(p);
         assert.equal(stats.cancelled, true);
         assert.equal(stats.extracted + stats.extractedNull, stats.produced, 'every task handed over was extracted (data or NULL)');

@@ -6,9 +6,13 @@
  * (never a crash). Arrays can be plain (ArrowArray), CPU device arrays
  * (ArrowDeviceArray) or come from a stream of either kind.
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "arrow_c_abi.h"
 
 static int64_t outstanding, peak, releases, double_releases, stream_releases, schema_releases;
@@ -145,6 +149,76 @@ int cp_make_stream(struct ArrowArrayStream* out, int64_t n, int64_t rows) {
   out->release = s_release;
   out->private_data = st;
   return 0;
+}
+
+/* ---- a stream that works slowly or fails: what a database driver's stream does ------------------
+ * get_next sleeps `sleep_ms` per call (a driver running its query), and fails with `fail_code` when
+ * asked for batch `fail_at` (-1: never), with a message from get_last_error. While the stream is
+ * live, cp_stream_error_detail() gives more about the failure from the stream itself, as ADBC's
+ * AdbcErrorFromArrayStream does; after release it has nothing (the state is freed). Calls of get_next
+ * on a thread other than the one that made the stream are counted (an off-thread reader's). */
+
+struct slow_state {
+  int64_t n, rows, next, fail_at, sleep_ms;
+  int fail_code, failed;
+  pthread_t maker;
+  char message[128];
+  char detail[128];
+};
+
+static int64_t off_thread_calls;
+int64_t cp_off_thread_calls(void) { return off_thread_calls; }
+
+static int x_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
+  struct slow_state* st = s->private_data;
+  if (!pthread_equal(pthread_self(), st->maker)) off_thread_calls++;
+  if (st->sleep_ms > 0) {
+    struct timespec ts = { (time_t)(st->sleep_ms / 1000), (long)(st->sleep_ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+  }
+  if (st->next == st->fail_at) {
+    st->failed = 1;
+    snprintf(st->message, sizeof st->message, "cp: batch %lld failed", (long long)st->next);
+    snprintf(st->detail, sizeof st->detail, "detail of batch %lld: code %d, from the live stream", (long long)st->next, st->fail_code);
+    return st->fail_code;
+  }
+  if (st->next >= st->n) { memset(out, 0, sizeof *out); return 0; }
+  return cp_make_batch(out, st->rows, (int32_t)(st->next++ * st->rows));
+}
+static const char* x_last_error(struct ArrowArrayStream* s) {
+  struct slow_state* st = s->private_data;
+  return st->failed ? st->message : NULL;
+}
+static void x_release(struct ArrowArrayStream* s) {
+  if (s->release == NULL) { double_releases++; return; }
+  free(s->private_data);
+  s->private_data = NULL;
+  s->release = NULL;
+  stream_releases++;
+}
+
+int cp_make_slow_stream(struct ArrowArrayStream* out, int64_t n, int64_t rows, int64_t fail_at, int32_t fail_code, int64_t sleep_ms) {
+  struct slow_state* st = calloc(1, sizeof *st);
+  if (!st) return 12;
+  st->n = n;
+  st->rows = rows;
+  st->fail_at = fail_at;
+  st->fail_code = fail_code;
+  st->sleep_ms = sleep_ms;
+  st->maker = pthread_self();
+  out->get_schema = s_get_schema;
+  out->get_next = x_get_next;
+  out->get_last_error = x_last_error;
+  out->release = x_release;
+  out->private_data = st;
+  return 0;
+}
+
+/* The failure's detail, asked of the live stream (NULL when it has none, or is not one of these). */
+const char* cp_stream_error_detail(struct ArrowArrayStream* s) {
+  if (!s || s->release != x_release || !s->private_data) return NULL;
+  struct slow_state* st = s->private_data;
+  return st->failed ? st->detail : NULL;
 }
 
 static int d_get_schema(struct ArrowDeviceArrayStream* s, struct ArrowSchema* out) { (void)s; return cp_make_schema(out); }

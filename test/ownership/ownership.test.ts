@@ -259,7 +259,7 @@ describe('streams keep a bounded number of batches outstanding', { skip }, () =>
       peak = Math.max(peak, p.liveBatches());
     }
     await p.produceWait(prod);
-    await reader.closed;
+    await reader.released;
     assert.equal(n, 300);
     // queueSize tasks not extracted yet hold no batch; one handed out is live, and the one being read.
     assert.ok(peak <= 2, `peak live batches ${peak}`);

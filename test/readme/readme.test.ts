@@ -5,6 +5,10 @@
  * `streamPtr`, ...), C consumers for what they export (`nativeLib.consume`,
  * `nativeLib.consume_stream`), and the async C peer's producer thread and
  * consumer (`nativeLib.start_producing`, `nativeConsumerHandler`).
+ * The ADBC block gets the example binding (examples/adbc/adbc.ts) as `adbc`
+ * and the SQLite driver's path as `sqliteDriverPath`; without the driver
+ * (`npm run setup:adbc`) that block skips with the reason, unless
+ * ADBC_REQUIRED=1.
  *
  * A block may import from 'arrow-device' (the names must be public: this
  * test fails on a name src/index.ts does not export) and from
@@ -21,6 +25,8 @@ import * as Lib from '../../src/index.js';
 import { asyncPeer, peerMissing } from '../async/peer.js';
 import { collectUntil } from '../helpers/gc.js';
 import { counting, countingMissing } from '../ownership/counting.js';
+import * as adbc from '../../examples/adbc/adbc.js';
+import { SQLITE } from '../../examples/adbc/drivers.js';
 
 const README = new URL('../../README.md', import.meta.url);
 
@@ -70,7 +76,9 @@ describe('every TypeScript block of the README runs', { skip }, () => {
   });
 
   for (const block of blocks) {
-    test(`README block at line ${block.line}`, async () => {
+    const needsAdbc = /\badbc\./.test(block.code);
+    const blockSkip = needsAdbc && SQLITE.missing && process.env.ADBC_REQUIRED !== '1' ? SQLITE.missing : undefined;
+    test(`README block at line ${block.line}`, { skip: blockSkip }, async () => {
       const c = counting();
       const p = asyncPeer();
       const before = { out: c.outstanding(), dbl: c.doubleReleases(), live: Lib.accounting().liveImports, exp: Lib.accounting().liveExports };
@@ -94,8 +102,12 @@ describe('every TypeScript block of the README runs', { skip }, () => {
         nativeLib: {
           consume: c.lib.consume,
           consume_stream: c.lib.consume_stream,
+          make_stream: c.lib.make_stream,
           start_producing: (handler: bigint) => void producers.push(p.produce(handler, 5, 4, -1)),
         },
+        // The ADBC example binding and a driver it runs (a real database, not a stand-in).
+        adbc,
+        sqliteDriverPath: SQLITE.path,
       };
       // A native consumer's handler, only for the blocks that hand data to one (it runs a thread).
       if (block.code.includes('nativeConsumerHandler')) scope.nativeConsumerHandler = consumerHandler = p.consumer(2, -1, false);

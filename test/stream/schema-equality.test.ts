@@ -95,7 +95,7 @@ describe('imported schemas equal the exported ones, field by field, on every gol
         }
         same(await reader.schema, expected, 'async reader');
         await producing;
-        await reader.closed;
+        await reader.released;
         assert.equal(n, c.batches.length);
       }
     });

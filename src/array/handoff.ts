@@ -1,0 +1,164 @@
+/**
+ * Handing an import on to the next consumer (the exchange protocol's
+ * producer side for what we imported): the struct the import's owner holds
+ * is moved, unchanged, into a new owned handle (ImportOwner.moveTo:
+ * CDataInterface.rst, "Moving an array"), so the data goes on without a
+ * copy and the original producer's `release` is called exactly once, by
+ * whoever ends up owning it. The import itself is released then, with the
+ * reason `moved`: its views are detached and reads throw, as after
+ * `release()`.
+ *
+ * An import with no producer behind it any more (a `copy: true` import, a
+ * host copy of device data) is exported from its JS memory instead,
+ * zero-copy, like any arrow-js object; it stays readable.
+ */
+import { Data, RecordBatch, Schema, Vector, type Struct } from 'apache-arrow';
+import { ArrowSymbols, type ArrowSchemaExportable } from '../abi/protocol.js';
+import { unsupported } from '../errors.js';
+import { releaseStruct } from '../memory/cstruct.js';
+import { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
+import type { Memory } from '../memory/memory.js';
+import { nativeMemory } from '../memory/native.js';
+import { schemaToNode, toSchemaNode } from '../schema/export.js';
+import type { SchemaNode } from '../schema/node.js';
+import { dataToView } from './arrowjs.js';
+import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from './exchange.js';
+import { writeArrayView } from './export.js';
+import { ImportedData, ImportedRecordBatch, ImportedVector, ownersOf } from './imported.js';
+import type { ImportOwner } from './owner.js';
+import type { ArrayView } from './view.js';
+
+/** The struct a handle carries: a plain array, or a device array. */
+export type ArrayHandleKind = 'ArrowArray' | 'ArrowDeviceArray';
+
+/**
+ * Writes the fields of a CPU `ArrowDeviceArray` after its array
+ * (CDeviceDataInterface.rst): `device_id` -1, `device_type` CPU, no
+ * `sync_event`; `reserved` stays as allocated (zero).
+ */
+function writeCpuFields(mem: Memory, p: bigint): void {
+  const o = mem.layouts.ArrowDeviceArray.offsets;
+  mem.writeI64(p + BigInt(o.device_id!), -1n);
+  mem.writeI32(p + BigInt(o.device_type!), 1);
+  mem.writePtr(p + BigInt(o.sync_event!), 0n);
+}
+
+/**
+ * Moves the struct `owner` holds into a new handle of kind `want`; the
+ * owner is released (reason `moved`). A plain array asked as a device array
+ * is wrapped as a CPU one; a device array asked as a plain array gives its
+ * `ArrowArray` (the caller has checked that the CPU reads it, and synchronised).
+ */
+export function moveToHandle(owner: ImportOwner, want: ArrayHandleKind): ExportHandle {
+  const mem = owner.mem;
+  const size = want === 'ArrowDeviceArray' || owner.kind === 'ArrowDeviceArray' ? mem.layouts.ArrowDeviceArray.size : mem.layouts.ArrowArray.size;
+  const p = mem.alloc(size);
+  try {
+    // The ArrowArray of an ArrowDeviceArray is at offset 0 (CDeviceDataInterface.rst): moving a
+    // plain array to the start of a device array, or taking a device array's start as an array, is a move.
+    owner.moveTo(p);
+    if (want === 'ArrowDeviceArray' && owner.kind === 'ArrowArray') writeCpuFields(mem, p);
+  } catch (e) {
+    mem.free(p);
+    throw e;
+  }
+  return ExportHandle.adopt(mem, want, p);
+}
+
+/** `view` exported zero-copy (as `exportArray` does) into a new handle of kind `want` in `mem`. */
+export function viewToHandle(mem: Memory, view: ArrayView, want: ArrayHandleKind): ExportHandle {
+  const p = mem.alloc(mem.layouts[want].size);
+  try {
+    writeArrayView(mem, view, p);
+    if (want === 'ArrowDeviceArray') writeCpuFields(mem, p);
+  } catch (e) {
+    // writeArrayView leaves nothing live on failure; a struct written before a later failure is released.
+    releaseStruct(mem, 'ArrowArray', p);
+    mem.free(p);
+    throw e;
+  }
+  return ExportHandle.adopt(mem, want, p);
+}
+
+// --- the protocol methods of ImportedRecordBatch, ImportedVector, ImportedData --------------
+
+type Handed = ImportedRecordBatch | ImportedVector | ImportedData;
+
+/** The one owner behind an imported object, or null for one with no producer behind it (a host copy). */
+function ownerOf(x: Handed, path: string): ImportOwner | null {
+  const by = ownersOf(x) ?? [];
+  if (by.length > 1) throw unsupported(path, 'an object over several imports: hand on each');
+  return by[0] ?? null;
+}
+
+/** The schema of an imported object: the one its struct was read by, else its arrow-js form's. */
+function nodeOfImport(x: Handed, owner: ImportOwner | null): SchemaNode {
+  if (owner?.schema) return owner.schema;
+  if (x instanceof RecordBatch) return schemaToNode(new Schema((x.data.type as Struct).children, x.schema.metadata));
+  return toSchemaNode(x instanceof Vector ? x.type : (x as Data).type);
+}
+
+/** The object's data as an ArrayView (for one with no producer behind it: exported from JS memory). */
+function viewOfImport(x: Handed, node: SchemaNode, path: string): ArrayView {
+  if (x instanceof RecordBatch) return dataToView(x.data, node);
+  if (x instanceof Vector) {
+    if (x.data.length !== 1) throw unsupported(path, `a Vector of ${x.data.length} chunks is not one array`);
+    return dataToView(x.data[0]!);
+  }
+  return dataToView(x as Data);
+}
+
+/** `arrow.c_array` / `arrow.c_device_array` of an import: the struct moved on, or its JS copy exported. */
+function handOn(x: Handed, requested: unknown, want: ArrayHandleKind, path: string): ArrayExportHandles {
+  let owner = ownerOf(x, path);
+  const node = nodeOfImport(x, owner);
+  checkRequestedSchema(requested, node, path);
+  if (owner?.isReleased) {
+    // Released: unreadable, unless it never held producer memory (a copy, or all empty): then its
+    // objects are plain JS data, exported as such.
+    owner.check(path, 'a hand-on');
+    owner = null;
+  }
+  const mem = owner?.mem ?? nativeMemory();
+  const schema = schemaHandle(mem, node);
+  try {
+    return new ArrayExportHandles(schema, owner ? moveToHandle(owner, want) : viewToHandle(mem, viewOfImport(x, node, path), want));
+  } catch (e) {
+    schema[Symbol.dispose]();
+    throw e;
+  }
+}
+
+function defineExchange(proto: object, what: string): void {
+  Object.defineProperties(proto, {
+    [ArrowSymbols.schema]: {
+      value: function exportSchema(this: Handed): ExportHandle {
+        const owner = ownerOf(this, `${what}[arrow.c_schema]`);
+        return schemaHandle(owner?.mem ?? nativeMemory(), nodeOfImport(this, owner));
+      },
+      configurable: true,
+      writable: true,
+    },
+    [ArrowSymbols.array]: {
+      value: function exportArray(this: Handed, requestedSchema?: ArrowSchemaExportable | null): ArrayExportHandles {
+        return handOn(this, requestedSchema, 'ArrowArray', `${what}[arrow.c_array]`);
+      },
+      configurable: true,
+      writable: true,
+    },
+    [ArrowSymbols.deviceArray]: {
+      value: function exportDeviceArray(this: Handed, requestedSchema?: ArrowSchemaExportable | null, options?: unknown): ArrayExportHandles {
+        checkDeviceExportOptions(options, `${what}[arrow.c_device_array]`);
+        return handOn(this, requestedSchema, 'ArrowDeviceArray', `${what}[arrow.c_device_array]`);
+      },
+      configurable: true,
+      writable: true,
+    },
+  });
+}
+
+// Installed here rather than in imported.ts, which the modules this one needs (arrowjs.ts) extend
+// from: imported.ts stays a leaf of the layer. array/api.ts loads this module.
+defineExchange(ImportedRecordBatch.prototype, 'batch');
+defineExchange(ImportedVector.prototype, 'vector');
+defineExchange(ImportedData.prototype, 'data');

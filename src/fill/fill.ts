@@ -1,0 +1,253 @@
+/**
+ * Fill-and-import: native code fills a struct we allocate, and we import it.
+ *
+ * The usual way to get Arrow data out of a C library is an out-parameter:
+ * `int produce(..., struct ArrowArrayStream* out)` (ADBC's
+ * `AdbcStatementExecuteQuery`, DuckDB's `duckdb_query_arrow_*`, Arrow C++'s
+ * `ExportRecordBatchReader`). Around every such call the same steps recur,
+ * and each has an error path where something leaks or is released twice:
+ * allocate a zeroed struct, call the producer, check its status (a return
+ * code, or an exception from the binding), check that it filled the struct,
+ * import (which moves the struct out, or releases it on failure), free the
+ * allocation. These functions do all of it, once:
+ *
+ * - `fill` gets the address(es) of zeroed struct(s) this library allocated,
+ *   and returns `0` or nothing for success, a non-zero status for failure
+ *   (errno-style or any library's status code, such as ADBC's
+ *   `AdbcStatusCode`), or throws; or returns a Promise of that (a koffi
+ *   `.async` call wrapped in a Promise), and then the import is a Promise too.
+ * - On success the struct is imported through the ordinary importer (which
+ *   moves it out) with `opts`, and the allocation freed.
+ * - On every failure (fill throws or rejects, returns non-zero, returns 0 but
+ *   left a struct unfilled, the import fails) whatever the producer filled is
+ *   released exactly once, and the allocation freed; the error says which.
+ *
+ * They take a function, not a protocol object: a caller holding a producer
+ * object writes the one-line `fill` that calls it.
+ */
+import type { Schema } from 'apache-arrow';
+import { importRecordBatch, importSchema, type ArrayImportOptions, type SchemaImportOptions } from '../array/api.js';
+import type { ImportedRecordBatch } from '../array/imported.js';
+import type { ArrayView } from '../array/view.js';
+import { importDeviceRecordBatch, type DeviceImportOptions } from '../device/api.js';
+import type { DeviceArray } from '../device/device-array.js';
+import { ArrowDeviceError, invalid } from '../errors.js';
+import { isReleased, releaseStruct, structSize, type CStructKind } from '../memory/cstruct.js';
+import type { Memory, Ptr } from '../memory/memory.js';
+import { nativeMemory } from '../memory/native.js';
+import {
+  importArrayStream, importDeviceArrayStream, type RecordBatchStreamImport, type StreamImportOptions, type StreamItem,
+} from '../stream/import.js';
+
+/**
+ * What a fill function returns: `0` or nothing when it filled the struct(s),
+ * a non-zero status code when it failed (it may also throw).
+ */
+export type FillStatus = number | bigint | void;
+
+/** A status, or a Promise of one (a call on another thread). */
+export type FillResult = FillStatus | PromiseLike<FillStatus>;
+
+/** The error path of a struct, for messages. */
+const PATHS: Record<CStructKind, string> = {
+  ArrowSchema: 'schema',
+  ArrowArray: 'array',
+  ArrowDeviceArray: 'device_array',
+  ArrowArrayStream: 'stream',
+  ArrowDeviceArrayStream: 'device_stream',
+};
+
+function isPromiseLike(v: unknown): v is PromiseLike<unknown> {
+  return (typeof v === 'object' || typeof v === 'function') && v !== null && typeof (v as PromiseLike<unknown>).then === 'function';
+}
+
+/** Throws unless `status` says the fill succeeded. */
+function checkStatus(status: unknown): void {
+  if (status === undefined || status === 0 || status === 0n) return;
+  if (typeof status === 'number' || typeof status === 'bigint') {
+    throw new ArrowDeviceError('producer', 'fill', `the fill function returned status ${status} (not 0: it failed)`, { errno: Number(status) });
+  }
+  throw invalid('fill', `the fill function returned ${status === null ? 'null' : typeof status}: expected a status code (0 for success) or nothing`);
+}
+
+/** Releases what a producer left in our structs (each at most once) and frees them; the first release error is thrown unless `quiet`. */
+function settle(m: Memory, kinds: readonly CStructKind[], ptrs: readonly Ptr[], quiet: boolean): void {
+  let first: unknown;
+  for (let i = 0; i < ptrs.length; i++) {
+    try {
+      releaseStruct(m, kinds[i]!, ptrs[i]!);
+    } catch (e) {
+      first ??= e;
+    } finally {
+      m.free(ptrs[i]!);
+    }
+  }
+  if (!quiet && first !== undefined) throw first;
+}
+
+/**
+ * The one mechanism: allocate zeroed `kinds`, `fill` them, check, `load`
+ * (an importer, which consumes the structs on success and on failure), and
+ * settle the allocations on every path.
+ */
+function fillAndImport<R>(m: Memory, kinds: readonly CStructKind[], fill: unknown, load: (ptrs: readonly Ptr[]) => R): R | Promise<R> {
+  if (typeof fill !== 'function') throw invalid('fill', `expected a function that fills the struct, got ${fill === null ? 'null' : typeof fill}`);
+  const ptrs: Ptr[] = [];
+  try {
+    for (const k of kinds) ptrs.push(m.alloc(structSize(m, k)));
+  } catch (e) {
+    for (const p of ptrs) m.free(p);
+    throw e;
+  }
+  const complete = (status: unknown): R => {
+    try {
+      checkStatus(status);
+      for (let i = 0; i < kinds.length; i++) {
+        if (isReleased(m, kinds[i]!, ptrs[i]!)) {
+          throw invalid(PATHS[kinds[i]!], `the fill function succeeded but left the ${kinds[i]} unfilled (its release is NULL)`);
+        }
+      }
+    } catch (e) {
+      settle(m, kinds, ptrs, true);
+      throw e;
+    }
+    let result: R;
+    try {
+      result = load(ptrs);
+    } catch (e) {
+      settle(m, kinds, ptrs, true);
+      throw e;
+    }
+    // Imported: the structs were moved out (or read and released), so this only frees them.
+    settle(m, kinds, ptrs, false);
+    return result;
+  };
+  let status: unknown;
+  try {
+    status = (fill as (...p: Ptr[]) => unknown)(...ptrs);
+  } catch (e) {
+    settle(m, kinds, ptrs, true);
+    throw e;
+  }
+  if (!isPromiseLike(status)) return complete(status);
+  return Promise.resolve(status).then(complete, (e: unknown) => {
+    settle(m, kinds, ptrs, true);
+    throw e;
+  });
+}
+
+const memOf = (o: { memory?: Memory } | undefined): Memory => o?.memory ?? nativeMemory();
+
+/**
+ * Allocates an `ArrowArrayStream`, lets `fill` fill it (a native producer's
+ * out-parameter), and imports it as `importArrayStream` does. `fill`
+ * returns `0` or nothing on success, a non-zero status on failure (any
+ * library's code: it becomes the `errno` of an `ArrowDeviceError` of kind
+ * `producer`), or throws; returning a Promise (a koffi `.async` call) makes
+ * the result a Promise. On every failure path the stream the producer may
+ * have filled is released exactly once and our allocation freed; on success
+ * the stream was moved into the reader and the allocation freed.
+ *
+ * @example
+ * // A C function `int make_stream(struct ArrowArrayStream* out)`, through koffi:
+ * const reader = importArrayStreamFrom((out) => nativeLib.make_stream(out));
+ * for (const batch of reader) use(batch);
+ *
+ * // ADBC: AdbcStatementExecuteQuery on a worker thread, batches read off-thread too.
+ * const rows = await importArrayStreamFrom(
+ *   (out) => new Promise((resolve, reject) =>
+ *     executeQuery.async(stmt, out, null, err, (e, status) => (e ? reject(e) : resolve(status)))),
+ *   { offThread: true },
+ * );
+ * for await (const batch of rows) use(batch);
+ */
+export function importArrayStreamFrom(fill: (out: Ptr) => PromiseLike<FillStatus>, opts: StreamImportOptions & { view: true }): Promise<RecordBatchStreamImport<ArrayView>>;
+export function importArrayStreamFrom(fill: (out: Ptr) => PromiseLike<FillStatus>, opts?: StreamImportOptions): Promise<RecordBatchStreamImport<ImportedRecordBatch>>;
+export function importArrayStreamFrom(fill: (out: Ptr) => FillStatus, opts: StreamImportOptions & { view: true }): RecordBatchStreamImport<ArrayView>;
+export function importArrayStreamFrom(fill: (out: Ptr) => FillStatus, opts?: StreamImportOptions): RecordBatchStreamImport<ImportedRecordBatch>;
+export function importArrayStreamFrom(
+  fill: (out: Ptr) => FillResult,
+  opts: StreamImportOptions = {},
+): RecordBatchStreamImport<ImportedRecordBatch | ArrayView> | Promise<RecordBatchStreamImport<ImportedRecordBatch | ArrayView>> {
+  return fillAndImport(memOf(opts), ['ArrowArrayStream'], fill, ([p]) => importArrayStream(p!, opts));
+}
+
+/**
+ * `importArrayStreamFrom` for an `ArrowDeviceArrayStream`: allocates it, lets
+ * `fill` fill it, and imports it as `importDeviceArrayStream` does, under
+ * the same rules.
+ *
+ * @example
+ * const reader = importDeviceArrayStreamFrom((out) => nativeLib.make_device_stream(out), { toHost: true });
+ * for (const batch of reader) use(batch);
+ */
+export function importDeviceArrayStreamFrom(fill: (out: Ptr) => PromiseLike<FillStatus>, opts?: StreamImportOptions): Promise<RecordBatchStreamImport<StreamItem>>;
+export function importDeviceArrayStreamFrom(fill: (out: Ptr) => FillStatus, opts?: StreamImportOptions): RecordBatchStreamImport<StreamItem>;
+export function importDeviceArrayStreamFrom(
+  fill: (out: Ptr) => FillResult,
+  opts: StreamImportOptions = {},
+): RecordBatchStreamImport<StreamItem> | Promise<RecordBatchStreamImport<StreamItem>> {
+  return fillAndImport(memOf(opts), ['ArrowDeviceArrayStream'], fill, ([p]) => importDeviceArrayStream(p!, opts));
+}
+
+/**
+ * Allocates an `ArrowSchema`, lets `fill` fill it, and imports it as an
+ * arrow-js `Schema` (`importSchema`), under the rules of
+ * `importArrayStreamFrom`. The schema struct is always released and freed
+ * (`keep` does not apply: the struct is ours).
+ *
+ * @example
+ * // ADBC: AdbcConnectionGetTableSchema(conn, NULL, NULL, "t", out, err)
+ * const schema = importSchemaFrom((out) => getTableSchema(conn, null, null, 't', out, err));
+ * console.log(schema.fields.map((f) => `${f.name}: ${f.type}`));
+ */
+export function importSchemaFrom(fill: (out: Ptr) => PromiseLike<FillStatus>, opts?: SchemaImportOptions): Promise<Schema>;
+export function importSchemaFrom(fill: (out: Ptr) => FillStatus, opts?: SchemaImportOptions): Schema;
+export function importSchemaFrom(fill: (out: Ptr) => FillResult, opts: SchemaImportOptions = {}): Schema | Promise<Schema> {
+  return fillAndImport(memOf(opts), ['ArrowSchema'], fill, ([p]) => importSchema(p!, { ...opts, keep: false }));
+}
+
+/**
+ * Allocates an `ArrowArray` and an `ArrowSchema`, lets `fill(array, schema)`
+ * fill both, and imports them as an arrow-js `RecordBatch`
+ * (`importRecordBatch`: zero-copy, released by `release()`, `using`, or the
+ * garbage collector), under the rules of `importArrayStreamFrom`: on any
+ * failure each struct the producer filled is released exactly once.
+ *
+ * @example
+ * // Arrow C++'s ExportRecordBatch(batch, out_array, out_schema), through a C shim:
+ * using batch = importRecordBatchFrom((array, schema) => shim.export_batch(handle, array, schema));
+ * console.log(batch.numRows);
+ */
+export function importRecordBatchFrom(fill: (array: Ptr, schema: Ptr) => PromiseLike<FillStatus>, opts?: ArrayImportOptions): Promise<ImportedRecordBatch>;
+export function importRecordBatchFrom(fill: (array: Ptr, schema: Ptr) => FillStatus, opts?: ArrayImportOptions): ImportedRecordBatch;
+export function importRecordBatchFrom(
+  fill: (array: Ptr, schema: Ptr) => FillResult,
+  opts: ArrayImportOptions = {},
+): ImportedRecordBatch | Promise<ImportedRecordBatch> {
+  return fillAndImport(memOf(opts), ['ArrowArray', 'ArrowSchema'], fill, ([a, s]) => importRecordBatch(a!, s!, opts));
+}
+
+/**
+ * Allocates an `ArrowDeviceArray` and an `ArrowSchema`, lets
+ * `fill(deviceArray, schema)` fill both, and imports them as
+ * `importDeviceRecordBatch` does (a record batch the CPU reads, else a
+ * `DeviceArray`, or a host copy with `toHost`), under the rules of
+ * `importArrayStreamFrom`.
+ *
+ * @example
+ * const batch = importDeviceRecordBatchFrom((array, schema) => gpuLib.export_batch(array, schema), { toHost: true });
+ */
+export function importDeviceRecordBatchFrom(
+  fill: (deviceArray: Ptr, schema: Ptr) => PromiseLike<FillStatus>,
+  opts: DeviceImportOptions & { toHost: true },
+): Promise<ImportedRecordBatch>;
+export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => PromiseLike<FillStatus>, opts?: DeviceImportOptions): Promise<ImportedRecordBatch | DeviceArray>;
+export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => FillStatus, opts: DeviceImportOptions & { toHost: true }): ImportedRecordBatch;
+export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => FillStatus, opts?: DeviceImportOptions): ImportedRecordBatch | DeviceArray;
+export function importDeviceRecordBatchFrom(
+  fill: (deviceArray: Ptr, schema: Ptr) => FillResult,
+  opts: DeviceImportOptions = {},
+): ImportedRecordBatch | DeviceArray | Promise<ImportedRecordBatch | DeviceArray> {
+  return fillAndImport(memOf(opts), ['ArrowDeviceArray', 'ArrowSchema'], fill, ([a, s]) => importDeviceRecordBatch(a!, s!, opts));
+}
