@@ -409,7 +409,7 @@ describe('async: our producer into our reader, on the JS thread (callbacks calle
       assert.equal(result.batches, 20);
       assert.deepEqual(decodeMd(reader.additionalMetadata), { rows: '200' });
       assert.equal(reader.deviceType, 1);
-      await reader.closed;
+      await reader.released;
       assert.deepEqual(calls, ['schema', ...new Array(20).fill('task'), 'end', 'release']);
       assert.ok(reader.maxQueued <= 3, `queued at most 3 (queued ${reader.maxQueued})`);
     })();
@@ -476,7 +476,7 @@ describe('async: our producer into our reader, on the JS thread (callbacks calle
       assert.match(err.message, /n must be > 0, got 0/);
       const result = await done;
       assert.equal(result.end, 'error');
-      await reader.closed;
+      await reader.released;
       assert.deepEqual(calls.slice(-2), ['error', 'release']);
     })();
     await settleJs();
@@ -508,7 +508,7 @@ describe('async: our producer into our reader, on the JS thread (callbacks calle
         const result = await done;
         assert.equal(result.end, 'error');
         assert.match(String(result.error?.message), /the source broke/);
-        await reader.closed;
+        await reader.released;
         assert.deepEqual(calls.slice(-2), ['error', 'release']);
       })();
       await settleJs();
@@ -528,7 +528,7 @@ describe('async: our producer into our reader, on the JS thread (callbacks calle
         } else {
           for await (const _ of reader) if (++n === after) break;
         }
-        await reader.closed;
+        await reader.released;
         const result = await done;
         assert.equal(result.end, 'cancelled');
         assert.equal(result.cancelled, true);
@@ -564,7 +564,7 @@ test('a reader left after the end of the stream, with tasks still queued, extrac
     const reader = createAsyncDeviceStreamReader({ queueSize: 8 });
     const done = produceAsyncDeviceStream(makeBatches(5, 10), reader.handler);
     assert.equal((await done).end, 'complete');
-    await reader.closed; // every task is queued, the end of stream arrived, the handler is released
+    await reader.released; // every task is queued, the end of stream arrived, the handler is released
     let n = 0;
     for await (const _ of reader) if (++n === 2) break;
     assert.equal(reader.discardedTasks, 3, 'the three tasks never read were extracted with a NULL out');
