@@ -3,7 +3,7 @@
  * ArrowAsyncDeviceStreamHandler, the bare koffi hops under it, and where the
  * rest goes.
  *
- *   npm run bench:async [-- --batches 5000] [-- --repeats 3] [-- --against <git ref>] [-- --only <text>]
+ *   npm run bench:async [-- --batches 5000] [-- --repeats 3] [-- --against <git ref>[,<git ref>...]] [-- --only <text>]
  *
  * `--only` measures the paths whose name contains the text (and the hops and export/import).
  *
@@ -347,7 +347,7 @@ async function parent(): Promise<void> {
   pumpSo = nativePump().path;
   const against = arg('against');
   const variants = [
-    ...(against ? [compileRef(against)] : []),
+    ...(against ? against.split(',').map(compileRef) : []),
     { name: 'working tree', index: fileURLToPath(new URL('../src/index.js', import.meta.url)) },
   ];
   console.log(`async device stream bench: ${N} batches of 8 int32 rows, ${R} repeats (medians), node ${process.version}`);
