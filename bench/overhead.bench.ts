@@ -8,11 +8,16 @@
  * Prints microseconds per batch (median of several runs, each a loop of many
  * batches, so garbage collection and the releases the FinalizationRegistry
  * triggers are part of the figure) for:
- * - exportArray + importRecordBatch (arrow-js Schema given, so the schema is
- *   made once) + freeArrowArray, for a 1-row batch of 1 int32 column, of 4
- *   columns (i32, f64, utf8, f64), of 100 int32 columns, and for 1M rows of
- *   the 4 columns;
- * - exportArray + freeArrowArray alone (export, then release by the consumer);
+ * - exportArray into one ArrowArray allocated once + importRecordBatch
+ *   (arrow-js Schema given, so the schema is made once) + release(), for a
+ *   1-row batch of 1 int32 column, of 4 columns (i32, f64, utf8, f64), of
+ *   100 int32 columns, and for 1M rows of the 4 columns: the form of
+ *   PyArrow's loop, compared with it; beside it, exportArray allocating the
+ *   struct (freed with freeArrowArray after the import), the batches left to
+ *   the garbage collector instead of released, and exportArray +
+ *   freeArrowArray alone (export, then release by the consumer);
+ * - import + release of 1-row batches from a C producer
+ *   (test/ownership/counting.c), memory no JS export laid out;
  * - the same shapes through PyArrow (`RecordBatch._export_to_c` then
  *   `RecordBatch._import_from_c` with a schema imported once;
  *   bench/pyarrow_overhead.py, run as a child process with the Python of the
@@ -25,10 +30,10 @@
  * existing venv with pyarrow). Without it the PyArrow side is skipped with a
  * message and the lines say so.
  *
- * One difference of form, not of work measured: PyArrow's loop exports into
- * one ArrowArray struct allocated once (its import moves the contents out),
- * ours lets exportArray allocate the struct and frees it after the import,
- * as a caller of exportArray without `into` does.
+ * Like for like: PyArrow's loop exports into one ArrowArray struct
+ * allocated once (its import moves the contents out), so the ratio is taken
+ * with ours doing the same (`exportArray(batch, { into })`); the form that
+ * allocates a struct per export (and frees it) is printed beside it.
  */
 import { spawnSync } from 'node:child_process';
 import { collectUntil } from '../test/helpers/gc.js';
@@ -37,8 +42,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Field, Float64, Int32, makeData, RecordBatch, Schema, Struct, Table, Utf8, vectorFromArray, type Vector } from 'apache-arrow';
 import {
-  accounting, exportArray, exportArrayStream, freeArrowArray, freeArrowArrayStream, importArrayStream, importRecordBatch,
+  accounting, allocArrowArray, exportArray, exportArrayStream, freeArrowArray, freeArrowArrayStream, importArrayStream, importRecordBatch,
+  importSchema,
 } from '../src/index.js';
+import { counting, countingMissing } from '../test/ownership/counting.js';
 
 const quick = process.argv.includes('--quick');
 const REPS = quick ? 3 : 9;
@@ -100,8 +107,12 @@ async function perIter(fn: () => void, n: number): Promise<number> {
 
 let sink = 0;
 
-/** Prints the export+import and export+free line of `batch`; returns export+import in microseconds. */
-async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<number> {
+/**
+ * Prints the export+import lines of `batch`; returns export+import in
+ * microseconds in the form of PyArrow's loop (into one struct allocated
+ * once), and in ours (exportArray allocating a struct, freed after).
+ */
+async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<{ into: number; alloc: number }> {
   const schema = batch.schema;
   // The batch is released when the iteration is done with it (release(), as `using` does): the
   // deterministic path, and what PyArrow's loop does when its reference count drops to zero.
@@ -112,6 +123,16 @@ async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<
     sink += b.numRows;
     b.release();
   }, n);
+  // PyArrow's form: export into one struct allocated once (the import moves the contents out and
+  // marks it released, so it can be exported into again).
+  const slot = allocArrowArray();
+  const into = await perIter(() => {
+    exportArray(batch, { into: slot });
+    const b = importRecordBatch(slot, schema);
+    sink += b.numRows;
+    b.release();
+  }, n);
+  freeArrowArray(slot);
   const ex = await perIter(() => {
     const p = exportArray(batch);
     freeArrowArray(p);
@@ -126,10 +147,45 @@ async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<
   }, n);
   await drain();
   console.log(
-    `${label.padEnd(38)} export+import+release ${rt.toFixed(2).padStart(7)} us/batch (${(1e6 / rt).toFixed(0).padStart(7)}/s)` +
-      `   released by GC ${gc.toFixed(2).padStart(7)} us   export+free ${ex.toFixed(2).padStart(7)} us`,
+    `${label.padEnd(38)} export+import+release ${into.toFixed(2).padStart(7)} us/batch (${(1e6 / into).toFixed(0).padStart(7)}/s) into one struct,` +
+      ` ${rt.toFixed(2).padStart(7)} us allocating it   released by GC ${gc.toFixed(2).padStart(7)} us   export+free ${ex.toFixed(2).padStart(7)} us`,
   );
-  return rt;
+  return { into, alloc: rt };
+}
+
+/**
+ * Import + release of 1-row batches (struct<x: int32>) that a C producer
+ * (test/ownership/counting.c) made, in chunks made before each timed loop:
+ * the import of memory no JS export laid out (its own allocations, its own
+ * pointer arrays), for comparison with the 1x1 round trip above.
+ */
+async function fromC(): Promise<void> {
+  if (countingMissing) {
+    console.log(`C producer: skipped, ${countingMissing}`);
+    return;
+  }
+  const c = counting();
+  const schema = importSchema(c.schema());
+  const CHUNK = 1000;
+  const chunks = quick ? 5 : 20;
+  const times: number[] = [];
+  for (let r = 0; r < REPS + 1; r++) {
+    let t = 0;
+    for (let k = 0; k < chunks; k++) {
+      const ptrs = Array.from({ length: CHUNK }, (_, i) => c.batch(1, i));
+      const t0 = performance.now();
+      for (const p of ptrs) {
+        const b = importRecordBatch(p, schema);
+        sink += b.numRows;
+        b.release();
+      }
+      t += performance.now() - t0;
+      for (const p of ptrs) freeArrowArray(p);
+      await tick();
+    }
+    if (r > 0) times.push((t * 1000) / (CHUNK * chunks));
+  }
+  console.log(`${'1 row x 1 int32 column, C producer'.padEnd(38)} import+release        ${median(times).toFixed(2).padStart(7)} us/batch (outstanding after: ${c.outstanding()})`);
 }
 
 async function stream(label: string, batch: RecordBatch, count: number): Promise<void> {
@@ -216,13 +272,16 @@ const shapes: Shape[] = [
 const py = runPyArrow(repoRoot(), shapes);
 if (py) console.log(`pyarrow ${py.pyarrow} (Python ${py.python}, structs allocated with ${py.allocator})`);
 
-const ours = new Map<string, number>();
+const ours = new Map<string, { into: number; alloc: number }>();
 for (const s of shapes) ours.set(s.key, await roundTrip(s.label, s.make(), s.iterations));
+await fromC();
+// Like for like: PyArrow's loop exports into one struct allocated once, so ours does too here;
+// the form that allocates a struct per export is printed beside it.
 for (const s of shapes) {
-  const x = ours.get(s.key)!;
+  const { into, alloc } = ours.get(s.key)!;
   const y = py?.results[s.key];
-  const theirs = y === undefined ? 'pyarrow skipped' : `pyarrow ${y.toFixed(2)} us, ratio ${(x / y).toFixed(2)}`;
-  console.log(`per-batch ${s.label}: ours ${x.toFixed(2)} us, ${theirs}`);
+  const theirs = y === undefined ? 'pyarrow skipped' : `pyarrow ${y.toFixed(2)} us, ratio ${(into / y).toFixed(2)}`;
+  console.log(`per-batch ${s.label}: ours ${into.toFixed(2)} us, ${theirs} (allocating the struct: ${alloc.toFixed(2)} us${y === undefined ? '' : `, ratio ${(alloc / y).toFixed(2)}`})`);
 }
 await stream('1 row, 1 int32 column', int32Batch(1, 1), quick ? 20000 : 100000);
 await stream('1 row, 4 columns', fourColumns(1), quick ? 20000 : 50000);

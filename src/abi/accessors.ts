@@ -24,12 +24,16 @@ import {
 export interface FieldAccess {
   /** Byte offset of the field in its struct. */
   readonly offset: number;
+  /** Bytes of the field (of one element, for an array field). */
+  readonly size: number;
   /** The field of the struct at `at` of `dv` (for an array field, element `i`). */
   get(dv: DataView, at: number, i?: number): number;
   /** Writes `v` (a safe integer; for pointers an address below 2^53) into the field. */
   set(dv: DataView, at: number, v: number, i?: number): void;
-  /** The exact value of an integer field, for messages. */
+  /** The exact value of an integer field (for messages, and device addresses of any width). */
   big(dv: DataView, at: number, i?: number): bigint;
+  /** Writes an exact bigint into an integer field (a pointer: its width's unsigned value). */
+  setBig(dv: DataView, at: number, v: bigint, i?: number): void;
 }
 
 /** Every field of a struct, by name, and the struct's size. */
@@ -66,33 +70,41 @@ function field(type: FieldType, offset: number, target: Target): FieldAccess {
     case 'int32':
       return {
         offset,
+        size: 4,
         get: (dv, at) => dv.getInt32(at + offset, true),
         set: (dv, at, v) => dv.setInt32(at + offset, v, true),
         big: (dv, at) => BigInt(dv.getInt32(at + offset, true)),
+        setBig: (dv, at, v) => dv.setInt32(at + offset, Number(BigInt.asIntN(32, v)), true),
       };
     case 'int64':
       return {
         offset,
+        size: 8,
         get: (dv, at) => i64Get(dv, at + offset),
         set: (dv, at, v) => i64Set(dv, at + offset, v),
         big: (dv, at) => dv.getBigInt64(at + offset, true),
+        setBig: (dv, at, v) => dv.setBigInt64(at + offset, v, true),
       };
     case 'pointer':
       return target.pointerSize === 8
         ? {
             offset,
+            size: 8,
             get: (dv, at) => dv.getUint32(at + offset + 4, true) * TWO_32 + dv.getUint32(at + offset, true),
             set: (dv, at, v) => {
               dv.setUint32(at + offset, v >>> 0, true);
               dv.setUint32(at + offset + 4, Math.floor(v / TWO_32), true);
             },
             big: (dv, at) => dv.getBigUint64(at + offset, true),
+            setBig: (dv, at, v) => dv.setBigUint64(at + offset, BigInt.asUintN(64, v), true),
           }
         : {
             offset,
+            size: 4,
             get: (dv, at) => dv.getUint32(at + offset, true),
             set: (dv, at, v) => dv.setUint32(at + offset, v, true),
             big: (dv, at) => BigInt(dv.getUint32(at + offset, true)),
+            setBig: (dv, at, v) => dv.setUint32(at + offset, Number(BigInt.asUintN(32, v)), true),
           };
     case 'array': {
       // Element `i` (ArrowDeviceArray.reserved[i]): the element's accessor at its own offset.
@@ -106,9 +118,11 @@ function field(type: FieldType, offset: number, target: Target): FieldAccess {
       };
       return {
         offset,
+        size,
         get: (dv, base, i) => at(i).get(dv, base),
         set: (dv, base, v, i) => at(i).set(dv, base, v),
         big: (dv, base, i) => at(i).big(dv, base),
+        setBig: (dv, base, v, i) => at(i).setBig(dv, base, v),
       };
     }
     case 'struct': {
@@ -116,7 +130,7 @@ function field(type: FieldType, offset: number, target: Target): FieldAccess {
       const no = (): never => {
         throw new TypeError('a struct member has no value of its own: use its own fields');
       };
-      return { offset, get: no, set: no, big: no };
+      return { offset, size: 0, get: no, set: no, big: no, setBig: no };
     }
   }
 }

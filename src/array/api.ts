@@ -29,6 +29,8 @@ import { moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import { ArrayExportHandles, ExportHandle, TableExportHandles } from '../memory/handle.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
+import { access } from '../abi/accessors.js';
+import { readField } from '../memory/raw.js';
 import { nodeToField, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { toSchemaNode, writeSchemaNode, schemaToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
@@ -570,5 +572,5 @@ export function moveArrowSchema(src: Ptr, dst: Ptr, opts: MemoryOption = {}): vo
 export function isOurArrowArray(ptr: Ptr, opts: MemoryOption = {}): boolean {
   const m = mem(opts);
   arrayPtrArg(ptr, 'ptr', m);
-  return m.readPtr(ptr + BigInt(m.layouts.ArrowArray.offsets.release!)) === arrayReleaseCallback(m);
+  return readField(m, access(m.target).ArrowArray.release, ptr) === Number(arrayReleaseCallback(m));
 }

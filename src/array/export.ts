@@ -17,9 +17,9 @@
 import { ArrowDeviceError } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { newArena, ptrAt, rawOf, setI64, setPtr, stage, staged, type Addr, type Arena, type RawAccess } from '../memory/raw.js';
-import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
-import type { StructLayout } from '../abi/layout.js';
+import { newArena, rawOf, setPtr, stage, staged, type Addr, type Arena, type RawAccess } from '../memory/raw.js';
+import { callRelease, defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { access, type Access } from '../abi/accessors.js';
 import type { ArrayView } from './view.js';
 
 /** The one allocation of an exported tree, freed when its last live node is released. */
@@ -52,7 +52,8 @@ const records = new HandleTable<ArrayRecord>();
 interface ExportMem {
   readonly mem: Memory;
   readonly raw: RawAccess;
-  readonly L: StructLayout;
+  /** The typed accessors of `ArrowArray` (src/abi/accessors.ts). */
+  readonly A: Access['ArrowArray'];
   readonly wide: boolean;
   readonly ps: number;
   /** Our release callback, as the C pointer and as a number. */
@@ -68,7 +69,7 @@ function exportMem(mem: Memory): ExportMem {
   if (e === undefined) {
     const release = arrayReleaseCallback(mem);
     const ps = mem.target.pointerSize;
-    e = { mem, raw: rawOf(mem), L: mem.layouts.ArrowArray, wide: ps === 8, ps, release, releaseN: Number(release), empty: 0 };
+    e = { mem, raw: rawOf(mem), A: access(mem.target).ArrowArray, wide: ps === 8, ps, release, releaseN: Number(release), empty: 0 };
     exportMems.set(mem, e);
   }
   return e;
@@ -103,16 +104,16 @@ function addressOf(mem: Memory, b: ArrayBufferView): Addr | undefined {
 /** The release callback: `ptr` is the struct the consumer releases (ours, a moved copy, or a child in place). */
 function releaseArray(mem: Memory, ptr: Addr): void {
   const e = exportMem(mem);
-  const { L, raw, wide } = e;
-  const at = stage(raw, ptr + L.offsets.private_data!, e.ps);
-  const rec = records.take(ptrAt(staged.dv, at, wide));
+  const { A, raw } = e;
+  const at = stage(raw, ptr, A.$size);
+  const rec = records.take(A.private_data.get(staged.dv, at));
   if (!rec) return; // not ours or already released: never twice
   const tree = rec.tree;
   const inPlace: Addr[] = [];
   releaseRecord(e, rec, inPlace);
   // Children released with their parent live in the tree's block: mark them released
   // only while the block is still allocated (another node of the tree is still live).
-  const relOff = L.offsets.release!;
+  const relOff = A.release.offset;
   if (tree.live > 0) for (const c of inPlace) raw.writeWord(c + relOff, 0);
   raw.writeWord(ptr + relOff, 0);
 }
@@ -121,10 +122,8 @@ function releaseArray(mem: Memory, ptr: Addr): void {
 function releaseRecord(e: ExportMem, rec: ArrayRecord, inPlace: Addr[]): void {
   const n = rec.nChildren + (rec.hasDictionary ? 1 : 0);
   if (n > 0) {
-    const { L, raw, wide } = e;
-    const size = L.size;
-    const relOff = L.offsets.release!;
-    const idOff = L.offsets.private_data!;
+    const { A, raw } = e;
+    const size = A.$size;
     let at = stage(raw, rec.structs, n * size);
     let from = staged;
     for (let k = 0; k < n; k++) {
@@ -135,17 +134,17 @@ function releaseRecord(e: ExportMem, rec: ArrayRecord, inPlace: Addr[]): void {
         from = staged;
       }
       const dv = from.dv;
-      const rel = ptrAt(dv, at + k * size + relOff, wide);
+      const rel = A.release.get(dv, at + k * size);
       if (rel === 0) continue; // the consumer moved this child out and releases it itself
       const child = rec.structs + k * size;
       if (rel === e.releaseN) {
-        const r = records.take(ptrAt(dv, at + k * size + idOff, wide));
+        const r = records.take(A.private_data.get(dv, at + k * size));
         if (r) {
           releaseRecord(e, r, inPlace);
           inPlace.push(child);
         }
       } else {
-        e.mem.call(BigInt(rel), RELEASE_SIG, BigInt(child));
+        callRelease(e.mem, rel, child);
       }
     }
   }
@@ -172,12 +171,16 @@ function ptrBytes(k: number, ps: number): number {
 
 /** Bytes of the tree below `view`'s struct: its arrays, its children's structs, and theirs. */
 function treeBytes(view: ArrayView, ps: number, structSize: number): number {
+  treeNodes++;
   const nc = view.children.length;
   let n = ptrBytes(view.buffers.length, ps) + ptrBytes(nc, ps) + (nc + (view.dictionary ? 1 : 0)) * structSize;
   for (let i = 0; i < nc; i++) n += treeBytes(view.children[i]!, ps, structSize);
   if (view.dictionary) n += treeBytes(view.dictionary, ps, structSize);
   return n;
 }
+
+/** Nodes counted by the last `treeBytes` (reset before each export): the export's arrays are made of that size. */
+let treeNodes = 0;
 
 /** An export being written: the tree's bytes in JS, and the records made so far. */
 interface WriteContext {
@@ -188,6 +191,8 @@ interface WriteContext {
   readonly dv: DataView;
   /** Next free byte of the tree. */
   next: number;
+  /** Records made so far. */
+  count: number;
   readonly recs: ArrayRecord[];
   /** Where each record's struct is (its bytes and offset), for its id once every record is made. */
   readonly atDv: DataView[];
@@ -197,7 +202,8 @@ interface WriteContext {
 /** Writes node `view`'s struct at `off` of `sdv`, and its arrays and children into the tree's bytes. */
 function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: number): void {
   const { e, dv } = ctx;
-  const { mem, L, ps, wide } = e;
+  const { mem, A, ps, wide } = e;
+  const size = A.$size;
   const buffers = view.buffers;
   const nb = buffers.length;
   const nc = view.children.length;
@@ -205,7 +211,7 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
   const buffersAt = ctx.next;
   const childrenAt = buffersAt + ptrBytes(nb, ps);
   const structsAt = childrenAt + ptrBytes(nc, ps);
-  ctx.next = structsAt + (nc + (dict ? 1 : 0)) * L.size;
+  ctx.next = structsAt + (nc + (dict ? 1 : 0)) * size;
   const rec: ArrayRecord = {
     tree: ctx.tree,
     pins: nb > 0 ? buffers.slice() : null,
@@ -215,9 +221,10 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
     nChildren: nc,
     hasDictionary: dict !== null,
   };
-  ctx.recs.push(rec);
-  ctx.atDv.push(sdv);
-  ctx.atOff.push(off);
+  const k = ctx.count++;
+  ctx.recs[k] = rec;
+  ctx.atDv[k] = sdv;
+  ctx.atOff[k] = off;
   for (let i = 0; i < nb; i++) {
     // Any typed array over the bytes (dataToExportView), not only Uint8Array.
     const b = buffers[i] as ArrayBufferView | null | undefined;
@@ -240,23 +247,22 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
     }
     setPtr(dv, buffersAt + i * ps, p, wide);
   }
-  const o = L.offsets;
   const base = ctx.base;
-  setI64(sdv, off + o.length!, view.length);
-  setI64(sdv, off + o.null_count!, view.nullCount);
-  setI64(sdv, off + o.offset!, view.offset);
-  setI64(sdv, off + o.n_buffers!, nb);
-  setI64(sdv, off + o.n_children!, nc);
-  if (nb > 0) setPtr(sdv, off + o.buffers!, base + buffersAt, wide);
-  if (nc > 0) setPtr(sdv, off + o.children!, base + childrenAt, wide);
-  if (dict) setPtr(sdv, off + o.dictionary!, base + structsAt + nc * L.size, wide);
-  setPtr(sdv, off + o.release!, e.releaseN, wide);
+  A.length.set(sdv, off, view.length);
+  A.null_count.set(sdv, off, view.nullCount);
+  A.offset.set(sdv, off, view.offset);
+  A.n_buffers.set(sdv, off, nb);
+  A.n_children.set(sdv, off, nc);
+  if (nb > 0) A.buffers.set(sdv, off, base + buffersAt);
+  if (nc > 0) A.children.set(sdv, off, base + childrenAt);
+  if (dict) A.dictionary.set(sdv, off, base + structsAt + nc * size);
+  A.release.set(sdv, off, e.releaseN);
   for (let i = 0; i < nc; i++) {
-    const at = structsAt + i * L.size;
+    const at = structsAt + i * size;
     setPtr(dv, childrenAt + i * ps, base + at, wide);
     writeNode(ctx, view.children[i]!, dv, at);
   }
-  if (dict) writeNode(ctx, dict, dv, structsAt + nc * L.size);
+  if (dict) writeNode(ctx, dict, dv, structsAt + nc * size);
 }
 
 const SCRATCH_TREE = 16 * 1024;
@@ -267,8 +273,10 @@ const scratchRoot = newArena(256);
 /** Writes `view` into the `ArrowArray` at `into` (memory the caller owns). */
 export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   const e = exportMem(mem);
-  const { L, ps, raw } = e;
-  const size = treeBytes(view, ps, L.size);
+  const { A, ps, raw } = e;
+  treeNodes = 0;
+  const size = treeBytes(view, ps, A.$size);
+  const nodes = treeNodes;
   const block = raw.alloc(size);
   if (block + size > Number.MAX_SAFE_INTEGER) {
     raw.free(block);
@@ -280,10 +288,16 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   // export); this function makes no call that could re-enter it before the copies.
   const bytes: Arena = size <= SCRATCH_TREE ? scratchTree : newArena(size);
   bytes.u8.fill(0, 0, size);
-  scratchRoot.u8.fill(0, 0, L.size);
-  const ctx: WriteContext = { e, tree, base: block, dv: bytes.dv, next: 0, recs: [], atDv: [], atOff: [] };
+  scratchRoot.u8.fill(0, 0, A.$size);
+  // Arrays of the number of nodes (push-grown ones start at 16 slots).
+  const ctx: WriteContext = {
+    e, tree, base: block, dv: bytes.dv, next: 0, count: 0, recs: new Array(nodes), atDv: new Array(nodes), atOff: new Array(nodes),
+  };
   const undo = (): void => {
-    for (const r of ctx.recs) if (r.copies) for (const c of r.copies) mem.free(c);
+    for (let k = 0; k < ctx.count; k++) {
+      const copies = ctx.recs[k]!.copies;
+      if (copies) for (const c of copies) mem.free(c);
+    }
     raw.free(block);
   };
   try {
@@ -293,23 +307,20 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
     throw err;
   }
   // Every record, and its id into its struct; then the tree and the root struct, one copy each.
-  const idOff = L.offsets.private_data!;
-  const ids: number[] = new Array(ctx.recs.length);
-  for (let k = 0; k < ctx.recs.length; k++) {
-    ids[k] = records.add(ctx.recs[k]!);
-    setPtr(ctx.atDv[k]!, ctx.atOff[k]! + idOff, ids[k]!, e.wide);
-  }
+  const n = ctx.count;
+  for (let k = 0; k < n; k++) A.private_data.set(ctx.atDv[k]!, ctx.atOff[k]!, records.add(ctx.recs[k]!));
   try {
     if (size > 0) raw.writeFrom(block, bytes, 0, size);
-    raw.writeFrom(Number(into), scratchRoot, 0, L.size);
+    raw.writeFrom(Number(into), scratchRoot, 0, A.$size);
   } catch (err) {
-    for (const id of ids) records.take(id);
+    // The ids are in the structs written: take each record back.
+    for (let k = 0; k < n; k++) records.take(A.private_data.get(ctx.atDv[k]!, ctx.atOff[k]!));
     undo();
     throw err;
   }
   let pinned = 0;
-  for (const rec of ctx.recs) pinned += rec.pinnedBytes;
-  tree.live = ctx.recs.length;
+  for (let k = 0; k < n; k++) pinned += ctx.recs[k]!.pinnedBytes;
+  tree.live = n;
   liveCounters.pinnedBytes += pinned;
-  liveCounters.liveExports += ctx.recs.length;
+  liveCounters.liveExports += n;
 }

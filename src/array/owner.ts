@@ -31,7 +31,8 @@ import { markReleased } from '../memory/cstruct.js';
 import { callRelease } from '../memory/registry.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import type { SchemaNode } from '../schema/node.js';
-import { ptrAt, rawOf, stage, staged, type Addr, type Arena } from '../memory/raw.js';
+import { ptrAt, rawOf, readField, stage, staged, type Addr, type Arena } from '../memory/raw.js';
+import { access } from '../abi/accessors.js';
 import { ArrowDeviceError } from '../errors.js';
 
 /**
@@ -214,7 +215,7 @@ export class ImportOwner {
 
   /** The `ArrowArray` the owner holds (inside the device array for `ArrowDeviceArray`), as a number. */
   get arrayAddr(): Addr {
-    return this.kind === 'ArrowArray' ? this.addr : this.addr + this.mem.layouts.ArrowDeviceArray.offsets.array!;
+    return this.kind === 'ArrowArray' ? this.addr : this.addr + access(this.mem.target).ArrowDeviceArray.array.offset;
   }
 
   /** The `ArrowArray` the owner holds (inside the device array for `ArrowDeviceArray`). */
@@ -334,7 +335,7 @@ export class ImportOwner {
       if (hooks) for (const h of hooks) h();
       // The struct is ours and freed right after: no need to mark it released. Its release
       // callback is known from the move (nobody else writes our copy), else read now.
-      const rel = this.releaseFn >= 0 ? this.releaseFn : readWord(this.mem, this.arrayAddr + this.mem.layouts.ArrowArray.offsets.release!);
+      const rel = this.releaseFn >= 0 ? this.releaseFn : readField(this.mem, access(this.mem.target).ArrowArray.release, this.arrayAddr);
       if (rel !== 0) callRelease(this.mem, rel, this.arrayAddr);
     } finally {
       this.freeStruct();
@@ -384,16 +385,8 @@ export class ImportOwner {
 
 /** Offset of the `release` callback that ends a struct of `kind` (a device array's is its array's). */
 function releaseAt(mem: Memory, kind: OwnedStruct): number {
-  const L = mem.layouts;
-  return (kind === 'ArrowArray' ? 0 : L.ArrowDeviceArray.offsets.array!) + L.ArrowArray.offsets.release!;
-}
-
-/** A pointer-width value at `addr`. */
-function readWord(mem: Memory, addr: Addr): Addr {
-  const raw = rawOf(mem);
-  const wide = mem.target.pointerSize === 8;
-  const at = stage(raw, addr, wide ? 8 : 4);
-  return ptrAt(staged.dv, at, wide);
+  const A = access(mem.target);
+  return (kind === 'ArrowArray' ? 0 : A.ArrowDeviceArray.array.offset) + A.ArrowArray.release.offset;
 }
 
 /** The error a read of a released import gets. */

@@ -45,7 +45,8 @@ import { deviceArrayPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
-import { StructReader } from '../memory/struct.js';
+import { access } from '../abi/accessors.js';
+import { rawOf, stage, staged } from '../memory/raw.js';
 import type { SchemaNode } from '../schema/node.js';
 import { backendFor } from './backend.js';
 import { hostTree, writeCudaCopy } from './copy.js';
@@ -101,16 +102,17 @@ const CUDA_NUMBERED = new Set<number>([DeviceType.CUDA, DeviceType.CUDA_MANAGED]
  */
 export function readDeviceFields(m: Memory, ptr: Ptr, path = 'device_array'): DeviceFields {
   if (ptr === 0n) throw invalid(path, 'NULL pointer');
-  const L = m.layouts.ArrowDeviceArray;
-  const st = StructReader.read(m, ptr, L);
+  // The struct's bytes staged once (src/memory/raw.ts), its fields read through the typed accessors.
+  const D = access(m.target).ArrowDeviceArray;
+  const at = stage(rawOf(m), Number(ptr), D.$size);
+  const dv = staged.dv;
   if (readRelease(m, ptr) === 0n) throw new ArrowDeviceError('released', path, 'the struct is released (array.release is NULL)');
-  const dv = new DataView(st.bytes.buffer, st.bytes.byteOffset, st.bytes.byteLength);
   for (let k = 0; k < 3; k++) {
-    if (dv.getBigInt64(L.offsets.reserved! + 8 * k, true) !== 0n) throw invalid(`${path}.reserved[${k}]`, 'must be zero');
+    if (D.reserved.big(dv, at, k) !== 0n) throw invalid(`${path}.reserved[${k}]`, 'must be zero');
   }
-  const deviceType = st.i32('device_type');
-  const deviceId64 = st.i64('device_id');
-  const syncEvent = st.ptr('sync_event');
+  const deviceType = D.device_type.get(dv, at);
+  const deviceId64 = D.device_id.big(dv, at);
+  const syncEvent = D.sync_event.big(dv, at);
   const name = deviceTypeName(deviceType);
   if (name === undefined) throw invalid(`${path}.device_type`, `unknown device type ${deviceType}`);
   if (deviceId64 < -1n || deviceId64 > MAX_SAFE) throw invalid(`${path}.device_id`, `must be -1 or a device number, got ${deviceId64}`);
@@ -325,7 +327,7 @@ export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | D
     if (id !== -1 && id !== 0) throw invalid('options.deviceId', `must be -1 for a CPU device, got ${id}`);
     const into = opts.into ?? m.alloc(m.layouts.ArrowDeviceArray.size);
     try {
-      writeArrayView(m, view, into + BigInt(m.layouts.ArrowDeviceArray.offsets.array!));
+      writeArrayView(m, view, into + BigInt(access(m.target).ArrowDeviceArray.array.offset));
     } catch (e) {
       if (opts.into === undefined) m.free(into);
       throw e;
@@ -422,7 +424,7 @@ function viaDeviceArray<R extends object>(source: object, optsArg: unknown, fn: 
     (a, s, m) => {
       const d = m.alloc(m.layouts.ArrowDeviceArray.size);
       try {
-        moveStruct(m, 'ArrowArray', a, d + BigInt(m.layouts.ArrowDeviceArray.offsets.array!));
+        moveStruct(m, 'ArrowArray', a, d + BigInt(access(m.target).ArrowDeviceArray.array.offset));
         writeDeviceFields(m, d, DeviceType.CPU, -1, 0n);
         return imp(d, s, { ...o, memory: m });
       } finally {

@@ -11,10 +11,12 @@
  *   when the last of them is released. One C release callback serves every
  *   such export, keyed by `private_data`.
  */
+import { access } from '../abi/accessors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
-import { encodePointers, StructWriter } from '../memory/struct.js';
+import { arena, rawOf, readField, reserve, writeField } from '../memory/raw.js';
+import { callRelease, defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { encodePointers } from '../memory/struct.js';
 
 /** Device resources a tree of records shares: freed when the last record is released. */
 export interface SharedResources {
@@ -46,14 +48,14 @@ const records = new HandleTable<RawRecord>();
 export const releaseErrors: unknown[] = [];
 
 function releaseRaw(mem: Memory, ptr: Ptr): void {
-  const o = mem.layouts.ArrowArray.offsets;
-  const rec = records.take(Number(mem.readPtr(ptr + BigInt(o.private_data!))));
+  const A = access(mem.target).ArrowArray;
+  const rec = records.take(readField(mem, A.private_data, ptr));
   if (!rec) return;
   for (const c of rec.children) releaseIfLive(mem, c);
   if (rec.dictionary !== 0n) releaseIfLive(mem, rec.dictionary);
   mem.free(rec.block);
   liveCounters.liveExports--;
-  mem.writePtr(ptr + BigInt(o.release!), 0n);
+  writeField(mem, A.release, ptr, 0);
   if (--rec.shared.refs === 0) {
     try {
       rec.shared.dispose();
@@ -64,10 +66,10 @@ function releaseRaw(mem: Memory, ptr: Ptr): void {
 }
 
 function releaseIfLive(mem: Memory, ptr: Ptr): void {
-  const rel = mem.readPtr(ptr + BigInt(mem.layouts.ArrowArray.offsets.release!));
-  if (rel === 0n) return;
-  if (rel === rawReleaseCallback(mem)) releaseRaw(mem, ptr);
-  else mem.call(rel, RELEASE_SIG, ptr);
+  const rel = readField(mem, access(mem.target).ArrowArray.release, ptr);
+  if (rel === 0) return;
+  if (rel === Number(rawReleaseCallback(mem))) releaseRaw(mem, ptr);
+  else callRelease(mem, rel, Number(ptr));
 }
 
 /** The one C release callback of every device-memory export on `mem`. */
@@ -124,18 +126,21 @@ function writeRawNode(mem: Memory, node: RawNode, into: Ptr, shared: SharedResou
   const id = records.add(rec);
   shared.refs++;
   liveCounters.liveExports++;
-  new StructWriter(L)
-    .i64('length', node.length)
-    .i64('null_count', node.nullCount)
-    .i64('offset', node.offset)
-    .i64('n_buffers', nb)
-    .i64('n_children', nc)
-    .ptr('buffers', nb > 0 ? block : 0n)
-    .ptr('children', nc > 0 ? childrenPtr : 0n)
-    .ptr('dictionary', rec.dictionary)
-    .ptr('private_data', BigInt(id))
-    .ptr('release', rawReleaseCallback(mem))
-    .writeTo(mem, into);
+  // The struct in scratch space (fresh arena bytes are zero), through the typed accessors, then one copy.
+  const A = access(mem.target).ArrowArray;
+  const off = reserve(A.$size);
+  const dv = arena.dv;
+  A.length.set(dv, off, node.length);
+  A.null_count.set(dv, off, node.nullCount);
+  A.offset.set(dv, off, node.offset);
+  A.n_buffers.set(dv, off, nb);
+  A.n_children.set(dv, off, nc);
+  A.buffers.setBig(dv, off, nb > 0 ? block : 0n);
+  A.children.setBig(dv, off, nc > 0 ? childrenPtr : 0n);
+  A.dictionary.setBig(dv, off, rec.dictionary);
+  A.private_data.set(dv, off, id);
+  A.release.setBig(dv, off, rawReleaseCallback(mem));
+  rawOf(mem).writeFrom(Number(into), arena, off, A.$size);
 }
 
 /**
@@ -144,15 +149,14 @@ function writeRawNode(mem: Memory, node: RawNode, into: Ptr, shared: SharedResou
  * padding after `device_type` too).
  */
 export function writeDeviceFields(mem: Memory, into: Ptr, deviceType: number, deviceId: number | bigint, syncEvent: Ptr): void {
-  const L = mem.layouts.ArrowDeviceArray;
-  const start = L.offsets.device_id!;
-  const tail = new Uint8Array(L.size - start);
-  const dv = new DataView(tail.buffer);
-  dv.setBigInt64(L.offsets.device_id! - start, BigInt(deviceId), true);
-  dv.setInt32(L.offsets.device_type! - start, deviceType, true);
-  const se = L.offsets.sync_event! - start;
-  if (mem.target.pointerSize === 8) dv.setBigUint64(se, syncEvent, true);
-  else dv.setUint32(se, Number(syncEvent), true);
-  // reserved[3] stays zero, as the spec requires of a producer.
-  mem.copyIn(into + BigInt(start), tail);
+  const D = access(mem.target).ArrowDeviceArray;
+  const start = D.device_id.offset;
+  // The tail from device_id on, in scratch space (fresh arena bytes are zero: reserved[3] and the
+  // padding after device_type stay zero, as the spec requires of a producer), then one copy.
+  const off = reserve(D.$size);
+  const dv = arena.dv;
+  D.device_id.setBig(dv, off, BigInt(deviceId));
+  D.device_type.set(dv, off, deviceType);
+  D.sync_event.setBig(dv, off, syncEvent);
+  rawOf(mem).writeFrom(Number(into) + start, arena, off + start, D.$size - start);
 }

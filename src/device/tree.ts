@@ -19,7 +19,9 @@
  */
 import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { readPointers, StructReader } from '../memory/struct.js';
+import { readPointers } from '../memory/struct.js';
+import { access } from '../abi/accessors.js';
+import { rawOf, stage, staged } from '../memory/raw.js';
 import { Kind, layoutOf } from '../schema/layout.js';
 import { MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
 import type { ArrayView } from '../array/view.js';
@@ -151,21 +153,24 @@ export function readDeviceTree(
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
   visitOnce(seen, ptr, path);
   try {
-    const st = StructReader.read(mem, ptr, mem.layouts.ArrowArray);
-    if (st.ptr('release') === 0n) throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
-    const length = toCount(st.i64('length'), path, 'length');
-    const offset = toCount(st.i64('offset'), path, 'offset');
-    const nc64 = st.i64('null_count');
+    // The struct's bytes staged once (src/memory/raw.ts), its fields read through the typed accessors.
+    const A = access(mem.target).ArrowArray;
+    const at = stage(rawOf(mem), Number(ptr), A.$size);
+    const dv = staged.dv;
+    if (A.release.get(dv, at) === 0) throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
+    const length = toCount(A.length.big(dv, at), path, 'length');
+    const offset = toCount(A.offset.big(dv, at), path, 'offset');
+    const nc64 = A.null_count.big(dv, at);
     if (nc64 < -1n) throw invalid(`${path}.null_count`, `negative value ${nc64}`);
     const nullCount = Number(nc64);
     if (nullCount > length) throw invalid(`${path}.null_count`, `${nullCount} is greater than the length ${length}`);
     if (length + offset > Number.MAX_SAFE_INTEGER) throw invalid(path, 'offset + length overflows');
-    const nBuffers = toCount(st.i64('n_buffers'), path, 'n_buffers');
-    const nChildren = toCount(st.i64('n_children'), path, 'n_children');
+    const nBuffers = toCount(A.n_buffers.big(dv, at), path, 'n_buffers');
+    const nChildren = toCount(A.n_children.big(dv, at), path, 'n_children');
     if (nBuffers > MAX_BUFFERS) throw invalid(`${path}.n_buffers`, `implausible value ${nBuffers}`);
-    const buffersPtr = st.ptr('buffers');
-    const childrenPtr = st.ptr('children');
-    const dictPtr = st.ptr('dictionary');
+    const buffersPtr = A.buffers.big(dv, at);
+    const childrenPtr = A.children.big(dv, at);
+    const dictPtr = A.dictionary.big(dv, at);
 
     checkCounts(schema, layoutOf(schema.type), nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount, path);
     const t = schema.type;

@@ -14,6 +14,7 @@ import { ArrowDeviceError } from '../errors.js';
 import { callRelease } from './registry.js';
 import type { Memory, Ptr } from './memory.js';
 import { ptrAt, rawOf, stage, staged } from './raw.js';
+import { access } from '../abi/accessors.js';
 
 /** The structs that carry a `release` callback (directly or, for a device array, in its array). */
 export type CStructKind = 'ArrowSchema' | 'ArrowArray' | 'ArrowDeviceArray' | 'ArrowArrayStream' | 'ArrowDeviceArrayStream';
@@ -26,11 +27,8 @@ export function releaseOffset(mem: Memory, kind: CStructKind): bigint {
   if (!byKind) releaseOffsets.set(mem.layouts, (byKind = new Map()));
   let off = byKind.get(kind);
   if (off === undefined) {
-    const L = mem.layouts;
-    off =
-      kind === 'ArrowDeviceArray'
-        ? BigInt(L.ArrowDeviceArray.offsets.array! + L.ArrowArray.offsets.release!)
-        : BigInt(L[kind].offsets.release!);
+    const A = access(mem.target);
+    off = BigInt(kind === 'ArrowDeviceArray' ? A.ArrowDeviceArray.array.offset + A.ArrowArray.release.offset : A[kind].release.offset);
     byKind.set(kind, off);
   }
   return off;

@@ -36,6 +36,7 @@ import type { ArrowHandle, ArrowWasmMemory } from '../abi/protocol.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
 import { liveCounters } from './accounting.js';
 import { releaseStruct, type CStructKind } from './cstruct.js';
+import { access } from '../abi/accessors.js';
 import type { Memory, Ptr } from './memory.js';
 import { nativeMemory } from './native.js';
 import { defineCallback, HandleTable, RELEASE_SIG } from './registry.js';
@@ -221,7 +222,7 @@ export class ExportHandle implements ArrowHandle {
     liveCounters.liveHandles++;
     try {
       const ikind: Interposable = kind === 'ArrowDeviceArray' ? 'ArrowArray' : kind;
-      const at = kind === 'ArrowDeviceArray' ? address + BigInt(mem.layouts.ArrowDeviceArray.offsets.array!) : address;
+      const at = kind === 'ArrowDeviceArray' ? address + BigInt(access(mem.target).ArrowDeviceArray.array.offset) : address;
       interpose(mem, ikind, at, resolve);
       const h = new ExportHandle(state, released);
       safetyNet.register(h, state, state);

@@ -17,8 +17,9 @@
  * copy in them can be reachable: a full arena is replaced by a new one, so a
  * caller may hold a staged copy across any number of later reads.
  */
+import type { FieldAccess } from '../abi/accessors.js';
 import { ArrowDeviceError } from '../errors.js';
-import type { Memory } from './memory.js';
+import type { Memory, Ptr } from './memory.js';
 
 /** An address as a number (see the file comment). */
 export type Addr = number;
@@ -81,7 +82,7 @@ export function newArena(size: number): Arena {
 /** The arena copies are staged in now. Read it right after `stage` (a later stage may start a new one). */
 export let arena: Arena = newArena(ARENA_BYTES);
 
-/** Reserves `n` bytes of arena space (8-aligned) and returns their offset in `arena`. */
+/** Reserves `n` bytes of arena space (8-aligned) and returns their offset in `arena`; they are zero (an arena's bytes are handed out once). */
 export function reserve(n: number): number {
   if (n > ARENA_MAX) {
     arena = newArena((n + 7) & ~7);
@@ -244,4 +245,28 @@ export function cString(raw: RawAccess, addr: Addr, max: number): string {
   } catch {
     throw new ArrowDeviceError('invalid', '', `string at ${hex(addr)} is not valid UTF-8`);
   }
+}
+
+/**
+ * Field `f` (an accessor of src/abi/accessors.ts) of the struct at `ptr`,
+ * read through one staged copy of the field: for the paths that read one
+ * field of a struct (the hot paths stage the whole struct once instead).
+ */
+export function readField(mem: Memory, f: FieldAccess, ptr: Ptr | Addr): number {
+  const at = stage(rawOf(mem), Number(ptr) + f.offset, f.size);
+  return f.get(staged.dv, at - f.offset);
+}
+
+/** `readField` with the exact value (a callback pointer handed on, a device address). */
+export function readFieldBig(mem: Memory, f: FieldAccess, ptr: Ptr | Addr): bigint {
+  const at = stage(rawOf(mem), Number(ptr) + f.offset, f.size);
+  return f.big(staged.dv, at - f.offset);
+}
+
+/** Writes `v` into field `f` of the struct at `ptr` (one copy of the field's bytes). */
+export function writeField(mem: Memory, f: FieldAccess, ptr: Ptr | Addr, v: number): void {
+  const raw = rawOf(mem);
+  const off = reserve(f.offset + f.size);
+  f.set(arena.dv, off, v);
+  raw.writeFrom(Number(ptr) + f.offset, arena, off + f.offset, f.size);
 }

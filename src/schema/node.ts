@@ -9,6 +9,7 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { parseFormat, type TypeInfo } from './format.js';
 import { readMetadataAt, type Metadata } from './metadata.js';
 import { access, type Access } from '../abi/accessors.js';
+import { releaseStruct } from '../memory/cstruct.js';
 import { cString, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 
 export interface SchemaNode {
@@ -248,13 +249,8 @@ function readNode(r: SchemaRead, addr: Addr, path: string, depth: number): Schem
 const NO_NODES: readonly SchemaNode[] = Object.freeze([]);
 
 export function releaseSchemaStruct(mem: Memory, ptr: Ptr): void {
-  if (ptr === 0n) return;
-  const rel = mem.readPtr(ptr + BigInt(mem.layouts.ArrowSchema.offsets.release!));
-  if (rel !== 0n) {
-    mem.call(rel, { name: 'release', result: 'void', params: ['pointer'] }, ptr);
-    // A conforming release sets release to NULL itself; make sure of it so we never call it twice.
-    mem.writePtr(ptr + BigInt(mem.layouts.ArrowSchema.offsets.release!), 0n);
-  }
+  // A conforming release sets release to NULL itself; releaseStruct makes sure of it, so never twice.
+  releaseStruct(mem, 'ArrowSchema', ptr);
 }
 
 /** Whether the `nullable` flag is set. */

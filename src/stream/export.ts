@@ -25,14 +25,15 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { ExportHandle } from '../memory/handle.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
-import { StructWriter } from '../memory/struct.js';
+import { access } from '../abi/accessors.js';
+import { arena, rawOf, reserve, writeField } from '../memory/raw.js';
 import { schemaToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import { writeDeviceFields } from '../device/export.js';
 import { DeviceArray } from '../device/device-array.js';
 import type { ArrayView } from '../array/view.js';
 import {
-  ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, RELEASE_SIG, fieldAddr,
+  ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, RELEASE_SIG, readStreamField, streamField,
   isStreamReleased, releaseStreamStruct, type StreamStruct,
 } from './struct.js';
 
@@ -90,7 +91,7 @@ const encoder = new TextEncoder();
 
 /** The record of the stream struct at `ptr` if it is one of ours and live. */
 function recordOf(mem: Memory, s: StreamStruct, ptr: Ptr): StreamRecord | undefined {
-  const id = mem.readPtr(fieldAddr(mem, s, ptr, 'private_data'));
+  const id = readStreamField(mem, s, ptr, 'private_data');
   const rec = id > 0n && id < 0x80000000n ? records.get(Number(id)) : undefined;
   return rec && rec.s === s && rec.mem === mem ? rec : undefined;
 }
@@ -276,14 +277,14 @@ function getLastError(mem: Memory, s: StreamStruct, ptr: Ptr): Ptr {
 
 function releaseStream(mem: Memory, s: StreamStruct, ptr: Ptr): void {
   try {
-    const id = mem.readPtr(fieldAddr(mem, s, ptr, 'private_data'));
+    const id = readStreamField(mem, s, ptr, 'private_data');
     const rec = id > 0n && id < 0x80000000n && recordOf(mem, s, ptr) ? records.take(Number(id)) : undefined;
     if (!rec) return; // not ours, or released already: never twice
     clearLastError(rec);
     closeIterator(rec);
     rec.node = undefined;
     liveCounters.liveExports--;
-    mem.writePtr(fieldAddr(mem, s, ptr, 'release'), 0n);
+    writeField(mem, streamField(mem, s, 'release'), ptr, 0);
   } catch {
     // A release callback cannot fail in C; the record is gone either way.
   }
@@ -375,14 +376,17 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
     const cb = streamCallbacks(m, s);
     const into = opts.into ?? m.alloc(s.layout(m).size);
     const id = records.add(rec);
-    const w = new StructWriter(s.layout(m))
-      .ptr('get_schema', cb.getSchema)
-      .ptr('get_next', cb.getNext)
-      .ptr('get_last_error', cb.getLastError)
-      .ptr('release', cb.release)
-      .ptr('private_data', BigInt(id));
-    if (s.kind === 'device') w.i32('device_type', rec.deviceType);
-    w.writeTo(m, into);
+    // The struct in scratch space (fresh arena bytes are zero), through the typed accessors, then one copy.
+    const size = s.layout(m).size;
+    const off = reserve(size);
+    const dv = arena.dv;
+    streamField(m, s, 'get_schema').setBig(dv, off, cb.getSchema);
+    streamField(m, s, 'get_next').setBig(dv, off, cb.getNext);
+    streamField(m, s, 'get_last_error').setBig(dv, off, cb.getLastError);
+    streamField(m, s, 'release').setBig(dv, off, cb.release);
+    streamField(m, s, 'private_data').set(dv, off, id);
+    if (s.kind === 'device') access(m.target).ArrowDeviceArrayStream.device_type.set(dv, off, rec.deviceType);
+    rawOf(m).writeFrom(Number(into), arena, off, size);
     liveCounters.liveExports++;
     return into;
   } catch (e) {

@@ -47,10 +47,12 @@ import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
+import { access } from '../abi/accessors.js';
+import { readField } from '../memory/raw.js';
 import { nodeToSchema } from '../schema/arrowjs.js';
 import { readSchemaNode, releaseSchemaStruct, type SchemaNode } from '../schema/node.js';
 import {
-  ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, fieldAddr, isStreamReleased,
+  ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, isStreamReleased, readStreamField,
   releaseStreamStruct, type StreamStruct,
 } from './struct.js';
 
@@ -302,7 +304,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     this.#opts = opts;
     this.#keepAll = opts.keep ?? false;
     this.#level = validationLevel(opts.validate);
-    this.#getNext = h.mem.readPtr(fieldAddr(h.mem, h.s, h.ptr, 'get_next'));
+    this.#getNext = readStreamField(h.mem, h.s, h.ptr, 'get_next');
     registry.register(this, h, h);
     // Only the method of the struct this reader holds: a consumer that finds a protocol method can call it.
     const device = h.s.kind === 'device';
@@ -656,7 +658,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
 /** Copies the producer's `get_last_error` text at once; null when there is none. */
 function lastErrorText(h: StreamHandle): string | null {
   const m = h.mem;
-  const fn = m.readPtr(fieldAddr(m, h.s, h.ptr, 'get_last_error'));
+  const fn = readStreamField(m, h.s, h.ptr, 'get_last_error');
   if (fn === 0n) return null;
   let p: Ptr;
   try {
@@ -708,11 +710,11 @@ function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: Str
   const h = new StreamHandle(m, s, moveToNew(m, s.name, src));
   try {
     for (const f of ['get_schema', 'get_next'] as const) {
-      if (m.readPtr(fieldAddr(m, s, h.ptr, f)) === 0n) throw invalid(`${s.path}.${f}`, 'NULL callback');
+      if (readStreamField(m, s, h.ptr, f) === 0n) throw invalid(`${s.path}.${f}`, 'NULL callback');
     }
     let deviceType: number | undefined;
     if (s.kind === 'device') {
-      deviceType = m.readI32(fieldAddr(m, s, h.ptr, 'device_type'));
+      deviceType = readField(m, access(m.target).ArrowDeviceArrayStream.device_type, h.ptr);
       if (deviceTypeName(deviceType) === undefined) throw invalid(`${s.path}.device_type`, `unknown device type ${deviceType}`);
     }
     validationLevel(opts.validate);
@@ -738,7 +740,7 @@ function readStreamSchema(h: StreamHandle, hook: StreamImportOptions['onProducer
   const s = h.s;
   const slot = m.alloc(m.layouts.ArrowSchema.size);
   try {
-    const rc = m.call(m.readPtr(fieldAddr(m, s, h.ptr, 'get_schema')), GET_SCHEMA_SIG, h.ptr, slot) as number;
+    const rc = m.call(readStreamField(m, s, h.ptr, 'get_schema'), GET_SCHEMA_SIG, h.ptr, slot) as number;
     if (rc !== 0) throw failed(h, producerError(h, 'get_schema', rc), hook);
     if (isReleased(m, 'ArrowSchema', slot)) {
       throw invalid(`${s.path}.get_schema`, 'returned 0 but left the schema released');
@@ -885,7 +887,7 @@ export function deviceLabel(code: number): string {
  * event, a sane `device_id`).
  */
 function checkDeviceHeader(m: Memory, ptr: Ptr, streamDeviceType: number, path: string): void {
-  const deviceType = m.readI32(ptr + BigInt(m.layouts.ArrowDeviceArray.offsets.device_type!));
+  const deviceType = readField(m, access(m.target).ArrowDeviceArray.device_type, ptr);
   if (deviceType !== streamDeviceType) {
     throw invalid(`${path}.device_type`, `the array is on ${deviceLabel(deviceType)} but the stream's device_type is ${deviceLabel(streamDeviceType)}`);
   }

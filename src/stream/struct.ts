@@ -6,8 +6,10 @@
  * `get_next` fills an `ArrowDeviceArray` (whose `ArrowArray` is at offset 0)
  * instead of an `ArrowArray`.
  */
+import { access, type FieldAccess } from '../abi/accessors.js';
 import type { StructLayout } from '../abi/layout.js';
 import type { Memory, Ptr, Signature } from '../memory/memory.js';
+import { readFieldBig } from '../memory/raw.js';
 import { RELEASE_SIG } from '../memory/registry.js';
 import { isReleased, releaseStruct } from '../memory/cstruct.js';
 
@@ -47,9 +49,18 @@ export const GET_NEXT_SIG = { name: 'stream_get_next', result: 'int32', params: 
 export const GET_LAST_ERROR_SIG = { name: 'stream_get_last_error', result: 'pointer', params: ['pointer'] } as const satisfies Signature;
 export { RELEASE_SIG };
 
-/** The address of `field` in the stream struct at `ptr`. */
-export function fieldAddr(mem: Memory, s: StreamStruct, ptr: Ptr, field: string): Ptr {
-  return ptr + BigInt(s.layout(mem).offsets[field]!);
+/** The fields both stream structs have (the device stream adds `device_type`). */
+export type StreamField = 'get_schema' | 'get_next' | 'get_last_error' | 'release' | 'private_data';
+
+/** The typed accessor (src/abi/accessors.ts) of `field` of a stream struct of kind `s`. */
+export function streamField(mem: Memory, s: StreamStruct, field: StreamField): FieldAccess {
+  const a = access(mem.target);
+  return (s.kind === 'array' ? a.ArrowArrayStream : a.ArrowDeviceArrayStream)[field];
+}
+
+/** The pointer in `field` of the stream struct at `ptr` (a callback, or the private data). */
+export function readStreamField(mem: Memory, s: StreamStruct, ptr: Ptr, field: StreamField): Ptr {
+  return readFieldBig(mem, streamField(mem, s, field), ptr);
 }
 
 /** Whether the stream struct at `ptr` is released (its `release` is NULL). */
