@@ -90,3 +90,18 @@ export function toErrno(err: unknown): { errno: number; message: string } {
   if (err instanceof Error) return { errno: Errno.EIO, message: err.message };
   return { errno: Errno.EIO, message: String(err) };
 }
+
+/**
+ * `new Uint8Array(size)` for a copy of foreign bytes; where JS cannot
+ * allocate it (V8 throws a plain RangeError: "Array buffer allocation
+ * failed", "Invalid typed array length"), a typed `nomem` error at `path`
+ * naming the size. Callers with an empty path leave the place to theirs.
+ */
+export function allocBytes(size: number, path = ''): Uint8Array {
+  try {
+    return new Uint8Array(size);
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    throw new ArrowDeviceError('nomem', path, `cannot allocate ${size} bytes in JS for a copy: ${e.message}`, { cause: e });
+  }
+}

@@ -1,5 +1,5 @@
 /**
- * `npm run fuzz -- [--seconds 60] [--seed N] [--cases N] [--case-timeout 30] [--save]`:
+ * `npm run fuzz -- [--seconds 60] [--seed N] [--cases N] [--case-timeout 30] [--mode structs|threads] [--save]`:
  * the hostile-producer fuzzer of issue 18 (test/fuzz). The loop runs in a
  * child process (test/fuzz/worker.ts); a crash (signal) or a hang (no
  * heartbeat for --case-timeout seconds) ends the child, is recorded as a
@@ -8,12 +8,18 @@
  * second, findings by kind. Exit status 1 on any finding; with --save each
  * is written to test/fuzz/reproducers/ (test/fuzz/reproducers.test.ts
  * replays them all).
+ *
+ * Modes: `structs` (the default) lays out mutated structs in guarded memory
+ * and drives every importer (test/fuzz/runner.ts); `threads` hands our
+ * exports to a C consumer that releases and reads them from several native
+ * threads at once (test/fuzz/threads.ts).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { loadCorpus, makeCase } from '../test/fuzz/cases.js';
+import { makeThreadCase } from '../test/fuzz/threads.js';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, def: number): number => {
@@ -29,6 +35,8 @@ const caseTimeout = opt('case-timeout', 30) * 1000;
 /** At most this many cases (from index 0): with a fixed seed, a run that is the same on every machine fast enough. */
 const maxCases = opt('cases', Number.POSITIVE_INFINITY);
 const save = argv.includes('--save');
+const mode = argv.includes('--mode') ? argv[argv.indexOf('--mode') + 1]! : 'structs';
+if (mode !== 'structs' && mode !== 'threads') throw new Error(`--mode must be structs or threads, got ${mode}`);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const worker = fileURLToPath(new URL('../test/fuzz/worker.ts', import.meta.url));
 const reproDir = fileURLToPath(new URL('../test/fuzz/reproducers/', import.meta.url));
@@ -58,8 +66,9 @@ function record(f: Found): void {
   console.log(`FINDING ${f.kind} (seed ${f.seed}, case ${f.index}): ${f.message}`);
   if (save) {
     mkdirSync(reproDir, { recursive: true });
-    const c = f.case ?? makeCase(loadCorpus(), f.seed, f.index);
-    writeFileSync(`${reproDir}/${f.kind}-s${f.seed}-c${f.index}.json`, `${JSON.stringify({ ...f, case: c }, null, 1)}\n`);
+    const c = f.case ?? (mode === 'threads' ? makeThreadCase(f.seed, f.index) : makeCase(loadCorpus(), f.seed, f.index));
+    const name = mode === 'threads' && !f.kind.startsWith('threads-') ? `threads-${f.kind}` : f.kind;
+    writeFileSync(`${reproDir}/${name}-s${f.seed}-c${f.index}.json`, `${JSON.stringify({ ...f, case: c }, null, 1)}\n`);
   }
 }
 
@@ -67,7 +76,7 @@ function record(f: Found): void {
 function runChild(from: number): Promise<number> {
   return new Promise((resolve) => {
     const limit = Number.isFinite(maxCases) ? ['--cases', String(maxCases - from)] : [];
-    const child = spawn(process.execPath, ['--import', 'tsx', worker, '--seed', String(seed), '--start', String(from), '--until', String(deadline), ...limit], {
+    const child = spawn(process.execPath, ['--import', 'tsx', worker, '--seed', String(seed), '--start', String(from), '--until', String(deadline), '--mode', mode, ...limit], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -114,7 +123,7 @@ function runChild(from: number): Promise<number> {
   });
 }
 
-console.log(`fuzz: seed ${seed}, ${seconds} s, per-case timeout ${caseTimeout / 1000} s`);
+console.log(`fuzz: mode ${mode}, seed ${seed}, ${seconds} s, per-case timeout ${caseTimeout / 1000} s`);
 while (Date.now() < deadline && next < maxCases) {
   const from = await runChild(next);
   if (from < 0) break;
@@ -123,6 +132,10 @@ while (Date.now() < deadline && next < maxCases) {
 const secs = (Date.now() - start) / 1000;
 const byKind = new Map<string, number>();
 for (const f of findings) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
-console.log(`fuzz: ${cases} cases in ${secs.toFixed(1)} s (${(cases / secs).toFixed(1)} cases/s), seed ${seed}`);
+console.log(`fuzz: ${cases} cases in ${secs.toFixed(1)} s (${(cases / secs).toFixed(1)} cases/s), seed ${seed}, mode ${mode}`);
+if (Number.isFinite(maxCases) && cases < maxCases && Date.now() >= deadline) {
+  // The time cap came first: this run judged fewer cases than asked (a slow machine), say so.
+  console.log(`fuzz: the ${seconds} s cap ended the run after ${cases} of the ${maxCases} cases asked`);
+}
 console.log(`fuzz: ${findings.length} finding(s)${findings.length ? `: ${[...byKind].map(([k, n]) => `${k} ${n}`).join(', ')}` : ''}`);
 process.exit(findings.length ? 1 : 0);

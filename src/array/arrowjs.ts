@@ -14,7 +14,7 @@ import {
   Data, DataType, Dictionary, Field, makeBuilder, makeData as arrowMakeData, Null, RecordBatch, Type, Vector, type Builder,
   Schema, Struct,
 } from 'apache-arrow';
-import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
+import { ArrowDeviceError, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { typeToNode } from '../schema/export.js';
@@ -25,6 +25,7 @@ import { Kind, layoutOf } from '../schema/layout.js';
 import type { ImportOwner } from './owner.js';
 import { isDetached, isWasmMemoryBuffer } from '../memory/wasm.js';
 import { ImportedData, ImportedRecordBatch } from './imported.js';
+import { expandView, MAX_EXPANDED_ELEMENTS } from './expand.js';
 
 type TypedArrayCtor =
   | Int8ArrayConstructor | Uint8ArrayConstructor | Int16ArrayConstructor | Uint16ArrayConstructor
@@ -446,12 +447,6 @@ export function viewToBatch(view: ArrayView, plan: { readonly arrow: Schema; rea
   return makeBatch(plan.arrow, plan.struct, children, view.length, () => viewToData(view, plan.struct, path, opts) as Data<Struct>);
 }
 
-function readInt(b: Uint8Array | null, width: number, k: number): number {
-  if (!b) return 0;
-  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  return width === 2 ? dv.getInt16(k * 2, true) : width === 4 ? dv.getInt32(k * 4, true) : Number(dv.getBigInt64(k * 8, true));
-}
-
 /** Builds `type` from a list of values with arrow-js's builders (a copy, on request only). */
 function build(type: DataType, values: Iterable<unknown>): Data {
   const b = makeBuilder({ type, nullValues: [null, undefined] }) as Builder;
@@ -461,16 +456,7 @@ function build(type: DataType, values: Iterable<unknown>): Data {
   return d;
 }
 
-/**
- * The most elements `{ expand: true }` builds for one array (2^24, about 16
- * million): expansion copies every element through arrow-js's builders, so
- * a valid run-end encoded array of 2^31 elements, or list views whose
- * (overlapping, valid) sizes add up to billions, would otherwise run for
- * minutes and die out of memory. Past it, expansion is refused as
- * `unsupported` naming the place and the count; read the `ArrayView`
- * instead, which costs nothing per element.
- */
-export const MAX_EXPANDED_ELEMENTS = 1 << 24;
+export { MAX_EXPANDED_ELEMENTS };
 
 function checkExpansion(count: number, path: string, what: string): void {
   if (count > MAX_EXPANDED_ELEMENTS) {
@@ -479,10 +465,9 @@ function checkExpansion(count: number, path: string, what: string): void {
 }
 
 /**
- * Runs an expansion: errors arrow-js throws while the values are read or
- * built (a builder that cannot take a type, an int64 it cannot convert, a
- * value out of range at levels that do not check contents) come out as a
- * typed error at `path`, so every error of an import is an ArrowDeviceError.
+ * Runs an expansion: an error other than ours (none is expected: the
+ * expansion copies bytes, src/array/expand.ts) comes out as a typed error
+ * at `path`, so every error of an import is an ArrowDeviceError.
  */
 function expanding(path: string, fn: () => Data): Data {
   try {
@@ -493,62 +478,15 @@ function expanding(path: string, fn: () => Data): Data {
   }
 }
 
-/** Run-end encoded -> its values type, each run repeated (the nearest arrow-js type). */
+/** Run-end encoded -> its values type, each run repeated (the nearest arrow-js type): bytes taken, see expand.ts. */
 function expandRunEnds(view: ArrayView, type: DataType, path: string, opts: ToArrowOptions): Data {
   checkExpansion(view.length, path, 'this run-end encoded array');
-  return expanding(path, () => expandRunEndsNow(view, type, path, opts));
+  return expanding(path, () => viewToData(expandView(view, path), type, path, opts));
 }
 
-function expandRunEndsNow(view: ArrayView, type: DataType, path: string, opts: ToArrowOptions): Data {
-  const [runEnds, valuesView] = view.children as [ArrayView, ArrayView];
-  const values = new Vector([viewToData(valuesView, type, `${path}.children[1]`, opts)]);
-  const w = (runEnds.schema.type as { bitWidth: number }).bitWidth / 8;
-  const out: unknown[] = [];
-  let run = 0;
-  for (let i = view.offset; i < view.offset + view.length; i++) {
-    while (run < runEnds.length && readInt(runEnds.buffers[1] ?? null, w, runEnds.offset + run) <= i) run++;
-    if (run >= runEnds.length) throw invalid(`${path}.children[0]`, `no run covers element ${i}`);
-    out.push(values.get(run));
-  }
-  return build(type, out);
-}
-
-/** List view -> list with the same elements (the nearest arrow-js type). */
+/** List view -> list with the same elements (the nearest arrow-js type): bytes taken, see expand.ts. */
 function listViewToList(view: ArrayView, type: DataType, path: string, opts: ToArrowOptions): Data {
-  const w = view.schema.type.id === 'large_list_view' ? 8 : 4;
-  const childView = view.children[0]!;
-  const valid = (i: number): boolean => view.nullCount === 0 || !view.buffers[0] || (view.buffers[0][i >> 3]! & (1 << (i & 7))) !== 0;
-  // First the sizes alone (O(length), no element read): every view inside
-  // the child (the `default` level does not check them, Columnar.rst
-  // "ListView Layout"), and the total under the cap, before anything is built.
-  let total = view.length;
-  for (let i = view.offset; i < view.offset + view.length; i++) {
-    if (!valid(i)) continue;
-    const off = readInt(view.buffers[1] ?? null, w, i);
-    const size = readInt(view.buffers[2] ?? null, w, i);
-    if (!(off >= 0 && size >= 0 && off + size <= childView.length)) {
-      throw invalid(`${path}.buffers[1]`, `list view ${i} (offset ${off}, size ${size}) is outside the child of length ${childView.length}`);
-    }
-    total += size;
-    checkExpansion(total, path, 'this list view');
-  }
-  return expanding(path, () => {
-    const childData = viewToData(childView, (type.children[0] as Field).type, `${path}.children[0]`, opts);
-    const child = new Vector([childData]);
-    const out: unknown[] = [];
-    for (let i = view.offset; i < view.offset + view.length; i++) {
-      if (!valid(i)) {
-        out.push(null);
-        continue;
-      }
-      const off = readInt(view.buffers[1] ?? null, w, i);
-      const size = readInt(view.buffers[2] ?? null, w, i);
-      const items: unknown[] = [];
-      for (let k = off; k < off + size; k++) items.push(child.get(k));
-      out.push(items);
-    }
-    return build(type, out);
-  });
+  return expanding(path, () => viewToData(expandView(view, path), type, path, opts));
 }
 
 /** The arrow-js `Data` of an `ArrayView`, with the type its schema gives. */

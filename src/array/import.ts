@@ -11,8 +11,8 @@
  *   they always run: `none` is accepted as an alias of `minimal`.
  * - `default` (the default): minimal, plus the values that size buffers are
  *   sane, still O(number of buffers): first and last offsets in order and not
- *   negative, children long enough for what their parent's last offset says,
- *   view types' variadic sizes not negative.
+ *   negative, children long enough for what their parent's last offset, fixed
+ *   size or length says, run ends and values of one length.
  * - `full`: default, plus O(length) checks of the contents: every offset
  *   monotone and inside its buffer, union type ids declared by the type,
  *   dense union offsets inside their child, run ends increasing and covering
@@ -26,32 +26,43 @@
  *
  * What `minimal` and `default` leave unchecked, exactly (no import at any
  * level reads outside what the struct declares; these only make values wrong):
- * - `minimal`: whether offsets start at 0 or more and end in order, and
- *   whether children are as long as their parent's offsets, fixed size or
- *   run ends need (a short child gives wrong or missing values); run ends
- *   and values of differing lengths; variadic sizes (a negative one is still
- *   refused, it sizes a buffer).
+ * - `minimal`: whether the first offset is 0 or more and the last not below
+ *   it (a last offset below 0 sizes the data as empty); whether children are
+ *   as long as their parent's last offset, fixed size or length needs (a
+ *   short child gives wrong or missing values); run ends and values of
+ *   differing lengths. Every level reads the first and last offsets and the
+ *   variadic sizes, refusing a wide offset past 2^53 and a negative or
+ *   oversized variadic size: they size buffers.
  * - `default` (and `minimal`): offsets between the first and the last
  *   (neither monotone nor inside the data); union type ids (undeclared ids)
  *   and dense union offsets (outside their child); run ends (increasing,
  *   covering the array); list view offsets and sizes (outside the child);
  *   views of view types (outside their data buffers); dictionary indices
  *   (outside the dictionary); date64 and timestamp values arrow-js cannot
- *   read; UTF-8 validity of utf8 data (no level checks it: arrow-js decodes
- *   leniently). Reading such values through arrow-js may throw plain errors
- *   or give garbage; `expand` checks list view ranges itself and turns what
- *   arrow-js throws while expanding into typed errors.
+ *   read. Reading such values through arrow-js may throw its own plain
+ *   errors or give garbage.
+ * - No level: UTF-8 validity of utf8 data (arrow-js decodes leniently);
+ *   null_count against the bitmap's zero bits (0 makes every slot read as
+ *   valid); decimal values within their precision; map keys free of nulls,
+ *   and sorted where the keys-sorted flag says so; the contents of null
+ *   slots (never read).
+ * - `expand` checks what it copies, at every level (src/array/expand.ts):
+ *   for each row expanded, run ends covering it, list view ranges, offsets
+ *   in order and inside their data or child, union type ids declared and
+ *   dense offsets inside their child, views inside their data buffers. An
+ *   expanded import holds none of those violations.
  *
  * Limits at every level (typed errors naming the place and the size): a
  * buffer past `MAX_BUFFER_BYTES` (4 GiB), nesting past MAX_NESTING_DEPTH, a
  * struct reached twice in one tree (`visitOnce`), n_buffers past 2^20,
- * metadata past MAX_METADATA_BYTES or MAX_METADATA_PAIRS, and `expand` past
- * MAX_EXPANDED_ELEMENTS (src/array/arrowjs.ts).
+ * metadata past MAX_METADATA_BYTES or MAX_METADATA_PAIRS, `expand` past
+ * MAX_EXPANDED_ELEMENTS built (every level of nesting counted,
+ * src/array/expand.ts), and a copy JS cannot allocate (`nomem`).
  *
  * Buffers are not viewed here: each becomes a `LazyBytes`, viewed on first
  * read (full validation reads, and so views, what it checks).
  */
-import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
+import { allocBytes, ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory } from '../memory/memory.js';
 import { i64At, i64Text, ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
@@ -174,13 +185,13 @@ function bufferOf(n: NodeState, i: number, size: number, align: number, what: st
     checkBufferSize(size, '');
     // Refuse an address the memory knows is bad now, not when the view is first read.
     ctx.raw.check(p, size);
+    if (ctx.copy) {
+      liveCounters.copiedBuffers++;
+      liveCounters.copiedBytes += size;
+      return ctx.mem.read(BigInt(p), size);
+    }
   } catch (e) {
     throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, `${n.path}.buffers[${i}]`) : e;
-  }
-  if (ctx.copy) {
-    liveCounters.copiedBuffers++;
-    liveCounters.copiedBytes += size;
-    return ctx.mem.read(BigInt(p), size);
   }
   if (!ctx.held) {
     ctx.owner.hold(ctx);
@@ -557,21 +568,7 @@ export function readArrayView(
         buffers = [v, offs, sizes];
         const child = readChild(n, schema, cdv, cat, kids, 0, 0, depth);
         children = [child];
-        if (ctx.level >= LEVELS.full && offs && sizes) {
-          const get = (b: Uint8Array, k: number): number => {
-            const bdv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-            return w === 8 ? Number(bdv.getBigInt64(k * 8, true)) : bdv.getInt32(k * 4, true);
-          };
-          const ob = bytesOf(offs)!;
-          const sb = bytesOf(sizes)!;
-          for (let k = offset; k < end; k++) {
-            const off = get(ob, k);
-            const size = get(sb, k);
-            if (off < 0 || size < 0 || off + size > child.length) {
-              throw invalid(`${path}.buffers[1]`, `list view ${k} (offset ${off}, size ${size}) is outside the child of length ${child.length}`);
-            }
-          }
-        }
+        if (ctx.level >= LEVELS.full && offs && sizes) checkListViews(bytesOf(offs)!, bytesOf(sizes)!, w === 8, offset, end, child.length, path);
         break;
       }
       case Kind.FixedList:
@@ -593,23 +590,7 @@ export function readArrayView(
           buffers = [typeIds];
         }
         children = readChildrenViews(n, schema, cdv, cat, kids, nChildren, lay.kind === Kind.SparseUnion ? end : 0, depth);
-        if (ctx.level >= LEVELS.full && typeIds) {
-          const index = new Map(ids.map((id, k) => [id, k]));
-          const ob = bytesOf(offs);
-          const odv = ob ? new DataView(ob.buffer, ob.byteOffset, ob.byteLength) : null;
-          const tb = bytesOf(typeIds)!;
-          for (let k = offset; k < end; k++) {
-            const id = (tb[k]! << 24) >> 24;
-            const c = index.get(id);
-            if (c === undefined) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${ids.join(',')})`);
-            if (odv) {
-              const off = odv.getInt32(k * 4, true);
-              if (off < 0 || off >= children[c]!.length) {
-                throw invalid(`${path}.buffers[1]`, `offset ${off} at ${k} is outside child ${c} of length ${children[c]!.length}`);
-              }
-            }
-          }
-        }
+        if (ctx.level >= LEVELS.full && typeIds) checkUnion(bytesOf(typeIds)!, bytesOf(offs), ids, children, offset, end, path);
         break;
       }
       case Kind.RunEnd: {
@@ -681,7 +662,9 @@ export class LazyBytes {
       // Throws a typed error once the import was released.
       let v = this.owner.view(this.addr, this.size, this.path);
       if (v.byteOffset % this.align !== 0) {
-        v = v.slice();
+        const copy = allocBytes(this.size, this.path);
+        copy.set(v);
+        v = copy;
         liveCounters.copiedBuffers++;
         liveCounters.copiedBytes += this.size;
       }
@@ -800,6 +783,78 @@ function checkViews(
 }
 
 /**
+ * `b` as an array of `Ctor`: zero-copy where aligned (the import aligns
+ * what it views), else over a copy. The O(length) checks below read
+ * elements through typed arrays: a DataView call (or a BigInt) per element
+ * made `full` validation of a 4 GiB buffer take minutes.
+ */
+function elements<C extends Int8ArrayConstructor | Uint8ArrayConstructor | Int16ArrayConstructor | Uint16ArrayConstructor | Int32ArrayConstructor | Uint32ArrayConstructor>(
+  Ctor: C,
+  b: Uint8Array,
+): InstanceType<C> {
+  const w = Ctor.BYTES_PER_ELEMENT;
+  const src = b.byteOffset % w === 0 ? b : b.slice();
+  return new Ctor(src.buffer as ArrayBuffer, src.byteOffset, Math.floor(src.byteLength / w)) as InstanceType<C>;
+}
+
+/** Element `k` of 64-bit little-endian integers held as int32 words, exact within 2^53 (-1 for any negative value). */
+function word64(words: Int32Array, k: number): number {
+  const hi = words[2 * k + 1]!;
+  return hi < 0 ? -1 : hi * 4294967296 + (words[2 * k]! >>> 0);
+}
+
+const isNull = (validity: Uint8Array | null, nullCount: number, k: number): boolean =>
+  validity !== null && nullCount !== 0 && (validity[k >> 3]! & (1 << (k & 7))) === 0;
+
+/** Every list view (null ones too, Columnar.rst "ListView Layout") inside the child. */
+function checkListViews(offs: Uint8Array, sizes: Uint8Array, wide: boolean, offset: number, end: number, childLength: number, path: string): void {
+  const bad = (k: number, off: number | bigint, size: number | bigint): ArrowDeviceError =>
+    invalid(`${path}.buffers[1]`, `list view ${k} (offset ${off}, size ${size}) is outside the child of length ${childLength}`);
+  if (wide) {
+    const o = elements(Int32Array, offs);
+    const z = elements(Int32Array, sizes);
+    for (let k = offset; k < end; k++) {
+      const off = word64(o, k);
+      const size = word64(z, k);
+      if (off < 0 || size < 0 || off + size > childLength) {
+        const big = (w: Int32Array): bigint => (BigInt(w[2 * k + 1]!) << 32n) | BigInt(w[2 * k]! >>> 0);
+        throw bad(k, big(o), big(z));
+      }
+    }
+    return;
+  }
+  const o = elements(Int32Array, offs);
+  const z = elements(Int32Array, sizes);
+  for (let k = offset; k < end; k++) {
+    const off = o[k]!;
+    const size = z[k]!;
+    if (off < 0 || size < 0 || off + size > childLength) throw bad(k, off, size);
+  }
+}
+
+/** Every type id declared by the union; every dense offset inside its child. */
+function checkUnion(typeIds: Uint8Array, offs: Uint8Array | null, declared: readonly number[], children: readonly ArrayView[], offset: number, end: number, path: string): void {
+  // Child index by type id (a table: a Map lookup per element cost more than the rest of the check).
+  const childOf = new Int16Array(256).fill(-1);
+  declared.forEach((id, k) => {
+    if (id >= 0 && id < 128) childOf[id] = k;
+  });
+  const ids = elements(Int8Array, typeIds);
+  const o = offs ? elements(Int32Array, offs) : null;
+  for (let k = offset; k < end; k++) {
+    const id = ids[k]!;
+    const c = childOf[id & 255]!;
+    if (c < 0) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${declared.join(',')})`);
+    if (o) {
+      const off = o[k]!;
+      if (off < 0 || off >= children[c]!.length) {
+        throw invalid(`${path}.buffers[1]`, `offset ${off} at ${k} is outside child ${c} of length ${children[c]!.length}`);
+      }
+    }
+  }
+}
+
+/**
  * arrow-js reads date64 and second/millisecond/microsecond timestamps as JS
  * numbers of milliseconds, and throws for an int64 it cannot convert exactly
  * (beyond 2^53 once divided by `divisor`: 1000 for microseconds, whose
@@ -808,10 +863,15 @@ function checkViews(
  */
 function checkMillis(values: Uint8Array | null, offset: number, length: number, validity: Uint8Array | null, nullCount: number, path: string, divisor = 1n): void {
   if (!values) return;
-  const dv = new DataView(values.buffer, values.byteOffset, values.byteLength);
+  const words = elements(Int32Array, values);
+  // A high word within +-limit is safe without a closer look: |v| < 2^53 (divisor 1), or
+  // |v| < 1000 * 2^53 (divisor 1000); only values near or past the edge are converted exactly.
+  const limit = divisor === 1n ? 2097151 : 2097151999;
   for (let k = offset; k < offset + length; k++) {
-    if (validity && nullCount !== 0 && (validity[k >> 3]! & (1 << (k & 7))) === 0) continue;
-    const raw = dv.getBigInt64(k * 8, true);
+    const hi = words[2 * k + 1]!;
+    if (hi <= limit && hi >= -limit) continue;
+    if (isNull(validity, nullCount, k)) continue;
+    const raw = (BigInt(hi) << 32n) | BigInt(words[2 * k]! >>> 0);
     const v = divisor === 1n ? raw : raw / divisor;
     if (v > MAX_SAFE || v < -MAX_SAFE) {
       throw new ArrowDeviceError('unsupported', `${path}.buffers[1]`, `value ${v} at ${k} is beyond the 2^53 arrow-js can read as a number`);
@@ -830,17 +890,50 @@ function checkIndices(
   path: string,
 ): void {
   if (!values || t.id !== 'int') return;
-  const dv = new DataView(values.buffer, values.byteOffset, values.byteLength);
-  const w = t.bitWidth / 8;
-  for (let k = offset; k < offset + length; k++) {
-    if (validity && nullCount !== 0 && (validity[k >> 3]! & (1 << (k & 7))) === 0) continue;
-    const i =
-      w === 1 ? (t.signed ? dv.getInt8(k) : dv.getUint8(k))
-      : w === 2 ? (t.signed ? dv.getInt16(k * 2, true) : dv.getUint16(k * 2, true))
-      : w === 4 ? (t.signed ? dv.getInt32(k * 4, true) : dv.getUint32(k * 4, true))
-      : Number(t.signed ? dv.getBigInt64(k * 8, true) : dv.getBigUint64(k * 8, true));
-    if (i < 0 || i >= dictLength) throw invalid(`${path}.buffers[1]`, `dictionary index ${i} at ${k} is outside the dictionary of length ${dictLength}`);
+  const end = offset + length;
+  const bad = (k: number, i: number | bigint): ArrowDeviceError =>
+    invalid(`${path}.buffers[1]`, `dictionary index ${i} at ${k} is outside the dictionary of length ${dictLength}`);
+  if (t.bitWidth === 64) {
+    const words = elements(Int32Array, values);
+    for (let k = offset; k < end; k++) {
+      const i = word64(words, k);
+      if ((i < 0 || i >= dictLength) && !isNull(validity, nullCount, k)) {
+        const hi = BigInt(words[2 * k + 1]!);
+        const lo = BigInt(words[2 * k]! >>> 0);
+        throw bad(k, t.signed ? (hi << 32n) | lo : BigInt.asUintN(64, (hi << 32n) | lo));
+      }
+    }
+    return;
   }
+  // Read as unsigned: a signed index is inside exactly when its unsigned reading is below
+  // min(dictLength, 2^(bits-1)). One monomorphic scan per width (a loop over several typed
+  // array kinds runs several times slower).
+  const bits = t.bitWidth;
+  const bound = t.signed ? Math.min(dictLength, 2 ** (bits - 1)) : dictLength;
+  if (bound >= 2 ** bits) return;
+  const ix = bits === 8 ? elements(Uint8Array, values) : bits === 16 ? elements(Uint16Array, values) : elements(Uint32Array, values);
+  const scan = bits === 8 ? firstAtLeast8 : bits === 16 ? firstAtLeast16 : firstAtLeast32;
+  for (let k = scan(ix as never, offset, end, bound); k >= 0; k = scan(ix as never, k + 1, end, bound)) {
+    if (isNull(validity, nullCount, k)) continue;
+    const u = ix[k]!;
+    throw bad(k, t.signed && u >= 2 ** (bits - 1) ? u - 2 ** bits : u);
+  }
+}
+
+/** The first `k` in [from, to) with `a[k] >= bound`, or -1. */
+function firstAtLeast8(a: Uint8Array, from: number, to: number, bound: number): number {
+  for (let k = from; k < to; k++) if (a[k]! >= bound) return k;
+  return -1;
+}
+
+function firstAtLeast16(a: Uint16Array, from: number, to: number, bound: number): number {
+  for (let k = from; k < to; k++) if (a[k]! >= bound) return k;
+  return -1;
+}
+
+function firstAtLeast32(a: Uint32Array, from: number, to: number, bound: number): number {
+  for (let k = from; k < to; k++) if (a[k]! >= bound) return k;
+  return -1;
 }
 
 /**
@@ -851,7 +944,7 @@ function checkIndices(
  * only compared with NULL.
  */
 /** NULL, as a number (the import) or a bigint (the device tree reader). */
-function isNull(p: Addr | bigint): boolean {
+function isNullPtr(p: Addr | bigint): boolean {
   return p === 0 || p === 0n;
 }
 
@@ -874,10 +967,10 @@ export function checkCounts(
   if (nChildren !== schema.children.length) {
     throw invalid(`${path}.n_children`, `the schema has ${schema.children.length} children, the array ${nChildren}`);
   }
-  if (nBuffers > 0 && isNull(buffersPtr)) throw invalid(`${path}.buffers`, `NULL pointer with n_buffers = ${nBuffers}`);
-  if (nChildren > 0 && isNull(childrenPtr)) throw invalid(`${path}.children`, `NULL pointer with n_children = ${nChildren}`);
-  if (schema.dictionary && isNull(dictPtr)) throw invalid(`${path}.dictionary`, 'NULL pointer, but the schema is dictionary-encoded');
-  if (!schema.dictionary && !isNull(dictPtr)) throw invalid(`${path}.dictionary`, 'present, but the schema is not dictionary-encoded');
+  if (nBuffers > 0 && isNullPtr(buffersPtr)) throw invalid(`${path}.buffers`, `NULL pointer with n_buffers = ${nBuffers}`);
+  if (nChildren > 0 && isNullPtr(childrenPtr)) throw invalid(`${path}.children`, `NULL pointer with n_children = ${nChildren}`);
+  if (schema.dictionary && isNullPtr(dictPtr)) throw invalid(`${path}.dictionary`, 'NULL pointer, but the schema is dictionary-encoded');
+  if (!schema.dictionary && !isNullPtr(dictPtr)) throw invalid(`${path}.dictionary`, 'present, but the schema is not dictionary-encoded');
   if (!phys.hasValidity && nullCount > 0 && t.id !== 'null') {
     throw invalid(`${path}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${nullCount}`);
   }

@@ -42,7 +42,7 @@ import { ImportOwner } from '../array/owner.js';
 import { isReleased, moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import type { ArrayView } from '../array/view.js';
 import { deviceArrayPtrArg } from '../args.js';
-import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
+import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { access } from '../abi/accessors.js';
@@ -346,7 +346,8 @@ export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | D
       });
     } catch (e) {
       if (opts.into === undefined) m.free(into);
-      throw e;
+      // An error that names no place (no CUDA runtime, a memory CUDA cannot read from) is the copy's that options.deviceType asked for.
+      throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'options.deviceType') : e;
     }
     return into;
   }

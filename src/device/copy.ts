@@ -11,7 +11,7 @@
  */
 import { DeviceType } from '../abi/constants.js';
 import type { ArrayView } from '../array/view.js';
-import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
+import { allocBytes, ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import type { DeviceBackend, DeviceContext, ReadRange } from './backend.js';
 import { cudaRuntime, type CudaMemoryKind } from './cuda.js';
@@ -33,7 +33,7 @@ export function copyTreeToHost(node: DeviceArrayNode, backend: DeviceBackend, ct
   }
   for (const b of allBuffers(node)) {
     if (b.address === 0n) continue;
-    const dst = new Uint8Array(b.size!);
+    const dst = allocBytes(b.size!, bufferPath(b));
     copies.set(b, dst);
     if (b.size! > 0) ranges.push({ src: b.address, size: b.size!, dst });
   }

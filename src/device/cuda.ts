@@ -383,7 +383,8 @@ let failure: ArrowDeviceError | undefined;
  */
 export function cudaRuntime(): CudaRuntime {
   if (runtime) return runtime;
-  if (failure) throw failure;
+  // A fresh error each time: callers put their place in front of it (prefixPath changes the error).
+  if (failure) throw new ArrowDeviceError(failure.kind, '', failure.detail);
   const k = koffi();
   const tried: string[] = [];
   for (const c of cudartCandidates()) {
@@ -404,7 +405,7 @@ export function cudaRuntime(): CudaRuntime {
       ? `the CUDA runtime named by ARROW_DEVICE_CUDART failed to load: ${tried.join('; ')}`
       : `no CUDA runtime (libcudart) found; set ARROW_DEVICE_CUDART to its path. Tried: ${tried.slice(0, 8).join(', ')}${tried.length > 8 ? ` and ${tried.length - 8} more` : ''}`,
   );
-  throw failure;
+  throw new ArrowDeviceError(failure.kind, '', failure.detail);
 }
 
 /** Whether CUDA can be used here: a runtime loads and sees at least one device. Never throws. */

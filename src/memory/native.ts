@@ -5,7 +5,7 @@
  */
 import { createRequire } from '../platform/node.js';
 import { layoutsFor, NATIVE64, type Layouts, type Target } from '../abi/layout.js';
-import { ArrowDeviceError } from '../errors.js';
+import { allocBytes, ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 import { callbacks } from './registry.js';
 import { hex, stage, staged, type Addr, type Arena, type RawAccess } from './raw.js';
@@ -58,6 +58,8 @@ function raiseAsyncStack(k: Koffi): void {
 export const MIN_VALID_ADDRESS = 0x10000n;
 const MAX_ADDRESS = (1n << 64n) - 1n;
 const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
+/** The largest fresh-array read copied through the staging arena (larger ones are copied straight in). */
+const STAGED_READ_MAX = 16 * 1024;
 
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -173,11 +175,11 @@ class NativeMemory implements Memory {
   }
 
   read(addr: Ptr, byteLength: number, into?: Uint8Array): Uint8Array {
-    const out = into ?? new Uint8Array(byteLength);
+    const out = into ?? allocBytes(byteLength);
     if (byteLength === 0) return out;
     if (out.byteLength < byteLength) throw new ArrowDeviceError('memory', '', `read of ${byteLength} bytes into ${out.byteLength}`);
     this.check(addr, byteLength);
-    if (into === undefined && addr <= MAX_SAFE_BIG) {
+    if (into === undefined && byteLength <= STAGED_READ_MAX && addr <= MAX_SAFE_BIG) {
       // Into a fresh array: copy through the staging arena (whose native address is known) and
       // then in JS. Handing koffi a fresh JS array instead makes V8 move it off its heap first,
       // which costs more than the copy.

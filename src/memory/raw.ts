@@ -18,7 +18,7 @@
  * caller may hold a staged copy across any number of later reads.
  */
 import type { FieldAccess } from '../abi/accessors.js';
-import { ArrowDeviceError } from '../errors.js';
+import { allocBytes, ArrowDeviceError } from '../errors.js';
 import type { Memory, Ptr } from './memory.js';
 
 /** An address as a number (see the file comment). */
@@ -75,22 +75,33 @@ const ARENA_MAX = 16 * 1024;
 
 /** A new arena of `size` bytes (also for scratch space that is written to memory with `writeFrom`). */
 export function newArena(size: number): Arena {
-  const u8 = new Uint8Array(size);
+  // A size JS cannot allocate is a typed nomem error (the caller places it), never a plain RangeError.
+  const u8 = allocBytes(size);
   return { u8, dv: new DataView(u8.buffer), addr: -1, next: 0 };
 }
 
 /** The arena copies are staged in now. Read it right after `stage` (a later stage may start a new one). */
 export let arena: Arena = newArena(ARENA_BYTES);
 
-/** Reserves `n` bytes of arena space (8-aligned) and returns their offset in `arena`; they are zero (an arena's bytes are handed out once). */
+/**
+ * Reserves `n` bytes of arena space (8-aligned) and returns their offset in
+ * `arena`; they are zero (an arena's bytes are handed out once). `n` is a
+ * byte count the caller computed, possibly from foreign fields: it must be
+ * a non-negative safe integer, and no bitwise arithmetic (32-bit) touches
+ * it, so a read of 4 GiB is never sized as 0 bytes.
+ */
 export function reserve(n: number): number {
+  if (!(n >= 0 && n <= Number.MAX_SAFE_INTEGER) || !Number.isInteger(n)) {
+    throw new ArrowDeviceError('memory', '', `invalid read length ${n}`);
+  }
+  const size = Math.ceil(n / 8) * 8;
   if (n > ARENA_MAX) {
-    arena = newArena((n + 7) & ~7);
-  } else if (arena.next + n > arena.u8.byteLength) {
+    arena = newArena(size);
+  } else if (arena.next + size > arena.u8.byteLength) {
     arena = newArena(ARENA_BYTES);
   }
   const off = arena.next;
-  arena.next = off + ((n + 7) & ~7);
+  arena.next = off + size;
   return off;
 }
 

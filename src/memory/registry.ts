@@ -20,11 +20,21 @@ import type { Addr } from './raw.js';
  * every other free slot (first in, first out), with its generation
  * advanced, so a stale id (a second `release` of the same struct) finds
  * nothing rather than another record.
+ *
+ * The generation has 8 bits: with few slots free, one slot would come back
+ * with its old generation 256 exports later, and a stale second release
+ * (a consumer's bug, which our callbacks must ignore) would release the
+ * live export holding it. So a slot is reused only while MIN_FREE slots
+ * are free; below that the table grows. A slot then comes back every
+ * MIN_FREE exports at least, and a stale id matches again only after
+ * 256 x MIN_FREE (16.7 million) more exports.
  */
 export class HandleTable<T> {
   private static readonly SLOT_BITS = 23;
   private static readonly SLOT_MASK = (1 << HandleTable.SLOT_BITS) - 1;
   private static readonly GEN_MASK = (1 << (31 - HandleTable.SLOT_BITS)) - 1;
+  /** Free slots kept before one is reused (see the class comment). */
+  static readonly MIN_FREE = 1 << 16;
   /** Slot 0 is never used, so no id is 0. */
   private readonly items: (T | undefined)[] = [undefined];
   private readonly gens: number[] = [0];
@@ -35,7 +45,9 @@ export class HandleTable<T> {
 
   add(item: T): number {
     let slot: number;
-    if (this.head < this.free.length) {
+    const free = this.free.length - this.head;
+    // Reuse while enough are free, or when the table cannot grow.
+    if (free > HandleTable.MIN_FREE || (free > 0 && this.items.length > HandleTable.SLOT_MASK)) {
       slot = this.free[this.head++]!;
       if (this.head > 1024 && this.head * 2 > this.free.length) {
         this.free = this.free.slice(this.head);

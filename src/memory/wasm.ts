@@ -38,7 +38,7 @@
  */
 import { layoutsFor, WASM32, type Layouts, type Target } from '../abi/layout.js';
 import type { ArrowWasmMemory } from '../abi/protocol.js';
-import { ArrowDeviceError } from '../errors.js';
+import { allocBytes, ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 import type { Addr, Arena, RawAccess } from './raw.js';
 
@@ -425,7 +425,7 @@ class WasmMemoryImpl implements WasmMemory {
   }
 
   read(addr: Ptr, byteLength: number, into?: Uint8Array): Uint8Array {
-    const out = into ?? new Uint8Array(this.length(byteLength));
+    const out = into ?? allocBytes(this.length(byteLength));
     if (byteLength === 0) return out;
     if (out.byteLength < byteLength) throw memoryError(`read of ${byteLength} bytes into ${out.byteLength}`);
     const a = this.at(addr, byteLength);

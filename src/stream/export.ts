@@ -368,9 +368,15 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
       if (opts.deviceType !== undefined) rec.deviceType = opts.deviceType;
       else if (!(source instanceof Table) && !(source instanceof RecordBatchReader)) {
         // The stream's device_type is in the struct before any get_next: read ahead one item to learn it.
-        const first = pull(rec);
-        rec.peeked = first;
-        if (first instanceof DeviceArray) rec.deviceType = first.deviceType;
+        // A source that fails there fails the stream (its get_next), as it would have without the read-ahead.
+        try {
+          const first = pull(rec);
+          rec.peeked = first;
+          if (first instanceof DeviceArray) rec.deviceType = first.deviceType;
+        } catch (e) {
+          rec.failed = toErrno(e);
+          closeIterator(rec);
+        }
       }
     }
     const cb = streamCallbacks(m, s);

@@ -12,6 +12,7 @@ import type { ArrayView } from '../../src/array/view.js';
 import type { SchemaNode } from '../../src/schema/node.js';
 import { readIntegrationJsonFile } from '../../tools/integration/json.js';
 import { GOLD } from '../helpers/gold.js';
+import { generatedCorpus } from './generate.js';
 
 /** A schema struct; integers as decimal strings, bytes as base64 (JSON-safe). */
 export interface SDesc {
@@ -115,8 +116,19 @@ export interface Seed {
   array: ADesc;
 }
 
-/** Every batch of every gold JSON file, whole and one column at a time. */
+/** The generated seeds in the corpus (test/fuzz/generate.ts): fixed, so a case is (seed, index) whatever the run. */
+const GENERATED = { seed: 1, count: 300 };
+
+/**
+ * Every batch of every gold JSON file, whole and one column at a time, then
+ * the generated seeds (random nestings of every type, valid contents).
+ */
 export function loadCorpus(): Seed[] {
+  const gold = loadGold();
+  return gold.length === 0 ? [] : [...gold, ...generatedCorpus(GENERATED.seed, GENERATED.count)];
+}
+
+function loadGold(): Seed[] {
   const dir = fileURLToPath(GOLD);
   let files: string[];
   try {

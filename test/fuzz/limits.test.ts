@@ -7,11 +7,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
-  ArrowDeviceError, importDeviceArray, importField, importRecordBatch, importData, importTable,
+  ArrowDeviceError, importArrayView, importDeviceArray, importField, importRecordBatch, importData, importTable, nativeMemory,
 } from '../../src/index.js';
+import { Vector } from 'apache-arrow';
+import { runChild } from '../helpers/child.js';
 import { MAX_BUFFER_BYTES } from '../../src/array/import.js';
 import { MAX_EXPANDED_ELEMENTS } from '../../src/array/arrowjs.js';
 import { MAX_METADATA_PAIRS } from '../../src/schema/metadata.js';
+import { parseFormat, type SchemaNode } from '../../src/index.js';
 import type { ADesc, Case, SDesc } from './cases.js';
 import { layOut, producerLib, producerMissing } from './producer.js';
 import { runOne } from './runner.js';
@@ -70,12 +73,42 @@ describe('hostile shapes are refused in linear time', { skip }, () => {
     throwsAt(() => importRecordBatch(l.arrays[0]!, l.schema), /^array\.children\[1\]$/, /reached a second time/);
   });
 
+  test('an array DAG 30 levels deep (2^30 paths) is refused at its first shared child, host and device', () => {
+    // The schema as a SchemaNode (a JS DAG is no C struct: nothing to refuse there), the array a C DAG:
+    // unfolded, 2^30 leaves; refused at the second visit, the import costs its input.
+    let node: SchemaNode = { format: 'i', type: parseFormat('i'), name: 'f', metadata: null, flags: 2, children: [], dictionary: null };
+    let a = A(1, [null, new Int32Array([1])]);
+    for (let d = 0; d < 30; d++) {
+      node = { format: '+s', type: parseFormat('+s'), name: 'f', metadata: null, flags: 2, children: [node, node], dictionary: null };
+      a = A(1, [null], [a, A(1, [null, new Int32Array([2])])], { alias: [null, 0] });
+    }
+    const tree = (depth: number): SDesc => (depth === 0 ? S('i') : S('+s', [tree(depth - 1), S('i')]));
+    const host = lay(kase(tree(30), [a]));
+    throwsAt(() => importArrayView(host.arrays[0]!, node), /^array(\.children\[0\])*\.children\[1\]$/, /reached a second time/);
+    const c = kase(tree(30), [a]);
+    c.device = { type: 1, id: '-1', syncEvent: '0', reserved: false };
+    const dev = lay(c);
+    throwsAt(() => importDeviceArray(dev.arrays[0]!, node), /^device_array\.array(\.children\[0\])*\.children\[1\]$/, /reached a second time/);
+  });
+
   test('a device array child reached twice is refused too', () => {
     const schema = S('+s', [S('i'), S('i')]);
     const c = kase(schema, [A(1, [null], [A(1, [null, new Int32Array([1])]), A(1, [null, new Int32Array([2])])], { alias: [null, 0] })]);
     c.device = { type: 1, id: '-1', syncEvent: '0', reserved: false };
     const l = lay(c);
     throwsAt(() => importDeviceArray(l.arrays[0]!, l.schema), /^device_array\.array\.children\[1\]$/, /reached a second time/);
+  });
+
+  test('a cycle (a schema child that is its own parent) is refused at the second visit', () => {
+    const l = lay(kase(S('+s', [S('i'), S('+s', [S('i')])]), []));
+    const m = nativeMemory();
+    const o = m.layouts.ArrowSchema.offsets;
+    // children[1]'s first child pointer is made to point back at the root.
+    const kids = m.readPtr(l.schema + BigInt(o.children!));
+    const inner = m.readPtr(kids + 8n);
+    m.writePtr(m.readPtr(inner + BigInt(o.children!)), l.schema);
+    throwsAt(() => importField(l.schema), /^schema\.children\[1\]\.children\[0\]$/, /reached a second time/);
+    assert.equal(producerLib().count(l.schemaId!), 1, 'released once (the producer releases its true children)');
   });
 
   test(`metadata declaring more than ${MAX_METADATA_PAIRS} pairs is refused before any pair is read`, () => {
@@ -93,6 +126,73 @@ describe('limits are typed errors naming the place and the size', { skip }, () =
     const l = lay(kase(S('c'), [A(n, [null, new Int8Array(8)])]));
     const e = throwsAt(() => importData(l.arrays[0]!, l.schema), /^array\.buffers\[1\]$/, new RegExp(`${n} bytes`));
     assert.equal(e.kind, 'unsupported');
+  });
+
+  test(`a buffer past ${MAX_BUFFER_BYTES} bytes is refused the same way when copied, and as an ArrayView`, () => {
+    const n = 5 * 2 ** 30;
+    for (const run of [
+      (l: ReturnType<typeof lay>) => importData(l.arrays[0]!, l.schema, { copy: true }),
+      (l: ReturnType<typeof lay>) => importArrayView(l.arrays[0]!, l.schema, { validate: 'full' }),
+    ]) {
+      const l = lay(kase(S('c'), [A(n, [null, new Int8Array(8)])]));
+      const e = throwsAt(() => run(l), /^array\.buffers\[1\]$/, new RegExp(`${n} bytes`));
+      assert.equal(e.kind, 'unsupported');
+      assert.equal(producerLib().count(l.arrayIds[0]!), 1, 'released at once');
+    }
+  });
+
+  test('a copy JS cannot allocate (a valid 512 MiB buffer, the address space limited) is a typed nomem error naming the buffer: copy, toHostView, wasm memory', () => {
+    // In a child whose address space is then limited to what it has mapped plus 256 MiB:
+    // V8 refuses the copy with a plain RangeError ("Array buffer allocation failed"), which
+    // escaped untyped before (issue 18: "Invalid typed array length" under copy and toHostView).
+    const r = runChild(
+      `import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { ArrowDeviceError, exportArray, importData, importDeviceArray, wasmMemory } from '@/src/index.js';
+import { parseFormat } from '@/src/schema/format.js';
+import { layOut } from '@/test/fuzz/producer.js';
+const N = 512 * 2 ** 20;
+const S = { format: 'c', name: 'f', flags: '2', metadata: null, children: [], dictionary: null };
+const A = { length: String(N), offset: '0', nullCount: '0', buffers: [null, 'AQID'], children: [], dictionary: null };
+const host = layOut({ origin: 't', mutations: [], driver: 'data', level: 'default', expand: false, copy: true, schema: S, arrays: [A] }, 1);
+const dev = layOut({ origin: 't', mutations: [], driver: 'deviceArray', level: 'default', expand: false, copy: false, schema: S, arrays: [A],
+  device: { type: 1, id: '-1', syncEvent: '0', reserved: false } }, 100);
+// wasm: a memory of N + 2 MiB; a 3-element int8 array exported into it, its length and values pointer then patched to N bytes from 1 MiB.
+const memory = new WebAssembly.Memory({ initial: (N >> 16) + 32 });
+let top = 1024;
+const malloc = (n, align) => { top = Math.ceil(top / align) * align; const p = top; top += n; return p; };
+const wm = wasmMemory({ memory, malloc, free: () => {}, table: new WebAssembly.Table({ initial: 1, element: 'anyfunc' }) });
+const node = { format: 'c', name: '', flags: 2, metadata: null, children: [], dictionary: null, type: parseFormat('c') };
+const wp = exportArray({ schema: node, length: 3, offset: 0, nullCount: 0, buffers: [null, new Uint8Array([1, 2, 3])], children: [], dictionary: null }, { memory: wm });
+const o = wm.layouts.ArrowArray.offsets;
+wm.writeI64(wp + BigInt(o.length), BigInt(N));
+wm.writePtr(wm.readPtr(wp + BigInt(o.buffers)) + 4n, 2n ** 20n);
+const vm = Number(/VmSize:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+const koffi = createRequire('@/package.json')('koffi');
+const rlimit = koffi.struct('rlimit_t', { cur: 'uint64_t', max: 'uint64_t' });
+const setrlimit = koffi.load('libc.so.6').func('int setrlimit(int, const rlimit_t *)');
+const limit = vm + 256 * 2 ** 20;
+if (setrlimit(9 /* RLIMIT_AS */, { cur: limit, max: limit }) !== 0) throw new Error('setrlimit failed');
+const out = {};
+const attempt = (name, fn) => {
+  try { fn(); out[name] = 'imported'; } catch (e) { out[name] = e instanceof ArrowDeviceError ? [e.kind, e.path, e.detail] : ['untyped', String(e)]; }
+};
+attempt('copy', () => importData(host.arrays[0], host.schema, { copy: true }));
+attempt('toHostView', () => { const d = importDeviceArray(dev.arrays[0], dev.schema); try { d.toHostView(); } finally { d.release(); } });
+attempt('wasm copy', () => importData(wp, node, { memory: wm, copy: true }));
+process.stdout.write(JSON.stringify(out));
+process.exit(0);`,
+      60_000,
+    );
+    assert.equal(r.status, 0, r.stderr.slice(-2000));
+    const out = JSON.parse(r.stdout) as Record<string, [string, string, string]>;
+    const detail = /^cannot allocate 536870912 bytes in JS for a copy: /;
+    assert.deepEqual(out.copy!.slice(0, 2), ['nomem', 'array.buffers[1]'], JSON.stringify(out.copy));
+    assert.match(out.copy![2], detail);
+    assert.deepEqual(out.toHostView!.slice(0, 2), ['nomem', 'device_array.array.buffers[1]'], JSON.stringify(out.toHostView));
+    assert.match(out.toHostView![2], detail);
+    assert.deepEqual(out['wasm copy']!.slice(0, 2), ['nomem', 'array.buffers[1]'], JSON.stringify(out['wasm copy']));
+    assert.match(out['wasm copy']![2], detail);
   });
 
   test('copying a buffer past the limit from a device array is refused with its place', () => {
@@ -142,13 +242,31 @@ describe('untyped errors and errors without a place', { skip }, () => {
     assert.equal(e.kind, 'unsupported');
   });
 
-  test('a union under expand (arrow-js builders refuse it) is a typed error, not arrow-js\'s', async () => {
+  test('a run-end encoded union under expand imports (arrow-js builders refused it untyped), released exactly once', async () => {
     const schema = S('+r', [S('i', [], { name: 'run_ends', flags: '0' }), S('+us:0', [S('i', [], { name: 'a' })], { name: 'values' })]);
     const values = A(1, [new Int8Array([0])], [A(1, [null, new Int32Array([5])])]);
     const c = kase(schema, [A(2, [], [A(1, [null, new Int32Array([2])]), values])], { expand: true });
     const f = await runOne(c, ids);
     ids += 100;
-    assert.deepEqual(f.filter((x) => x.kind === 'untyped'), []);
+    assert.deepEqual(f, []);
+    const l = lay(c);
+    const d = importData(l.arrays[0]!, l.schema, { expand: true });
+    assert.deepEqual([...new Vector([d])], [5, 5], 'the one run of the sparse union, twice');
+  });
+
+  test('int64 milliseconds past 2^53 under expand: the import reads no value (no "not safe to convert" escapes), full refuses them typed', () => {
+    // Run-end encoded date64 and timestamps: arrow-js's builders read each value back (its get() threw
+    // "N is not safe to convert to a number" out of the import). Expansion now copies bytes.
+    for (const format of ['tdm', 'tsm:', 'tss:UTC']) {
+      const schema = S('+r', [S('i', [], { name: 'run_ends', flags: '0' }), S(format, [], { name: 'values' })]);
+      const arr = A(3, [], [A(2, [null, new Int32Array([1, 3])]), A(2, [null, new BigInt64Array([5n, 2n ** 60n])])]);
+      const l = lay(kase(schema, [arr]));
+      const d = importData(l.arrays[0]!, l.schema, { expand: true });
+      assert.deepEqual([...new BigInt64Array(d.values.buffer, d.values.byteOffset, 3)], [5n, 2n ** 60n, 2n ** 60n], format);
+      const f = lay(kase(schema, [arr]));
+      const e = throwsAt(() => importData(f.arrays[0]!, f.schema, { expand: true, validate: 'full' }), /^array\.children\[1\]\.buffers\[1\]$/, /beyond the 2\^53/);
+      assert.equal(e.kind, 'unsupported');
+    }
   });
 
   test('a device array whose offsets pointer is 0x10 gives a typed error with the buffer\'s place', () => {

@@ -3,6 +3,8 @@
  * issue 18:
  * - only `ArrowDeviceError`s come out of an importer, each with a place
  *   (a plain TypeError/RangeError, or an error with an empty path, is a finding);
+ * - a case left unmutated (valid Arrow) imports, or is refused only as
+ *   `unsupported` for what arrow-js cannot hold;
  * - at `full` validation, reading every value of an import through arrow-js
  *   does not throw (what full validation lets through is a validation bug);
  * - an import that fails has released what it was handed at once;
@@ -20,7 +22,7 @@ import { collectUntil } from '../helpers/gc.js';
 import type { Case } from './cases.js';
 import { layOut, producerLib, type Laid } from './producer.js';
 
-export type FindingKind = 'untyped' | 'no-path' | 'full-read' | 'late-release' | 'leak' | 'double-release';
+export type FindingKind = 'untyped' | 'no-path' | 'full-read' | 'late-release' | 'leak' | 'double-release' | 'refused-valid';
 
 export interface Finding {
   kind: FindingKind;
@@ -30,12 +32,47 @@ export interface Finding {
 const replacer = (_k: string, v: unknown): unknown => (typeof v === 'bigint' ? String(v) : v);
 /** The most rows read per array: reading is the oracle of `full`, not a benchmark. */
 const MAX_ROWS = 2000;
+/**
+ * The most values read per case, nested ones counted: the cost of reading
+ * is the data's (a list of a billion elements is valid, and an unchecked
+ * offset below `full` says so), and the harness must not hang on it.
+ */
+const MAX_VALUES = 1 << 20;
+/** Rows whose values are this few are also read through JSON.stringify (arrow-js's toJSON paths). */
+const JSON_ROW = 10_000;
 
-/** Reads every value (up to MAX_ROWS) through arrow-js, as an application would. */
+/** Reads `x` and what it holds through arrow-js, counting each value against `budget`. */
+function readValue(x: unknown, budget: { n: number }): void {
+  if (--budget.n < 0 || x === null || typeof x !== 'object') return;
+  if (x instanceof Vector) {
+    for (let k = 0; k < x.length && budget.n > 0; k++) readValue(x.get(k), budget);
+    return;
+  }
+  if (ArrayBuffer.isView(x)) {
+    if ((x as unknown as Record<symbol, unknown>)[Symbol.for('isArrowBigNum')]) String(x); // a decimal: its digits
+    return;
+  }
+  // Struct and map rows: [name or key, value] pairs. (Not `Symbol.iterator in x`: a struct row's proxy
+  // answers `in` for field names only.)
+  if (typeof (x as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function') {
+    for (const e of x as Iterable<unknown>) {
+      readValue(e, budget);
+      if (budget.n <= 0) return;
+    }
+  }
+}
+
+/** Reads every value (up to MAX_ROWS rows and MAX_VALUES values) through arrow-js, as an application would. */
 function readAll(d: Data | RecordBatch): void {
   const v = d instanceof RecordBatch ? d : new Vector([d]);
   const n = Math.min(d instanceof RecordBatch ? d.numRows : d.length, MAX_ROWS);
-  for (let i = 0; i < n; i++) JSON.stringify(v.get(i), replacer);
+  const budget = { n: MAX_VALUES };
+  for (let i = 0; i < n && budget.n > 0; i++) {
+    const before = budget.n;
+    const row = v.get(i);
+    readValue(row, budget);
+    if (before - budget.n < JSON_ROW) JSON.stringify(row, replacer);
+  }
 }
 
 function describe(e: unknown): string {
@@ -52,6 +89,14 @@ function handed(c: Case, laid: Laid): (number | null)[] {
     case 'stream': case 'deviceStream': return [laid.streamId, ...ids, ...laid.arrayIds];
     default: return [...ids, laid.arrayIds[0] ?? null];
   }
+}
+
+/** Drivers whose input is a record batch (a struct array): any other root is the caller's mistake, refused as invalid. */
+const BATCH_DRIVERS = new Set<Case['driver']>(['recordBatch', 'table', 'deviceRecordBatch', 'stream', 'deviceStream']);
+
+/** Whether `c` is valid input to its driver: unmutated, and a struct where the driver needs one. */
+function validInput(c: Case): boolean {
+  return c.mutations.length === 0 && (!BATCH_DRIVERS.has(c.driver) || c.schema.format === '+s');
 }
 
 /**
@@ -118,6 +163,11 @@ export function runLaid(c: Case, laid: Laid): Finding[] {
     if (reading) throw e;
     if (!(e instanceof ArrowDeviceError)) out.push({ kind: 'untyped', message: `${c.driver} threw ${describe(e)}` });
     else if (e.path === '') out.push({ kind: 'no-path', message: `${c.driver} threw an error without a place: ${e.message}` });
+    // A case left as it was is valid Arrow: only what arrow-js cannot hold may be refused (unsupported:
+    // a type it lacks without expand, values past 2^53 at full, the expansion cap), never as invalid.
+    else if (validInput(c) && (e.kind !== 'unsupported' || /cannot expand/.test(e.detail))) {
+      out.push({ kind: 'refused-valid', message: `${c.driver} refused valid input: ${e.message}` });
+    }
     // Import consumes, on failure at once (src/array/api.ts): nothing handed over may wait for a collection.
     const L = producerLib();
     const pending = handed(c, laid).filter((id) => id !== null && L.count(id) === 0);

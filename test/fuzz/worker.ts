@@ -3,12 +3,14 @@
  * then ends this process, not the run). Protocol, one line each on stdout:
  * `C <index>` before case <index> runs (the parent's heartbeat and, after a
  * crash, the reproducer's index), `F <json>` for a finding, `D <json>` at
- * the end with the counts. Arguments: --seed N --start I --until <epoch ms>.
+ * the end with the counts. Arguments: --seed N --start I --until <epoch ms>
+ * [--cases N] [--mode structs|threads] (threads: test/fuzz/threads.ts).
  */
 import { ArrowDeviceError } from '../../src/index.js';
 import { loadCorpus, makeCase, type Case } from './cases.js';
 import { layOut, producerLib, type Laid } from './producer.js';
 import { checkReleases, runLaid, type Finding } from './runner.js';
+import { makeThreadCase, runThreadCase } from './threads.js';
 
 const arg = (name: string, def: number): number => {
   const k = process.argv.indexOf(`--${name}`);
@@ -18,6 +20,26 @@ const seed = arg('seed', 1);
 let index = arg('start', 0);
 const until = arg('until', Date.now() + 10_000);
 const limit = arg('cases', Number.POSITIVE_INFINITY);
+const mode = process.argv.includes('--mode') ? process.argv[process.argv.indexOf('--mode') + 1] : 'structs';
+const say0 = (line: string): void => void process.stdout.write(`${line}\n`);
+
+if (mode === 'threads') {
+  // Our exports released and read by a C consumer's threads (test/fuzz/threads.ts).
+  let n = 0;
+  for (; Date.now() < until && n < limit; index++, n++) {
+    const c = makeThreadCase(seed, index);
+    say0(`C ${index}`);
+    let found;
+    try {
+      found = await runThreadCase(c);
+    } catch (e) {
+      found = [{ kind: 'error', message: `the case threw ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}` }];
+    }
+    for (const f of found) say0(`F ${JSON.stringify({ index, seed, honest: true, ...f, kind: `threads-${f.kind}`, case: c })}`);
+  }
+  say0(`D ${JSON.stringify({ cases: n, next: index })}`);
+  process.exit(0);
+}
 
 const corpus = loadCorpus();
 if (corpus.length === 0) {
@@ -53,14 +75,15 @@ async function settle(): Promise<void> {
 let done = 0;
 while (Date.now() < until && done < limit) {
   const c = makeCase(corpus, seed, index);
-  say(`C ${index}`);
   let laid: Laid;
   try {
     laid = layOut(c, nextId);
   } catch {
     index++;
-    continue; // a case the producer cannot map: not a case
+    continue; // a case the producer cannot map: not a case (and not counted)
   }
+  // The heartbeat, before the case runs: after a crash, the parent knows which case it was.
+  say(`C ${index}`);
   nextId += laid.ids.length;
   for (const f of runLaid(c, laid)) report(index, c, f, laid.honest);
   pending.push({ c, laid, index });
