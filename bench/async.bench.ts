@@ -11,7 +11,10 @@
  * - a native producer thread (test/async/peer.c) into our reader, queue 1 and 8;
  * - our producer into our reader on the JS thread, queue 1 and 8;
  * - our producer into a native consumer whose worker thread extracts each
- *   task, releases the batch and calls request(1) from its own thread.
+ *   task, releases the batch and calls request(1) from its own thread;
+ * - the same cross-thread paths through two test-only PROTOTYPES of a native
+ *   piece (test/async/native-ring.c, native-pump.c), always the working
+ *   tree's: what a native piece that wakes JS once per burst would buy.
  *
  * Each line gives the median over the repeats (each the median of three
  * runs in a warmed-up child process) of the wall time per batch, batches
