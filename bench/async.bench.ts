@@ -1,95 +1,431 @@
 /**
- * Async device stream benchmark: batches per second and per-batch latency
- * through the ArrowAsyncDeviceStreamHandler, with the producer on a native
- * thread (test/async/peer.c) and on the JS thread (our producer into our
- * reader), and our producer into a native consumer thread; plus the cost of
- * one cross-thread callback into JS, measured in the same run, which is
- * where most of the time goes.
+ * Async device stream benchmark: the per-batch cost of each path through an
+ * ArrowAsyncDeviceStreamHandler, the bare koffi hops under it, and where the
+ * rest goes.
  *
- *   npm run bench:async
+ *   npm run bench:async [-- --batches 5000] [-- --repeats 3] [-- --against <git ref>[,<git ref>...]] [-- --only <text>]
+ *
+ * `--only` measures the paths whose name contains the text (and the hops and export/import).
+ *
+ * Paths (batches of 8 int32 rows, so the fixed cost per batch is what shows):
+ * - a native producer thread (test/async/peer.c) into our reader, queue 1 and 8;
+ * - our producer into our reader on the JS thread, queue 1 and 8;
+ * - our producer into a native consumer whose worker thread extracts each
+ *   task, releases the batch and calls request(1) from its own thread;
+ * - the same cross-thread paths through two test-only PROTOTYPES of a native
+ *   piece (test/async/native-ring.c, native-pump.c), always the working
+ *   tree's: what a native piece that wakes JS once per burst would buy.
+ *
+ * Each line gives the median over the repeats (each the median of three
+ * runs in a warmed-up child process) of the wall time per batch, batches
+ * per second, and the CPU time per batch of the JS thread
+ * (process.threadCpuUsage) and of the whole process (every thread: koffi's
+ * workers, the C peer's threads). CPU time leaves out the time a thread
+ * waits or is descheduled, so it is the steadier figure on a loaded machine;
+ * the wall time is what a user sees.
+ *
+ * `--against <ref>` compiles that commit's src/ (git archive into
+ * .build/bench-ref/) and measures it beside the working tree's, repeat by
+ * repeat interleaved, so a before/after comparison shares the machine's
+ * state of the moment (it is noisy: two cores, neighbours). Every
+ * measurement runs in a child process of its own (two copies of the library
+ * cannot share one koffi: its type names are global), warmed up first.
+ *
+ * The breakdown: the bare koffi hops (a native thread calling an empty JS
+ * callback and waiting for it; a JS call of a no-op C function on a koffi
+ * worker thread), the export and the import of one batch alone (what a task
+ * extraction costs beside the async machinery), and for each path the JS
+ * thread's CPU time left once its hops and its export/import are taken out:
+ * the async machinery of our own (callbacks, promises, request accounting).
  */
 import koffi from 'koffi';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Table, vectorFromArray, type RecordBatch } from 'apache-arrow';
-import { createAsyncDeviceStreamReader, produceAsyncDeviceStream } from '../src/index.js';
-import { asyncPeer, asyncPeerPath } from '../test/async/peer.js';
+import type * as Current from '../src/index.js';
+import { asyncPeer, asyncPeerPath, peerMissing } from '../test/async/peer.js';
 
-const N = Number(process.argv[2] ?? 5000);
-const peer = asyncPeer();
-const us = (ms: number, n: number): string => `${((ms * 1000) / n).toFixed(1)} us`;
+type Lib = typeof Current;
 
-async function nativeProducer(queueSize: number): Promise<{ ms: number; latency: number[] }> {
-  const reader = createAsyncDeviceStreamReader({ queueSize });
-  const t0 = performance.now();
-  const p = peer.produce(reader.handler, N, 8, -1);
-  const latency: number[] = [];
-  let last = performance.now();
-  for await (const _ of reader) {
-    const now = performance.now();
-    latency.push(now - last);
-    last = now;
-  }
-  const ms = performance.now() - t0;
-  await peer.produceWait(p);
-  return { ms, latency };
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i < 0 ? undefined : process.argv[i + 1];
 }
-
-function batches(n: number): RecordBatch[] {
-  const b = new Table({ x: vectorFromArray(Int32Array.from({ length: 8 }, (_, i) => i)) }).batches[0]!;
-  return Array.from({ length: n }, () => b);
-}
-
-async function jsToJs(queueSize: number): Promise<number> {
-  const reader = createAsyncDeviceStreamReader({ queueSize });
-  const t0 = performance.now();
-  const done = produceAsyncDeviceStream(batches(N), reader.handler);
-  for await (const _ of reader);
-  await done;
-  return performance.now() - t0;
-}
-
-async function jsToNative(): Promise<number> {
-  const h = peer.consumer(8, -1, false);
-  const t0 = performance.now();
-  await produceAsyncDeviceStream(batches(N), h);
-  await peer.consumerWait(h, 60_000);
-  return performance.now() - t0;
-}
-
-async function crossThreadCallback(): Promise<number> {
-  const proto = koffi.proto('void bench_cb(int64_t)');
-  let count = 0;
-  const cb = koffi.register(() => void count++, koffi.pointer(proto));
-  const fn = koffi.load(asyncPeerPath()).func('void peer_call_from_thread(void *fn, int64_t n)') as unknown as {
-    async: (...a: unknown[]) => void;
-  };
-  const t0 = performance.now();
-  await new Promise<void>((resolve, reject) => fn.async(cb, N, (e: unknown) => (e ? reject(e) : resolve())));
-  const ms = performance.now() - t0;
-  koffi.unregister(cb);
-  if (count !== N) throw new Error(`callback ran ${count} times, not ${N}`);
-  return ms;
-}
+const N = Number(arg('batches') ?? 5000);
+const R = Number(arg('repeats') ?? 3);
+const only = arg('only');
+const wanted = (p: { name: string }): boolean => only === undefined || p.name.includes(only);
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const p99 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)]!;
+const f1 = (x: number): string => x.toFixed(1);
 
-console.log(`async device stream bench: ${N} batches of 8 int32 rows, node ${process.version}`);
-for (const q of [1, 8]) {
-  const { ms, latency } = await nativeProducer(q);
+interface Timing {
+  /** Wall microseconds per batch (or per hop). */
+  us: number;
+  /** The JS thread's CPU microseconds per batch. */
+  js: number;
+  /** The process's CPU microseconds per batch, every thread. */
+  all: number;
+  /** The prototype's doorbells (koffi hops) per batch. */
+  hopsPerBatch?: number;
+}
+
+// --- what a child measures ---------------------------------------------------------------
+
+/** process.threadCpuUsage: newer than the @types/node the project pins. */
+const threadCpuUsage = (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage?.bind(process);
+
+/** The JS thread's CPU time in microseconds (where Node lacks threadCpuUsage, the event loop's busy time stands in). */
+const jsCpu: () => number =
+  threadCpuUsage !== undefined
+    ? () => {
+        const u = threadCpuUsage();
+        return u.user + u.system;
+      }
+    : () => {
+        const e = performance.eventLoopUtilization();
+        return (performance.now() - e.idle) * 1000;
+      };
+const allCpu = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+/** Wall time, JS thread CPU and process CPU per item (microseconds) of one run of `n` items. */
+async function timed(n: number, run: () => Promise<void> | void): Promise<Timing> {
+  const j0 = jsCpu();
+  const a0 = allCpu();
+  const t0 = performance.now();
+  await run();
+  const ms = performance.now() - t0;
+  return { us: (ms * 1000) / n, js: (jsCpu() - j0) / n, all: (allCpu() - a0) / n };
+}
+
+const batch: RecordBatch = new Table({ x: vectorFromArray(Int32Array.from({ length: 8 }, (_, i) => i)) }).batches[0]!;
+const batches = (n: number): RecordBatch[] => new Array<RecordBatch>(n).fill(batch);
+
+interface Path {
+  name: string;
+  /** What crosses threads per batch: blocking native-to-JS callbacks, and async calls (JS to a worker and back). */
+  hops: { blocking: number; async: number };
+  /** Whether our side exports (producer) and imports (reader) each batch. */
+  exports: boolean;
+  imports: boolean;
+  run(lib: Lib, n: number): Promise<void>;
+}
+
+const nativeToReader = (queueSize: number): Path => ({
+  name: `native producer thread -> our reader, queue ${queueSize}`,
+  hops: { blocking: 1, async: 0 }, // on_next_task; request is a plain call from the JS thread
+  exports: false,
+  imports: true,
+  async run(lib, n) {
+    const peer = asyncPeer();
+    const reader = lib.createAsyncDeviceStreamReader({ queueSize });
+    const p = peer.produce(reader.handler, n, 8, -1);
+    let k = 0;
+    for await (const _ of reader) k++;
+    await peer.produceWait(p);
+    if (k !== n) throw new Error(`read ${k} batches, not ${n}`);
+  },
+});
+
+const jsToJs = (queueSize: number): Path => ({
+  name: `our producer -> our reader (JS thread), queue ${queueSize}`,
+  hops: { blocking: 0, async: 0 },
+  exports: true,
+  imports: true,
+  async run(lib, n) {
+    const reader = lib.createAsyncDeviceStreamReader({ queueSize });
+    const done = lib.produceAsyncDeviceStream(batches(n), reader.handler);
+    let k = 0;
+    for await (const _ of reader) k++;
+    await done;
+    if (k !== n) throw new Error(`read ${k} batches, not ${n}`);
+  },
+});
+
+const jsToNative: Path = {
+  name: 'our producer -> native consumer thread, queue 8',
+  // on_next_task (an async call); extract_data, the batch's release and request(1) from the consumer's thread
+  hops: { blocking: 3, async: 1 },
+  exports: true,
+  imports: false,
+  async run(lib, n) {
+    const peer = asyncPeer();
+    const h = peer.consumer(8, -1, false);
+    await lib.produceAsyncDeviceStream(batches(n), h);
+    const stats = await peer.consumerWait(h, 60_000);
+    if (stats.batches !== n) throw new Error(`the consumer got ${stats.batches} batches, not ${n}`);
+  },
+};
+
+const paths = [nativeToReader(1), nativeToReader(8), jsToJs(1), jsToJs(8), jsToNative];
+
+/**
+ * The native ring PROTOTYPE (test/async/native-ring.c: a handler whose
+ * on_next_task never waits for JS, which is woken once per burst): what the
+ * small native piece of issue 13 would buy. Always the working tree's
+ * library (loaded only in its own child: two copies cannot share koffi).
+ */
+const ringPath = (queueSize: number): Path => ({
+  name: `native producer thread -> native ring PROTOTYPE, queue ${queueSize}`,
+  hops: { blocking: 0, async: 0 }, // one doorbell per burst, counted apart
+  exports: false,
+  imports: true,
+  async run(_lib, n) {
+    const { NativeRingReader } = await import('../test/async/native-ring.js');
+    const peer = asyncPeer();
+    const reader = new NativeRingReader(queueSize);
+    const p = peer.produce(reader.handler, n, 8, -1);
+    let k = 0;
+    for await (const _ of reader) k++;
+    await peer.produceWait(p);
+    if (k !== n) throw new Error(`read ${k} batches, not ${n}`);
+    ringDoorbells = reader.doorbells;
+  },
+});
+let ringDoorbells = 0;
+
+/** The native pump PROTOTYPE (test/async/native-pump.c): our batches into the native consumer, none of its calls a hop. */
+const pumpPath: Path = {
+  name: 'our producer -> native consumer thread via native pump PROTOTYPE, queue 8',
+  hops: { blocking: 0, async: 0 }, // doorbells, counted apart
+  exports: true,
+  imports: false,
+  async run(_lib, n) {
+    const { produceViaPump } = await import('../test/async/native-pump.js');
+    const peer = asyncPeer();
+    const h = peer.consumer(8, -1, false);
+    const r = await produceViaPump(batches(n), h);
+    const stats = await peer.consumerWait(h, 60_000);
+    if (stats.batches !== n) throw new Error(`the consumer got ${stats.batches} batches, not ${n}`);
+    ringDoorbells = r.doorbells;
+  },
+};
+const prototypes = [ringPath(1), ringPath(8), pumpPath];
+
+type AsyncForm = { async: (...a: unknown[]) => void };
+
+/** A native thread calls an empty JS callback n times, waiting for each (what every handler callback from a producer thread pays). */
+let hopFns: { proto: ReturnType<typeof koffi.proto>; fromThread: AsyncForm; getpid: AsyncForm } | undefined;
+const hop = (): NonNullable<typeof hopFns> =>
+  (hopFns ??= {
+    proto: koffi.proto('void arrow_device_bench_cb(int64_t)'),
+    fromThread: koffi.load(asyncPeerPath()).func('void peer_call_from_thread(void *fn, int64_t n)') as unknown as AsyncForm,
+    getpid: koffi.load(null).func('int getpid(void)') as unknown as AsyncForm,
+  });
+
+async function blockingHop(n: number): Promise<void> {
+  const { proto, fromThread } = hop();
+  let count = 0;
+  const cb = koffi.register(() => void count++, koffi.pointer(proto));
+  try {
+    await new Promise<void>((res, rej) => fromThread.async(cb, n, (e: unknown) => (e ? rej(e) : res())));
+  } finally {
+    koffi.unregister(cb);
+  }
+  if (count !== n) throw new Error(`callback ran ${count} times, not ${n}`);
+}
+
+/** n sequential async calls of a no-op C function: JS to a koffi worker thread and back. */
+async function asyncCall(n: number): Promise<void> {
+  const { getpid } = hop();
+  for (let i = 0; i < n; i++) await new Promise<void>((res, rej) => getpid.async((e: unknown) => (e ? rej(e) : res())));
+}
+
+const RELEASE = { name: 'release', result: 'void', params: ['pointer'] } as const;
+
+/** The export of one batch alone (into a reused ArrowDeviceArray, released at once). */
+function exportOnly(lib: Lib, n: number): void {
+  const m = lib.nativeMemory();
+  const out = lib.allocArrowDeviceArray();
+  const rel = BigInt(m.layouts.ArrowArray.offsets.release!);
+  for (let i = 0; i < n; i++) {
+    lib.exportDeviceArray(batch, { into: out });
+    m.call(m.readPtr(out + rel), RELEASE, out);
+  }
+  lib.freeArrowDeviceArray(out);
+}
+
+/** The export and import of one batch, and the release of the import. */
+function exportImport(lib: Lib, n: number): void {
+  const s = lib.exportSchema(batch.schema);
+  const node = lib.importSchemaNode(s);
+  lib.freeArrowSchema(s);
+  const out = lib.allocArrowDeviceArray();
+  for (let i = 0; i < n; i++) {
+    lib.exportDeviceArray(batch, { into: out });
+    lib.releaseImport(lib.importDeviceRecordBatch(out, node));
+  }
+  lib.freeArrowDeviceArray(out);
+}
+
+/**
+ * One measurement in this (child) process: warmed up (a fresh process runs
+ * cold code, several times slower until the JIT has optimised it), then the
+ * median of three runs.
+ */
+async function measure(lib: Lib, what: string): Promise<Timing> {
+  lib.nativeMemory(); // first: the library sets koffi's async stack size before any library is loaded
+  let run: (n: number) => Promise<void> | void;
+  if (what === 'hop:blocking') run = blockingHop;
+  else if (what === 'hop:async') run = asyncCall;
+  else if (what === 'export') run = (n) => exportOnly(lib, n);
+  else if (what === 'export+import') run = (n) => exportImport(lib, n);
+  else {
+    const p = [...paths, ...prototypes].find((x) => x.name === what);
+    if (!p) throw new Error(`unknown measurement ${what}`);
+    run = (n) => p.run(lib, n);
+  }
+  const t0 = performance.now();
+  do await run(N);
+  while (performance.now() - t0 < 500);
+  const ts: Timing[] = [];
+  const bells: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    ts.push(await timed(N, () => run(N)));
+    bells.push(ringDoorbells / N);
+  }
+  return { us: median(ts.map((t) => t.us)), js: median(ts.map((t) => t.js)), all: median(ts.map((t) => t.all)), hopsPerBatch: median(bells) };
+}
+
+// --- the parent: runs every measurement in a child, interleaved ----------------------
+
+/** Compiles `ref`'s src/ once (cached by commit); returns the path of its index.js. */
+function compileRef(ref: string): { name: string; index: string } {
+  const root = process.cwd();
+  const sha = spawnSync('git', ['rev-parse', '--short', ref], { cwd: root, encoding: 'utf8' }).stdout.trim();
+  if (!sha) throw new Error(`--against ${ref}: not a commit`);
+  const dir = resolve(root, '.build', 'bench-ref', sha);
+  const index = join(dir, 'out', 'index.js');
+  if (!existsSync(index)) {
+    mkdirSync(dir, { recursive: true });
+    const tar = spawnSync('sh', ['-c', `git archive ${sha} src | tar -x -C '${dir}'`], { cwd: root, stdio: 'inherit' });
+    if (tar.status !== 0) throw new Error(`git archive ${sha} failed`);
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        extends: join(root, 'tsconfig.json'),
+        compilerOptions: { rootDir: 'src', outDir: 'out', declaration: false, sourceMap: false },
+        include: ['src'],
+      }),
+    );
+    const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.json')], {
+      stdio: 'inherit',
+    });
+    if (tsc.status !== 0) throw new Error(`compiling ${ref}'s src failed`);
+  }
+  return { name: `${ref} (${sha})`, index };
+}
+
+function child(index: string, what: string): Timing {
+  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', index, what, '--batches', String(N)], {
+    encoding: 'utf8',
+    env: { ...process.env, ARROW_DEVICE_ASYNC_PEER: asyncPeerPath(), ARROW_DEVICE_NATIVE_RING: ringSo, ARROW_DEVICE_NATIVE_PUMP: pumpSo },
+  });
+  const line = r.stdout.trim().split('\n').pop() ?? '';
+  if (r.status !== 0 || !line.startsWith('{')) throw new Error(`measuring ${what} failed:\n${r.stdout}\n${r.stderr}`);
+  return JSON.parse(line) as Timing;
+}
+
+/** The prototypes' libraries, built once by the parent for its children. */
+let ringSo = '';
+let pumpSo = '';
+
+async function parent(): Promise<void> {
+  if (peerMissing) {
+    console.log(`async bench skipped: ${peerMissing}`);
+    return;
+  }
+  asyncPeer(); // built once; the children reuse it
+  const { nativeRing, nativeRingMissing } = await import('../test/async/native-ring.js');
+  if (nativeRingMissing) throw new Error(nativeRingMissing);
+  ringSo = nativeRing().path;
+  const { nativePump, nativePumpMissing } = await import('../test/async/native-pump.js');
+  if (nativePumpMissing) throw new Error(nativePumpMissing);
+  pumpSo = nativePump().path;
+  const against = arg('against');
+  const variants = [
+    ...(against ? against.split(',').map(compileRef) : []),
+    { name: 'working tree', index: fileURLToPath(new URL('../src/index.js', import.meta.url)) },
+  ];
+  console.log(`async device stream bench: ${N} batches of 8 int32 rows, ${R} repeats (medians), node ${process.version}`);
+  console.log(`variants: ${variants.map((v) => v.name).join(', ')}`);
+
+  const results = new Map<string, Timing[]>();
+  const put = (key: string, t: Timing): void => void results.set(key, [...(results.get(key) ?? []), t]);
+  const med = (key: string): Timing => {
+    const ts = results.get(key)!;
+    return {
+      us: median(ts.map((t) => t.us)),
+      js: median(ts.map((t) => t.js)),
+      all: median(ts.map((t) => t.all)),
+      hopsPerBatch: median(ts.map((t) => t.hopsPerBatch ?? 0)),
+    };
+  };
+
+  for (let r = 0; r < R; r++) {
+    put('hop:blocking', child(variants.at(-1)!.index, 'hop:blocking'));
+    put('hop:async', child(variants.at(-1)!.index, 'hop:async'));
+    for (const what of ['export', 'export+import', ...paths.filter(wanted).map((p) => p.name)]) {
+      for (const v of variants) put(`${v.name}:${what}`, child(v.index, what));
+    }
+    for (const p of prototypes.filter(wanted)) put(`prototype:${p.name}`, child(variants.at(-1)!.index, p.name));
+  }
+
+  const hopB = med('hop:blocking');
+  const hopA = med('hop:async');
+  const line = (name: string, m: Timing, width: number, tail: string): string =>
+    `  ${name.padEnd(width)} ${f1(m.us).padStart(8)}  ${Math.round(1e6 / m.us).toString().padStart(9)}  ${f1(m.js).padStart(6)}  ${f1(m.all).padStart(7)} |${tail}`;
+  console.log('\nbare koffi hops (us each: wall; CPU of the JS thread, of every thread):');
+  console.log(`  native thread -> empty JS callback, waiting for it:   ${f1(hopB.us)}; ${f1(hopB.js)}, ${f1(hopB.all)}`);
+  console.log(`  JS -> no-op C call on a koffi worker -> JS (async):  ${f1(hopA.us)}; ${f1(hopA.js)}, ${f1(hopA.all)}`);
+  const head = (width: number, tail: string): string =>
+    `  ${'path'.padEnd(width)} us/batch  batches/s  JS CPU  all CPU |${tail}   (us per batch; CPU: of the JS thread, of every thread)`;
+  for (const v of variants) {
+    const ex = med(`${v.name}:export`).js;
+    const im = med(`${v.name}:export+import`).js - ex;
+    console.log(`\n${v.name}: export of one batch ${f1(ex)} us, import (and its release) ${f1(im)} us (alone, JS CPU)`);
+    console.log(head(54, '  hops  exp/imp  rest (ours)'));
+    for (const p of paths.filter(wanted)) {
+      const m = med(`${v.name}:${p.name}`);
+      const hops = p.hops.blocking * hopB.js + p.hops.async * hopA.js;
+      const xi = (p.exports ? ex : 0) + (p.imports ? im : 0);
+      console.log(line(p.name, m, 54, ` ${f1(hops).padStart(5)}  ${f1(xi).padStart(7)}  ${f1(m.js - hops - xi).padStart(11)}`));
+    }
+  }
+  const ex = med('working tree:export').js;
+  const im = med('working tree:export+import').js - ex;
+  const protos = prototypes.filter(wanted);
+  if (protos.length > 0) {
+    console.log(
+      '\nprototypes (test-only, not shipped): a native handler queues the calls in a ring, a native pump calls the handler and' +
+        ' answers the consumer; JS is woken once per burst',
+    );
+    console.log(head(68, ' hops/batch  exp/imp  rest'));
+    for (const p of protos) {
+      const m = med(`prototype:${p.name}`);
+      const xi = (p.exports ? ex : 0) + (p.imports ? im : 0);
+      const hops = m.hopsPerBatch ?? 0;
+      console.log(line(p.name, m, 68, ` ${hops.toFixed(2).padStart(10)}  ${f1(xi).padStart(7)}  ${f1(m.js - hops * hopB.js - xi).padStart(5)}`));
+    }
+  }
   console.log(
-    `native producer thread -> our reader, queue ${q}: ${((N / ms) * 1000).toFixed(0)} batches/s, ${us(ms, N)} per batch; ` +
-      `gap between batches median ${(median(latency) * 1000).toFixed(1)} us, p99 ${(p99(latency) * 1000).toFixed(1)} us`,
+    "\nhops: the bare hops' JS CPU times the hops each batch makes (native producer -> reader: on_next_task; our producer ->" +
+      ' native consumer: the on_next_task async call, and extract_data, the release and request(1) from its thread; a' +
+      " prototype: its doorbells). exp/imp: our export and/or import of the batch alone. rest: the JS thread's CPU left," +
+      ' our callbacks, promises and request accounting.',
   );
 }
-for (const q of [1, 8]) {
-  const ms = await jsToJs(q);
-  console.log(`our producer (JS thread) -> our reader, queue ${q}: ${((N / ms) * 1000).toFixed(0)} batches/s, ${us(ms, N)} per batch`);
-}
-{
-  const ms = await jsToNative();
-  console.log(`our producer (JS thread) -> native consumer thread: ${((N / ms) * 1000).toFixed(0)} batches/s, ${us(ms, N)} per batch`);
-}
-{
-  const ms = await crossThreadCallback();
-  console.log(`one empty callback from a native thread into JS (koffi's queue): ${us(ms, N)}`);
+
+const c = process.argv.indexOf('--child');
+if (c >= 0) {
+  const lib = (await import(pathToFileURL(process.argv[c + 1]!).href)) as Lib;
+  console.log(JSON.stringify(await measure(lib, process.argv[c + 2]!)));
+} else {
+  await parent();
 }

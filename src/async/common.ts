@@ -52,3 +52,16 @@ export class Signal {
     for (const f of w) f();
   }
 }
+
+/**
+ * Lets the event loop run (timers, I/O) in a stream that runs on the JS
+ * thread alone: our producer calling our reader's handler directly makes
+ * the whole stream a chain of microtasks otherwise. Where there is no
+ * `setImmediate` (browsers), nothing: the wasm memory's calls were never
+ * hops there either.
+ */
+export const yieldToEventLoop: (() => Promise<void>) | undefined =
+  typeof setImmediate === 'function' ? () => new Promise<void>((resolve) => setImmediate(resolve)) : undefined;
+
+/** How many tasks a direct (JS thread) stream hands over between two yields to the event loop. */
+export const DIRECT_YIELD_EVERY = 256;

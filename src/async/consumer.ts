@@ -111,6 +111,23 @@ const releaseCb = defineCallback('async.handler_release', HANDLER_RELEASE, (mem,
 );
 
 /**
+ * Whether `handler` is the handler of one of our live readers on `mem`: its
+ * four callbacks are our registered ones, which `mem.call` runs directly in
+ * JS. Our producer then calls them on the JS thread, with no koffi hop.
+ */
+export function isReaderHandler(mem: Memory, handler: Ptr): boolean {
+  const H = mem.layouts.ArrowAsyncDeviceStreamHandler;
+  const at = (f: string): Ptr => mem.readPtr(handler + BigInt(H.offsets[f]!));
+  return (
+    at('on_schema') === onSchemaCb(mem) &&
+    at('on_next_task') === onNextTaskCb(mem) &&
+    at('on_error') === onErrorCb(mem) &&
+    at('release') === releaseCb(mem) &&
+    readerOf(mem, handler) !== undefined
+  );
+}
+
+/**
  * A handler to give to a native producer, and the data it pushes as an
  * `AsyncIterable` (and a WHATWG `ReadableStream`).
  *
@@ -288,6 +305,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     this.keepAlive.stop();
     readers.take(this.id);
     this.mem.free(this.handler);
+    this.freeScratchIfDone();
     liveCounters.liveExports--;
     if (!this.node && !this.error) {
       this.fail(new ArrowDeviceError('producer', 'async stream', 'the producer released the handler before sending a schema'));
@@ -318,28 +336,67 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     this.mem.call(fn, REQUEST, this.producer, BigInt(n));
   }
 
+  /**
+   * One native block for an extraction: the task moved back into native
+   * memory, and after it the ArrowDeviceArray the producer fills (zeroed each
+   * time). Allocated once and reused: a block per task cost two allocations
+   * and two frees per batch. Freed once the reader is done (released, nothing
+   * queued); a use inside a use (a producer calling back into us from its
+   * extract_data) gets a block of its own.
+   */
+  private scratch: Ptr = 0n;
+  private scratchBusy = false;
+  /** The block's image in JS: the task's bytes, then zeros; written with one copy. */
+  private scratchImage: Uint8Array | null = null;
+
+  private withTask<R>(bytes: Uint8Array, f: (task: Ptr, out: Ptr) => R): R {
+    const m = this.mem;
+    const outAt = (bytes.length + 7) & ~7;
+    const size = outAt + m.layouts.ArrowDeviceArray.size;
+    const nested = this.scratchBusy;
+    let block: Ptr;
+    if (nested) block = m.alloc(size);
+    else block = this.scratch !== 0n ? this.scratch : (this.scratch = m.alloc(size));
+    this.scratchBusy = true;
+    try {
+      const image = this.scratchImage ?? (this.scratchImage = new Uint8Array(size));
+      image.set(bytes, 0);
+      image.fill(0, bytes.length);
+      m.copyIn(block, image);
+      return f(block, block + BigInt(outAt));
+    } finally {
+      if (nested) m.free(block);
+      else {
+        this.scratchBusy = false;
+        this.freeScratchIfDone();
+      }
+    }
+  }
+
+  private freeScratchIfDone(): void {
+    if (this.scratch !== 0n && !this.scratchBusy && this.handlerReleased && this.queue.length === 0) {
+      this.mem.free(this.scratch);
+      this.scratch = 0n;
+    }
+  }
+
+  /** The task's extract_data, from its bytes (a pointer at its offset, little-endian). */
+  private extractFn(bytes: Uint8Array): Ptr {
+    const at = this.mem.layouts.ArrowAsyncTask.offsets.extract_data!;
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    return this.mem.target.pointerSize === 8 ? dv.getBigUint64(at, true) : BigInt(dv.getUint32(at, true));
+  }
+
   /** Extracts a task with a NULL out: the producer cleans up, no data. */
   private discard(bytes: Uint8Array): void {
-    const t = this.mem.alloc(bytes.length);
-    try {
-      this.mem.copyIn(t, bytes);
-      const fn = this.mem.readPtr(t + BigInt(this.mem.layouts.ArrowAsyncTask.offsets.extract_data!));
-      this.mem.call(fn, EXTRACT_DATA, t, 0n);
-      this.discardedTasks++;
-    } finally {
-      this.mem.free(t);
-    }
+    this.withTask(bytes, (t) => this.mem.call(this.extractFn(bytes), EXTRACT_DATA, t, 0n));
+    this.discardedTasks++;
   }
 
   /** Extracts a task into an ArrowDeviceArray and imports it. */
   private extract(q: QueuedTask): AsyncTaskResult<T> {
-    const m = this.mem;
-    const t = m.alloc(q.bytes.length);
-    const out = m.alloc(m.layouts.ArrowDeviceArray.size);
-    try {
-      m.copyIn(t, q.bytes);
-      const fn = m.readPtr(t + BigInt(m.layouts.ArrowAsyncTask.offsets.extract_data!));
-      const rc = m.call(fn, EXTRACT_DATA, t, out) as number;
+    return this.withTask(q.bytes, (t, out) => {
+      const rc = this.mem.call(this.extractFn(q.bytes), EXTRACT_DATA, t, out) as number;
       if (rc !== 0) {
         throw new ArrowDeviceError('producer', 'extract_data', `${errnoName(rc)} (the producer reports details through on_error)`, { errno: rc });
       }
@@ -352,10 +409,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         throw new ArrowDeviceError('invalid', 'device_array.device_type', `${data.deviceType}, but the producer said ${this.deviceType}`);
       }
       return { data, metadata: q.metadata };
-    } finally {
-      m.free(t);
-      m.free(out);
-    }
+    });
   }
 
   /**
@@ -387,8 +441,12 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     for (;;) {
       const q = this.queue.shift();
       if (q) {
-        const r = this.extract(q);
+        // The task has left the queue: ask for the next one before extracting this one, so that a producer
+        // on its own thread prepares it while we extract and import (with queueSize 1 the two would otherwise
+        // take turns). Still at most queueSize tasks queued or requested: its on_next_task reaches this
+        // thread only after this extraction.
         if (!this.ended) this.request(1);
+        const r = this.extract(q);
         if (!this.opts.keep) this.current = r.data;
         return r;
       }
@@ -404,10 +462,14 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
    * a NULL out. Idempotent.
    */
   cancel(): void {
-    if (this.cancelled || this.handlerReleased) return;
+    // Queued tasks will never be read: each is extracted with a NULL out so that its producer cleans up,
+    // also once the stream has ended or the handler is released (the tasks outlive both).
+    const queued = this.queue.splice(0);
+    const stop = !this.cancelled && !this.handlerReleased;
     this.cancelled = true;
-    for (const q of this.queue.splice(0)) this.discard(q.bytes);
-    if (this.producer !== 0n) {
+    for (const q of queued) this.discard(q.bytes);
+    // After the release the ArrowAsyncProducer may be gone: nothing of it is called any more.
+    if (stop && this.producer !== 0n) {
       try {
         const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.cancel!));
         // cancel is thread-safe and may only call on_error, which koffi runs re-entrantly on this thread.
@@ -439,6 +501,14 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     return this.errorAfterCancel;
   }
 
+  /** The reading is over: the batch handed out last goes unless it was kept; the producer stops. */
+  private finishReading(): void {
+    this.drop('stream-ended');
+    // break, return() or a throw in the loop body: tell the producer to stop, and let it clean up
+    // the tasks still queued (there may be some after the end of the stream too).
+    if ((!this.ended && !this.handlerReleased) || this.queue.length > 0) this.cancel();
+  }
+
   /** Batches with the metadata their producer sent. */
   async *tasks(): AsyncGenerator<AsyncTaskResult<T>> {
     try {
@@ -448,15 +518,42 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         yield r;
       }
     } finally {
-      // The reading is over: the batch handed out last goes unless it was kept.
-      this.drop('stream-ended');
-      // break, return() or a throw in the loop body: tell the producer to stop.
-      if (!this.ended && !this.handlerReleased) this.cancel();
+      this.finishReading();
     }
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
-    for await (const t of this.tasks()) yield t.data;
+  /**
+   * The batches. An iterator over `next()` written out rather than a
+   * generator over `tasks()`: two generator layers cost a few promises per
+   * batch. The same ends: the end of the stream, `return()` (a `break`) and
+   * an error all finish the reading.
+   */
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    let finished = false;
+    const finish = (): IteratorReturnResult<undefined> => {
+      if (!finished) {
+        finished = true;
+        this.finishReading();
+      }
+      return { done: true, value: undefined };
+    };
+    return {
+      next: async (): Promise<IteratorResult<T, undefined>> => {
+        if (finished) return { done: true, value: undefined };
+        let r: AsyncTaskResult<T> | undefined;
+        try {
+          r = await this.next();
+        } catch (e) {
+          finish();
+          throw e;
+        }
+        return r ? { done: false, value: r.data } : finish();
+      },
+      return: async (): Promise<IteratorResult<T, undefined>> => finish(),
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
   }
 
   /** A WHATWG ReadableStream of the batches; its `cancel()` cancels the producer. */

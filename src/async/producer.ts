@@ -18,6 +18,9 @@
  *   (a koffi worker thread), one at a time: a native consumer may call
  *   `request` from its own threads, which koffi queues to the JS thread, so
  *   the JS thread must never wait in a synchronous call into the consumer.
+ *   Our own reader's handler is the exception: its callbacks are ours and
+ *   never wait on another thread, so they are called directly in JS (no
+ *   koffi hop; see `isReaderHandler`), with the same order and rules.
  */
 import { RecordBatch, Schema, type Struct } from 'apache-arrow';
 import { DeviceType, Errno } from '../abi/constants.js';
@@ -26,14 +29,17 @@ import { exportDeviceArray } from '../device/api.js';
 import { DeviceArray } from '../device/device-array.js';
 import { ArrowDeviceError, toErrno } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
-import type { Memory, Ptr } from '../memory/memory.js';
+import type { CValue, Memory, Ptr, Signature } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
 import { StructWriter } from '../memory/struct.js';
 import { encodeMetadata, type Metadata } from '../schema/metadata.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from '../array/view.js';
-import { CANCEL, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal } from './common.js';
+import {
+  CANCEL, DIRECT_YIELD_EVERY, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal, yieldToEventLoop,
+} from './common.js';
+import { isReaderHandler } from './consumer.js';
 
 /** What a task carries: an arrow-js record batch, a struct `ArrayView` (any type of the spec), or a `DeviceArray`. */
 type Item = RecordBatch | DeviceArray | ArrayView;
@@ -198,6 +204,12 @@ export async function produceAsyncDeviceStream(
   for (const [name, p] of [['on_schema', onSchema], ['on_next_task', onNextTask], ['on_error', onError], ['release', release]] as const) {
     if (p === 0n) throw new ArrowDeviceError('invalid', `handler.${name}`, 'NULL: the handler is released or incomplete');
   }
+  // Our own reader's handler: its callbacks run directly in JS through `mem.call` (they never block, and
+  // request and cancel, ours too, only update state: no reentrancy). A foreign handler's go through the
+  // async form, on a koffi worker thread.
+  const direct = isReaderHandler(mem, handler);
+  const callHandler = (f: Ptr, sig: Signature, ...args: CValue[]): CValue | undefined | Promise<CValue | undefined> =>
+    direct ? mem.call(f, sig, ...args) : mem.callAsync(f, sig, ...args);
   const deviceType = opts.deviceType ?? DeviceType.CPU;
   const state: ProducerState = { credit: 0, cancelled: false, badRequest: null, changed: new Signal(), outstanding: 0, retire: undefined };
   const id = producers.add(state);
@@ -228,7 +240,7 @@ export async function produceAsyncDeviceStream(
     const m = mem.alloc(msg.length);
     mem.copyIn(m, msg);
     try {
-      await mem.callAsync(onError, ON_ERROR, handler, errno, m, 0n);
+      await callHandler(onError, ON_ERROR, handler, errno, m, 0n);
     } finally {
       mem.free(m);
     }
@@ -253,7 +265,7 @@ export async function produceAsyncDeviceStream(
     const s = exportSchema(schema, { memory: mem });
     let rc: number;
     try {
-      rc = (await mem.callAsync(onSchema, ON_SCHEMA, handler, s)) as number;
+      rc = (await callHandler(onSchema, ON_SCHEMA, handler, s)) as number;
     } finally {
       // The consumer moves the schema out; release it if it did not.
       releaseArrowSchema(s, { memory: mem });
@@ -265,6 +277,8 @@ export async function produceAsyncDeviceStream(
       return { batches, cancelled: false, end, error };
     }
     for (;;) {
+      // A direct stream never leaves the microtask queue by itself: let timers and I/O in now and then.
+      if (direct && yieldToEventLoop && batches > 0 && batches % DIRECT_YIELD_EVERY === 0) await yieldToEventLoop();
       while (state.credit === 0 && !state.cancelled && state.badRequest === null) await state.changed.wait();
       if (state.cancelled) {
         end = 'cancelled'; // a successful cancel: no on_error, just release
@@ -287,7 +301,7 @@ export async function produceAsyncDeviceStream(
         break;
       }
       if (next.done) {
-        rc = (await mem.callAsync(onNextTask, ON_NEXT_TASK, handler, 0n, 0n)) as number; // end of stream
+        rc = (await callHandler(onNextTask, ON_NEXT_TASK, handler, 0n, 0n)) as number; // end of stream
         break;
       }
       const item = next.value;
@@ -308,7 +322,7 @@ export async function produceAsyncDeviceStream(
         // The spec makes the task valid only during this call (the consumer moves its contents out),
         // but Arrow C++'s consumer keeps the pointer and extracts later: so the struct lives until its
         // extract_data runs, which frees it.
-        rc = (await mem.callAsync(onNextTask, ON_NEXT_TASK, handler, task, tmdPtr)) as number;
+        rc = (await callHandler(onNextTask, ON_NEXT_TASK, handler, task, tmdPtr)) as number;
       } finally {
         if (tmdPtr) mem.free(tmdPtr);
       }
@@ -323,7 +337,7 @@ export async function produceAsyncDeviceStream(
     return { batches, cancelled: state.cancelled, end, error };
   } finally {
     try {
-      await mem.callAsync(release, HANDLER_RELEASE, handler);
+      await callHandler(release, HANDLER_RELEASE, handler);
     } finally {
       // Ours to clean up after the handler's release (the spec's ArrowAsyncProducer lifetime):
       // request and cancel become no-ops now; the memory goes once no task can lead to a call

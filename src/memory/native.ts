@@ -295,13 +295,31 @@ class NativeMemory implements Memory {
     return ptr;
   }
 
+  /**
+   * Foreign functions decoded for `callAsync`, by address: koffi.decode of a
+   * function pointer builds a new JS function every time (7-9 us measured,
+   * most of an async call's cost on the JS thread), and an async stream calls
+   * the same few handler functions once per batch. Bounded (cleared when full).
+   */
+  private readonly asyncFns = new Map<Ptr, { proto: KoffiType; f: AsyncFn }>();
+
+  private asyncFn(fn: Ptr, sig: Signature): AsyncFn {
+    const proto = this.proto(sig);
+    const hit = this.asyncFns.get(fn);
+    if (hit && hit.proto === proto) return hit.f;
+    if (this.asyncFns.size >= 1024) this.asyncFns.clear();
+    const f = this.k.decode(fn, proto) as unknown as AsyncFn;
+    this.asyncFns.set(fn, { proto, f });
+    return f;
+  }
+
   isOwnCallback(fn: Ptr): boolean {
     return this.own.has(fn);
   }
 
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
     this.check(fn, 1);
-    const f = this.k.decode(fn, this.proto(sig)) as unknown as AsyncFn;
+    const f = this.asyncFn(fn, sig);
     return new Promise((resolve, reject) => {
       f.async(...args, (err: unknown, r: number | bigint | null | undefined) => {
         if (err) reject(err instanceof Error ? err : new Error(String(err)));

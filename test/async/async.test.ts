@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RecordBatch, Table, vectorFromArray, Int32, Field, Schema } from 'apache-arrow';
-import { accounting, Errno } from '../../src/index.js';
+import { accounting, Errno, nativeMemory, type Memory, type Ptr } from '../../src/index.js';
 import { AsyncStreamError, createAsyncDeviceStreamReader, produceAsyncDeviceStream } from '../../src/async/index.js';
 import { collectUntil } from '../helpers/gc.js';
 import { asyncPeer, peerMissing } from './peer.js';
@@ -30,6 +30,26 @@ function sumOf(batch: RecordBatch): bigint {
 }
 
 const decodeMd = (m: Map<string, string> | null): Record<string, string> => Object.fromEntries(m ?? []);
+
+/** Batches of struct<x: int32>: batch b has `rows` rows, x = b * rows + i. */
+const makeBatches = (n: number, rows: number): RecordBatch[] =>
+  Array.from({ length: n }, (_, b) => new Table({ x: vectorFromArray(Int32Array.from({ length: rows }, (_, i) => b * rows + i)) }).batches[0]!);
+
+/** Runs `f` counting the native memory's async calls (koffi's worker-thread form). */
+async function countingAsyncCalls<T>(f: () => Promise<T>): Promise<{ result: T; asyncCalls: number }> {
+  const mem = nativeMemory() as Memory;
+  const original = mem.callAsync;
+  let asyncCalls = 0;
+  mem.callAsync = (...args) => {
+    asyncCalls++;
+    return original.apply(mem, args);
+  };
+  try {
+    return { result: await f(), asyncCalls };
+  } finally {
+    mem.callAsync = original;
+  }
+}
 
 describe('async consumer: a C producer thread pushes to our handler', { skip }, () => {
   test('receives every batch with its metadata, and never queues more than it requested', async () => {
@@ -180,8 +200,22 @@ describe('async consumer: a C producer thread pushes to our handler', { skip }, 
 });
 
 describe('async producer: we push to a C consumer whose worker thread requests', { skip }, () => {
-  const batches = (n: number, rows: number): RecordBatch[] =>
-    Array.from({ length: n }, (_, b) => new Table({ x: vectorFromArray(Int32Array.from({ length: rows }, (_, i) => b * rows + i)) }).batches[0]!);
+  const batches = makeBatches;
+
+  test("calls a foreign handler's callbacks with the async form, never on the JS thread", async () => {
+    const peer = asyncPeer();
+    await (async () => {
+      const h = peer.consumer(2, -1, false);
+      const { result, asyncCalls } = await countingAsyncCalls(() => produceAsyncDeviceStream(batches(10, 10), h));
+      const stats = await peer.consumerWait(h, 10_000);
+      assert.equal(result.end, 'complete');
+      assert.equal(stats.sum, expectedSum(10, 10));
+      // on_schema, 10 x on_next_task, the end of stream, release
+      assert.equal(asyncCalls, 13, 'every handler callback went through koffi\'s async form');
+      assert.equal(stats.callsOnCreatorThread, 0, 'no handler callback ran on the JS thread');
+    })();
+    await settle();
+  });
 
   test('delivers every batch; the consumer checks each value', async () => {
     const peer = asyncPeer();
@@ -320,4 +354,221 @@ describe('async: our producer into our consumer', () => {
     assert.equal(all.length, 0);
     assert.deepEqual((await reader2.schema).fields.map((f) => f.name), ['x']);
   });
+});
+
+describe('async: our producer into our reader, on the JS thread (callbacks called directly, no koffi hop)', () => {
+  /** The reader's handler callbacks in the order they ran. */
+  function trace(reader: ReturnType<typeof createAsyncDeviceStreamReader>): string[] {
+    const calls: string[] = [];
+    const r = reader as unknown as Record<string, (...a: unknown[]) => unknown>;
+    for (const [name, label] of [['onSchema', 'schema'], ['onNextTask', 'task'], ['onError', 'error'], ['onRelease', 'release']] as const) {
+      const f = r[name]!.bind(reader);
+      r[name] = (...a: unknown[]) => {
+        calls.push(label === 'task' && a[0] === 0n ? 'end' : label);
+        return f(...a);
+      };
+    }
+    return calls;
+  }
+
+  async function settleJs(): Promise<void> {
+    const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0, 100);
+    assert.ok(ok, `accounting back to zero: ${JSON.stringify(accounting())}`);
+  }
+
+  /** The producer's ArrowAsyncProducer `request`, called as a consumer would (once the schema arrived). */
+  function requestOf(reader: ReturnType<typeof createAsyncDeviceStreamReader>): (n: bigint) => void {
+    const mem = nativeMemory();
+    const producer: Ptr = mem.readPtr(reader.handler + BigInt(mem.layouts.ArrowAsyncDeviceStreamHandler.offsets.producer!));
+    const fn = mem.readPtr(producer + BigInt(mem.layouts.ArrowAsyncProducer.offsets.request!));
+    return (n) => void mem.call(fn, { name: 'async_request', result: 'void', params: ['pointer', 'int64'] }, producer, n);
+  }
+
+  test('makes no koffi call at all, and runs the callbacks in the spec order: on_schema, on_next_task..., the end, release once', async () => {
+    await (async () => {
+      const reader = createAsyncDeviceStreamReader({ queueSize: 3 });
+      const calls = trace(reader);
+      const { result, asyncCalls } = await countingAsyncCalls(async () => {
+        const done = produceAsyncDeviceStream(makeBatches(20, 10), reader.handler, {
+          additionalMetadata: new Map([['rows', '200']]),
+          taskMetadata: (_b, i) => new Map([['batch', String(i)]]),
+        });
+        let sum = 0n;
+        let n = 0;
+        for await (const t of reader.tasks()) {
+          assert.deepEqual(decodeMd(t.metadata), { batch: String(n) });
+          sum += sumOf(t.data as RecordBatch);
+          n++;
+        }
+        assert.equal(n, 20);
+        assert.equal(sum, expectedSum(20, 10));
+        return done;
+      });
+      assert.equal(asyncCalls, 0, 'no handler callback went through a koffi worker thread');
+      assert.equal(result.end, 'complete');
+      assert.equal(result.batches, 20);
+      assert.deepEqual(decodeMd(reader.additionalMetadata), { rows: '200' });
+      assert.equal(reader.deviceType, 1);
+      await reader.released;
+      assert.deepEqual(calls, ['schema', ...new Array(20).fill('task'), 'end', 'release']);
+      assert.ok(reader.maxQueued <= 3, `queued at most 3 (queued ${reader.maxQueued})`);
+    })();
+    await settleJs();
+  });
+
+  test('back-pressure: the producer never hands over more than queueSize tasks ahead of the reader', async () => {
+    await (async () => {
+      const reader = createAsyncDeviceStreamReader({ queueSize: 2 });
+      let handed = 0;
+      const done = produceAsyncDeviceStream(makeBatches(30, 10), reader.handler, { taskMetadata: () => (handed++, null) });
+      let read = 0;
+      let ahead = 0;
+      for await (const _ of reader) {
+        read++;
+        ahead = Math.max(ahead, handed - read);
+        await new Promise((r) => setTimeout(r, 1)); // slower than the producer
+      }
+      assert.equal(read, 30);
+      assert.ok(ahead <= 2, `the producer ran at most 2 tasks ahead (ran ${ahead})`);
+      assert.ok(reader.maxQueued <= 2, `queue stayed <= 2 (was ${reader.maxQueued})`);
+      assert.equal((await done).end, 'complete');
+    })();
+    await settleJs();
+  });
+
+  test('request() never calls on_next_task itself: the tasks it allows arrive after it returns', async () => {
+    await (async () => {
+      const reader = createAsyncDeviceStreamReader({ queueSize: 1 });
+      let handed = 0;
+      const done = produceAsyncDeviceStream(makeBatches(5, 10), reader.handler, { taskMetadata: () => (handed++, null) });
+      await reader.schema;
+      await new Promise((r) => setImmediate(r));
+      assert.equal(handed, 1, 'the first task, as requested');
+      requestOf(reader)(2n);
+      assert.equal(handed, 1, 'nothing handed over from inside request');
+      await new Promise((r) => setImmediate(r));
+      assert.equal(handed, 3, 'the two requested tasks, once request returned');
+      let n = 0;
+      for await (const _ of reader) n++;
+      assert.equal(n, 5);
+      assert.equal((await done).end, 'complete');
+    })();
+    await settleJs();
+  });
+
+  test('request(0) ends the stream with on_error(EINVAL), then release', async () => {
+    await (async () => {
+      const reader = createAsyncDeviceStreamReader({ queueSize: 1 });
+      const calls = trace(reader);
+      const done = produceAsyncDeviceStream(makeBatches(5, 10), reader.handler);
+      await reader.schema;
+      requestOf(reader)(0n);
+      const err = await (async () => {
+        try {
+          for await (const _ of reader);
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      })();
+      assert.ok(err instanceof AsyncStreamError, `rejected with an AsyncStreamError, got ${String(err)}`);
+      assert.equal(err.errno, Errno.EINVAL);
+      assert.match(err.message, /n must be > 0, got 0/);
+      const result = await done;
+      assert.equal(result.end, 'error');
+      await reader.released;
+      assert.deepEqual(calls.slice(-2), ['error', 'release']);
+    })();
+    await settleJs();
+  });
+
+  for (const errorAt of [0, 1, 7]) {
+    test(`an error in the source after ${errorAt} batches reaches the reader as an AsyncStreamError, after every batch before it`, async () => {
+      await (async () => {
+        async function* failing(): AsyncGenerator<RecordBatch> {
+          yield* makeBatches(errorAt, 10);
+          throw new Error('the source broke');
+        }
+        const reader = createAsyncDeviceStreamReader({ queueSize: 4 });
+        const calls = trace(reader);
+        const done = produceAsyncDeviceStream(failing(), reader.handler, { schema: makeBatches(1, 1)[0]!.schema });
+        let n = 0;
+        const err = await (async () => {
+          try {
+            for await (const _ of reader) n++;
+          } catch (e) {
+            return e;
+          }
+          return undefined;
+        })();
+        assert.ok(err instanceof AsyncStreamError, `rejected with an AsyncStreamError, got ${String(err)}`);
+        assert.equal(err.errno, Errno.EIO);
+        assert.match(err.message, /EIO: the source broke/);
+        assert.equal(n, errorAt, 'every batch before the error was delivered');
+        const result = await done;
+        assert.equal(result.end, 'error');
+        assert.match(String(result.error?.message), /the source broke/);
+        await reader.released;
+        assert.deepEqual(calls.slice(-2), ['error', 'release']);
+      })();
+      await settleJs();
+    });
+  }
+
+  for (const after of [0, 1, 5, 19]) {
+    test(`cancel after ${after} batches: the producer stops and releases without on_error, every task handed over is extracted or discarded`, async () => {
+      await (async () => {
+        const reader = createAsyncDeviceStreamReader({ queueSize: 4 });
+        const calls = trace(reader);
+        const done = produceAsyncDeviceStream(makeBatches(40, 10), reader.handler);
+        let n = 0;
+        if (after === 0) {
+          await reader.schema;
+          reader.cancel();
+        } else {
+          for await (const _ of reader) if (++n === after) break;
+        }
+        await reader.released;
+        const result = await done;
+        assert.equal(result.end, 'cancelled');
+        assert.equal(result.cancelled, true);
+        assert.ok(result.batches < 40, `stopped early (${result.batches} batches)`);
+        assert.equal(reader.discardedTasks, result.batches - after, 'each task handed over and not read was extracted with a NULL out');
+        assert.equal(reader.errorAfterCancelled, null, 'no on_error after a successful cancel');
+        assert.ok(!calls.includes('error'));
+        assert.equal(calls.at(-1), 'release');
+        assert.equal(calls.filter((c) => c === 'release').length, 1);
+      })();
+      await settleJs();
+    });
+  }
+
+  test('a long stream lets timers run while it goes', async () => {
+    await (async () => {
+      const reader = createAsyncDeviceStreamReader({ queueSize: 8 });
+      let read = 0;
+      let readWhenTimerRan = -1;
+      setTimeout(() => (readWhenTimerRan = read), 0);
+      const done = produceAsyncDeviceStream(makeBatches(1, 8).flatMap((b) => new Array<RecordBatch>(4000).fill(b)), reader.handler);
+      for await (const _ of reader) read++;
+      assert.equal(read, 4000);
+      assert.ok(readWhenTimerRan >= 0 && readWhenTimerRan < 4000, `the timer ran during the stream (after ${readWhenTimerRan} batches)`);
+      assert.equal((await done).end, 'complete');
+    })();
+    await settleJs();
+  });
+});
+
+test('a reader left after the end of the stream, with tasks still queued, extracts them so the producer cleans up', async () => {
+  await (async () => {
+    const reader = createAsyncDeviceStreamReader({ queueSize: 8 });
+    const done = produceAsyncDeviceStream(makeBatches(5, 10), reader.handler);
+    assert.equal((await done).end, 'complete');
+    await reader.released; // every task is queued, the end of stream arrived, the handler is released
+    let n = 0;
+    for await (const _ of reader) if (++n === 2) break;
+    assert.equal(reader.discardedTasks, 3, 'the three tasks never read were extracted with a NULL out');
+  })();
+  const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0, 100);
+  assert.ok(ok, `accounting back to zero: ${JSON.stringify(accounting())}`);
 });

@@ -296,14 +296,21 @@ struct consumer {
   int in_producer_call; /* the worker is inside request/cancel: release waits for it */
   int64_t cancel_after, initial_request;
   int request_zero; /* send request(0) once, to test the producer's on_error(EINVAL) */
+  pthread_t creator; /* the thread that made the consumer (the JS thread): which thread calls the handler? */
   /* observations */
   int64_t batches, rows, bad_values, extracted_null, errors, error_code, schema_children, device_mismatch;
+  int64_t calls_on_creator; /* handler callbacks made on the creating thread (the producer's async form: none) */
   int64_t sum;
   char schema_format[16], error_message[128], additional_metadata[64];
 };
 
+static void note_thread(struct consumer* c) {
+  if (pthread_equal(pthread_self(), c->creator)) __atomic_add_fetch(&c->calls_on_creator, 1, __ATOMIC_SEQ_CST);
+}
+
 static int consumer_on_schema(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* schema) {
   struct consumer* c = self->private_data;
+  note_thread(c);
   strncpy(c->schema_format, schema->format ? schema->format : "(null)", sizeof c->schema_format - 1);
   c->schema_children = schema->n_children;
   const char* md = self->producer->additional_metadata;
@@ -317,6 +324,7 @@ static int consumer_on_schema(struct ArrowAsyncDeviceStreamHandler* self, struct
 static int consumer_on_next_task(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowAsyncTask* task, const char* md) {
   (void)md;
   struct consumer* c = self->private_data;
+  note_thread(c);
   pthread_mutex_lock(&c->mu);
   if (!task) c->end_of_stream = 1;
   else if (c->qlen < 64) c->queue[(c->qhead + c->qlen++) % 64] = *task; /* move: the task is valid only during this call */
@@ -328,6 +336,7 @@ static int consumer_on_next_task(struct ArrowAsyncDeviceStreamHandler* self, str
 static void consumer_on_error(struct ArrowAsyncDeviceStreamHandler* self, int code, const char* message, const char* md) {
   (void)md;
   struct consumer* c = self->private_data;
+  note_thread(c);
   pthread_mutex_lock(&c->mu);
   c->errors++;
   c->error_code = code;
@@ -337,6 +346,7 @@ static void consumer_on_error(struct ArrowAsyncDeviceStreamHandler* self, int co
 
 static void consumer_release(struct ArrowAsyncDeviceStreamHandler* self) {
   struct consumer* c = self->private_data;
+  note_thread(c);
   pthread_mutex_lock(&c->mu);
   c->released++;
   /* The producer may free its ArrowAsyncProducer once this returns: no call of ours may still be in it. */
@@ -417,6 +427,7 @@ struct ArrowAsyncDeviceStreamHandler* peer_consumer(int64_t initial_request, int
   c->initial_request = initial_request > 0 ? initial_request : 1;
   c->cancel_after = cancel_after;
   c->request_zero = request_zero;
+  c->creator = pthread_self();
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
   pthread_create(&c->worker, NULL, consumer_main, c);
@@ -428,7 +439,7 @@ struct ArrowAsyncDeviceStreamHandler* peer_consumer(int64_t initial_request, int
  * worker finished; fills stats and frees the consumer. timeout_ms: give up
  * (stats[0] = -1) rather than hang a test forever.
  */
-void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t timeout_ms, int64_t* stats /* [10] */,
+void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t timeout_ms, int64_t* stats /* [11] */,
                         char* message /* [128] */, char* schema_format /* [16] */, char* additional_metadata /* [64] */) {
   struct consumer* c = handler->private_data;
   struct timespec deadline;
@@ -455,6 +466,7 @@ void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t t
   stats[7] = c->end_of_stream;
   stats[8] = c->bad_values + c->device_mismatch;
   stats[9] = c->schema_children;
+  stats[10] = __atomic_load_n(&c->calls_on_creator, __ATOMIC_SEQ_CST);
   memcpy(message, c->error_message, 128);
   memcpy(schema_format, c->schema_format, 16);
   memcpy(additional_metadata, c->additional_metadata, 64);

@@ -10,7 +10,7 @@ const near = fileURLToPath(new URL('.', import.meta.url));
 const here = existsSync(join(near, 'peer.c')) ? near : join(process.cwd(), 'test', 'async');
 const cc = which('cc') ?? which('gcc');
 
-export const peerMissing: string | undefined = cc ? undefined : 'no C compiler (cc/gcc) to build the async test peer';
+export const peerMissing: string | undefined = cc || process.env.ARROW_DEVICE_ASYNC_PEER ? undefined : 'no C compiler (cc/gcc) to build the async test peer';
 
 type Fn<T extends (...args: never[]) => unknown> = T & { async: (...args: unknown[]) => void };
 
@@ -46,6 +46,8 @@ export interface ConsumerStats {
   endOfStream: boolean;
   bad: number;
   schemaChildren: number;
+  /** Handler callbacks made on the thread that created the consumer (the JS thread). */
+  callsOnCreatorThread: number;
   message: string;
   schemaFormat: string;
   additionalMetadata: Uint8Array;
@@ -68,8 +70,12 @@ const cstr = (b: Uint8Array): string => new TextDecoder().decode(b.subarray(0, b
 
 export function asyncPeer(): AsyncPeer {
   if (peer) return peer;
-  const so = join(tempDir('async-peer'), 'libasyncpeer.so');
-  run(cc!, ['-std=c11', '-D_GNU_SOURCE', '-O1', '-shared', '-fPIC', '-pthread', '-o', so, join(here, 'peer.c')]);
+  // A benchmark's child processes reuse the library their parent built (it passes the path).
+  let so = process.env.ARROW_DEVICE_ASYNC_PEER ?? '';
+  if (!so) {
+    so = join(tempDir('async-peer'), 'libasyncpeer.so');
+    run(cc!, ['-std=c11', '-D_GNU_SOURCE', '-O1', '-shared', '-fPIC', '-pthread', '-o', so, join(here, 'peer.c')]);
+  }
   peerPath = so;
   const lib = koffi.load(so);
   const produce = lib.func('void *peer_produce(void *handler, int64_t n, int64_t rows, int64_t error_at)');
@@ -92,7 +98,7 @@ export function asyncPeer(): AsyncPeer {
     },
     consumer: (initial, cancelAfter, requestZero) => BigInt(consumer(initial, cancelAfter, requestZero ? 1 : 0) as bigint),
     async consumerWait(h, timeoutMs) {
-      const s = new BigInt64Array(10);
+      const s = new BigInt64Array(11);
       const msg = new Uint8Array(128);
       const fmt = new Uint8Array(16);
       const md = new Uint8Array(64);
@@ -100,7 +106,7 @@ export function asyncPeer(): AsyncPeer {
       const n = Array.from(s, Number);
       return {
         timedOut: n[0] === -1, batches: n[0]!, rows: n[1]!, sum: s[2]!, errors: n[3]!, errorCode: n[4]!, released: n[5]!,
-        extractedNull: n[6]!, endOfStream: n[7] === 1, bad: n[8]!, schemaChildren: n[9]!,
+        extractedNull: n[6]!, endOfStream: n[7] === 1, bad: n[8]!, schemaChildren: n[9]!, callsOnCreatorThread: n[10]!,
         message: cstr(msg), schemaFormat: cstr(fmt), additionalMetadata: md,
       };
     },
