@@ -188,7 +188,9 @@ interface WriteContext {
   readonly tree: Tree;
   /** The tree's address. */
   readonly base: Addr;
+  /** Where the tree is written: `dv` from `o0` (scratch from 0, or the tree's own memory where JS writes it in place). */
   readonly dv: DataView;
+  readonly o0: number;
   /** Next free byte of the tree. */
   next: number;
   /** Records made so far. */
@@ -245,7 +247,7 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
     } else if (b) {
       p = emptyBuffer(e);
     }
-    setPtr(dv, buffersAt + i * ps, p, wide);
+    setPtr(dv, ctx.o0 + buffersAt + i * ps, p, wide);
   }
   const base = ctx.base;
   A.length.set(sdv, off, view.length);
@@ -257,12 +259,13 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
   if (nc > 0) A.children.set(sdv, off, base + childrenAt);
   if (dict) A.dictionary.set(sdv, off, base + structsAt + nc * size);
   A.release.set(sdv, off, e.releaseN);
+  const o0 = ctx.o0;
   for (let i = 0; i < nc; i++) {
     const at = structsAt + i * size;
-    setPtr(dv, childrenAt + i * ps, base + at, wide);
-    writeNode(ctx, view.children[i]!, dv, at);
+    setPtr(dv, o0 + childrenAt + i * ps, base + at, wide);
+    writeNode(ctx, view.children[i]!, dv, o0 + at);
   }
-  if (dict) writeNode(ctx, dict, dv, structsAt + nc * size);
+  if (dict) writeNode(ctx, dict, dv, o0 + structsAt + nc * size);
 }
 
 const SCRATCH_TREE = 16 * 1024;
@@ -283,15 +286,19 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
     throw new ArrowDeviceError('memory', '', `allocation at 0x${block.toString(16)} is above 2^53`);
   }
   const tree: Tree = { block, live: 0 };
-  // The tree's bytes and the root struct are written in JS, then copied in one call each. Small trees
-  // use scratch space (a fresh backing store per export cost about as much as the rest of a small
-  // export); this function makes no call that could re-enter it before the copies.
-  const bytes: Arena = size <= SCRATCH_TREE ? scratchTree : newArena(size);
-  bytes.u8.fill(0, 0, size);
+  // The tree is written where it lives when JS can write that memory in place (our own small
+  // allocations, zeroed: src/memory/slab.ts); else in JS scratch space (a fresh backing store per
+  // export cost about as much as the rest of a small export), then copied in one call. The root
+  // struct, the caller's, is written in scratch space and copied once everything succeeded. This
+  // function makes no call that could re-enter it before the copies.
+  const inPlace = raw.inPlace !== undefined && size > 0 && !mem.viewsShareBuffer ? raw.inPlace(block, size) : null;
+  const bytes: Arena = inPlace ?? (size <= SCRATCH_TREE ? scratchTree : newArena(size));
+  const o0 = inPlace ? block - inPlace.addr : 0;
+  if (!inPlace) bytes.u8.fill(0, 0, size);
   scratchRoot.u8.fill(0, 0, A.$size);
   // Arrays of the number of nodes (push-grown ones start at 16 slots).
   const ctx: WriteContext = {
-    e, tree, base: block, dv: bytes.dv, next: 0, count: 0, recs: new Array(nodes), atDv: new Array(nodes), atOff: new Array(nodes),
+    e, tree, base: block, dv: bytes.dv, o0, next: 0, count: 0, recs: new Array(nodes), atDv: new Array(nodes), atOff: new Array(nodes),
   };
   const undo = (): void => {
     for (let k = 0; k < ctx.count; k++) {
@@ -310,7 +317,7 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   const n = ctx.count;
   for (let k = 0; k < n; k++) A.private_data.set(ctx.atDv[k]!, ctx.atOff[k]!, records.add(ctx.recs[k]!));
   try {
-    if (size > 0) raw.writeFrom(block, bytes, 0, size);
+    if (size > 0 && !inPlace) raw.writeFrom(block, bytes, 0, size);
     raw.writeFrom(Number(into), scratchRoot, 0, A.$size);
   } catch (err) {
     // The ids are in the structs written: take each record back.

@@ -65,7 +65,8 @@
 import { allocBytes, ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory } from '../memory/memory.js';
-import { i64At, i64Text, ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
+import { ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
+import { access, type Access, type FieldAccess } from '../abi/accessors.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
 import type { TypeInfo } from '../schema/format.js';
 import { AddressSet, MAX_NESTING_DEPTH, visitOnce, type SchemaNode } from '../schema/node.js';
@@ -89,6 +90,8 @@ export interface ImportContext {
   readonly raw: RawAccess;
   /** Whether pointers are 8 bytes (else 4: wasm32). */
   readonly wide: boolean;
+  /** The typed accessors of `ArrowArray` on this memory (src/abi/accessors.ts). */
+  readonly A: Access['ArrowArray'];
   readonly owner: ImportOwner;
   /** Copy every buffer into JS memory instead of viewing it. */
   readonly copy: boolean;
@@ -104,7 +107,7 @@ export interface ImportContext {
 /** A new import context over `owner`'s memory. */
 export function importContext(owner: ImportOwner, copy: boolean, level: number): ImportContext {
   const mem = owner.mem;
-  return { mem, raw: rawOf(mem), wide: mem.target.pointerSize === 8, owner, copy, level, held: false, seen: undefined, nodes: undefined };
+  return { mem, raw: rawOf(mem), wide: mem.target.pointerSize === 8, A: access(mem.target).ArrowArray, owner, copy, level, held: false, seen: undefined, nodes: undefined };
 }
 
 export function validationLevel(level: ValidationLevel | undefined): number {
@@ -132,11 +135,11 @@ export function checkBufferSize(size: number, path: string): void {
   }
 }
 
-/** The non-negative int64 field at `at` of a staged struct, refused with its exact value otherwise. */
-function countAt(dv: DataView, at: number, path: string, what: string): number {
-  const v = i64At(dv, at);
-  if (v < 0) throw invalid(`${path}.${what}`, `negative value ${i64Text(dv, at)}`);
-  if (v === Infinity) throw invalid(`${path}.${what}`, `value ${i64Text(dv, at)} is too large`);
+/** The non-negative int64 field `f` of the struct staged at `at`, refused with its exact value otherwise. */
+function countAt(dv: DataView, at: number, f: FieldAccess, path: string, what: string): number {
+  const v = f.get(dv, at);
+  if (v < 0) throw invalid(`${path}.${what}`, `negative value ${f.big(dv, at)}`);
+  if (v === Infinity) throw invalid(`${path}.${what}`, `value ${f.big(dv, at)} is too large`);
   return v;
 }
 
@@ -298,10 +301,13 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
   if (nChildren < 2) return null;
   const wide = ctx.wide;
   const ps = wide ? 8 : 4;
-  const size = ctx.mem.layouts.ArrowArray.size;
+  const size = ctx.A.$size;
   const first = ptrAt(cdv, cat, wide);
   if (first === 0) return null;
   for (let k = 1; k < nChildren; k++) if (ptrAt(cdv, cat + k * ps, wide) !== first + k * size) return null;
+  // Memory JS reads in place (our own allocations, a wasm module's memory) costs nothing per read:
+  // there each child reads its own, and nothing is gained by reading ahead.
+  if (ctx.raw.inPlace !== undefined && ctx.raw.inPlace(first, nChildren * size) !== null) return null;
   let sdv: DataView;
   let s0: number;
   try {
@@ -310,9 +316,7 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
   } catch {
     return null; // let each child report its own bad address
   }
-  const o = ctx.mem.layouts.ArrowArray.offsets;
-  const nbAt = o.n_buffers!;
-  const bAt = o.buffers!;
+  const A = ctx.A;
   let bdv: (DataView | null)[] | null = null;
   let bat: number[] | null = null;
   let bn: number[] | null = null;
@@ -333,8 +337,8 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
         for (let k = runStart; k < end; k++) {
           const sat = s0 + k * size;
           bdv[k] = dv;
-          bat![k] = at + (ptrAt(sdv, sat + bAt, wide) - runPtr);
-          bn![k] = i64At(sdv, sat + nbAt);
+          bat![k] = at + (A.buffers.get(sdv, sat) - runPtr);
+          bn![k] = A.n_buffers.get(sdv, sat);
         }
       } catch {
         // Each child reads (and reports) its own.
@@ -345,8 +349,8 @@ function readChildren(ctx: ImportContext, cdv: DataView, cat: number, nChildren:
   };
   for (let k = 0; k < nChildren; k++) {
     const sat = s0 + k * size;
-    const nb = i64At(sdv, sat + nbAt);
-    const bp = ptrAt(sdv, sat + bAt, wide);
+    const nb = A.n_buffers.get(sdv, sat);
+    const bp = A.buffers.get(sdv, sat);
     const child = schema.children[k];
     const phys = child ? layoutOf(child.type) : undefined;
     const ok = phys !== undefined && !phys.variadic && nb > 0 && nb === phys.nBuffers && bp !== 0;
@@ -424,8 +428,7 @@ export function readArrayView(
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
   visitOnce((ctx.seen ??= AddressSet.shared()), addr, path);
   try {
-    const L = ctx.mem.layouts.ArrowArray;
-    const o = L.offsets;
+    const A = ctx.A;
     const wide = ctx.wide;
     const ps = wide ? 8 : 4;
     let dv: DataView;
@@ -434,27 +437,27 @@ export function readArrayView(
       dv = block.sdv;
       at = block.s0 + k * block.size;
     } else {
-      at = stage(ctx.raw, addr, L.size);
+      at = stage(ctx.raw, addr, A.$size);
       dv = staged.dv;
     }
-    if (ptrAt(dv, at + o.release!, wide) === 0) {
+    if (A.release.get(dv, at) === 0) {
       throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
     }
-    const length = countAt(dv, at + o.length!, path, 'length');
-    const offset = countAt(dv, at + o.offset!, path, 'offset');
-    const nc = i64At(dv, at + o.null_count!);
-    if (nc < -1) throw invalid(`${path}.null_count`, `negative value ${i64Text(dv, at + o.null_count!)}`);
-    if (nc > length) throw invalid(`${path}.null_count`, `${Number(dv.getBigInt64(at + o.null_count!, true))} is greater than the length ${length}`);
+    const length = countAt(dv, at, A.length, path, 'length');
+    const offset = countAt(dv, at, A.offset, path, 'offset');
+    const nc = A.null_count.get(dv, at);
+    if (nc < -1) throw invalid(`${path}.null_count`, `negative value ${A.null_count.big(dv, at)}`);
+    if (nc > length) throw invalid(`${path}.null_count`, `${Number(A.null_count.big(dv, at))} is greater than the length ${length}`);
     const nullCount = nc;
     if (length + offset > Number.MAX_SAFE_INTEGER) throw invalid(path, `offset + length overflows`);
-    const nBuffers = countAt(dv, at + o.n_buffers!, path, 'n_buffers');
-    const nChildren = countAt(dv, at + o.n_children!, path, 'n_children');
+    const nBuffers = countAt(dv, at, A.n_buffers, path, 'n_buffers');
+    const nChildren = countAt(dv, at, A.n_children, path, 'n_children');
     // View types take any number of variadic buffers; refuse counts no producer
     // could have allocated before following the pointer array that far.
     if (nBuffers > MAX_BUFFERS) throw invalid(`${path}.n_buffers`, `implausible value ${nBuffers}`);
-    const buffersPtr = ptrAt(dv, at + o.buffers!, wide);
-    const childrenPtr = ptrAt(dv, at + o.children!, wide);
-    const dictPtr = ptrAt(dv, at + o.dictionary!, wide);
+    const buffersPtr = A.buffers.get(dv, at);
+    const childrenPtr = A.children.get(dv, at);
+    const dictPtr = A.dictionary.get(dv, at);
 
     const t = schema.type;
     // Minimal checks of the struct against its type. They are cheap and what
