@@ -20,7 +20,7 @@ import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { typeToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from './view.js';
-import { ImportedView } from './import.js';
+import { ImportedView, UNSET } from './import.js';
 import { Kind, layoutOf } from '../schema/layout.js';
 import type { ImportOwner } from './owner.js';
 import { isDetached, isWasmMemoryBuffer } from '../memory/wasm.js';
@@ -140,14 +140,30 @@ interface Parts {
   variadicBuffers?: () => Uint8Array[];
 }
 
-/** Marks a buffer slot not made yet. */
-const UNSET: unique symbol = Symbol('arrow-device.unset');
 
 /**
  * What a `LazyData` makes its buffers from, and the buffers made so far
- * (one object per Data: its slots are the cache).
+ * (its slots are the cache). An import's node is its first Data's state
+ * (`ImportedView` has these fields); a `LazyState` serves any other.
  */
-class LazyState {
+interface DataState {
+  valueOffsets: unknown;
+  values: unknown;
+  nullBitmap: unknown;
+  typeIds: unknown;
+  variadicBuffers: unknown;
+  wasm: { [K in LazyKey]?: ArrayBufferView[] } | undefined;
+  readonly view: ArrayView;
+  readonly owner: ImportOwner | null;
+  readonly form: Form;
+  readonly hasBitmap: boolean;
+  readonly stride: number;
+  readonly Ctor: TypedArrayCtor | null;
+  readonly parts: Parts | null;
+}
+
+/** A `DataState` of its own (a view not imported, or a second Data over an imported node). */
+class LazyState implements DataState {
   valueOffsets: unknown = UNSET;
   values: unknown = UNSET;
   nullBitmap: unknown = UNSET;
@@ -192,7 +208,7 @@ function bufOf(view: ArrayView, i: number): Uint8Array | null {
 }
 
 /** Makes slot `key` of a Data from its state, in arrow-js's slicing convention. */
-function makeSlot(st: LazyState, key: LazyKey, O: number, N: number): unknown {
+function makeSlot(st: DataState, key: LazyKey, O: number, N: number): unknown {
   const view = st.view;
   if (key === 'nullBitmap') return st.hasBitmap ? bufOf(view, 0)! : EMPTY;
   switch (st.form) {
@@ -249,8 +265,8 @@ function makeSlot(st: LazyState, key: LazyKey, O: number, N: number): unknown {
  * costs no per-instance property definitions.
  */
 class LazyData extends ImportedData {
-  declare [STATE]: LazyState;
-  constructor(st: LazyState, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
+  declare [STATE]: DataState;
+  constructor(st: DataState, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) {
     super(type, O, N, nullCount, NONE as never, children, dictionary, NONE as never);
     // Whatever the Data constructor stored through the setters (variadicBuffers = []) was dropped:
     // the state makes it. The getters read only this one own field.
@@ -335,7 +351,18 @@ function makeData(
   const { offset: O, length: N } = view;
   const nullCount = form === Form.Sparse || form === Form.Dense ? 0 : hasBitmap ? view.nullCount : 0;
   const imported = view instanceof ImportedView;
-  const st = new LazyState(view, imported ? view.owner : null, form, hasBitmap, stride, Ctor, parts);
+  let st: DataState;
+  if (imported && view.form === -1) {
+    // The node is its own (first) Data's state.
+    view.form = form;
+    view.hasBitmap = hasBitmap;
+    view.stride = stride;
+    view.Ctor = Ctor;
+    view.parts = parts;
+    st = view as unknown as DataState;
+  } else {
+    st = new LazyState(view, imported ? view.owner : null, form, hasBitmap, stride, Ctor, parts);
+  }
   if (imported) {
     return form === Form.Views
       ? new LazyViewData(st, type, O, N, nullCount, children, dictionary)

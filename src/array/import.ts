@@ -677,6 +677,9 @@ export class LazyBytes {
   }
 }
 
+/** Marks a buffer slot of a Data state not made yet (src/array/arrowjs.ts). */
+export const UNSET: unique symbol = Symbol('arrow-device.unset');
+
 /** A buffer during import: absent, bytes, or not viewed yet. */
 export type Buf = Uint8Array | LazyBytes | null;
 
@@ -704,6 +707,26 @@ function readSmall(ctx: ImportContext, b: Uint8Array | LazyBytes, at: number, n:
  */
 export class ImportedView implements ArrayView {
   private cached: (Uint8Array | null)[] | undefined;
+
+  // The state of the first arrow-js Data made over this node (src/array/arrowjs.ts `DataState`): the
+  // node is its own state, an object per node fewer for every import converted to arrow-js. `form`
+  // -1: no Data has taken it yet (a second Data over the node gets a state of its own).
+  valueOffsets: unknown = UNSET;
+  values: unknown = UNSET;
+  nullBitmap: unknown = UNSET;
+  typeIds: unknown = UNSET;
+  variadicBuffers: unknown = UNSET;
+  wasm: Record<string, ArrayBufferView[]> | undefined = undefined;
+  form = -1;
+  hasBitmap = false;
+  stride = 0;
+  Ctor: unknown = null;
+  parts: unknown = null;
+
+  /** As a Data state: the view it reads. */
+  get view(): this {
+    return this;
+  }
 
   constructor(
     readonly schema: SchemaNode,
