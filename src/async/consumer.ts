@@ -33,7 +33,8 @@ import { liveCounters } from '../memory/accounting.js';
 import type { CValue, Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
-import { StructReader, StructWriter } from '../memory/struct.js';
+import { access } from '../abi/accessors.js';
+import { rawOf, readField, readFieldBig, stage, staged, writeStruct } from '../memory/raw.js';
 import { planOfNode } from '../array/importer.js';
 import { ownersOf } from '../array/imported.js';
 import { readMetadata, type Metadata } from '../schema/metadata.js';
@@ -83,7 +84,7 @@ interface QueuedTask {
 const readers = new HandleTable<AsyncDeviceStreamReader<AsyncItem>>();
 
 function readerOf(mem: Memory, handler: Ptr): AsyncDeviceStreamReader<AsyncItem> | undefined {
-  const id = Number(mem.readPtr(handler + BigInt(mem.layouts.ArrowAsyncDeviceStreamHandler.offsets.private_data!)));
+  const id = readField(mem, access(mem.target).ArrowAsyncDeviceStreamHandler.private_data, handler);
   return readers.get(id);
 }
 
@@ -116,8 +117,8 @@ const releaseCb = defineCallback('async.handler_release', HANDLER_RELEASE, (mem,
  * JS. Our producer then calls them on the JS thread, with no koffi hop.
  */
 export function isReaderHandler(mem: Memory, handler: Ptr): boolean {
-  const H = mem.layouts.ArrowAsyncDeviceStreamHandler;
-  const at = (f: string): Ptr => mem.readPtr(handler + BigInt(H.offsets[f]!));
+  const H = access(mem.target).ArrowAsyncDeviceStreamHandler;
+  const at = (f: 'on_schema' | 'on_next_task' | 'on_error' | 'release'): Ptr => readFieldBig(mem, H[f], handler);
   return (
     at('on_schema') === onSchemaCb(mem) &&
     at('on_next_task') === onNextTaskCb(mem) &&
@@ -187,17 +188,17 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
       throw new ArrowDeviceError('invalid', 'options.queueSize', `must be a positive integer, got ${opts.queueSize}`);
     }
     this.released = new Promise((resolve) => (this.resolveClosed = resolve));
-    const L = this.mem.layouts.ArrowAsyncDeviceStreamHandler;
+    const H = access(this.mem.target).ArrowAsyncDeviceStreamHandler;
     this.id = readers.add(this);
-    this.handler = this.mem.alloc(L.size);
-    new StructWriter(L)
-      .ptr('on_schema', onSchemaCb(this.mem))
-      .ptr('on_next_task', onNextTaskCb(this.mem))
-      .ptr('on_error', onErrorCb(this.mem))
-      .ptr('release', releaseCb(this.mem))
-      .ptr('producer', 0n)
-      .ptr('private_data', BigInt(this.id))
-      .writeTo(this.mem, this.handler);
+    this.handler = this.mem.alloc(H.$size);
+    writeStruct(this.mem, this.handler, H.$size, (dv, at) => {
+      H.on_schema.setBig(dv, at, onSchemaCb(this.mem));
+      H.on_next_task.setBig(dv, at, onNextTaskCb(this.mem));
+      H.on_error.setBig(dv, at, onErrorCb(this.mem));
+      H.release.setBig(dv, at, releaseCb(this.mem));
+      H.producer.set(dv, at, 0);
+      H.private_data.set(dv, at, this.id);
+    });
     liveCounters.liveExports++;
   }
 
@@ -234,12 +235,15 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
       // ArrayViews converts it only when asked.
       if (!this.opts.view) this.arrowSchema = planOfNode(node, this.opts).arrow;
       this.node = node;
-      const pL = this.mem.layouts.ArrowAsyncProducer;
-      this.producer = this.mem.readPtr(this.handler + BigInt(this.mem.layouts.ArrowAsyncDeviceStreamHandler.offsets.producer!));
+      const A = access(this.mem.target);
+      this.producer = readFieldBig(this.mem, A.ArrowAsyncDeviceStreamHandler.producer, this.handler);
       if (this.producer === 0n) throw new ArrowDeviceError('invalid', 'handler.producer', 'NULL: the producer must fill it before on_schema');
-      const p = StructReader.read(this.mem, this.producer, pL);
-      this.deviceType = p.i32('device_type');
-      const md = p.ptr('additional_metadata');
+      // The producer struct staged once (src/memory/raw.ts), its fields read through the typed accessors.
+      const P = A.ArrowAsyncProducer;
+      const pat = stage(rawOf(this.mem), Number(this.producer), P.$size);
+      const pdv = staged.dv;
+      this.deviceType = P.device_type.get(pdv, pat);
+      const md = P.additional_metadata.big(pdv, pat);
       this.additionalMetadata = readMetadata(this.mem, md, 'producer.additional_metadata');
     } catch (e) {
       this.fail(e instanceof ArrowDeviceError ? e : new ArrowDeviceError('io', 'on_schema', String(e)));
@@ -326,7 +330,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
 
   private request(n: number): void {
     if (this.producer === 0n || this.handlerReleased || this.cancelled) return;
-    const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.request!));
+    const fn = readFieldBig(this.mem, access(this.mem.target).ArrowAsyncProducer.request, this.producer);
     // Arrow C++ 26's producer (ExportAsyncRecordBatchReader) can tear its ArrowAsyncProducer down
     // before its release of our handler reaches the JS thread, though the spec keeps it valid until
     // just before that release: a NULL request then means "gone", and we stop asking.
@@ -382,9 +386,8 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
 
   /** The task's extract_data, from its bytes (a pointer at its offset, little-endian). */
   private extractFn(bytes: Uint8Array): Ptr {
-    const at = this.mem.layouts.ArrowAsyncTask.offsets.extract_data!;
     const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    return this.mem.target.pointerSize === 8 ? dv.getBigUint64(at, true) : BigInt(dv.getUint32(at, true));
+    return access(this.mem.target).ArrowAsyncTask.extract_data.big(dv, 0);
   }
 
   /** Extracts a task with a NULL out: the producer cleans up, no data. */
@@ -471,7 +474,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     // After the release the ArrowAsyncProducer may be gone: nothing of it is called any more.
     if (stop && this.producer !== 0n) {
       try {
-        const fn = this.mem.readPtr(this.producer + BigInt(this.mem.layouts.ArrowAsyncProducer.offsets.cancel!));
+        const fn = readFieldBig(this.mem, access(this.mem.target).ArrowAsyncProducer.cancel, this.producer);
         // cancel is thread-safe and may only call on_error, which koffi runs re-entrantly on this thread.
         if (fn !== 0n) this.mem.call(fn, CANCEL, this.producer);
       } catch {

@@ -32,7 +32,8 @@ import { liveCounters } from '../memory/accounting.js';
 import type { CValue, Memory, Ptr, Signature } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
-import { StructWriter } from '../memory/struct.js';
+import { access } from '../abi/accessors.js';
+import { readField, readFieldBig, writeFieldBig, writeStruct } from '../memory/raw.js';
 import { encodeMetadata, type Metadata } from '../schema/metadata.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from '../array/view.js';
@@ -103,7 +104,7 @@ const producers = new HandleTable<ProducerState>();
 const tasks = new HandleTable<TaskRecord>();
 
 function stateOf(mem: Memory, p: bigint): ProducerState | undefined {
-  return producers.get(Number(mem.readPtr(p + BigInt(mem.layouts.ArrowAsyncProducer.offsets.private_data!))));
+  return producers.get(readField(mem, access(mem.target).ArrowAsyncProducer.private_data, p));
 }
 
 // request and cancel may come from the consumer's threads (queued by koffi to the JS thread), or
@@ -126,7 +127,7 @@ const cancelCb = defineCallback('async.cancel', CANCEL, (mem, p) => {
 });
 
 const extractCb = defineCallback('async.extract_data', EXTRACT_DATA, (mem, t, out) => {
-  const rec = tasks.take(Number(mem.readPtr((t as bigint) + BigInt(mem.layouts.ArrowAsyncTask.offsets.private_data!))));
+  const rec = tasks.take(readField(mem, access(mem.target).ArrowAsyncTask.private_data, t as bigint));
   if (!rec) return Errno.EINVAL; // extracted twice, or not ours
   liveCounters.liveExports--;
   mem.free(rec.struct);
@@ -194,9 +195,9 @@ export async function produceAsyncDeviceStream(
 ): Promise<AsyncProduceResult> {
   const mem = opts.memory ?? nativeMemory();
   if (handler === 0n) throw new ArrowDeviceError('invalid', 'handler', 'NULL pointer');
-  const H = mem.layouts.ArrowAsyncDeviceStreamHandler;
-  const P = mem.layouts.ArrowAsyncProducer;
-  const fn = (field: string): Ptr => mem.readPtr(handler + BigInt(H.offsets[field]!));
+  const H = access(mem.target).ArrowAsyncDeviceStreamHandler;
+  const P = access(mem.target).ArrowAsyncProducer;
+  const fn = (field: 'on_schema' | 'on_next_task' | 'on_error' | 'release'): Ptr => readFieldBig(mem, H[field], handler);
   const onSchema = fn('on_schema');
   const onNextTask = fn('on_next_task');
   const onError = fn('on_error');
@@ -216,16 +217,16 @@ export async function produceAsyncDeviceStream(
   const md = encodeMetadata(opts.additionalMetadata ?? null);
   const mdPtr = md ? mem.alloc(md.length) : 0n;
   if (md) mem.copyIn(mdPtr, md);
-  const producer = mem.alloc(P.size);
-  new StructWriter(P)
-    .i32('device_type', deviceType)
-    .ptr('request', requestCb(mem))
-    .ptr('cancel', cancelCb(mem))
-    .ptr('additional_metadata', mdPtr)
-    .ptr('private_data', BigInt(id))
-    .writeTo(mem, producer);
+  const producer = mem.alloc(P.$size);
+  writeStruct(mem, producer, P.$size, (dv, at) => {
+    P.device_type.set(dv, at, deviceType);
+    P.request.setBig(dv, at, requestCb(mem));
+    P.cancel.setBig(dv, at, cancelCb(mem));
+    P.additional_metadata.setBig(dv, at, mdPtr);
+    P.private_data.set(dv, at, id);
+  });
   // The producer member must be populated before on_schema.
-  mem.writePtr(handler + BigInt(H.offsets.producer!), producer);
+  writeFieldBig(mem, H.producer, handler, producer);
   const keepAlive = new KeepAlive();
   const it = iterate(source);
   let batches = 0;
@@ -310,11 +311,15 @@ export async function produceAsyncDeviceStream(
         break;
       }
       state.credit--;
-      const task = mem.alloc(mem.layouts.ArrowAsyncTask.size);
+      const T = access(mem.target).ArrowAsyncTask;
+      const task = mem.alloc(T.$size);
       const taskId = tasks.add({ item, deviceType, state, struct: task });
       state.outstanding++;
       liveCounters.liveExports++;
-      new StructWriter(mem.layouts.ArrowAsyncTask).ptr('extract_data', extractCb(mem)).ptr('private_data', BigInt(taskId)).writeTo(mem, task);
+      writeStruct(mem, task, T.$size, (dv, at) => {
+        T.extract_data.setBig(dv, at, extractCb(mem));
+        T.private_data.set(dv, at, taskId);
+      });
       const tmd = encodeMetadata(opts.taskMetadata?.(item, batches) ?? null);
       const tmdPtr = tmd ? mem.alloc(tmd.length) : 0n;
       if (tmd) mem.copyIn(tmdPtr, tmd);

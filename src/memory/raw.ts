@@ -281,3 +281,22 @@ export function writeField(mem: Memory, f: FieldAccess, ptr: Ptr | Addr, v: numb
   f.set(arena.dv, off, v);
   raw.writeFrom(Number(ptr) + f.offset, arena, off + f.offset, f.size);
 }
+
+/** `writeField` of an exact value (a pointer handed on, a device address). */
+export function writeFieldBig(mem: Memory, f: FieldAccess, ptr: Ptr | Addr, v: bigint): void {
+  const raw = rawOf(mem);
+  const off = reserve(f.offset + f.size);
+  f.setBig(arena.dv, off, v);
+  raw.writeFrom(Number(ptr) + f.offset, arena, off + f.offset, f.size);
+}
+
+/**
+ * Writes a whole struct of `size` bytes at `ptr` in one copy: `fill` sets
+ * its fields with the typed accessors on `dv` at `at` (zero bytes before).
+ */
+export function writeStruct(mem: Memory, ptr: Ptr | Addr, size: number, fill: (dv: DataView, at: number) => void): void {
+  const off = reserve(size);
+  const a = arena;
+  fill(a.dv, off);
+  rawOf(mem).writeFrom(Number(ptr), a, off, size);
+}
