@@ -371,7 +371,8 @@ export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: Ex
   const view = toExportView(x, true);
   const into = opts.into ?? m.alloc(m.layouts.ArrowArray.size);
   try {
-    writeArrayView(m, view, into);
+    // The views of arrow-js data were made for this export (toExportView): their arrays are ours.
+    writeArrayView(m, view, into, view !== x);
   } catch (e) {
     if (opts.into === undefined) m.free(into);
     throw e;

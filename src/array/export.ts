@@ -33,8 +33,9 @@ interface ArrayRecord {
   tree: Tree;
   /**
    * What keeps the JS buffers the consumer may read through our pointers
-   * reachable: a copy of the node's array of buffers (of its exact size: a
-   * caller's ArrayView may change its own later), null once released.
+   * reachable: the node's array of buffers where the view was made for this
+   * export, else a copy of it (a caller's ArrayView may change its own
+   * later); null once released.
    */
   pins: readonly unknown[] | null;
   pinnedBytes: number;
@@ -195,6 +196,8 @@ interface WriteContext {
   next: number;
   /** Records made so far. */
   count: number;
+  /** The views were made for this export (dataToExportView): their buffer arrays are ours to keep. */
+  readonly ownViews: boolean;
   readonly recs: ArrayRecord[];
   /** Where each record's struct is (its bytes and offset), for its id once every record is made. */
   readonly atDv: DataView[];
@@ -216,7 +219,7 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
   ctx.next = structsAt + (nc + (dict ? 1 : 0)) * size;
   const rec: ArrayRecord = {
     tree: ctx.tree,
-    pins: nb > 0 ? buffers.slice() : null,
+    pins: nb === 0 ? null : ctx.ownViews ? buffers : buffers.slice(),
     pinnedBytes: 0,
     copies: null,
     structs: ctx.base + structsAt,
@@ -273,8 +276,13 @@ const SCRATCH_TREE = 16 * 1024;
 const scratchTree = newArena(SCRATCH_TREE);
 const scratchRoot = newArena(256);
 
-/** Writes `view` into the `ArrowArray` at `into` (memory the caller owns). */
-export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
+/**
+ * Writes `view` into the `ArrowArray` at `into` (memory the caller owns).
+ * `ownViews`: the views were made for this export alone (dataToExportView),
+ * so each node's record may keep the node's own array of buffers as its pins
+ * (otherwise a copy: a caller's ArrayView may change its array later).
+ */
+export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr, ownViews = false): void {
   const e = exportMem(mem);
   const { A, ps, raw } = e;
   treeNodes = 0;
@@ -298,7 +306,7 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr): void {
   scratchRoot.u8.fill(0, 0, A.$size);
   // Arrays of the number of nodes (push-grown ones start at 16 slots).
   const ctx: WriteContext = {
-    e, tree, base: block, dv: bytes.dv, o0, next: 0, count: 0, recs: new Array(nodes), atDv: new Array(nodes), atOff: new Array(nodes),
+    e, tree, base: block, dv: bytes.dv, o0, next: 0, count: 0, ownViews, recs: new Array(nodes), atDv: new Array(nodes), atOff: new Array(nodes),
   };
   const undo = (): void => {
     for (let k = 0; k < ctx.count; k++) {

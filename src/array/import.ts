@@ -158,13 +158,48 @@ class NodeState {
   /** The node's buffer pointers: staged copy and offset. */
   bdv: DataView | null = null;
   bat = 0;
-  constructor(readonly ctx: ImportContext) {}
+  constructor(public ctx: ImportContext) {}
 }
+
+/**
+ * The node states of the import being read, by depth: one array shared by
+ * every import (they are read one at a time; one that starts while another
+ * is being read gets its own), so an import allocates none once warm.
+ */
+let sharedNodes: NodeState[] | null = [];
+/** The context of a node state between imports: none (see doneReading). */
+const NO_CONTEXT = Object.freeze({}) as ImportContext;
 
 /** The node state of depth `depth` of the import (see NodeState). */
 function nodeAt(ctx: ImportContext, depth: number): NodeState {
-  const nodes = (ctx.nodes ??= []);
-  return (nodes[depth] ??= new NodeState(ctx));
+  let nodes = ctx.nodes;
+  if (nodes === undefined) {
+    nodes = ctx.nodes = sharedNodes ?? [];
+    if (nodes === sharedNodes) sharedNodes = null; // taken until the import gives it back
+  }
+  let n = nodes[depth];
+  if (n === undefined) nodes[depth] = n = new NodeState(ctx);
+  else n.ctx = ctx;
+  return n;
+}
+
+/** Gives the import's node states back (see nodeAt); called once the import is read. */
+export function doneReading(ctx: ImportContext): void {
+  const nodes = ctx.nodes;
+  ctx.nodes = undefined;
+  if (nodes !== undefined && sharedNodes === null) {
+    // Nothing of the import stays in them (the views made hold their own fields): above all not its
+    // context, which is the import's keep-alive token (a shared array holding it would keep every
+    // import's producer memory from the garbage collector).
+    for (const n of nodes) {
+      n.ctx = NO_CONTEXT;
+      n.bdv = null;
+      n.path = '';
+    }
+    sharedNodes = nodes;
+  }
+  ctx.seen?.done();
+  ctx.seen = undefined;
 }
 
 /** Buffer pointer `i` of the node. */

@@ -25,7 +25,7 @@ import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs
 import { schemaToNode, toSchemaNode } from '../schema/export.js';
 import { readSchemaNode, type SchemaNode } from '../schema/node.js';
 import { viewToBatch, viewToData } from './arrowjs.js';
-import { importContext, readArrayView, validationLevel, type ValidationLevel } from './import.js';
+import { doneReading, importContext, readArrayView, validationLevel, type ValidationLevel } from './import.js';
 import { ptrAt, rawOf, stage, staged, type Arena } from '../memory/raw.js';
 import { asImportedBatch, importedData, owned, type ImportedData, type ImportedRecordBatch } from './imported.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
@@ -175,10 +175,8 @@ export function build<T>(owner: ImportOwner, node: SchemaNode, opts: ImportCoreO
       const view = readArrayView(ctx, owner.arrayAddr, node, path, 0);
       result = fn(view);
     } finally {
-      // The views keep the context: not the table of addresses it read.
-      ctx.seen?.done();
-      ctx.seen = undefined;
-      ctx.nodes = undefined;
+      // The views keep the context: not the table of addresses it read, nor the node states.
+      doneReading(ctx);
     }
   } catch (e) {
     owner.release('failed');
