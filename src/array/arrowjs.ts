@@ -378,12 +378,21 @@ function sliceIf(data: Data, O: number, N: number): Data {
   return O === 0 && N === data.length ? data : data.slice(O, N);
 }
 
+/**
+ * The place of child `i` of `view` (at `path`): an imported child already
+ * names it (the importer built the same string), so a batch builds none.
+ */
+function childPath(view: ArrayView, i: number, path: string): string {
+  const kid = view.children[i];
+  return kid instanceof ImportedView ? kid.path : `${path}.children[${i}]`;
+}
+
 /** The children of a struct (or sparse union) `view`, each sliced to the parent's offset and length. */
 function slicedChildren(view: ArrayView, type: DataType, path: string, opts: ToArrowOptions): Data[] {
   const { offset: O, length: N } = view;
   const kids = view.children;
   const out: Data[] = new Array(kids.length);
-  for (let i = 0; i < kids.length; i++) out[i] = sliceIf(viewToData(kids[i]!, (type.children[i] as Field).type, `${path}.children[${i}]`, opts), O, N);
+  for (let i = 0; i < kids.length; i++) out[i] = sliceIf(viewToData(kids[i]!, (type.children[i] as Field).type, childPath(view, i, path), opts), O, N);
   return out;
 }
 
@@ -433,12 +442,12 @@ export function viewToData(view: ArrayView, type: DataType, path = 'array', opts
     case Kind.View:
       return makeData(view, type, Form.Views, hasBitmap, 0, null, null);
     case Kind.List: case Kind.LargeList: {
-      const child = viewToData(view.children[0]!, (type.children[0] as Field).type, `${path}.children[0]`, opts);
+      const child = viewToData(view.children[0]!, (type.children[0] as Field).type, childPath(view, 0, path), opts);
       return makeData(view, type, lay.kind === Kind.LargeList ? Form.Offsets64 : Form.Offsets32, hasBitmap, 0, null, null, [child]);
     }
     case Kind.FixedList: {
       const size = lay.listSize;
-      const child = viewToData(view.children[0]!, (type.children[0] as Field).type, `${path}.children[0]`, opts);
+      const child = viewToData(view.children[0]!, (type.children[0] as Field).type, childPath(view, 0, path), opts);
       return makeData(view, type, Form.None, hasBitmap, 0, null, null, [sliceIf(child, O * size, N * size)]);
     }
     case Kind.Struct:
@@ -446,7 +455,7 @@ export function viewToData(view: ArrayView, type: DataType, path = 'array', opts
     case Kind.SparseUnion:
       return makeData(view, type, Form.Sparse, false, 0, null, null, slicedChildren(view, type, path, opts));
     case Kind.DenseUnion: {
-      const kids = view.children.map((c, i) => viewToData(c, (type.children[i] as Field).type, `${path}.children[${i}]`, opts));
+      const kids = view.children.map((c, i) => viewToData(c, (type.children[i] as Field).type, childPath(view, i, path), opts));
       return makeData(view, type, Form.Dense, false, 0, null, null, kids);
     }
     case Kind.ListView:

@@ -158,7 +158,23 @@ class NodeState {
   /** The node's buffer pointers: staged copy and offset. */
   bdv: DataView | null = null;
   bat = 0;
+  /**
+   * The paths of the children of the last node at this depth whose path was
+   * `childPathsOf`: a stream's batches (and a repeated import) name the same
+   * places, so each is built once, not once per batch.
+   */
+  childPathsOf = '';
+  childPaths: string[] = [];
   constructor(public ctx: ImportContext) {}
+}
+
+/** `<path of n>.children[k]`, built once per parent path (see NodeState.childPaths). */
+function childPath(n: NodeState, k: number): string {
+  if (n.childPathsOf !== n.path) {
+    n.childPathsOf = n.path;
+    n.childPaths = [];
+  }
+  return (n.childPaths[k] ??= `${n.path}.children[${k}]`);
 }
 
 /**
@@ -437,7 +453,7 @@ function readChild(
   depth: number,
 ): ArrayView {
   const ptr = ptrAt(cdv, cat + k * (n.ctx.wide ? 8 : 4), n.ctx.wide);
-  const child = readArrayView(n.ctx, ptr, schema.children[k]!, `${n.path}.children[${k}]`, depth + 1, block, k);
+  const child = readArrayView(n.ctx, ptr, schema.children[k]!, childPath(n, k), depth + 1, block, k);
   if (n.ctx.level >= LEVELS.default && child.length < minLength) {
     throw invalid(`${n.path}.children[${k}].length`, `${child.length} is less than the ${minLength} its parent needs`);
   }
