@@ -105,7 +105,51 @@ export function nodeOf(m: Memory, schema: SchemaLike | Ptr): SchemaNode {
 export function planOf(m: Memory, schema: Schema | SchemaNode | Ptr, opts: ToArrowOptions): BatchPlan {
   if (schema instanceof Schema) return planOfSchema(schema);
   batchSchemaArg(schema, 'schema', m, m.layouts.ArrowSchema.size);
-  return planOfNode(typeof schema === 'bigint' ? readSchemaPtr(m, schema) : schema, opts);
+  return typeof schema === 'bigint' ? planOfRead(readSchemaPtr(m, schema), opts) : planOfNode(schema, opts);
+}
+
+/**
+ * Plans of schemas read from pointers, by content: a producer that hands a
+ * new `ArrowSchema` with every array (the PyCapsule protocol's `c_array`, an
+ * ADBC driver per query, a wasm module per call) describes the same schema
+ * each time, and converting it to arrow-js types cost more than reading it.
+ * The struct is still read and checked every time (that is the validation);
+ * what is shared is what is built from it, so imports of equal schemas share
+ * one arrow-js `Schema`, as a stream's batches do. Bounded: the oldest entry
+ * goes when a new one would exceed `MAX_CONTENT_PLANS`.
+ */
+const contentPlans = new Map<string, BatchPlan>();
+const MAX_CONTENT_PLANS = 64;
+/** Schemas whose key would be longer are converted every time (the key costs as much as the plan). */
+const MAX_KEY_LENGTH = 1 << 16;
+
+function planOfRead(node: SchemaNode, opts: ToArrowOptions): BatchPlan {
+  const key = contentKey(node, opts.expand ? 'e' : 'p');
+  if (key.length > MAX_KEY_LENGTH) return planOfNode(node, opts);
+  const hit = contentPlans.get(key);
+  if (hit) return hit;
+  const p = planOfNode(node, opts);
+  if (contentPlans.size >= MAX_CONTENT_PLANS) contentPlans.delete(contentPlans.keys().next().value!);
+  contentPlans.set(key, p);
+  return p;
+}
+
+/**
+ * Everything of a node that its arrow-js conversion depends on, each string
+ * prefixed by its length so that no two different schemas give one key.
+ */
+function contentKey(n: SchemaNode, key: string): string {
+  key += `(${n.format.length}:${n.format}${n.name === null ? '-' : `${n.name.length}:${n.name}`}f${n.flags}`;
+  if (n.metadata !== null) {
+    key += `m${n.metadata.size}`;
+    for (const [k, v] of n.metadata) key += `${k.length}:${k}${v.length}:${v}`;
+  }
+  for (const c of n.children) {
+    key = contentKey(c, key);
+    if (key.length > MAX_KEY_LENGTH) return key;
+  }
+  if (n.dictionary !== null) key = contentKey(n.dictionary, `${key}d`);
+  return `${key})`;
 }
 
 /** The arrow-js type of a schema argument. */

@@ -276,7 +276,10 @@ class NativeMemory implements Memory {
     const key = `${sig.name}:${sig.result}(${sig.params.join(',')})`;
     p = this.protos.get(key);
     if (!p) {
-      p = this.k.proto(`arrow_device_${sig.name}`, ctypeToKoffi[sig.result], sig.params.map((t) => ctypeToKoffi[t]));
+      // Anonymous: koffi's type names are global to the process, and a second copy of this
+      // library in one process (two versions a package manager did not deduplicate) would
+      // fail its first export with "Duplicate type name" if this one named its prototypes.
+      p = this.k.proto(ctypeToKoffi[sig.result], sig.params.map((t) => ctypeToKoffi[t]));
       this.protos.set(key, p);
     }
     this.protosBySig.set(sig, p);

@@ -20,6 +20,8 @@ import { invalid, unsupported } from '../errors.js';
 import type { TimeUnit as OurUnit, TypeInfo } from './format.js';
 import type { SchemaNode } from './node.js';
 
+// Each option here must be part of the key of planOfRead's cache (src/array/importer.ts).
+/** Options of the conversion to arrow-js types. */
 export interface ToArrowOptions {
   /** Convert types arrow-js lacks to the nearest one it has (list view -> list, run-end encoded -> values). */
   expand?: boolean;

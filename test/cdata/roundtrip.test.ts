@@ -219,6 +219,44 @@ describe('schemas', () => {
     }
   });
 
+  test('equal schemas given as pointers with each array share one arrow-js Schema; any difference gives its own', () => {
+    const batchOf = (schema: Schema): RecordBatch => new RecordBatch(schema, makeData({
+      type: new Struct(schema.fields), length: 1,
+      children: schema.fields.map((f) => makeData({ type: f.type as Int32, length: 1, data: Int32Array.from([7]) })),
+    }));
+    const importWith = (schema: Schema): RecordBatch => {
+      const b = batchOf(schema);
+      const s = exportSchema(schema);
+      const a = exportArray(b);
+      const back = importRecordBatch(a, s);
+      freeArrowArray(a);
+      freeArrowSchema(s);
+      assert.equal(back.get(0)!.toJSON()[schema.fields[0]!.name], 7, 'the values read through the shared plan');
+      return back;
+    };
+    const base = new Schema([new Field('a', new Int32(), true), new Field('b', new Int32(), true)], new Map([['k', 'v']]));
+    const first = importWith(base);
+    const again = importWith(new Schema(base.fields, new Map([['k', 'v']])));
+    assert.equal(again.schema, first.schema, 'equal content: one plan, one arrow-js Schema');
+    // Each of these differs from base in one thing the plan depends on.
+    const variants: [string, Schema][] = [
+      ['a field name', new Schema([new Field('ab', new Int32(), true), new Field('', new Int32(), true)], base.metadata)],
+      ['nullability', new Schema([new Field('a', new Int32(), false), base.fields[1]!], base.metadata)],
+      ['schema metadata', new Schema(base.fields, new Map([['k', 'w']]))],
+      ['no metadata', new Schema(base.fields)],
+      ['field metadata', new Schema([new Field('a', new Int32(), true, new Map([['k', 'v']])), base.fields[1]!], base.metadata)],
+      ['a field fewer', new Schema([base.fields[0]!], base.metadata)],
+      // Spelled so that a key of names and formats run together would read as base's two fields.
+      ['a name spelling two fields', new Schema([new Field('af2)(ib', new Int32(), true)], base.metadata)],
+    ];
+    for (const [what, schema] of variants) {
+      const back = importWith(schema);
+      assert.notEqual(back.schema, first.schema, what);
+      assert.deepEqual(back.schema.fields.map((f) => [f.name, f.nullable, [...f.metadata]]), schema.fields.map((f) => [f.name, f.nullable, [...f.metadata]]), what);
+      assert.deepEqual([...back.schema.metadata], [...schema.metadata], what);
+    }
+  });
+
   test('an ArrayView import keeps buffers readable as bytes', () => {
     const v = vectorFromArray([1, 2, 3], new Int32());
     const arr = exportArray(v);

@@ -15,7 +15,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -87,6 +87,34 @@ import('arrow-device').then((esm) => {
 });
 `;
 
+/**
+ * Two copies of the package in one process, as when a package manager does not
+ * deduplicate two versions (an application's and a dependency's): each copy
+ * works on its own and reads what the other exported, through the C structs.
+ * koffi keeps one table of type names per process, so a copy must not name
+ * what another copy names too.
+ */
+const TWO_COPIES = `
+import assert from 'node:assert/strict';
+import { tableFromArrays } from 'apache-arrow';
+import * as a from 'arrow-device';
+import * as b from './second/node_modules/arrow-device/dist/index.js';
+assert.notEqual(a.importRecordBatch, b.importRecordBatch, 'two module instances');
+const batch = tableFromArrays({ id: Int32Array.from([1, 2, 3]), name: ['a', null, 'c'] }).batches[0];
+for (const [from, to] of [[a, b], [b, a]]) {
+  const { schema, array } = from.exportRecordBatch(batch);
+  const back = to.importRecordBatch(array, schema);
+  assert.deepEqual(back.toArray().map((r) => r.toJSON()), [{ id: 1, name: 'a' }, { id: 2, name: null }, { id: 3, name: 'c' }]);
+  assert.ok(from.accounting().liveExports > 0, 'the exporter holds the tree until the importer releases it');
+  back.release();
+  from.freeArrowSchema(schema);
+  assert.equal(from.accounting().liveExports, 0, "the importer's release reached the exporting copy's callbacks");
+  assert.equal(to.accounting().liveImports, 0);
+  from.freeArrowArray(array);
+}
+console.log('two copies ok');
+`;
+
 /** Type-checked only: the public types as a consumer spells them. */
 const TS_CONSUMER = `
 import { Table, tableFromArrays, type RecordBatch } from 'apache-arrow';
@@ -155,6 +183,14 @@ describe('package', { timeout: 120_000 }, () => {
   test('requires from CommonJS (require(esm)): one module instance', { skip: requireEsm ? false : `Node ${process.version} has no require(esm) (needs ^20.19 or >= 22.12)` }, () => {
     writeFileSync(join(project, 'cjs.cjs'), CJS_CONSUMER);
     assert.equal(sh(process.execPath, ['cjs.cjs'], project).trim(), 'cjs ok');
+  });
+
+  test("two copies of the package in one process work side by side and read each other's exports", () => {
+    const second = join(project, 'second/node_modules/arrow-device');
+    mkdirSync(dirname(second), { recursive: true });
+    cpSync(join(project, 'node_modules/arrow-device'), second, { recursive: true });
+    writeFileSync(join(project, 'two.mjs'), TWO_COPIES);
+    assert.equal(sh(process.execPath, ['two.mjs'], project).trim(), 'two copies ok');
   });
 
   test('the .d.ts type-check under strict, skipLibCheck false, lib es2023 without DOM', () => {
