@@ -66,4 +66,9 @@ if (r.error) {
   console.error(`with-node: ${r.error.message}`);
   process.exit(1);
 }
-process.exit(r.status ?? (r.signal ? 1 : 0));
+if (r.signal) {
+  // Said, or a crash (a SIGSEGV at exit) reads in a CI log as a silent exit code 1.
+  console.error(`with-node: ${[cmd, ...args].join(' ')} was killed by ${r.signal}`);
+  process.exit(1);
+}
+process.exit(r.status ?? 0);

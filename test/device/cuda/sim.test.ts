@@ -138,6 +138,41 @@ describe('the simulated CUDA runtime', { skip: typeof build === 'string' ? build
     assert.match(afterFree.stdout, /freed/);
   });
 
+  test('a process that exits right after destroying streams exits cleanly (the workers are joined before the library is unloaded)', () => {
+    // koffi unloads the library at exit; a destroyed stream's worker, woken by the destroy, used to
+    // run its last instructions in unmapped memory: SIGSEGV after the program's last line, about one
+    // exit in two of `conformance --via cuda`.
+    const code = `
+      import { koffi } from '@/src/memory/native.js';
+      import { nativeMemory } from '@/src/memory/index.js';
+      const lib = koffi().load(${JSON.stringify(cudart)});
+      const mem = nativeMemory();
+      const out = mem.alloc(8);
+      const create = lib.func('int cudaStreamCreate(uintptr_t p)');
+      const destroy = lib.func('int cudaStreamDestroy(uintptr_t s)');
+      const memset = lib.func('int cudaMemsetAsync(uintptr_t p, int v, size_t n, uintptr_t s)');
+      const malloc = lib.func('int cudaMalloc(uintptr_t p, size_t n)');
+      if (malloc(out, 64) !== 0) throw new Error('cudaMalloc');
+      const d = mem.readPtr(out);
+      // Each op takes 300 ms: the destroyed streams' workers are still draining when the process
+      // exits, and wake (their op's time up) after the library was unloaded unless it stopped them.
+      lib.func('int64_t sim_set_delay_us(int64_t us)')(300000);
+      for (let i = 0; i < 8; i++) {
+        if (create(out) !== 0) throw new Error('cudaStreamCreate');
+        const s = mem.readPtr(out);
+        if (memset(d, i, 64, s) !== 0) throw new Error('cudaMemsetAsync');
+        if (destroy(s) !== 0) throw new Error('cudaStreamDestroy');
+      }
+      console.log('done');
+    `;
+    for (let run = 0; run < 3; run++) {
+      const r = runChild(code);
+      assert.equal(r.signal, null, `run ${run}: killed by ${r.signal} after ${JSON.stringify(r.stdout)}`);
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /done/);
+    }
+  });
+
   test('an unsynchronised read sees the old bytes; after cudaStreamSynchronize, the new ones', () => {
     const d = out(c.malloc, 64);
     const h = out(c.mallocHost, 64);

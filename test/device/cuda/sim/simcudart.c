@@ -94,6 +94,7 @@ struct CUstream_st {
   uint64_t queued, completed;
   pthread_cond_t wake;
   pthread_t thread;
+  struct worker_rec* rec; /* its thread's entry in g_workers */
   struct CUstream_st* next; /* every stream with a worker, destroyed ones included until they drain */
 };
 
@@ -115,6 +116,20 @@ static size_t g_n_allocs, g_cap_allocs;
 static struct CUstream_st* g_streams;
 static struct CUevent_st* g_events;
 static struct CUstream_st* g_default[MAX_DEVICES];
+/*
+ * Every worker thread, joinable. koffi unloads this library at process exit (dlclose) while the
+ * workers still run (default streams live forever; a destroyed stream's worker drains on its own):
+ * a worker woken after the unmapping (cudaStreamDestroy's signal, racing the exit) took g_lock in
+ * unmapped memory and the process died of SIGSEGV after its last line. The destructor (sim_unload)
+ * stops and joins them all first; finished ones are joined when the next stream is made.
+ */
+struct worker_rec {
+  pthread_t thread;
+  int finished;
+  struct worker_rec* next;
+};
+static struct worker_rec* g_workers;
+static int g_shutdown;
 static int64_t g_live_allocs, g_live_streams, g_live_events, g_pending, g_completed;
 static int64_t g_delay_us = -1;
 static int g_devices = -1;
@@ -358,6 +373,7 @@ static void* worker(void* arg) {
   struct CUstream_st* s = arg;
   pthread_mutex_lock(&g_lock);
   for (;;) {
+    if (g_shutdown) break; /* the library is being unloaded: queued ops are dropped */
     struct op* o = s->head;
     if (!o) {
       if (s->destroyed) break;
@@ -410,10 +426,49 @@ static void* worker(void* arg) {
     }
   }
   pthread_cond_broadcast(&g_progress);
+  s->rec->finished = 1;
   pthread_mutex_unlock(&g_lock);
   pthread_cond_destroy(&s->wake);
   free(s);
   return NULL;
+}
+
+/* Joins the workers that finished (caller holds g_lock; a finished worker never takes it again). */
+static void reap_workers_locked(void) {
+  for (struct worker_rec** pp = &g_workers; *pp;) {
+    struct worker_rec* r = *pp;
+    if (r->finished) {
+      pthread_join(r->thread, NULL);
+      *pp = r->next;
+      free(r);
+    } else {
+      pp = &r->next;
+    }
+  }
+}
+
+/* At unload: every worker stopped and joined before the code they run is unmapped. */
+__attribute__((destructor)) static void sim_unload(void) {
+  pthread_mutex_lock(&g_lock);
+  g_shutdown = 1;
+  for (struct CUstream_st* s = g_streams; s; s = s->next) pthread_cond_signal(&s->wake);
+  pthread_cond_broadcast(&g_progress);
+  struct worker_rec* list = g_workers;
+  g_workers = NULL;
+  pthread_mutex_unlock(&g_lock);
+  while (list) {
+    struct worker_rec* next = list->next;
+    /* A worker inside a host function that waits on a thread that is exiting would never return:
+       bounded, and said. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 5;
+    if (!pthread_equal(list->thread, pthread_self()) && pthread_timedjoin_np(list->thread, NULL, &deadline) != 0) {
+      fprintf(stderr, "simcudart: a stream worker did not stop at unload\n");
+    }
+    free(list);
+    list = next;
+  }
 }
 
 /* Caller holds g_lock. */
@@ -424,17 +479,24 @@ static struct CUstream_st* new_stream(int device, unsigned flags, int is_default
   s->device = device;
   s->flags = flags;
   s->is_default = is_default;
-  pthread_cond_init(&s->wake, NULL);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  int rc = pthread_create(&s->thread, &attr, worker, s);
-  pthread_attr_destroy(&attr);
-  if (rc != 0) {
-    pthread_cond_destroy(&s->wake);
+  reap_workers_locked();
+  struct worker_rec* rec = calloc(1, sizeof(*rec));
+  if (!rec) {
     free(s);
     return NULL;
   }
+  s->rec = rec;
+  pthread_cond_init(&s->wake, NULL);
+  int rc = pthread_create(&s->thread, NULL, worker, s);
+  if (rc != 0) {
+    pthread_cond_destroy(&s->wake);
+    free(rec);
+    free(s);
+    return NULL;
+  }
+  rec->thread = s->thread;
+  rec->next = g_workers;
+  g_workers = rec;
   s->next = g_streams;
   g_streams = s;
   return s;
