@@ -124,6 +124,9 @@ const MAX_CONTENT_PLANS = 64;
 const MAX_KEY_LENGTH = 1 << 16;
 
 function planOfRead(node: SchemaNode, opts: ToArrowOptions): BatchPlan {
+  // A node read before (readSchemaNode returns the last node read when the struct matches it).
+  const same = nodePlans.get(node);
+  if (same && same.expand === (opts.expand ?? false)) return same.plan;
   const key = contentKey(node, opts.expand ? 'e' : 'p');
   if (key.length > MAX_KEY_LENGTH) return planOfNode(node, opts);
   const hit = contentPlans.get(key);

@@ -343,6 +343,9 @@ class WasmMemoryImpl implements WasmMemory {
     strlen: (addr, max) => {
       const a = this.atNum(addr, 1);
       const end = Math.min(this.u8.byteLength, a + max + 1);
+      // Short strings (formats, names): a loop beats creating a subarray to search.
+      const u8 = this.u8;
+      for (let i = a, stop = Math.min(end, a + 64); i < stop; i++) if (u8[i] === 0) return i - a;
       const nul = this.u8.subarray(a, end).indexOf(0);
       if (nul >= 0) return nul;
       if (end === this.u8.byteLength && end - a <= max) {

@@ -14,7 +14,7 @@ import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { callRelease, defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
 import { access, type Access } from '../abi/accessors.js';
-import { newArena, rawOf, stage, staged, type Addr } from '../memory/raw.js';
+import { newArena, rawOf, stage, staged, type Addr, type Arena } from '../memory/raw.js';
 import { typeInfoOf } from './arrowjs.js';
 import { formatOf } from './format.js';
 import { encodeMetadata } from './metadata.js';
@@ -131,6 +131,28 @@ function encodeTree(node: SchemaNode, ps: number, structSize: number, out: Encod
   return size;
 }
 
+const SCRATCH_TREE = 4096;
+const scratchTree = newArena(SCRATCH_TREE);
+const scratchRoot = newArena(256);
+
+/**
+ * The encoded strings of a node's tree and the tree's size, made once per
+ * node (nodes are immutable) and pointer width: a schema exported with
+ * every batch (the exchange protocol's `c_array`, a driver's bind) encodes
+ * its strings once.
+ */
+const encodedTrees = new WeakMap<SchemaNode, { ps: number; encoded: Encoded[]; size: number }>();
+
+function encodedTree(node: SchemaNode, ps: number, structSize: number): { encoded: Encoded[]; size: number } {
+  let e = encodedTrees.get(node);
+  if (e === undefined || e.ps !== ps) {
+    const encoded: Encoded[] = [];
+    const size = encodeTree(node, ps, structSize, encoded);
+    encodedTrees.set(node, (e = { ps, encoded, size }));
+  }
+  return e;
+}
+
 interface WriteContext {
   readonly A: Access['ArrowSchema'];
   readonly ps: number;
@@ -202,12 +224,19 @@ export function writeSchemaNode(mem: Memory, node: SchemaNode, into: Ptr): void 
   const ps = mem.target.pointerSize;
   const raw = rawOf(mem);
   mem.checkAddress(into, A.$size); // before anything is allocated or recorded
-  const encoded: Encoded[] = [];
-  const size = encodeTree(node, ps, A.$size, encoded);
+  const { encoded, size } = encodedTree(node, ps, A.$size);
   const block = raw.alloc(size);
   const tree: Tree = { block, live: 0 };
-  const bytes = newArena(Math.max(size, 8));
-  const root = newArena(A.$size);
+  // Scratch space reused by every export (nothing runs between filling it and writing it out);
+  // zeroed, so padding carries nothing of an earlier export.
+  let bytes: Arena;
+  if (size <= SCRATCH_TREE) {
+    bytes = scratchTree;
+    bytes.u8.fill(0, 0, size);
+  } else {
+    bytes = newArena(size);
+  }
+  const root = scratchRoot; // every field of the root is written below
   const ctx: WriteContext = {
     A, ps, tree, base: block, bytes: bytes.u8, dv: bytes.dv, encoded, node: 0, next: 0, recs: [], atDv: [], atOff: [],
     release: ourRelease(mem),
@@ -277,15 +306,61 @@ export function schemaToNode(schema: Schema): SchemaNode {
  * The nodes of arrow-js types and of fields without metadata, made once per
  * object: arrow-js types are immutable, and an import that is given one for
  * every array (`importData(ptr, new Int32())`) should not convert it each
- * time. (Metadata is a Map its owner may change, so fields with metadata and
- * schemas are converted each time; `importRecordBatch` caches its plan per
- * Schema object, see src/array/importer.ts.)
+ * time. (Metadata is a Map its owner may change, so fields with metadata
+ * are converted each time, and a schema's node is checked against its maps'
+ * contents: `schemaNodeOf`.)
  */
 const typeNodes = new WeakMap<DataType | Field, SchemaNode>();
 
+/**
+ * The node of each arrow-js `Schema`, with every metadata map it was built
+ * from and what each held: a schema is immutable but for the contents of
+ * its (and its fields') metadata maps, so the node is reused while those
+ * hold what they held, and built again when one changed.
+ */
+const schemaNodes = new WeakMap<Schema, { node: SchemaNode; maps: ReadonlyMap<string, string>[]; contents: string[][] }>();
+
+/** Every metadata map a schema's node is built from: the schema's, its fields', their types' children's. */
+function metadataMaps(schema: Schema): ReadonlyMap<string, string>[] {
+  const out: ReadonlyMap<string, string>[] = [schema.metadata];
+  const ofType = (t: DataType): void => {
+    if (t.typeId === Type.Dictionary) return ofType((t as Dictionary).dictionary);
+    for (const f of (t.children ?? []) as Field[]) ofField(f);
+  };
+  const ofField = (f: Field): void => {
+    out.push(f.metadata);
+    ofType(f.type);
+  };
+  for (const f of schema.fields) ofField(f);
+  return out;
+}
+
+function mapContents(m: ReadonlyMap<string, string> | null | undefined): string[] {
+  const out: string[] = [];
+  if (m) for (const [k, v] of m) out.push(k, v);
+  return out;
+}
+
+function sameContents(m: ReadonlyMap<string, string> | null | undefined, c: readonly string[]): boolean {
+  if ((m?.size ?? 0) * 2 !== c.length) return false;
+  if (c.length === 0) return true;
+  let i = 0;
+  for (const [k, v] of m!) if (k !== c[i++] || v !== c[i++]) return false;
+  return true;
+}
+
+function schemaNodeOf(schema: Schema): SchemaNode {
+  const hit = schemaNodes.get(schema);
+  if (hit !== undefined && hit.maps.every((m, i) => sameContents(m, hit.contents[i]!))) return hit.node;
+  const node = schemaToNode(schema);
+  const maps = metadataMaps(schema);
+  schemaNodes.set(schema, { node, maps, contents: maps.map(mapContents) });
+  return node;
+}
+
 /** `SchemaNode` of any of the JS schema forms. */
 export function toSchemaNode(s: Schema | Field | DataType | SchemaNode): SchemaNode {
-  if (s instanceof Schema) return schemaToNode(s);
+  if (s instanceof Schema) return schemaNodeOf(s);
   if (s instanceof Field) {
     if (s.metadata.size > 0) return fieldToNode(s);
     let n = typeNodes.get(s);
