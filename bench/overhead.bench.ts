@@ -23,6 +23,11 @@
  *   bench/pyarrow_overhead.py, run as a child process with the Python of the
  *   Arrow C++ peer's venv), one line per shape:
  *   `per-batch <shape>: ours <x> us, pyarrow <y> us, ratio <ours/pyarrow>`;
+ * - the same round trip with the schema exported and imported with every
+ *   batch (exportSchema into a second struct allocated once; PyArrow's
+ *   `_export_to_c(array, schema)` / `_import_from_c(array, schema)`), one
+ *   line per shape: `per-batch <shape>, schema with each batch: ours <x> us,
+ *   pyarrow <y> us, ratio <r>`;
  * - exportArrayStream + importArrayStream of 1-row batches (batches/s).
  *
  * The Python is `.venv/bin/python` at the repository root, which
@@ -42,8 +47,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Field, Float64, Int32, makeData, RecordBatch, Schema, Struct, Table, Utf8, vectorFromArray, type Vector } from 'apache-arrow';
 import {
-  accounting, allocArrowArray, exportArray, exportArrayStream, freeArrowArray, freeArrowArrayStream, importArrayStream, importRecordBatch,
-  importSchema,
+  accounting, allocArrowArray, allocArrowSchema, exportArray, exportArrayStream, exportSchema, freeArrowArray, freeArrowArrayStream,
+  freeArrowSchema, importArrayStream, importRecordBatch, importSchema,
 } from '../src/index.js';
 import { counting, countingMissing } from '../test/ownership/counting.js';
 
@@ -112,7 +117,7 @@ let sink = 0;
  * microseconds in the form of PyArrow's loop (into one struct allocated
  * once), and in ours (exportArray allocating a struct, freed after).
  */
-async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<{ into: number; alloc: number }> {
+async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<{ into: number; alloc: number; withSchema: number }> {
   const schema = batch.schema;
   // The batch is released when the iteration is done with it (release(), as `using` does): the
   // deterministic path, and what PyArrow's loop does when its reference count drops to zero.
@@ -132,6 +137,18 @@ async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<
     sink += b.numRows;
     b.release();
   }, n);
+  // The schema with every batch, into two structs allocated once (PyArrow's `_export_to_c(array,
+  // schema)` then `_import_from_c(array, schema)`): a producer that hands an ArrowSchema with each
+  // array, as the exchange protocol's c_array and many drivers do.
+  const sslot = allocArrowSchema();
+  const withSchema = await perIter(() => {
+    exportArray(batch, { into: slot });
+    exportSchema(schema, { into: sslot });
+    const b = importRecordBatch(slot, sslot);
+    sink += b.numRows;
+    b.release();
+  }, n);
+  freeArrowSchema(sslot);
   freeArrowArray(slot);
   const ex = await perIter(() => {
     const p = exportArray(batch);
@@ -150,7 +167,7 @@ async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<
     `${label.padEnd(38)} export+import+release ${into.toFixed(2).padStart(7)} us/batch (${(1e6 / into).toFixed(0).padStart(7)}/s) into one struct,` +
       ` ${rt.toFixed(2).padStart(7)} us allocating it   released by GC ${gc.toFixed(2).padStart(7)} us   export+free ${ex.toFixed(2).padStart(7)} us`,
   );
-  return { into, alloc: rt };
+  return { into, alloc: rt, withSchema };
 }
 
 /**
@@ -272,7 +289,7 @@ const shapes: Shape[] = [
 const py = runPyArrow(repoRoot(), shapes);
 if (py) console.log(`pyarrow ${py.pyarrow} (Python ${py.python}, structs allocated with ${py.allocator})`);
 
-const ours = new Map<string, { into: number; alloc: number }>();
+const ours = new Map<string, { into: number; alloc: number; withSchema: number }>();
 for (const s of shapes) ours.set(s.key, await roundTrip(s.label, s.make(), s.iterations));
 await fromC();
 // Like for like: PyArrow's loop exports into one struct allocated once, so ours does too here;
@@ -282,6 +299,12 @@ for (const s of shapes) {
   const y = py?.results[s.key];
   const theirs = y === undefined ? 'pyarrow skipped' : `pyarrow ${y.toFixed(2)} us, ratio ${(into / y).toFixed(2)}`;
   console.log(`per-batch ${s.label}: ours ${into.toFixed(2)} us, ${theirs} (allocating the struct: ${alloc.toFixed(2)} us${y === undefined ? '' : `, ratio ${(alloc / y).toFixed(2)}`})`);
+}
+for (const s of shapes) {
+  const { withSchema } = ours.get(s.key)!;
+  const y = py?.results[`${s.key}+schema`];
+  const theirs = y === undefined ? 'pyarrow skipped' : `pyarrow ${y.toFixed(2)} us, ratio ${(withSchema / y).toFixed(2)}`;
+  console.log(`per-batch ${s.label}, schema with each batch: ours ${withSchema.toFixed(2)} us, ${theirs}`);
 }
 await stream('1 row, 1 int32 column', int32Batch(1, 1), quick ? 20000 : 100000);
 await stream('1 row, 4 columns', fourColumns(1), quick ? 20000 : 50000);

@@ -6,7 +6,10 @@ object {"reps": R, "shapes": [{"shape": "1x1", "iterations": N}, ...]}, and
 prints one JSON object on stdout:
 
     {"pyarrow": "26.0.1", "python": "3.11.7", "allocator": "cffi",
-     "results": {"1x1": 1.23, ...}}     # microseconds per batch
+     "results": {"1x1": 1.23, "1x1+schema": 2.34, ...}}  # microseconds per batch
+
+"<shape>+schema" is the same loop with the schema exported and imported with
+every batch (see measure_with_schema).
 
 The shapes are built here with the same types and values as the Node side
 builds them (see the shape table there); only their names cross the process
@@ -119,6 +122,37 @@ def measure(batch, iterations, reps):
     return statistics.median(times)
 
 
+def measure_with_schema(batch, iterations, reps):
+    """The same loop with the schema exported and imported with every batch
+    (`_export_to_c(array_ptr, schema_ptr)`, `_import_from_c(array_ptr,
+    schema_ptr)`): what a producer handing a new ArrowSchema with each array
+    (the PyCapsule protocol's __arrow_c_array__) costs."""
+    c_schema, schema_ptr = alloc("ArrowSchema")
+    c_array, array_ptr = alloc("ArrowArray")
+    export = batch._export_to_c
+    import_ = pa.RecordBatch._import_from_c
+
+    export(array_ptr, schema_ptr)
+    check = import_(array_ptr, schema_ptr)
+    if not check.equals(batch) or not check.schema.equals(batch.schema):
+        raise SystemExit("pyarrow round trip with its schema does not give the batch back")
+    del check
+
+    def loop(n):
+        t0 = time.perf_counter_ns()
+        b = None
+        for _ in range(n):
+            export(array_ptr, schema_ptr)
+            b = import_(array_ptr, schema_ptr)
+        del b
+        return (time.perf_counter_ns() - t0) / 1e3 / n
+
+    loop(min(iterations, 2000))  # warm up
+    times = [loop(iterations) for _ in range(reps)]
+    del c_schema, c_array
+    return statistics.median(times)
+
+
 def main():
     spec = json.loads(sys.argv[1])
     reps = int(spec["reps"])
@@ -128,6 +162,7 @@ def main():
         if name not in SHAPES:
             raise SystemExit(f"unknown shape {name!r}")
         results[name] = measure(SHAPES[name](), int(s["iterations"]), reps)
+        results[name + "+schema"] = measure_with_schema(SHAPES[name](), int(s["iterations"]), reps)
     print(
         json.dumps(
             {
