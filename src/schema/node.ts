@@ -182,6 +182,7 @@ const lastRead = new WeakMap<RawAccess, SchemaNode>();
 
 /** The bytes a struct must hold to equal a node read before: its strings as UTF-8, its metadata encoded. */
 interface Expected {
+  /** The strings' UTF-8 bytes and a NUL (which no string read from a C string holds elsewhere). */
   readonly format: Uint8Array;
   readonly name: Uint8Array | null;
   readonly metadata: Uint8Array | null;
@@ -194,7 +195,11 @@ function expected(node: SchemaNode): Expected {
   if (e === undefined) {
     // A node read from a blob with a repeated key or no pairs has a metadata map that does not encode
     // back to the same bytes: such a node never matches (it is read every time), which is only slower.
-    e = { format: utf8Encoder.encode(node.format), name: node.name === null ? null : utf8Encoder.encode(node.name), metadata: encodeMetadata(node.metadata) };
+    e = {
+      format: utf8Encoder.encode(`${node.format}\0`),
+      name: node.name === null ? null : utf8Encoder.encode(`${node.name}\0`),
+      metadata: encodeMetadata(node.metadata),
+    };
     expectedOf.set(node, e);
   }
   return e;
@@ -256,22 +261,24 @@ function sameNode(raw: RawAccess, A: Access['ArrowSchema'], wide: boolean, seen:
   return node.dictionary === null ? dictPtr === 0 : sameNode(raw, A, wide, seen, dictPtr, node.dictionary);
 }
 
-/** Whether the string at `addr` is `bytes` and its NUL (no byte past the NUL is read). */
-function sameCString(raw: RawAccess, addr: Addr, bytes: Uint8Array): boolean {
+/** Whether the string at `addr` is `z` (its bytes and NUL); no byte past the string's NUL is read through the FFI. */
+function sameCString(raw: RawAccess, addr: Addr, z: Uint8Array): boolean {
   if (addr === 0) return false;
-  const n = bytes.length;
+  const n = z.length - 1;
   // Memory JS reads in place is read here directly, NUL included: reading past a shorter string's
   // NUL is safe there (bounds-checked JS memory), where through the FFI it might leave the page.
   const m = raw.inPlace !== undefined ? raw.inPlace(addr, n + 1) : null;
   if (m !== null) {
     const u8 = m.u8;
     const at = addr - m.addr;
-    for (let i = 0; i < n; i++) if (u8[at + i] !== bytes[i]) return false;
-    return u8[at + n] === 0;
+    for (let i = 0; i <= n; i++) if (u8[at + i] !== z[i]) return false;
+    return true;
   }
+  // One call where the memory has it (strncmp), else the length and then the bytes.
+  if (raw.sameCString !== undefined) return raw.sameCString(addr, z);
   // Throws (caught by sameSchema) when no NUL comes within the expected length: a longer string.
   if (raw.strlen(addr, n) !== n) return false;
-  return sameBytes(raw, addr, bytes, 0, bytes.length);
+  return sameBytes(raw, addr, z, 0, n);
 }
 
 /** Whether the `n` bytes at `addr` are `bytes[from, from + n)`. */
