@@ -8,13 +8,14 @@
  * `--only` measures the paths whose name contains the text (and the hops and export/import).
  *
  * Paths (batches of 8 int32 rows, so the fixed cost per batch is what shows):
- * - a native producer thread (test/async/peer.c) into our reader, queue 1 and 8;
+ * - a native producer thread (test/async/peer.c) into our reader, queue 1 and
+ *   8, through the native ring (src/async/ring.ts) and through JS callbacks;
  * - our producer into our reader on the JS thread, queue 1 and 8;
  * - our producer into a native consumer whose worker thread extracts each
  *   task, releases the batch and calls request(1) from its own thread;
- * - the same cross-thread paths through two test-only PROTOTYPES of a native
- *   piece (test/async/native-ring.c, native-pump.c), always the working
- *   tree's: what a native piece that wakes JS once per burst would buy.
+ * - our producer into the native consumer through a test-only PROTOTYPE of
+ *   a native pump (test/async/native-pump.c), always the working tree's:
+ *   what a native piece on that side would buy.
  *
  * Each line gives the median over the repeats (each the median of three
  * runs in a warmed-up child process) of the wall time per batch, batches
@@ -117,19 +118,29 @@ interface Path {
   run(lib: Lib, n: number): Promise<void>;
 }
 
-const nativeToReader = (queueSize: number): Path => ({
-  name: `native producer thread -> our reader, queue ${queueSize}`,
-  hops: { blocking: 1, async: 0 }, // on_next_task; request is a plain call from the JS thread
+/**
+ * A native producer thread into our reader, through the native ring (the
+ * default where its prebuilt library loads: the producer never waits for
+ * JS, which is woken once per burst; its doorbells are counted) or through
+ * JS callbacks (each on_next_task a blocking hop). A commit from before the
+ * ring ignores the option: JS callbacks.
+ */
+const nativeToReader = (queueSize: number, nativeRing: boolean): Path => ({
+  name: `native producer thread -> our reader (${nativeRing ? 'native ring' : 'JS callbacks'}), queue ${queueSize}`,
+  // JS callbacks: on_next_task; request is a plain call from the JS thread. The ring: its doorbells, counted.
+  hops: nativeRing ? { blocking: 0, async: 0 } : { blocking: 1, async: 0 },
   exports: false,
   imports: true,
   async run(lib, n) {
     const peer = asyncPeer();
-    const reader = lib.createAsyncDeviceStreamReader({ queueSize });
+    const reader = lib.createAsyncDeviceStreamReader({ queueSize, nativeRing } as Parameters<Lib['createAsyncDeviceStreamReader']>[0]);
     const p = peer.produce(reader.handler, n, 8, -1);
     let k = 0;
     for await (const _ of reader) k++;
     await peer.produceWait(p);
     if (k !== n) throw new Error(`read ${k} batches, not ${n}`);
+    await reader.released;
+    ringDoorbells = (reader as { doorbells?: number }).doorbells ?? 0;
   },
 });
 
@@ -163,31 +174,8 @@ const jsToNative: Path = {
   },
 };
 
-const paths = [nativeToReader(1), nativeToReader(8), jsToJs(1), jsToJs(8), jsToNative];
-
-/**
- * The native ring PROTOTYPE (test/async/native-ring.c: a handler whose
- * on_next_task never waits for JS, which is woken once per burst): what the
- * small native piece of issue 13 would buy. Always the working tree's
- * library (loaded only in its own child: two copies cannot share koffi).
- */
-const ringPath = (queueSize: number): Path => ({
-  name: `native producer thread -> native ring PROTOTYPE, queue ${queueSize}`,
-  hops: { blocking: 0, async: 0 }, // one doorbell per burst, counted apart
-  exports: false,
-  imports: true,
-  async run(_lib, n) {
-    const { NativeRingReader } = await import('../test/async/native-ring.js');
-    const peer = asyncPeer();
-    const reader = new NativeRingReader(queueSize);
-    const p = peer.produce(reader.handler, n, 8, -1);
-    let k = 0;
-    for await (const _ of reader) k++;
-    await peer.produceWait(p);
-    if (k !== n) throw new Error(`read ${k} batches, not ${n}`);
-    ringDoorbells = reader.doorbells;
-  },
-});
+const paths = [nativeToReader(1, true), nativeToReader(8, true), nativeToReader(1, false), nativeToReader(8, false), jsToJs(1), jsToJs(8), jsToNative];
+/** Doorbells (wake-ups of the JS thread) of the last run of a path that counts them, for `measure`. */
 let ringDoorbells = 0;
 
 /** The native pump PROTOTYPE (test/async/native-pump.c): our batches into the native consumer, none of its calls a hop. */
@@ -206,7 +194,7 @@ const pumpPath: Path = {
     ringDoorbells = r.doorbells;
   },
 };
-const prototypes = [ringPath(1), ringPath(8), pumpPath];
+const prototypes = [pumpPath];
 
 type AsyncForm = { async: (...a: unknown[]) => void };
 
@@ -325,15 +313,14 @@ function compileRef(ref: string): { name: string; index: string } {
 function child(index: string, what: string): Timing {
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', index, what, '--batches', String(N)], {
     encoding: 'utf8',
-    env: { ...process.env, ARROW_DEVICE_ASYNC_PEER: asyncPeerPath(), ARROW_DEVICE_NATIVE_RING: ringSo, ARROW_DEVICE_NATIVE_PUMP: pumpSo },
+    env: { ...process.env, ARROW_DEVICE_ASYNC_PEER: asyncPeerPath(), ARROW_DEVICE_NATIVE_PUMP: pumpSo },
   });
   const line = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !line.startsWith('{')) throw new Error(`measuring ${what} failed:\n${r.stdout}\n${r.stderr}`);
   return JSON.parse(line) as Timing;
 }
 
-/** The prototypes' libraries, built once by the parent for its children. */
-let ringSo = '';
+/** The prototype's library, built once by the parent for its children. */
 let pumpSo = '';
 
 async function parent(): Promise<void> {
@@ -342,9 +329,6 @@ async function parent(): Promise<void> {
     return;
   }
   asyncPeer(); // built once; the children reuse it
-  const { nativeRing, nativeRingMissing } = await import('../test/async/native-ring.js');
-  if (nativeRingMissing) throw new Error(nativeRingMissing);
-  ringSo = nativeRing().path;
   const { nativePump, nativePumpMissing } = await import('../test/async/native-pump.js');
   if (nativePumpMissing) throw new Error(nativePumpMissing);
   pumpSo = nativePump().path;
@@ -390,12 +374,14 @@ async function parent(): Promise<void> {
     const ex = med(`${v.name}:export`).js;
     const im = med(`${v.name}:export+import`).js - ex;
     console.log(`\n${v.name}: export of one batch ${f1(ex)} us, import (and its release) ${f1(im)} us (alone, JS CPU)`);
-    console.log(head(54, '  hops  exp/imp  rest (ours)'));
+    console.log(head(66, '  hops  exp/imp  rest (ours)'));
     for (const p of paths.filter(wanted)) {
       const m = med(`${v.name}:${p.name}`);
       const hops = p.hops.blocking * hopB.js + p.hops.async * hopA.js;
       const xi = (p.exports ? ex : 0) + (p.imports ? im : 0);
-      console.log(line(p.name, m, 54, ` ${f1(hops).padStart(5)}  ${f1(xi).padStart(7)}  ${f1(m.js - hops - xi).padStart(11)}`));
+      // The ring's wake-ups are pipe reads on the event loop, not koffi hops: counted, inside "rest".
+      const bells = p.name.includes('native ring') ? `  (${(m.hopsPerBatch ?? 0).toFixed(2)} wake-ups of the JS thread per batch)` : '';
+      console.log(line(p.name, m, 66, ` ${f1(hops).padStart(5)}  ${f1(xi).padStart(7)}  ${f1(m.js - hops - xi).padStart(11)}${bells}`));
     }
   }
   const ex = med('working tree:export').js;

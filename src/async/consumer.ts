@@ -20,6 +20,11 @@
  *   JS thread, one at a time, and the handler callbacks are serialized as the
  *   spec requires. The event loop is kept alive until the producer calls the
  *   handler's `release`.
+ * - Where the package's prebuilt native handler loads (src/async/ring.ts),
+ *   the handler is that instead: the producer's calls (but on_schema) are
+ *   queued in a ring on its own thread without waiting for JS, and JS takes
+ *   them in bursts, woken once per burst, so a producer ahead of the reader
+ *   costs no hop per batch. What the reader does with each call is the same.
  */
 import type { Schema } from 'apache-arrow';
 import { errnoName, Errno } from '../abi/constants.js';
@@ -31,7 +36,7 @@ import { DeviceArray } from '../device/device-array.js';
 import { ArrowDeviceError, toErrno } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { CValue, Memory, Ptr } from '../memory/memory.js';
-import { nativeMemory } from '../memory/native.js';
+import { isNativeMemory, nativeMemory } from '../memory/native.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
 import { access } from '../abi/accessors.js';
 import { rawOf, readField, readFieldBig, stage, staged, writeStruct } from '../memory/raw.js';
@@ -40,6 +45,8 @@ import { ownersOf } from '../array/imported.js';
 import { readMetadata, type Metadata } from '../schema/metadata.js';
 import type { SchemaNode } from '../schema/node.js';
 import { CANCEL, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal } from './common.js';
+import { closeSync, Socket } from '../platform/node.js';
+import { asyncRing, EV_END, EV_ERROR, EV_RELEASE, EV_TASK, RING_EVENT_BYTES, type RingLib } from './ring.js';
 
 /** An error the producer reported through `on_error`. */
 export class AsyncStreamError extends ArrowDeviceError {
@@ -73,6 +80,13 @@ export interface AsyncConsumerOptions extends DeviceImportOptions {
   keep?: boolean;
   /** Yield `ArrayView`s (every type of the spec) instead of record batches. */
   view?: boolean;
+  /**
+   * Use the prebuilt native handler where it loads (the default): a native
+   * producer's calls are queued on its thread and taken in bursts, instead
+   * of each waiting for the JS thread. `false`: JS callbacks, one hop per
+   * call. See `AsyncDeviceStreamReader.nativeRing`.
+   */
+  nativeRing?: boolean;
 }
 
 interface QueuedTask {
@@ -111,21 +125,37 @@ const releaseCb = defineCallback('async.handler_release', HANDLER_RELEASE, (mem,
   guard(() => readerOf(mem, h as bigint)?.onRelease(), undefined),
 );
 
+/** The readers whose handler is a native ring, by the ring's address (see `readerCallbacks`). */
+const ringReaders = new Map<Ptr, AsyncDeviceStreamReader<AsyncItem>>();
+
+/** Our four JS handler callbacks on `mem`, for a producer of ours to call directly (see `readerCallbacks`). */
+export interface HandlerCallbacks {
+  readonly on_schema: Ptr;
+  readonly on_next_task: Ptr;
+  readonly on_error: Ptr;
+  readonly release: Ptr;
+}
+
 /**
- * Whether `handler` is the handler of one of our live readers on `mem`: its
- * four callbacks are our registered ones, which `mem.call` runs directly in
- * JS. Our producer then calls them on the JS thread, with no koffi hop.
+ * When `handler` is the handler of one of our live readers on `mem`, our
+ * four JS callbacks, which `mem.call` runs directly in JS: our producer then
+ * calls them on the JS thread, with no koffi hop and, for a reader whose
+ * handler is a native ring, without going through the ring. Null for any
+ * other handler.
  */
-export function isReaderHandler(mem: Memory, handler: Ptr): boolean {
+export function readerCallbacks(mem: Memory, handler: Ptr): HandlerCallbacks | null {
+  const ours: HandlerCallbacks = { on_schema: onSchemaCb(mem), on_next_task: onNextTaskCb(mem), on_error: onErrorCb(mem), release: releaseCb(mem) };
+  const ring = ringReaders.get(handler);
+  if (ring !== undefined) return ring.memory === mem && readerOf(mem, handler) === ring ? ours : null;
   const H = access(mem.target).ArrowAsyncDeviceStreamHandler;
   const at = (f: 'on_schema' | 'on_next_task' | 'on_error' | 'release'): Ptr => readFieldBig(mem, H[f], handler);
-  return (
-    at('on_schema') === onSchemaCb(mem) &&
-    at('on_next_task') === onNextTaskCb(mem) &&
-    at('on_error') === onErrorCb(mem) &&
-    at('release') === releaseCb(mem) &&
-    readerOf(mem, handler) !== undefined
-  );
+  const same =
+    at('on_schema') === ours.on_schema &&
+    at('on_next_task') === ours.on_next_task &&
+    at('on_error') === ours.on_error &&
+    at('release') === ours.release &&
+    readerOf(mem, handler) !== undefined;
+  return same ? ours : null;
 }
 
 /**
@@ -153,6 +183,17 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   }
 
   private readonly mem: Memory;
+  /**
+   * Whether the handler is the native ring (src/async/ring.ts): a native
+   * producer's calls then wait for no hop. False where the prebuilt library
+   * is not available (`asyncRingMissing` says why), for `{ nativeRing: false }`,
+   * and for memories other than the native one.
+   */
+  readonly nativeRing: boolean;
+  private readonly ring: RingLib | null;
+  private bell: InstanceType<typeof Socket> | null = null;
+  /** Where ring events are taken into (JS memory, handed to the library). */
+  private ringBuf: Uint8Array | null = null;
   private readonly id: number;
   private readonly queueSize: number;
   private readonly keepAlive = new KeepAlive();
@@ -190,17 +231,60 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     this.released = new Promise((resolve) => (this.resolveClosed = resolve));
     const H = access(this.mem.target).ArrowAsyncDeviceStreamHandler;
     this.id = readers.add(this);
-    this.handler = this.mem.alloc(H.$size);
-    writeStruct(this.mem, this.handler, H.$size, (dv, at) => {
-      H.on_schema.setBig(dv, at, onSchemaCb(this.mem));
-      H.on_next_task.setBig(dv, at, onNextTaskCb(this.mem));
-      H.on_error.setBig(dv, at, onErrorCb(this.mem));
-      H.release.setBig(dv, at, releaseCb(this.mem));
-      H.producer.set(dv, at, 0);
-      H.private_data.set(dv, at, this.id);
-    });
+    const ring = opts.nativeRing !== false && isNativeMemory(this.mem) ? asyncRing() : null;
+    // The ring's handler member comes first: its address is the handler's, its private_data our id.
+    // No doorbell function: the ring rings through its pipe (the producer's thread never waits for ours).
+    let ringHandler = ring ? ring.ringNew(0n, onSchemaCb(this.mem), BigInt(this.id), this.queueSize) : 0n;
+    if (ring && ringHandler !== 0n) {
+      try {
+        // The pipe's read end as a socket of the event loop: each byte is a doorbell. The socket owns
+        // (and closes) the descriptor; it does not keep the loop alive (KeepAlive does, until the release).
+        const bell = new Socket({ fd: ring.bellFd(ringHandler), readable: true, writable: false });
+        bell.on('data', () => this.onDoorbell());
+        bell.on('error', () => {});
+        bell.unref();
+        this.bell = bell;
+      } catch {
+        // No socket for the pipe (out of descriptors, say): JS callbacks then. The read end is ours to close.
+        try {
+          closeSync(ring.bellFd(ringHandler));
+        } catch {
+          // already closed
+        }
+        ring.free(ringHandler);
+        ringHandler = 0n;
+      }
+    }
+    this.ring = ringHandler !== 0n ? ring : null;
+    this.nativeRing = this.ring !== null;
+    if (this.ring) {
+      this.handler = ringHandler;
+      ringReaders.set(ringHandler, this);
+    } else {
+      this.handler = this.mem.alloc(H.$size);
+      writeStruct(this.mem, this.handler, H.$size, (dv, at) => {
+        H.on_schema.setBig(dv, at, onSchemaCb(this.mem));
+        H.on_next_task.setBig(dv, at, onNextTaskCb(this.mem));
+        H.on_error.setBig(dv, at, onErrorCb(this.mem));
+        H.release.setBig(dv, at, releaseCb(this.mem));
+        H.producer.set(dv, at, 0);
+        H.private_data.set(dv, at, this.id);
+      });
+    }
     liveCounters.liveExports++;
   }
+
+  /** @internal The memory the handler lives in. */
+  get memory(): Memory {
+    return this.mem;
+  }
+
+  /** Doorbells the producer rang (native ring only; each is one hop to the JS thread): for tests and benchmarks. */
+  get doorbells(): number {
+    return this.ring && !this.handlerReleased ? this.ring.doorbells(this.handler) : this.finalDoorbells;
+  }
+
+  private finalDoorbells = 0;
 
   /**
    * The stream's schema as arrow-js `Schema`, once the producer sent it
@@ -269,9 +353,19 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
       this.discard(bytes);
       return 0;
     }
+    this.queueTask(bytes, () => readMetadata(this.mem, metadata, 'on_next_task.metadata'));
+    return 0;
+  }
+
+  /** A task moved out (of on_next_task, or of the ring), queued for the reader; discarded after a cancel. */
+  private queueTask(bytes: Uint8Array, metadata: () => Metadata | null): void {
+    if (this.cancelled) {
+      this.discard(bytes);
+      return;
+    }
     let md: Metadata | null = null;
     try {
-      md = readMetadata(this.mem, metadata, 'on_next_task.metadata');
+      md = metadata();
     } catch (e) {
       // Keep the data; a malformed per-task metadata is reported with the batch.
       md = new Map([['arrow-device:error', (e as Error).message]]);
@@ -279,7 +373,6 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     this.queue.push({ bytes, metadata: md });
     this.maxQueued = Math.max(this.maxQueued, this.queue.length);
     this.changed.wake();
-    return 0;
   }
 
   /** @internal */
@@ -297,7 +390,10 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     } catch {
       md = null;
     }
-    const err = new AsyncStreamError(code, text, md);
+    this.producerError(new AsyncStreamError(code, text, md));
+  }
+
+  private producerError(err: AsyncStreamError): void {
     if (this.cancelled) this.errorAfterCancel = err; // Arrow C++: on_error(EINVAL) after a cancel
     else this.fail(err);
   }
@@ -308,7 +404,16 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     this.handlerReleased = true;
     this.keepAlive.stop();
     readers.take(this.id);
-    this.mem.free(this.handler);
+    if (this.ring) {
+      // Every call of the producer is in our hands now: nothing calls the handler any more.
+      this.finalDoorbells = this.ring.doorbells(this.handler);
+      ringReaders.delete(this.handler);
+      this.bell?.destroy(); // closes the pipe's read end; the ring closes the write end
+      this.bell = null;
+      this.ring.free(this.handler);
+    } else {
+      this.mem.free(this.handler);
+    }
     this.freeScratchIfDone();
     liveCounters.liveExports--;
     if (!this.node && !this.error) {
@@ -316,6 +421,79 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     }
     this.changed.wake();
     this.resolveClosed();
+  }
+
+  // --- the native ring ------------------------------------------------------------
+
+  /** @internal The producer rang: something arrived while JS waited (a hop from its thread). */
+  onDoorbell(): void {
+    this.drainRing(false);
+    // Nothing for the reader to take, or the reading is over: be told of what comes next (the end,
+    // the release, tasks to discard after a cancel). Otherwise the reader takes again by itself.
+    if (this.queue.length === 0 || this.ended || this.cancelled || this.error !== null) this.drainRing(true);
+    this.changed.wake();
+  }
+
+  /**
+   * Takes every call the ring holds and handles each as its callback would
+   * have been. With `arm`, the take that finds the ring empty arms the
+   * doorbell (JS is about to wait); without, pushes until the next take
+   * ring nothing. Returns how many calls were taken.
+   */
+  private drainRing(arm: boolean): number {
+    const ring = this.ring;
+    if (ring === null) return 0;
+    const buf = (this.ringBuf ??= new Uint8Array(RING_EVENT_BYTES * 64));
+    const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    const m = this.mem;
+    let total = 0;
+    while (!this.handlerReleased) {
+      const n = ring.take(this.handler, buf, 64, arm ? 1 : 0);
+      total += n;
+      for (let i = 0; i < n; i++) {
+        const o = i * RING_EVENT_BYTES;
+        const kind = dv.getInt32(o, true);
+        const code = dv.getInt32(o + 4, true);
+        const md = dv.getBigUint64(o + 24, true);
+        const msg = dv.getBigUint64(o + 32, true);
+        // The copies are the ring's: decode, then free, whatever the decoding gave.
+        const metadata = (): Metadata | null => {
+          if (code === -1 && kind === EV_TASK) throw new ArrowDeviceError('invalid', 'on_next_task.metadata', 'malformed (its lengths run past 16 MiB)');
+          if (code === -2 && kind === EV_TASK) throw new ArrowDeviceError('memory', 'on_next_task.metadata', 'no memory to copy it');
+          return readMetadata(m, md, `${kind === EV_TASK ? 'on_next_task' : 'on_error'}.metadata`);
+        };
+        try {
+          if (kind === EV_TASK) {
+            this.queueTask(buf.slice(o + 8, o + 24), metadata);
+          } else if (kind === EV_END) {
+            this.onNextTask(0n, 0n);
+          } else if (kind === EV_ERROR) {
+            let text: string | null = null;
+            let mdv: Metadata | null = null;
+            try {
+              text = msg === 0n ? null : m.readCString(msg);
+            } catch {
+              text = '(unreadable message)';
+            }
+            try {
+              mdv = metadata();
+            } catch {
+              mdv = null;
+            }
+            this.producerError(new AsyncStreamError(code, text, mdv));
+          } else if (kind === EV_RELEASE) {
+            // Last: the ring is freed by it, and nothing follows a release.
+            this.onRelease();
+          }
+        } finally {
+          if (md !== 0n) ring.freeCopy(md);
+          if (msg !== 0n) ring.freeCopy(msg);
+        }
+      }
+      // An armed take must find the ring empty (that take arms); an unarmed one stops at a short take.
+      if (n === 0 || (!arm && n < 64)) break;
+    }
+    return total;
   }
 
   // --- reading -----------------------------------------------------------------------
@@ -338,6 +516,34 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     // A synchronous call is safe: request MUST be callable from within on_next_task, that is while
     // the producer's own thread waits for us, and MUST NOT call on_next_task or on_error itself.
     this.mem.call(fn, REQUEST, this.producer, BigInt(n));
+  }
+
+  /** Tasks taken from the queue whose replacement was not requested yet (native ring only). */
+  private owed = 0;
+
+  /**
+   * Asks for `n` more tasks. Through JS callbacks at once (each task is a
+   * hop anyway). With the native ring, in bursts of half the queue: each
+   * request wakes the producer's thread, and a producer woken for every
+   * task falls behind a reader that then waits for it, a hop per batch; a
+   * producer woken for several stays ahead, and the reader takes them in
+   * one go. Still at most `queueSize` requested ahead of the reader;
+   * whatever is owed is asked for before the reader waits.
+   */
+  private credit(n: number): void {
+    if (this.ring === null) {
+      this.request(n);
+      return;
+    }
+    this.owed += n;
+    if (this.owed >= Math.max(1, this.queueSize >> 1)) this.flushCredit();
+  }
+
+  private flushCredit(): void {
+    if (this.owed === 0) return;
+    const n = this.owed;
+    this.owed = 0;
+    if (!this.ended) this.request(n);
   }
 
   /**
@@ -448,11 +654,15 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         // on its own thread prepares it while we extract and import (with queueSize 1 the two would otherwise
         // take turns). Still at most queueSize tasks queued or requested: its on_next_task reaches this
         // thread only after this extraction.
-        if (!this.ended) this.request(1);
+        if (!this.ended) this.credit(1);
         const r = this.extract(q);
         if (!this.opts.keep) this.current = r.data;
         return r;
       }
+      // The queue is empty: ask for what is owed, take what the ring holds (arming the doorbell if it
+      // is empty too).
+      this.flushCredit();
+      if (this.ring !== null && !this.handlerReleased && this.drainRing(true) > 0) continue;
       if (this.error) throw this.error;
       if (this.ended || this.handlerReleased || this.cancelled) return undefined;
       await this.changed.wait();
@@ -467,6 +677,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   cancel(): void {
     // Queued tasks will never be read: each is extracted with a NULL out so that its producer cleans up,
     // also once the stream has ended or the handler is released (the tasks outlive both).
+    this.drainRing(false); // the tasks still in the ring are queued ones too
     const queued = this.queue.splice(0);
     const stop = !this.cancelled && !this.handlerReleased;
     this.cancelled = true;
@@ -481,6 +692,8 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         // A producer whose cancel fails (or is gone) still ends with release; nothing else to do here.
       }
     }
+    // What still arrives is discarded as it comes: be told of it.
+    this.drainRing(true);
     this.changed.wake();
   }
 

@@ -20,7 +20,7 @@
  *   the JS thread must never wait in a synchronous call into the consumer.
  *   Our own reader's handler is the exception: its callbacks are ours and
  *   never wait on another thread, so they are called directly in JS (no
- *   koffi hop; see `isReaderHandler`), with the same order and rules.
+ *   koffi hop; see `readerCallbacks`), with the same order and rules.
  */
 import { RecordBatch, Schema, type Struct } from 'apache-arrow';
 import { DeviceType, Errno } from '../abi/constants.js';
@@ -40,7 +40,7 @@ import type { ArrayView } from '../array/view.js';
 import {
   CANCEL, DIRECT_YIELD_EVERY, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal, yieldToEventLoop,
 } from './common.js';
-import { isReaderHandler } from './consumer.js';
+import { readerCallbacks } from './consumer.js';
 
 /** What a task carries: an arrow-js record batch, a struct `ArrayView` (any type of the spec), or a `DeviceArray`. */
 type Item = RecordBatch | DeviceArray | ArrayView;
@@ -198,17 +198,19 @@ export async function produceAsyncDeviceStream(
   const H = access(mem.target).ArrowAsyncDeviceStreamHandler;
   const P = access(mem.target).ArrowAsyncProducer;
   const fn = (field: 'on_schema' | 'on_next_task' | 'on_error' | 'release'): Ptr => readFieldBig(mem, H[field], handler);
-  const onSchema = fn('on_schema');
-  const onNextTask = fn('on_next_task');
-  const onError = fn('on_error');
-  const release = fn('release');
-  for (const [name, p] of [['on_schema', onSchema], ['on_next_task', onNextTask], ['on_error', onError], ['release', release]] as const) {
-    if (p === 0n) throw new ArrowDeviceError('invalid', `handler.${name}`, 'NULL: the handler is released or incomplete');
+  for (const name of ['on_schema', 'on_next_task', 'on_error', 'release'] as const) {
+    if (fn(name) === 0n) throw new ArrowDeviceError('invalid', `handler.${name}`, 'NULL: the handler is released or incomplete');
   }
-  // Our own reader's handler: its callbacks run directly in JS through `mem.call` (they never block, and
-  // request and cancel, ours too, only update state: no reentrancy). A foreign handler's go through the
-  // async form, on a koffi worker thread.
-  const direct = isReaderHandler(mem, handler);
+  // Our own reader's handler: our JS callbacks run directly through `mem.call` (they never block, and
+  // request and cancel, ours too, only update state: no reentrancy), also when its handler is the native
+  // ring (which is for producers on other threads). A foreign handler's go through the async form, on a
+  // koffi worker thread.
+  const ours = readerCallbacks(mem, handler);
+  const direct = ours !== null;
+  const onSchema = ours?.on_schema ?? fn('on_schema');
+  const onNextTask = ours?.on_next_task ?? fn('on_next_task');
+  const onError = ours?.on_error ?? fn('on_error');
+  const release = ours?.release ?? fn('release');
   const callHandler = (f: Ptr, sig: Signature, ...args: CValue[]): CValue | undefined | Promise<CValue | undefined> =>
     direct ? mem.call(f, sig, ...args) : mem.callAsync(f, sig, ...args);
   const deviceType = opts.deviceType ?? DeviceType.CPU;

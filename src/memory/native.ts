@@ -514,6 +514,11 @@ type AsyncFn = { async: (...args: unknown[]) => void };
 
 let native: NativeMemory | undefined;
 
+/** Whether `m` is the process's own memory, without creating it (where koffi cannot load, nothing is). */
+export function isNativeMemory(m: Memory): boolean {
+  return native !== undefined && m === native;
+}
+
 /** The process's own memory (x86-64 / aarch64). Created on first use. */
 export function nativeMemory(): Memory {
   if (!native) {

@@ -4,6 +4,8 @@
  * browser.ts, so the library bundles without Node builtins.
  */
 export { createRequire } from 'node:module';
-export { existsSync, readdirSync } from 'node:fs';
+export { closeSync, existsSync, readdirSync } from 'node:fs';
 export { homedir } from 'node:os';
-export { join } from 'node:path';
+export { dirname, join } from 'node:path';
+export { fileURLToPath } from 'node:url';
+export { Socket } from 'node:net';

@@ -135,6 +135,17 @@ export function describe(e: unknown): string { return e instanceof ArrowDeviceEr
 export { table, mem, options };
 `;
 
+/** The native ring's prebuilt library for this platform, as tools/build-native.mjs names it. */
+const prebuilt = `prebuilds/${process.platform}-${process.arch}/libarrow-device-async.${process.platform === 'darwin' ? 'dylib' : 'so'}`;
+
+/** A consumer's async reader, in the installed package: the prebuilt ring loads from node_modules. */
+const RING_CONSUMER = `
+import { createAsyncDeviceStreamReader } from 'arrow-device';
+const reader = createAsyncDeviceStreamReader();
+console.log('ring ' + reader.nativeRing);
+reader.dispose();
+`;
+
 describe('package', { timeout: 120_000 }, () => {
   let project = '';
 
@@ -143,6 +154,9 @@ describe('package', { timeout: 120_000 }, () => {
       console.log('package test: dist/ is older than src/, building');
       sh('npm', ['run', 'build'], root);
     }
+    // What npm test's pretest (and npm pack's prepack) does: the native ring's prebuilt library for this
+    // platform, where a C compiler is found.
+    sh(process.execPath, ['tools/build-native.mjs', '--optional'], root);
     project = tempDir('package');
     // --ignore-scripts: dist/ is current (above); prepack would rebuild it regardless.
     const packed = JSON.parse(sh('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', project], root)) as { filename: string; files: { path: string }[] }[];
@@ -150,6 +164,8 @@ describe('package', { timeout: 120_000 }, () => {
     const files = new Set(info.files.map((f) => f.path));
     assert.ok(files.has('dist/index.js') && files.has('dist/index.d.ts') && files.has('src/index.ts'), 'dist and src are in the tarball');
     assert.ok(![...files].some((f) => f.startsWith('test/') || f.startsWith('.build/')), 'no tests or build outputs in the tarball');
+    assert.ok(files.has('native/async-ring.c'), "the native ring's source is in the tarball");
+    if (existsSync(join(root, prebuilt))) assert.ok(files.has(prebuilt), `the prebuilt ${prebuilt} is in the tarball`);
     writeFileSync(join(project, 'package.json'), JSON.stringify({
       name: 'consumer',
       private: true,
@@ -173,6 +189,11 @@ describe('package', { timeout: 120_000 }, () => {
   test('the tarball ships what its source maps point at', () => {
     const map = JSON.parse(execFileSync('cat', [join(project, 'node_modules/arrow-device/dist/index.js.map')], { encoding: 'utf8' })) as { sources: string[] };
     for (const s of map.sources) assert.ok(existsSync(join(project, 'node_modules/arrow-device/dist', s)), `source map entry ${s} resolves`);
+  });
+
+  test("an async reader uses the package's prebuilt native ring: nothing compiled on install", { skip: existsSync(join(root, prebuilt)) ? false : `no ${prebuilt} here (no C compiler to build it)` }, () => {
+    writeFileSync(join(project, 'ring.mjs'), RING_CONSUMER);
+    assert.equal(sh(process.execPath, ['ring.mjs'], project).trim(), 'ring true');
   });
 
   test('imports as ESM and round-trips a batch', () => {

@@ -1,0 +1,120 @@
+/**
+ * The native handler of async device streams (native/async-ring.c), loaded
+ * from the package's prebuilt library for this platform when there is one.
+ *
+ * A native producer calls its handler from its own thread. With JS
+ * callbacks, each call is a hop to the JS thread that the producer's thread
+ * waits out (koffi runs a foreign thread's callback on the JS thread); the
+ * ring takes the calls on the producer's thread without waiting, and wakes
+ * JS once per burst, through a pipe its event loop watches (the producer's
+ * thread writes one byte and goes on). `AsyncDeviceStreamReader` uses it when it loads (see
+ * `asyncRing`) and JS callbacks otherwise; `{ nativeRing: false }` or
+ * `ARROW_DEVICE_ASYNC_RING=0` ask for JS callbacks.
+ *
+ * The library is found at `prebuilds/<platform>-<arch>/` of the package
+ * (`npm pack` builds it: tools/build-native.mjs), or at the path
+ * `ARROW_DEVICE_ASYNC_RING` names. It is never compiled on a user's machine.
+ */
+import type { Ptr } from '../memory/memory.js';
+import { koffi } from '../memory/native.js';
+import { dirname, existsSync, fileURLToPath, join } from '../platform/node.js';
+
+/** What the JS side reads of one ring event (`struct ring_event`). */
+export const RING_EVENT_BYTES = 40;
+export const RING_VERSION = 1;
+export const EV_TASK = 1;
+export const EV_END = 2;
+export const EV_ERROR = 3;
+export const EV_RELEASE = 4;
+
+/** The library's functions (pointers as bigints, as the rest of the public surface speaks them). */
+export interface RingLib {
+  readonly path: string;
+  ringNew(doorbell: Ptr, onSchema: Ptr, privateData: Ptr, capacity: number): Ptr;
+  take(ring: Ptr, out: Uint8Array, max: number, arm: number): number;
+  doorbells(ring: Ptr): number;
+  /** The read end of the ring's doorbell pipe (its owner closes it). */
+  bellFd(ring: Ptr): number;
+  freeCopy(p: Ptr): void;
+  free(ring: Ptr): void;
+}
+
+let loaded: RingLib | null | undefined;
+/** Why the ring is not used, when it is not (for tests and benchmarks to print). */
+export let asyncRingMissing: string | undefined;
+
+function libraryName(): string {
+  return `libarrow-device-async.${process.platform === 'darwin' ? 'dylib' : 'so'}`;
+}
+
+/** The prebuilt library for this platform: `prebuilds/<platform>-<arch>/` of the nearest folder up that has one. */
+function findLibrary(): string | undefined {
+  const env = typeof process !== 'undefined' ? process.env.ARROW_DEVICE_ASYNC_RING : undefined;
+  if (env && env !== '1') return env;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  const rel = join('prebuilds', `${process.platform}-${process.arch}`, libraryName());
+  // src/async and dist/async are two levels below the package root; a compiled copy (.build/run/src/async) four.
+  for (let i = 0; i < 6; i++) {
+    const p = join(dir, rel);
+    if (existsSync(p)) return p;
+    const up = dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  return undefined;
+}
+
+/**
+ * The ring library, loaded once; null where it is not available (then
+ * `asyncRingMissing` says why). Only for the native memory: a wasm
+ * module's producer calls its handler on the JS thread, without hops.
+ */
+export function asyncRing(): RingLib | null {
+  if (loaded !== undefined) return loaded;
+  loaded = null;
+  if (typeof process === 'undefined' || process.env.ARROW_DEVICE_ASYNC_RING === '0') {
+    asyncRingMissing = 'turned off (ARROW_DEVICE_ASYNC_RING=0)';
+    return null;
+  }
+  let path: string | undefined;
+  try {
+    path = findLibrary();
+  } catch (e) {
+    asyncRingMissing = `cannot look for it here (${(e as Error).message})`;
+    return null;
+  }
+  if (path === undefined) {
+    asyncRingMissing = `no prebuilt library for ${process.platform}-${process.arch} in this package`;
+    return null;
+  }
+  try {
+    const k = koffi();
+    const l = k.load(path);
+    const version = Number(l.func('int32_t ring_version(void)')() as number);
+    const size = Number(l.func('int64_t ring_event_size(void)')() as number | bigint);
+    if (version !== RING_VERSION || size !== RING_EVENT_BYTES) {
+      asyncRingMissing = `${path} is version ${version} with ${size}-byte events; this package reads version ${RING_VERSION}, ${RING_EVENT_BYTES} bytes`;
+      return null;
+    }
+    const ringNew = l.func('uintptr_t ring_new(uintptr_t doorbell, uintptr_t on_schema, uintptr_t priv, int64_t capacity)');
+    const take = l.func('int64_t ring_take(uintptr_t ring, uint8_t *out, int64_t max, int32_t arm)');
+    const doorbells = l.func('int64_t ring_doorbells(uintptr_t ring)');
+    const bellFd = l.func('int32_t ring_bell_fd(uintptr_t ring)');
+    const freeCopy = l.func('void ring_free_copy(uintptr_t p)');
+    const free = l.func('void ring_free(uintptr_t ring)');
+    loaded = {
+      path,
+      ringNew: (d, s, p, c) => BigInt(ringNew(d, s, p, c) as number | bigint),
+      take: (r, out, max, arm) => Number(take(r, out, max, arm) as number | bigint),
+      doorbells: (r) => Number(doorbells(r) as number | bigint),
+      bellFd: (r) => Number(bellFd(r) as number),
+      freeCopy: (p) => void freeCopy(p),
+      free: (r) => void free(r),
+    };
+    asyncRingMissing = undefined;
+  } catch (e) {
+    asyncRingMissing = `${path} does not load: ${(e as Error).message}`;
+    loaded = null;
+  }
+  return loaded;
+}

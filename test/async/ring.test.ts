@@ -1,0 +1,114 @@
+/**
+ * The prebuilt native ring (native/async-ring.c, src/async/ring.ts): the
+ * async handler a native producer calls from its own thread without waiting
+ * for ours. test/async/async.test.ts runs every C-producer case through it
+ * and through JS callbacks; here what only the ring does.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readlinkSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { RecordBatch } from 'apache-arrow';
+import { accounting } from '../../src/index.js';
+import { createAsyncDeviceStreamReader } from '../../src/async/index.js';
+import { asyncRing, asyncRingMissing } from '../../src/async/ring.js';
+import { which } from '../helpers/tools.js';
+import { asyncPeer, peerMissing } from './peer.js';
+
+// What npm test's pretest does, for a run of this file alone: a no-op when the library is up to date.
+const built = spawnSync(process.execPath, ['tools/build-native.mjs', '--optional'], { stdio: 'inherit' });
+const cc = which('cc') ?? which('gcc') ?? which('clang');
+
+/** The descriptors this process has open on pipes (Linux: /proc/self/fd). */
+function openPipes(): number {
+  let n = 0;
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith('pipe:')) n++;
+    } catch {
+      // closed while listing
+    }
+  }
+  return n;
+}
+
+const busyWait = (ms: number): void => {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+};
+
+describe('the native ring', () => {
+  test('loads where a C compiler could build it (else the reason is printed)', (t) => {
+    assert.equal(built.status, 0, 'tools/build-native.mjs --optional');
+    const ring = asyncRing();
+    if (!cc) {
+      t.skip(`no C compiler here, so no prebuilt library: ${asyncRingMissing}`);
+      return;
+    }
+    assert.ok(ring, `a C compiler is here, but the ring is not available: ${asyncRingMissing}`);
+    const reader = createAsyncDeviceStreamReader();
+    assert.equal(reader.nativeRing, true, 'readers use it by default');
+    reader.dispose();
+    const plain = createAsyncDeviceStreamReader({ nativeRing: false });
+    assert.equal(plain.nativeRing, false);
+    plain.dispose();
+  });
+
+  test('a producer ahead of the reader pushes a whole window without waiting for the JS thread: one doorbell', { skip: peerMissing ?? (asyncRing() ? false : `no ring: ${asyncRingMissing}`) }, async () => {
+    const peer = asyncPeer();
+    const reader = createAsyncDeviceStreamReader({ queueSize: 16 });
+    const p = peer.produce(reader.handler, 16, 10, -1);
+    await reader.schema; // on_schema is answered (it waits for JS); the reader has asked for 16
+    // The JS thread is busy: with JS callbacks the producer's first on_next_task would wait here for
+    // it (one hop per task, each queued as it comes). With the ring it pushes all 16 and rings once,
+    // at the first push; the end needs one more request (the peer takes a credit for it), and the end
+    // and the release may ring once each.
+    busyWait(300);
+    let n = 0;
+    let sum = 0;
+    for await (const b of reader) {
+      n++;
+      sum += (b as RecordBatch).numRows;
+    }
+    await reader.released;
+    const stats = await peer.produceWait(p);
+    assert.equal(n, 16);
+    assert.equal(sum, 160);
+    assert.equal(stats.produced, 16);
+    assert.equal(reader.maxQueued, 16, 'the whole window was there when the reader first took');
+    assert.ok(reader.doorbells <= 3, `${reader.doorbells} doorbells: one for the window, at most two more for the end and the release`);
+  });
+
+  test('keeps at most queueSize requested ahead of the reader, taking the requests in bursts', { skip: peerMissing ?? (asyncRing() ? false : `no ring: ${asyncRingMissing}`) }, async () => {
+    const peer = asyncPeer();
+    for (const q of [1, 2, 5, 8]) {
+      const reader = createAsyncDeviceStreamReader({ queueSize: q });
+      const p = peer.produce(reader.handler, 200, 3, -1);
+      let n = 0;
+      for await (const _ of reader) {
+        n++;
+        if (n % 7 === 0) busyWait(1); // a slower reader now and then: the producer runs ahead to its limit
+      }
+      await reader.released;
+      const stats = await peer.produceWait(p);
+      assert.equal(n, 200, `queue ${q}`);
+      assert.ok(stats.maxCredit <= q, `queue ${q}: the producer held ${stats.maxCredit} requests`);
+      assert.ok(reader.maxQueued <= q, `queue ${q}: ${reader.maxQueued} queued at once`);
+    }
+  });
+
+  test('a reader disposed before any producer frees its ring and closes its doorbell pipe', { skip: asyncRing() && process.platform === 'linux' ? false : 'needs the ring and /proc' }, async () => {
+    const pipes = openPipes();
+    const exportsBefore = accounting().liveExports;
+    const readers = Array.from({ length: 20 }, () => createAsyncDeviceStreamReader());
+    try {
+      assert.equal(openPipes(), pipes + 40, 'one doorbell pipe per reader (both ends are in this process)');
+    } finally {
+      for (const r of readers) r.dispose(); // a reader left alive keeps the process alive
+    }
+    // The socket closes its descriptor on the loop's next turn.
+    await new Promise((r) => setImmediate(r));
+    assert.equal(openPipes(), pipes, 'every pipe closed');
+    assert.equal(accounting().liveExports, exportsBefore);
+  });
+});
