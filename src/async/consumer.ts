@@ -279,7 +279,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     return this.mem;
   }
 
-  /** Doorbells the producer rang (native ring only; each is one hop to the JS thread): for tests and benchmarks. */
+  /** Doorbells the producer rang (native ring only; each wakes the JS thread once): for tests and benchmarks. */
   get doorbells(): number {
     return this.ring && !this.handlerReleased ? this.ring.doorbells(this.handler) : this.finalDoorbells;
   }
@@ -425,7 +425,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
 
   // --- the native ring ------------------------------------------------------------
 
-  /** @internal The producer rang: something arrived while JS waited (a hop from its thread). */
+  /** @internal The producer rang: something arrived while JS waited (a byte in the doorbell pipe, read by the event loop). */
   onDoorbell(): void {
     this.drainRing(false);
     // Nothing for the reader to take, or the reading is over: be told of what comes next (the end,
