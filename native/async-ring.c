@@ -62,7 +62,7 @@ enum { EV_TASK = 1, EV_END = 2, EV_ERROR = 3, EV_RELEASE = 4 };
 /* One handler call, as JS reads it (ring_event_size: 40 bytes on 64-bit targets). */
 struct ring_event {
   int32_t kind;
-  int32_t code;                /* on_error's code; for a task: 0, -1 malformed metadata, -2 no memory for its copy */
+  int32_t code;                /* on_error's code; for a task: 0, -1 malformed metadata (or an invalid pointer), -2 no memory for its copy */
   struct ArrowAsyncTask task;  /* moved out of on_next_task (valid only during the call) */
   char* metadata;              /* a copy (free with ring_free_copy), or NULL */
   char* message;               /* on_error's message, a copy, or NULL */
@@ -86,9 +86,14 @@ struct ring {
  * before it is followed; a blob that does not parse within METADATA_MAX is
  * "malformed" (the JS side reports it with the batch).
  */
+/* Addresses below this are never valid (the JS side's MIN_VALID_ADDRESS: Linux's mmap_min_addr, the
+   first 64 KiB Windows reserves); a pointer there is refused, not read. */
+#define MIN_VALID_ADDRESS ((uintptr_t)0x10000)
+
 static char* copy_metadata(const char* md, int32_t* code) {
   *code = 0;
   if (!md) return NULL;
+  if ((uintptr_t)md < MIN_VALID_ADDRESS) goto bad;
   int32_t n;
   memcpy(&n, md, 4);
   int64_t pos = 4;
@@ -179,7 +184,7 @@ static int ring_on_next_task(struct ArrowAsyncDeviceStreamHandler* self, struct 
 static void ring_on_error(struct ArrowAsyncDeviceStreamHandler* self, int code, const char* message, const char* metadata) {
   int32_t md_code;
   struct ring_event e = {.kind = EV_ERROR, .code = code, .metadata = copy_metadata(metadata, &md_code)};
-  if (message) {
+  if (message && (uintptr_t)message >= MIN_VALID_ADDRESS) {
     size_t n = strnlen(message, MESSAGE_MAX);
     e.message = malloc(n + 1);
     if (e.message) {

@@ -458,7 +458,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         const msg = dv.getBigUint64(o + 32, true);
         // The copies are the ring's: decode, then free, whatever the decoding gave.
         const metadata = (): Metadata | null => {
-          if (code === -1 && kind === EV_TASK) throw new ArrowDeviceError('invalid', 'on_next_task.metadata', 'malformed (its lengths run past 16 MiB)');
+          if (code === -1 && kind === EV_TASK) throw new ArrowDeviceError('invalid', 'on_next_task.metadata', 'malformed (its lengths run past 16 MiB) or at an invalid address');
           if (code === -2 && kind === EV_TASK) throw new ArrowDeviceError('memory', 'on_next_task.metadata', 'no memory to copy it');
           return readMetadata(m, md, `${kind === EV_TASK ? 'on_next_task' : 'on_error'}.metadata`);
         };
