@@ -7,7 +7,7 @@
  * the blob ends from the lengths alone, so every length is checked against
  * `maxBytes` before it is followed.
  */
-import { invalid } from '../errors.js';
+import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 
@@ -48,7 +48,13 @@ function readI32(raw: RawAccess, addr: Addr): number {
 
 /** Reads the metadata blob at `addr` (NULL: no metadata). */
 export function readMetadata(mem: Memory, addr: Ptr, path = 'metadata', maxBytes = MAX_METADATA_BYTES): Metadata | null {
-  return addr === 0n ? null : readMetadataAt(rawOf(mem), Number(addr), path, maxBytes);
+  if (addr === 0n) return null;
+  try {
+    return readMetadataAt(rawOf(mem), Number(addr), path, maxBytes);
+  } catch (e) {
+    // A bad address is reported by the memory without a place: this is the place.
+    throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, path) : e;
+  }
 }
 
 /** `readMetadata` of the blob at `base`, a number address (src/memory/raw.ts). */

@@ -159,6 +159,24 @@ describe(`async consumer: a C producer thread pushes to our handler (${nativeRin
     });
   }
 
+  test('a task whose metadata pointer is invalid is delivered, the metadata replaced by the error', async () => {
+    const peer = asyncPeer();
+    await (async () => {
+      const reader = createAsyncDeviceStreamReader({ nativeRing, queueSize: 2 });
+      const p = peer.produce(reader.handler, 3, 5, -3);
+      let n = 0;
+      for await (const t of reader.tasks()) {
+        assert.equal((t.data as RecordBatch).numRows, 5);
+        assert.match(t.metadata?.get('arrow-device:error') ?? '', /metadata/, 'the error names the metadata');
+        n++;
+      }
+      assert.equal(n, 3);
+      await reader.released;
+      await peer.produceWait(p);
+    })();
+    await settle();
+  });
+
   for (const after of [0, 1, 5, 19]) {
     test(`break after ${after} batches cancels the producer, which cleans up every task and releases without on_error`, async () => {
       const peer = asyncPeer();

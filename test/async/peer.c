@@ -206,7 +206,8 @@ static void* producer_main(void* arg) {
     t->b = b;
     task.private_data = t;
     char md[32];
-    p->next_rc = h->on_next_task(h, &task, batch_metadata(md, b));
+    /* error_at -3: every task's metadata pointer is one no consumer may read (below 64 KiB). */
+    p->next_rc = h->on_next_task(h, &task, p->error_at == -3 ? (const char*)0x10 : batch_metadata(md, b));
     pthread_mutex_lock(&p->mu);
     p->produced++;
     pthread_mutex_unlock(&p->mu);
@@ -226,7 +227,8 @@ done:
 
 /*
  * Starts a producer thread pushing `n_batches` batches of `rows` rows to
- * `handler`. error_at: -1 never; -2 before the schema; k >= 0 instead of batch k.
+ * `handler`. error_at: -1 never; -2 before the schema; k >= 0 instead of batch k; -3 never, but
+ * every task's metadata pointer is invalid (0x10).
  */
 void* peer_produce(struct ArrowAsyncDeviceStreamHandler* handler, int64_t n_batches, int64_t rows, int64_t error_at) {
   struct producer* p = calloc(1, sizeof *p);
