@@ -10,8 +10,8 @@
  * its contents into a ring (the task, and copies of the metadata and
  * message, which are valid only during the call) and returns. JS takes the
  * ring's contents in one plain call per burst (ring_take) and is woken by a
- * "doorbell", a JS callback, only when it found the ring empty and waits:
- * one hop per burst instead of one per call.
+ * "doorbell", a byte in a pipe its event loop watches, only when it found
+ * the ring empty and waits: one wake-up per burst instead of one per call.
  *
  * on_schema, once per stream, still goes to JS and waits for its answer
  * (a non-zero return must reach the producer).
@@ -73,11 +73,10 @@ struct ring {
   pthread_mutex_t mu;
   struct ring_event* ev;
   int64_t cap, head, len;
-  int armed; /* JS found the ring empty and waits for the doorbell */
-  int bell_fd[2]; /* the doorbell: a pipe whose read end JS watches (or -1: call `doorbell` instead) */
-  void (*doorbell)(struct ring* self);
+  int armed;      /* JS found the ring empty and waits for the doorbell */
+  int bell_fd[2]; /* the doorbell: a pipe whose read end JS's event loop watches */
   int (*js_on_schema)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* schema);
-  int64_t doorbells; /* hops made, for tests and benchmarks */
+  int64_t doorbells; /* wake-ups rung, for tests and benchmarks */
 };
 
 /*
@@ -141,24 +140,19 @@ static int push(struct ring* r, struct ring_event e) {
     }
   }
   r->ev[(r->head + r->len++) % r->cap] = e;
-  int bell = r->armed;
-  void (*doorbell)(struct ring*) = r->doorbell;
-  r->armed = 0;
-  if (bell) r->doorbells++;
-  if (bell && r->bell_fd[1] >= 0) {
+  if (r->armed) {
     /* One byte per arming: the pipe never fills, and the write never waits. Under the lock, so the
        ring (and the pipe) cannot be freed before it is done. The producer's thread goes on at once:
-       JS wakes on its own loop (the read end is a socket of its event loop). */
+       JS wakes on its own loop. (A JS callback here would make this thread wait until JS has run it,
+       and the two threads would then take turns: a wake per batch.) */
+    r->armed = 0;
+    r->doorbells++;
     ssize_t w;
     do w = write(r->bell_fd[1], "", 1);
     while (w < 0 && errno == EINTR);
-    bell = 0;
   }
   pthread_mutex_unlock(&r->mu);
-  /* Nothing of the ring is touched after the unlock: JS may have taken the release and freed it.
-     The doorbell is a JS callback: from this (the producer's) thread it waits until JS has run it,
-     once per burst. JS finds the reader by the address, so a bell for a freed ring rings nothing. */
-  if (bell) doorbell(r);
+  /* Nothing of the ring is touched after the unlock: JS may have taken the release and freed it. */
   return 0;
 }
 
@@ -205,12 +199,12 @@ static void ring_release(struct ArrowAsyncDeviceStreamHandler* self) {
 
 /*
  * A handler whose private_data is `private_data`, for at most `capacity`
- * tasks in flight (the reader's queue size); `doorbell` and `js_on_schema`
- * are JS callbacks. NULL when out of memory. Starts armed: the first call
+ * tasks in flight (the reader's queue size); `js_on_schema` is a JS
+ * callback. NULL when out of memory or pipes. Starts armed: the first call
  * rings.
  */
-struct ring* ring_new(void (*doorbell)(struct ring*), int (*js_on_schema)(struct ArrowAsyncDeviceStreamHandler*, struct ArrowSchema*),
-                      void* private_data, int64_t capacity) {
+struct ring* ring_new(int (*js_on_schema)(struct ArrowAsyncDeviceStreamHandler*, struct ArrowSchema*), void* private_data,
+                      int64_t capacity) {
   struct ring* r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->cap = (capacity > 0 ? capacity : 1) + 4;
@@ -224,26 +218,22 @@ struct ring* ring_new(void (*doorbell)(struct ring*), int (*js_on_schema)(struct
   r->handler.on_error = ring_on_error;
   r->handler.release = ring_release;
   r->handler.private_data = private_data;
-  r->doorbell = doorbell;
   r->js_on_schema = js_on_schema;
   r->armed = 1;
-  r->bell_fd[0] = r->bell_fd[1] = -1;
-  if (!doorbell) {
-    if (pipe(r->bell_fd) != 0) {
-      free(r->ev);
-      free(r);
-      return NULL;
-    }
-    fcntl(r->bell_fd[0], F_SETFD, FD_CLOEXEC);
-    fcntl(r->bell_fd[1], F_SETFD, FD_CLOEXEC);
-    fcntl(r->bell_fd[0], F_SETFL, O_NONBLOCK);
-    fcntl(r->bell_fd[1], F_SETFL, O_NONBLOCK);
+  if (pipe(r->bell_fd) != 0) {
+    free(r->ev);
+    free(r);
+    return NULL;
+  }
+  for (int i = 0; i < 2; i++) {
+    fcntl(r->bell_fd[i], F_SETFD, FD_CLOEXEC);
+    fcntl(r->bell_fd[i], F_SETFL, O_NONBLOCK);
   }
   pthread_mutex_init(&r->mu, NULL);
   return r;
 }
 
-/* The read end of the doorbell pipe, for JS to watch and to close (-1: the ring calls `doorbell`). */
+/* The read end of the doorbell pipe, for JS to watch and to close. */
 int32_t ring_bell_fd(struct ring* r) { return r->bell_fd[0]; }
 
 /*
@@ -273,7 +263,7 @@ int64_t ring_doorbells(struct ring* r) {
 int64_t ring_event_size(void) { return (int64_t)sizeof(struct ring_event); }
 
 /* The ABI version JS checks before use: bumped whenever an export or struct_event changes. */
-int32_t ring_version(void) { return 1; }
+int32_t ring_version(void) { return 2; }
 
 void ring_free_copy(char* p) { free(p); }
 
@@ -287,7 +277,7 @@ void ring_free(struct ring* r) {
   pthread_mutex_unlock(&r->mu);
   pthread_mutex_destroy(&r->mu);
   /* The read end is JS's to close (its socket owns it); the write end is ours. */
-  if (r->bell_fd[1] >= 0) close(r->bell_fd[1]);
+  close(r->bell_fd[1]);
   free(r->ev);
   free(r);
 }

@@ -233,8 +233,8 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     this.id = readers.add(this);
     const ring = opts.nativeRing !== false && isNativeMemory(this.mem) ? asyncRing() : null;
     // The ring's handler member comes first: its address is the handler's, its private_data our id.
-    // No doorbell function: the ring rings through its pipe (the producer's thread never waits for ours).
-    let ringHandler = ring ? ring.ringNew(0n, onSchemaCb(this.mem), BigInt(this.id), this.queueSize) : 0n;
+    // The ring rings through its pipe: the producer's thread never waits for ours.
+    let ringHandler = ring ? ring.ringNew(onSchemaCb(this.mem), BigInt(this.id), this.queueSize) : 0n;
     if (ring && ringHandler !== 0n) {
       try {
         // The pipe's read end as a socket of the event loop: each byte is a doorbell. The socket owns

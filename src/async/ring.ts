@@ -21,7 +21,7 @@ import { dirname, existsSync, fileURLToPath, join } from '../platform/node.js';
 
 /** What the JS side reads of one ring event (`struct ring_event`). */
 export const RING_EVENT_BYTES = 40;
-export const RING_VERSION = 1;
+export const RING_VERSION = 2;
 export const EV_TASK = 1;
 export const EV_END = 2;
 export const EV_ERROR = 3;
@@ -30,7 +30,7 @@ export const EV_RELEASE = 4;
 /** The library's functions (pointers as bigints, as the rest of the public surface speaks them). */
 export interface RingLib {
   readonly path: string;
-  ringNew(doorbell: Ptr, onSchema: Ptr, privateData: Ptr, capacity: number): Ptr;
+  ringNew(onSchema: Ptr, privateData: Ptr, capacity: number): Ptr;
   take(ring: Ptr, out: Uint8Array, max: number, arm: number): number;
   doorbells(ring: Ptr): number;
   /** The read end of the ring's doorbell pipe (its owner closes it). */
@@ -96,7 +96,7 @@ export function asyncRing(): RingLib | null {
       asyncRingMissing = `${path} is version ${version} with ${size}-byte events; this package reads version ${RING_VERSION}, ${RING_EVENT_BYTES} bytes`;
       return null;
     }
-    const ringNew = l.func('uintptr_t ring_new(uintptr_t doorbell, uintptr_t on_schema, uintptr_t priv, int64_t capacity)');
+    const ringNew = l.func('uintptr_t ring_new(uintptr_t on_schema, uintptr_t priv, int64_t capacity)');
     const take = l.func('int64_t ring_take(uintptr_t ring, uint8_t *out, int64_t max, int32_t arm)');
     const doorbells = l.func('int64_t ring_doorbells(uintptr_t ring)');
     const bellFd = l.func('int32_t ring_bell_fd(uintptr_t ring)');
@@ -104,7 +104,7 @@ export function asyncRing(): RingLib | null {
     const free = l.func('void ring_free(uintptr_t ring)');
     loaded = {
       path,
-      ringNew: (d, s, p, c) => BigInt(ringNew(d, s, p, c) as number | bigint),
+      ringNew: (s, p, c) => BigInt(ringNew(s, p, c) as number | bigint),
       take: (r, out, max, arm) => Number(take(r, out, max, arm) as number | bigint),
       doorbells: (r) => Number(doorbells(r) as number | bigint),
       bellFd: (r) => Number(bellFd(r) as number),
