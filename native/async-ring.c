@@ -42,7 +42,13 @@ struct ArrowAsyncTask {
   void* private_data;
 };
 
-struct ArrowAsyncProducer;
+struct ArrowAsyncProducer {
+  int32_t device_type;
+  void (*request)(struct ArrowAsyncProducer* self, int64_t n);
+  void (*cancel)(struct ArrowAsyncProducer* self);
+  const char* additional_metadata;
+  void* private_data;
+};
 
 struct ArrowAsyncDeviceStreamHandler {
   int (*on_schema)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* stream_schema);
@@ -54,6 +60,10 @@ struct ArrowAsyncDeviceStreamHandler {
 };
 
 enum { EV_TASK = 1, EV_END = 2, EV_ERROR = 3, EV_RELEASE = 4 };
+
+/* The most tasks a ring holds (the reader uses JS callbacks for larger queues): no size computed
+   from it overflows. */
+#define MAX_CAPACITY ((int64_t)1 << 24)
 
 /* Metadata is copied up to this many bytes (the JS reader refuses more anyway). */
 #define METADATA_MAX (16 << 20)
@@ -77,6 +87,13 @@ struct ring {
   int bell_fd[2]; /* the doorbell: a pipe whose read end JS's event loop watches */
   int (*js_on_schema)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* schema);
   int64_t doorbells; /* wake-ups rung, for tests and benchmarks */
+  /* The producer's request and cancel, called by JS through ring_request/ring_cancel: the producer may
+     free its ArrowAsyncProducer once it has called release (the spec keeps it valid only until then),
+     and release only queues here, so the ring knows when that is and JS must ask it. */
+  int released;        /* the producer called release: no call into it any more */
+  int64_t in_call;     /* JS is inside request or cancel now */
+  pthread_t call_thread;
+  pthread_cond_t calls_done;
 };
 
 /*
@@ -127,7 +144,7 @@ static int push(struct ring* r, struct ring_event e) {
   int64_t need = r->len + 1 + (e.kind == EV_TASK ? 2 : 0);
   if (need > r->cap) {
     int64_t cap = r->cap * 2;
-    struct ring_event* ev = malloc(sizeof *ev * (size_t)cap);
+    struct ring_event* ev = cap <= 2 * MAX_CAPACITY ? malloc(sizeof *ev * (size_t)cap) : NULL;
     if (ev) {
       for (int64_t i = 0; i < r->len; i++) ev[i] = r->ev[(r->head + i) % r->cap];
       free(r->ev);
@@ -141,7 +158,8 @@ static int push(struct ring* r, struct ring_event e) {
   }
   r->ev[(r->head + r->len++) % r->cap] = e;
   if (r->armed) {
-    /* One byte per arming: the pipe never fills, and the write never waits. Under the lock, so the
+    /* One byte per arming (non-blocking: were the pipe ever full, JS has a byte to read already, and
+       the write is dropped, which loses nothing). Under the lock, so the
        ring (and the pipe) cannot be freed before it is done. The producer's thread goes on at once:
        JS wakes on its own loop. (A JS callback here would make this thread wait until JS has run it,
        and the two threads would then take turns: a wake per batch.) */
@@ -193,8 +211,54 @@ static void ring_on_error(struct ArrowAsyncDeviceStreamHandler* self, int code, 
 }
 
 static void ring_release(struct ArrowAsyncDeviceStreamHandler* self) {
+  struct ring* r = (struct ring*)self;
+  /* From now on JS calls nothing of the producer, and a call in progress ends before the producer may
+     free what it calls (unless the producer releases from inside that call, on JS's own thread). */
+  pthread_mutex_lock(&r->mu);
+  r->released = 1;
+  while (r->in_call > 0 && !pthread_equal(r->call_thread, pthread_self())) pthread_cond_wait(&r->calls_done, &r->mu);
+  pthread_mutex_unlock(&r->mu);
   struct ring_event e = {.kind = EV_RELEASE};
-  push((struct ring*)self, e); /* a slot is always free for it (see push) */
+  push(r, e); /* a slot is always free for it (see push) */
+}
+
+/* Enters a call into the producer from JS; 0 (no call) once the producer released the handler or
+   left the function NULL. */
+static struct ArrowAsyncProducer* enter_call(struct ring* r) {
+  pthread_mutex_lock(&r->mu);
+  struct ArrowAsyncProducer* p = r->released ? NULL : r->handler.producer;
+  if (p) {
+    r->in_call++;
+    r->call_thread = pthread_self();
+  }
+  pthread_mutex_unlock(&r->mu);
+  return p;
+}
+
+static void leave_call(struct ring* r) {
+  pthread_mutex_lock(&r->mu);
+  if (--r->in_call == 0) pthread_cond_broadcast(&r->calls_done);
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* The producer's request(n), unless it has released the handler: 1 if called. */
+int32_t ring_request(struct ring* r, int64_t n) {
+  struct ArrowAsyncProducer* p = enter_call(r);
+  if (!p) return 0;
+  int called = p->request != NULL;
+  if (called) p->request(p, n);
+  leave_call(r);
+  return called;
+}
+
+/* The producer's cancel, unless it has released the handler: 1 if called. */
+int32_t ring_cancel(struct ring* r) {
+  struct ArrowAsyncProducer* p = enter_call(r);
+  if (!p) return 0;
+  int called = p->cancel != NULL;
+  if (called) p->cancel(p);
+  leave_call(r);
+  return called;
 }
 
 /*
@@ -205,6 +269,7 @@ static void ring_release(struct ArrowAsyncDeviceStreamHandler* self) {
  */
 struct ring* ring_new(int (*js_on_schema)(struct ArrowAsyncDeviceStreamHandler*, struct ArrowSchema*), void* private_data,
                       int64_t capacity) {
+  if (capacity > MAX_CAPACITY) return NULL;
   struct ring* r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->cap = (capacity > 0 ? capacity : 1) + 4;
@@ -220,16 +285,23 @@ struct ring* ring_new(int (*js_on_schema)(struct ArrowAsyncDeviceStreamHandler*,
   r->handler.private_data = private_data;
   r->js_on_schema = js_on_schema;
   r->armed = 1;
-  if (pipe(r->bell_fd) != 0) {
+#ifdef __linux__
+  int piped = pipe2(r->bell_fd, O_CLOEXEC | O_NONBLOCK); /* no window in which a fork inherits them */
+#else
+  int piped = pipe(r->bell_fd);
+  if (piped == 0)
+    for (int i = 0; i < 2; i++) {
+      fcntl(r->bell_fd[i], F_SETFD, FD_CLOEXEC);
+      fcntl(r->bell_fd[i], F_SETFL, O_NONBLOCK);
+    }
+#endif
+  if (piped != 0) {
     free(r->ev);
     free(r);
     return NULL;
   }
-  for (int i = 0; i < 2; i++) {
-    fcntl(r->bell_fd[i], F_SETFD, FD_CLOEXEC);
-    fcntl(r->bell_fd[i], F_SETFL, O_NONBLOCK);
-  }
   pthread_mutex_init(&r->mu, NULL);
+  pthread_cond_init(&r->calls_done, NULL);
   return r;
 }
 
@@ -263,7 +335,7 @@ int64_t ring_doorbells(struct ring* r) {
 int64_t ring_event_size(void) { return (int64_t)sizeof(struct ring_event); }
 
 /* The ABI version JS checks before use: bumped whenever an export or struct_event changes. */
-int32_t ring_version(void) { return 2; }
+int32_t ring_version(void) { return 3; }
 
 void ring_free_copy(char* p) { free(p); }
 
@@ -276,6 +348,7 @@ void ring_free(struct ring* r) {
   }
   pthread_mutex_unlock(&r->mu);
   pthread_mutex_destroy(&r->mu);
+  pthread_cond_destroy(&r->calls_done);
   /* The read end is JS's to close (its socket owns it); the write end is ours. */
   close(r->bell_fd[1]);
   free(r->ev);

@@ -125,6 +125,9 @@ const releaseCb = defineCallback('async.handler_release', HANDLER_RELEASE, (mem,
   guard(() => readerOf(mem, h as bigint)?.onRelease(), undefined),
 );
 
+/** The largest queue a native ring serves (its slots are allocated up front). */
+const MAX_RING_QUEUE = 1 << 16;
+
 /** The readers whose handler is a native ring, by the ring's address (see `readerCallbacks`). */
 const ringReaders = new Map<Ptr, AsyncDeviceStreamReader<AsyncItem>>();
 
@@ -231,7 +234,8 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     this.released = new Promise((resolve) => (this.resolveClosed = resolve));
     const H = access(this.mem.target).ArrowAsyncDeviceStreamHandler;
     this.id = readers.add(this);
-    const ring = opts.nativeRing !== false && isNativeMemory(this.mem) ? asyncRing() : null;
+    // The ring holds a queue's worth of tasks (a larger queue than MAX_RING_QUEUE uses JS callbacks).
+    const ring = opts.nativeRing !== false && isNativeMemory(this.mem) && this.queueSize <= MAX_RING_QUEUE ? asyncRing() : null;
     // The ring's handler member comes first: its address is the handler's, its private_data our id.
     // The ring rings through its pipe: the producer's thread never waits for ours.
     let ringHandler = ring ? ring.ringNew(onSchemaCb(this.mem), BigInt(this.id), this.queueSize) : 0n;
@@ -427,10 +431,15 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
 
   /** @internal The producer rang: something arrived while JS waited (a byte in the doorbell pipe, read by the event loop). */
   onDoorbell(): void {
-    this.drainRing(false);
-    // Nothing for the reader to take, or the reading is over: be told of what comes next (the end,
-    // the release, tasks to discard after a cancel). Otherwise the reader takes again by itself.
-    if (this.queue.length === 0 || this.ended || this.cancelled || this.error !== null) this.drainRing(true);
+    try {
+      // Taken and armed again: what comes next (the end, the release, an error, tasks to discard after
+      // a cancel) rings even if the reader does not read again. While the reader works through what it
+      // has, its own takes come first: at most one more wake-up per burst.
+      this.drainRing(true);
+    } catch (e) {
+      // From the event loop: nothing above to catch it.
+      this.fail(e instanceof ArrowDeviceError ? e : new ArrowDeviceError('io', 'async stream', String(e)));
+    }
     this.changed.wake();
   }
 
@@ -508,6 +517,12 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
 
   private request(n: number): void {
     if (this.producer === 0n || this.handlerReleased || this.cancelled) return;
+    if (this.ring) {
+      // Through the ring, which knows whether the producer has released the handler (and may have freed
+      // its ArrowAsyncProducer): its release only queued an event we may not have taken yet.
+      this.ring.request(this.handler, n);
+      return;
+    }
     const fn = readFieldBig(this.mem, access(this.mem.target).ArrowAsyncProducer.request, this.producer);
     // Arrow C++ 26's producer (ExportAsyncRecordBatchReader) can tear its ArrowAsyncProducer down
     // before its release of our handler reaches the JS thread, though the spec keeps it valid until
@@ -683,7 +698,10 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     this.cancelled = true;
     for (const q of queued) this.discard(q.bytes);
     // After the release the ArrowAsyncProducer may be gone: nothing of it is called any more.
-    if (stop && this.producer !== 0n) {
+    if (stop && this.producer !== 0n && this.ring) {
+      // Through the ring, for the reason `request` goes through it.
+      this.ring.cancel(this.handler);
+    } else if (stop && this.producer !== 0n) {
       try {
         const fn = readFieldBig(this.mem, access(this.mem.target).ArrowAsyncProducer.cancel, this.producer);
         // cancel is thread-safe and may only call on_error, which koffi runs re-entrantly on this thread.

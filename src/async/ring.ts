@@ -21,7 +21,7 @@ import { dirname, existsSync, fileURLToPath, join } from '../platform/node.js';
 
 /** What the JS side reads of one ring event (`struct ring_event`). */
 export const RING_EVENT_BYTES = 40;
-export const RING_VERSION = 2;
+export const RING_VERSION = 3;
 export const EV_TASK = 1;
 export const EV_END = 2;
 export const EV_ERROR = 3;
@@ -35,6 +35,12 @@ export interface RingLib {
   doorbells(ring: Ptr): number;
   /** The read end of the ring's doorbell pipe (its owner closes it). */
   bellFd(ring: Ptr): number;
+  /**
+   * The producer's request(n) / cancel, through the ring: unless the producer has released the handler
+   * (it may free its ArrowAsyncProducer then, and its release only queues here). True if called.
+   */
+  request(ring: Ptr, n: number): boolean;
+  cancel(ring: Ptr): boolean;
   freeCopy(p: Ptr): void;
   free(ring: Ptr): void;
 }
@@ -101,6 +107,8 @@ export function asyncRing(): RingLib | null {
     const doorbells = l.func('int64_t ring_doorbells(uintptr_t ring)');
     const bellFd = l.func('int32_t ring_bell_fd(uintptr_t ring)');
     const freeCopy = l.func('void ring_free_copy(uintptr_t p)');
+    const request = l.func('int32_t ring_request(uintptr_t ring, int64_t n)');
+    const cancel = l.func('int32_t ring_cancel(uintptr_t ring)');
     const free = l.func('void ring_free(uintptr_t ring)');
     loaded = {
       path,
@@ -109,6 +117,8 @@ export function asyncRing(): RingLib | null {
       doorbells: (r) => Number(doorbells(r) as number | bigint),
       bellFd: (r) => Number(bellFd(r) as number),
       freeCopy: (p) => void freeCopy(p),
+      request: (r, n) => (request(r, n) as number) !== 0,
+      cancel: (r) => (cancel(r) as number) !== 0,
       free: (r) => void free(r),
     };
     asyncRingMissing = undefined;

@@ -61,7 +61,7 @@ const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 /** The largest fresh-array read copied through the staging arena (larger ones are copied straight in). */
 const STAGED_READ_MAX = 16 * 1024;
 
-const textDecoder = new TextDecoder('utf-8', { fatal: true });
+const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 const ctypeToKoffi: Record<CType, string> = {
   void: 'void',

@@ -234,7 +234,9 @@ function bigintRaw(mem: Memory): RawAccess {
   };
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a string that starts with U+FEFF keeps it (by default a decoder drops a leading BOM, and a
+// name or key would lose its first character).
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
  * The NUL-terminated UTF-8 string at `addr` (at most `max` bytes before

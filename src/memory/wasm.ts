@@ -113,7 +113,7 @@ const ALLOC_ALIGN = 16;
 const MAX_WASM32 = 2 ** 32;
 const MAX_WASM32_BIG = BigInt(MAX_WASM32);
 
-const textDecoder = new TextDecoder('utf-8', { fatal: true });
+const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function memoryError(detail: string): ArrowDeviceError {
   return new ArrowDeviceError('memory', '', detail);

@@ -13,7 +13,9 @@ import { rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.j
 
 export type Metadata = Map<string, string>;
 
-const decoder = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a string that starts with U+FEFF keeps it (by default a decoder drops a leading BOM, and a
+// name or key would lose its first character).
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();
 
 /**

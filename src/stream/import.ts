@@ -129,7 +129,7 @@ export type StreamItem = ImportedRecordBatch | ArrayView | DeviceArray;
 
 /** The longest `get_last_error` text we copy; the rest is cut. */
 const MAX_ERROR_BYTES = 64 * 1024;
-const lenientUtf8 = new TextDecoder('utf-8', { fatal: false });
+const lenientUtf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 /**
  * A stream callback (`get_schema` or `get_next`) returned a non-zero code.

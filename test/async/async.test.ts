@@ -159,6 +159,28 @@ describe(`async consumer: a C producer thread pushes to our handler (${nativeRin
     });
   }
 
+  test('a reader that stops reading still learns of the end and the release', async () => {
+    const peer = asyncPeer();
+    await (async () => {
+      const reader = createAsyncDeviceStreamReader({ nativeRing, queueSize: 4 });
+      // The reader waits before anything arrives (the producer needs its on_schema answered first), so
+      // the batches come by a wake-up of the waiting reader, not by a take of its own; the end and the
+      // release come only after it stopped reading (-4: the end waits for go()).
+      const p = peer.produce(reader.handler, 2, 3, -4);
+      assert.ok(await reader.next(), 'one batch read; the other stays queued');
+      peer.go(p);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<string>((r) => (timer = setTimeout(() => r('timed out'), 5000)));
+      assert.equal(await Promise.race([reader.released.then(() => 'released'), timeout]), 'released');
+      clearTimeout(timer);
+      reader.cancel(); // the queued task, extracted with a NULL out
+      const stats = await peer.produceWait(p);
+      assert.equal(stats.extracted + stats.extractedNull, stats.produced);
+      assert.equal(stats.callsAfterRelease, 0);
+    })();
+    await settle();
+  });
+
   test('a task whose metadata pointer is invalid is delivered, the metadata replaced by the error', async () => {
     const peer = asyncPeer();
     await (async () => {
@@ -199,6 +221,7 @@ describe(`async consumer: a C producer thread pushes to our handler (${nativeRin
         if (!finishedFirst) assert.equal(stats.cancelled, true);
         assert.equal(stats.extracted + stats.extractedNull, stats.produced, 'every task handed over was extracted (data or NULL)');
         assert.equal(stats.extracted, after);
+        assert.equal(stats.callsAfterRelease, 0, 'no request or cancel after the producer released the handler');
         assert.equal(reader.errorAfterCancelled, null, 'no on_error after a successful cancel');
       })();
       await settle();

@@ -107,12 +107,22 @@ struct producer {
   /* observations, for the tests */
   int64_t produced, extracted, extracted_null, requests, max_credit;
   int schema_rc, next_rc, finished;
+  /* The spec lets a producer free its ArrowAsyncProducer once it has called the handler's release: this
+     one keeps it, and counts the consumer's request and cancel calls that come after (a bug). */
+  int released;
+  int64_t calls_after_release;
+  int go; /* error_at -4: the end waits for peer_go */
   char metadata[64];
 };
 
 static void producer_request(struct ArrowAsyncProducer* self, int64_t n) {
   struct producer* p = self->private_data;
   pthread_mutex_lock(&p->mu);
+  if (p->released) {
+    p->calls_after_release++;
+    pthread_mutex_unlock(&p->mu);
+    return;
+  }
   p->requests++;
   if (!p->cancelled) {
     if (n <= 0) p->bad_request = 1; /* reported through on_error by the producer thread, never from here */
@@ -126,6 +136,11 @@ static void producer_request(struct ArrowAsyncProducer* self, int64_t n) {
 static void producer_cancel(struct ArrowAsyncProducer* self) {
   struct producer* p = self->private_data;
   pthread_mutex_lock(&p->mu);
+  if (p->released) {
+    p->calls_after_release++;
+    pthread_mutex_unlock(&p->mu);
+    return;
+  }
   p->cancelled = 1;
   pthread_cond_broadcast(&p->cv);
   pthread_mutex_unlock(&p->mu);
@@ -197,6 +212,11 @@ static void* producer_main(void* arg) {
       goto done;
     }
     if (b == p->n_batches) {
+      if (p->error_at == -4) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->go) pthread_cond_wait(&p->cv, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+      }
       p->next_rc = h->on_next_task(h, NULL, NULL); /* end of stream */
       break;
     }
@@ -219,6 +239,7 @@ static void* producer_main(void* arg) {
 done:
   h->release(h);
   pthread_mutex_lock(&p->mu);
+  p->released = 1;
   p->finished = 1;
   pthread_cond_broadcast(&p->cv);
   pthread_mutex_unlock(&p->mu);
@@ -228,7 +249,27 @@ done:
 /*
  * Starts a producer thread pushing `n_batches` batches of `rows` rows to
  * `handler`. error_at: -1 never; -2 before the schema; k >= 0 instead of batch k; -3 never, but
- * every task's metadata pointer is invalid (0x10).
+ * every task's metadata pointer is invalid (0x10); -4 never, but the end waits for peer_go.
+ */
+void peer_go(void* handle) {
+  struct producer* p = handle;
+  pthread_mutex_lock(&p->mu);
+  p->go = 1;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* Whether the producer has called the handler's release (a plain call: it never waits). */
+int peer_released(void* handle) {
+  struct producer* p = handle;
+  pthread_mutex_lock(&p->mu);
+  int r = p->released;
+  pthread_mutex_unlock(&p->mu);
+  return r;
+}
+
+/*
+ * (peer_produce's error_at, above.)
  */
 void* peer_produce(struct ArrowAsyncDeviceStreamHandler* handler, int64_t n_batches, int64_t rows, int64_t error_at) {
   struct producer* p = calloc(1, sizeof *p);
@@ -263,7 +304,7 @@ void* peer_produce(struct ArrowAsyncDeviceStreamHandler* handler, int64_t n_batc
 }
 
 /* Joins the producer thread (call it with koffi's async form) and fills stats; frees the producer. */
-void peer_produce_wait(void* handle, int64_t* stats /* [8] */) {
+void peer_produce_wait(void* handle, int64_t* stats /* [9] */) {
   struct producer* p = handle;
   pthread_join(p->thread, NULL);
   stats[0] = p->produced;
@@ -273,6 +314,7 @@ void peer_produce_wait(void* handle, int64_t* stats /* [8] */) {
   stats[4] = p->max_credit;
   stats[5] = p->cancelled;
   stats[6] = p->schema_rc;
+  stats[8] = p->calls_after_release;
   stats[7] = p->next_rc;
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->cv);

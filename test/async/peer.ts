@@ -16,6 +16,10 @@ type Fn<T extends (...args: never[]) => unknown> = T & { async: (...args: unknow
 
 export interface AsyncPeer {
   produce(handler: bigint, batches: number, rows: number, errorAt: number): bigint;
+  /** errorAt -4: lets the producer send the end. */
+  go(p: bigint): void;
+  /** Whether the producer has called the handler's release. */
+  released(p: bigint): boolean;
   /** Joins the producer thread: produced, extracted, extracted_null, requests, max_credit, cancelled, schema_rc, next_rc. */
   produceWait(p: bigint): Promise<ProducerStats>;
   consumer(initialRequest: number, cancelAfter: number, requestZero: boolean): bigint;
@@ -32,6 +36,8 @@ export interface ProducerStats {
   cancelled: boolean;
   schemaRc: number;
   nextRc: number;
+  /** request and cancel calls that came after the producer had released the handler (a bug). */
+  callsAfterRelease: number;
 }
 
 export interface ConsumerStats {
@@ -85,15 +91,19 @@ export function asyncPeer(): AsyncPeer {
     'void peer_consumer_wait(void *h, int64_t timeout_ms, _Out_ int64_t *stats, _Out_ uint8_t *msg, _Out_ uint8_t *fmt, _Out_ uint8_t *md)',
   ) as unknown as Fn<(...a: unknown[]) => void>;
   const live = lib.func('int64_t peer_live_batches(void)');
+  const go = lib.func('void peer_go(void *p)');
+  const releasedFn = lib.func('int peer_released(void *p)');
   peer = {
     produce: (h, n, rows, errorAt) => BigInt(produce(h, n, rows, errorAt) as bigint),
+    go: (p) => void go(p),
+    released: (p) => (releasedFn(p) as number) !== 0,
     async produceWait(p) {
-      const s = new BigInt64Array(8);
+      const s = new BigInt64Array(9);
       await callAsync(produceWait, p, s);
       const n = Array.from(s, Number);
       return {
         produced: n[0]!, extracted: n[1]!, extractedNull: n[2]!, requests: n[3]!, maxCredit: n[4]!,
-        cancelled: n[5] === 1, schemaRc: n[6]!, nextRc: n[7]!,
+        cancelled: n[5] === 1, schemaRc: n[6]!, nextRc: n[7]!, callsAfterRelease: n[8]!,
       };
     },
     consumer: (initial, cancelAfter, requestZero) => BigInt(consumer(initial, cancelAfter, requestZero ? 1 : 0) as bigint),

@@ -79,6 +79,25 @@ describe('the native ring', () => {
     assert.ok(reader.doorbells <= 3, `${reader.doorbells} doorbells: one for the window, at most two more for the end and the release`);
   });
 
+  test('calls nothing of the producer once it has released the handler, though its release only queued', { skip: peerMissing ?? (asyncRing() ? false : `no ring: ${asyncRingMissing}`) }, async () => {
+    // The spec lets a producer free its ArrowAsyncProducer once it has called release. Through the ring
+    // that call returns at once, before JS has taken it: JS must not request (or cancel) after it.
+    const peer = asyncPeer();
+    const reader = createAsyncDeviceStreamReader({ queueSize: 4 });
+    const p = peer.produce(reader.handler, 1, 3, -4); // -4: the end waits for go()
+    const first = await reader.next(); // the one batch; its replacement is owed, not yet requested
+    assert.ok(first);
+    peer.go(p);
+    // The JS thread does not yield: the end and the release sit in the ring, untaken.
+    const end = performance.now() + 5000;
+    while (!peer.released(p) && performance.now() < end);
+    assert.ok(peer.released(p), 'the producer released the handler');
+    assert.equal(await reader.next(), undefined, 'the end');
+    await reader.released;
+    const stats = await peer.produceWait(p);
+    assert.equal(stats.callsAfterRelease, 0, 'a request or cancel reached the producer after its release');
+  });
+
   test('keeps at most queueSize requested ahead of the reader, taking the requests in bursts', { skip: peerMissing ?? (asyncRing() ? false : `no ring: ${asyncRingMissing}`) }, async () => {
     const peer = asyncPeer();
     for (const q of [1, 2, 5, 8]) {

@@ -154,6 +154,25 @@ describe('a schema read again reuses the node only when every byte matches', () 
     });
   }
 
+  test('a name of a byte order mark is read as it is, and reused only for the same bytes', () => {
+    const bom = new Uint8Array([0xef, 0xbb, 0xbf]);
+    const twice = new Uint8Array([...bom, ...bom]);
+    const b = new Builder();
+    try {
+      const withName = (name: Uint8Array): SchemaSpec => S('+s', { name: '', children: [S('i', { name, flags: 2 })] });
+      const nameOf = (o: Outcome): unknown => ('node' in o ? (o.node as { children: { name: string }[] }).children[0]!.name : o.error);
+      // A decoder that drops a leading BOM would read "\uFEFF" twice as one, and one as "".
+      assert.equal(nameOf(read(b, withName(twice))), '\uFEFF\uFEFF');
+      const primed = read(b, withName(bom)); // right after the two-mark name was read
+      read(b, S('n'));
+      const fresh = read(b, withName(bom));
+      assert.deepEqual(primed, fresh);
+      assert.equal(nameOf(fresh), '\uFEFF');
+    } finally {
+      b.freeAll();
+    }
+  });
+
   test('a child reached twice (a DAG) is refused after the tree it imitates was read', () => {
     const b = new Builder();
     try {
