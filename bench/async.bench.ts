@@ -12,10 +12,11 @@
  *   8, through the native ring (src/async/ring.ts) and through JS callbacks;
  * - our producer into our reader on the JS thread, queue 1 and 8;
  * - our producer into a native consumer whose worker thread extracts each
- *   task, releases the batch and calls request(1) from its own thread;
- * - our producer into the native consumer through a test-only PROTOTYPE of
- *   a native pump (test/async/native-pump.c), always the working tree's:
- *   what a native piece on that side would buy.
+ *   task, releases the batch and calls request(1) from its own thread,
+ *   queue 1 and 8, through the native pump (native/async-ring.c: the
+ *   handler called from a thread of the pump, the consumer's calls answered
+ *   in C; its wake-ups of the JS thread are counted) and through JS
+ *   callbacks (every call of the consumer a hop).
  *
  * Each line gives the median over the repeats (each the median of three
  * runs in a warmed-up child process) of the wall time per batch, batches
@@ -70,7 +71,7 @@ interface Timing {
   js: number;
   /** The process's CPU microseconds per batch, every thread. */
   all: number;
-  /** The prototype's doorbells (koffi hops) per batch. */
+  /** Wake-ups of the JS thread per batch (the native ring and pump). */
   hopsPerBatch?: number;
 }
 
@@ -159,42 +160,34 @@ const jsToJs = (queueSize: number): Path => ({
   },
 });
 
-const jsToNative: Path = {
-  name: 'our producer -> native consumer thread, queue 8',
-  // on_next_task (an async call); extract_data, the batch's release and request(1) from the consumer's thread
-  hops: { blocking: 3, async: 1 },
+/**
+ * Our producer into a native consumer thread, through the native pump (the
+ * default where the prebuilt library loads; a commit from before the pump
+ * ignores the option: JS callbacks) or through JS callbacks.
+ */
+const jsToNative = (queueSize: number, nativeRing: boolean): Path => ({
+  name: `our producer -> native consumer thread (${nativeRing ? 'native pump' : 'JS callbacks'}), queue ${queueSize}`,
+  // JS callbacks: on_next_task (an async call); extract_data, the batch's release and request(1) from the
+  // consumer's thread. The pump: its doorbells, counted.
+  hops: nativeRing ? { blocking: 0, async: 0 } : { blocking: 3, async: 1 },
   exports: true,
   imports: false,
   async run(lib, n) {
     const peer = asyncPeer();
-    const h = peer.consumer(8, -1, false);
-    await lib.produceAsyncDeviceStream(batches(n), h);
+    const h = peer.consumer(queueSize, -1, false);
+    const r = await lib.produceAsyncDeviceStream(batches(n), h, { nativeRing } as Parameters<Lib['produceAsyncDeviceStream']>[2]);
     const stats = await peer.consumerWait(h, 60_000);
     if (stats.batches !== n) throw new Error(`the consumer got ${stats.batches} batches, not ${n}`);
+    ringDoorbells = (r as { doorbells?: number }).doorbells ?? 0;
   },
-};
+});
 
-const paths = [nativeToReader(1, true), nativeToReader(8, true), nativeToReader(1, false), nativeToReader(8, false), jsToJs(1), jsToJs(8), jsToNative];
+const paths = [
+  nativeToReader(1, true), nativeToReader(8, true), nativeToReader(1, false), nativeToReader(8, false), jsToJs(1), jsToJs(8),
+  jsToNative(1, true), jsToNative(8, true), jsToNative(1, false), jsToNative(8, false),
+];
 /** Doorbells (wake-ups of the JS thread) of the last run of a path that counts them, for `measure`. */
 let ringDoorbells = 0;
-
-/** The native pump PROTOTYPE (test/async/native-pump.c): our batches into the native consumer, none of its calls a hop. */
-const pumpPath: Path = {
-  name: 'our producer -> native consumer thread via native pump PROTOTYPE, queue 8',
-  hops: { blocking: 0, async: 0 }, // doorbells, counted apart
-  exports: true,
-  imports: false,
-  async run(_lib, n) {
-    const { produceViaPump } = await import('../test/async/native-pump.js');
-    const peer = asyncPeer();
-    const h = peer.consumer(8, -1, false);
-    const r = await produceViaPump(batches(n), h);
-    const stats = await peer.consumerWait(h, 60_000);
-    if (stats.batches !== n) throw new Error(`the consumer got ${stats.batches} batches, not ${n}`);
-    ringDoorbells = r.doorbells;
-  },
-};
-const prototypes = [pumpPath];
 
 type AsyncForm = { async: (...a: unknown[]) => void };
 
@@ -265,7 +258,7 @@ async function measure(lib: Lib, what: string): Promise<Timing> {
   else if (what === 'export') run = (n) => exportOnly(lib, n);
   else if (what === 'export+import') run = (n) => exportImport(lib, n);
   else {
-    const p = [...paths, ...prototypes].find((x) => x.name === what);
+    const p = paths.find((x) => x.name === what);
     if (!p) throw new Error(`unknown measurement ${what}`);
     run = (n) => p.run(lib, n);
   }
@@ -313,15 +306,12 @@ function compileRef(ref: string): { name: string; index: string } {
 function child(index: string, what: string): Timing {
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', index, what, '--batches', String(N)], {
     encoding: 'utf8',
-    env: { ...process.env, ARROW_DEVICE_ASYNC_PEER: asyncPeerPath(), ARROW_DEVICE_NATIVE_PUMP: pumpSo },
+    env: { ...process.env, ARROW_DEVICE_ASYNC_PEER: asyncPeerPath() },
   });
   const line = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !line.startsWith('{')) throw new Error(`measuring ${what} failed:\n${r.stdout}\n${r.stderr}`);
   return JSON.parse(line) as Timing;
 }
-
-/** The prototype's library, built once by the parent for its children. */
-let pumpSo = '';
 
 async function parent(): Promise<void> {
   if (peerMissing) {
@@ -329,9 +319,6 @@ async function parent(): Promise<void> {
     return;
   }
   asyncPeer(); // built once; the children reuse it
-  const { nativePump, nativePumpMissing } = await import('../test/async/native-pump.js');
-  if (nativePumpMissing) throw new Error(nativePumpMissing);
-  pumpSo = nativePump().path;
   const against = arg('against');
   const variants = [
     ...(against ? against.split(',').map(compileRef) : []),
@@ -358,7 +345,6 @@ async function parent(): Promise<void> {
     for (const what of ['export', 'export+import', ...paths.filter(wanted).map((p) => p.name)]) {
       for (const v of variants) put(`${v.name}:${what}`, child(v.index, what));
     }
-    for (const p of prototypes.filter(wanted)) put(`prototype:${p.name}`, child(variants.at(-1)!.index, p.name));
   }
 
   const hopB = med('hop:blocking');
@@ -380,30 +366,14 @@ async function parent(): Promise<void> {
       const hops = p.hops.blocking * hopB.js + p.hops.async * hopA.js;
       const xi = (p.exports ? ex : 0) + (p.imports ? im : 0);
       // The ring's wake-ups are pipe reads on the event loop, not koffi hops: counted, inside "rest".
-      const bells = p.name.includes('native ring') ? `  (${(m.hopsPerBatch ?? 0).toFixed(2)} wake-ups of the JS thread per batch)` : '';
+      const bells = p.name.includes('native ring') || p.name.includes('native pump') ? `  (${(m.hopsPerBatch ?? 0).toFixed(2)} wake-ups of the JS thread per batch)` : '';
       console.log(line(p.name, m, 66, ` ${f1(hops).padStart(5)}  ${f1(xi).padStart(7)}  ${f1(m.js - hops - xi).padStart(11)}${bells}`));
-    }
-  }
-  const ex = med('working tree:export').js;
-  const im = med('working tree:export+import').js - ex;
-  const protos = prototypes.filter(wanted);
-  if (protos.length > 0) {
-    console.log(
-      '\nprototypes (test-only, not shipped): a native handler queues the calls in a ring, a native pump calls the handler and' +
-        ' answers the consumer; JS is woken once per burst',
-    );
-    console.log(head(68, ' hops/batch  exp/imp  rest'));
-    for (const p of protos) {
-      const m = med(`prototype:${p.name}`);
-      const xi = (p.exports ? ex : 0) + (p.imports ? im : 0);
-      const hops = m.hopsPerBatch ?? 0;
-      console.log(line(p.name, m, 68, ` ${hops.toFixed(2).padStart(10)}  ${f1(xi).padStart(7)}  ${f1(m.js - hops * hopB.js - xi).padStart(5)}`));
     }
   }
   console.log(
     "\nhops: the bare hops' JS CPU times the hops each batch makes (native producer -> reader: on_next_task; our producer ->" +
-      ' native consumer: the on_next_task async call, and extract_data, the release and request(1) from its thread; a' +
-      " prototype: its doorbells). exp/imp: our export and/or import of the batch alone. rest: the JS thread's CPU left," +
+      ' native consumer: the on_next_task async call, and extract_data, the release and request(1) from its thread; the' +
+      " ring and the pump: none, their wake-ups counted apart). exp/imp: our export and/or import of the batch alone. rest: the JS thread's CPU left," +
       ' our callbacks, promises and request accounting.',
   );
 }

@@ -1,17 +1,27 @@
 /*
- * arrow-device's one native piece: an ArrowAsyncDeviceStreamHandler
- * (CDeviceDataInterface.rst, "Async Device Stream Interface") whose
- * on_next_task, on_error and release never wait for the JS thread.
+ * arrow-device's one native piece, for the async device stream interface
+ * (CDeviceDataInterface.rst, "Async Device Stream Interface"), in two parts:
  *
- * Why: a native producer calls its handler from its own thread. A handler
- * whose callbacks are JS functions (koffi callbacks) makes every call a hop
- * to the JS thread, and the producer's thread waits until JS has run it:
- * tens of microseconds per batch, whatever the batch. Here each call moves
- * its contents into a ring (the task, and copies of the metadata and
- * message, which are valid only during the call) and returns. JS takes the
- * ring's contents in one plain call per burst (ring_take) and is woken by a
- * "doorbell", a byte in a pipe its event loop watches, only when it found
- * the ring empty and waits: one wake-up per burst instead of one per call.
+ * - the ring: an ArrowAsyncDeviceStreamHandler whose on_next_task, on_error
+ *   and release never wait for the JS thread (a native producer into our
+ *   reader);
+ * - the pump: an ArrowAsyncProducer whose request, cancel, extract_data and
+ *   the batches' releases never wait for the JS thread either, and a thread
+ *   of ours that calls a native consumer's handler (our producer into a
+ *   native consumer). See "The pump" below.
+ *
+ * Why: the other side calls us from its own threads. A callback that is a
+ * JS function (a koffi callback) makes every call a hop to the JS thread,
+ * and the calling thread waits until JS has run it: tens of microseconds
+ * per batch, whatever the batch. Here each call is answered in C under a
+ * mutex and JS is woken by a "doorbell", a byte in a pipe its event loop
+ * watches, only when it is waiting: one wake-up per burst instead of one or
+ * more per batch.
+ *
+ * The ring: each handler call moves its contents into a ring (the task, and
+ * copies of the metadata and message, which are valid only during the
+ * call) and returns. JS takes the ring's contents in one plain call per
+ * burst (ring_take).
  *
  * on_schema, once per stream, still goes to JS and waits for its answer
  * (a non-zero return must reach the producer).
@@ -22,8 +32,8 @@
  * while the process exits never runs in an unmapped library.
  *
  * Shipped prebuilt (prebuilds/<platform>-<arch>/, made when the package is
- * packed): users never compile it. Where there is none, the reader uses JS
- * callbacks (src/async/ring.ts says why).
+ * packed): users never compile it. Where there is none, the reader and the
+ * producer use JS callbacks (src/async/ring.ts says why).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +45,27 @@
 
 /* The structs this file touches, as CDeviceDataInterface.rst and CDataInterface.rst define them. */
 struct ArrowSchema;
-struct ArrowDeviceArray;
+
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+
+struct ArrowDeviceArray {
+  struct ArrowArray array;
+  int64_t device_id;
+  int32_t device_type;
+  void* sync_event;
+  int64_t reserved[3];
+};
 
 struct ArrowAsyncTask {
   int (*extract_data)(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out);
@@ -95,6 +125,28 @@ struct ring {
   pthread_t call_thread;
   pthread_cond_t calls_done;
 };
+
+/* A doorbell pipe, both ends close-on-exec and non-blocking. 0, or -1 (errno set). */
+static int open_bell(int fd[2]) {
+#ifdef __linux__
+  return pipe2(fd, O_CLOEXEC | O_NONBLOCK); /* no window in which a fork inherits them */
+#else
+  if (pipe(fd) != 0) return -1;
+  for (int i = 0; i < 2; i++) {
+    fcntl(fd[i], F_SETFD, FD_CLOEXEC);
+    fcntl(fd[i], F_SETFL, O_NONBLOCK);
+  }
+  return 0;
+#endif
+}
+
+/* One byte into the doorbell (non-blocking: were the pipe ever full, JS has a byte to read already,
+   and the write is dropped, which loses nothing). */
+static void ring_bell(int fd) {
+  ssize_t w;
+  do w = write(fd, "", 1);
+  while (w < 0 && errno == EINTR);
+}
 
 /*
  * A copy of an ArrowSchema.metadata-encoded blob (int32 count, then an int32
@@ -165,9 +217,7 @@ static int push(struct ring* r, struct ring_event e) {
        and the two threads would then take turns: a wake per batch.) */
     r->armed = 0;
     r->doorbells++;
-    ssize_t w;
-    do w = write(r->bell_fd[1], "", 1);
-    while (w < 0 && errno == EINTR);
+    ring_bell(r->bell_fd[1]);
   }
   pthread_mutex_unlock(&r->mu);
   /* Nothing of the ring is touched after the unlock: JS may have taken the release and freed it. */
@@ -285,17 +335,7 @@ struct ring* ring_new(int (*js_on_schema)(struct ArrowAsyncDeviceStreamHandler*,
   r->handler.private_data = private_data;
   r->js_on_schema = js_on_schema;
   r->armed = 1;
-#ifdef __linux__
-  int piped = pipe2(r->bell_fd, O_CLOEXEC | O_NONBLOCK); /* no window in which a fork inherits them */
-#else
-  int piped = pipe(r->bell_fd);
-  if (piped == 0)
-    for (int i = 0; i < 2; i++) {
-      fcntl(r->bell_fd[i], F_SETFD, FD_CLOEXEC);
-      fcntl(r->bell_fd[i], F_SETFL, O_NONBLOCK);
-    }
-#endif
-  if (piped != 0) {
+  if (open_bell(r->bell_fd) != 0) {
     free(r->ev);
     free(r);
     return NULL;
@@ -335,7 +375,7 @@ int64_t ring_doorbells(struct ring* r) {
 int64_t ring_event_size(void) { return (int64_t)sizeof(struct ring_event); }
 
 /* The ABI version JS checks before use: bumped whenever an export or struct_event changes. */
-int32_t ring_version(void) { return 3; }
+int32_t ring_version(void) { return 4; }
 
 void ring_free_copy(char* p) { free(p); }
 
@@ -354,3 +394,396 @@ void ring_free(struct ring* r) {
   free(r->ev);
   free(r);
 }
+
+/* ------------------------------------------------------------------------------------------ the pump */
+
+/*
+ * The pump: our producer into a native consumer's handler.
+ *
+ * JS exports each batch (zero-copy) and queues it with one plain call
+ * (pump_task, pump_push); everything the consumer does then runs in C:
+ * - a dispatcher thread of ours calls the handler's callbacks, in order and
+ *   one at a time (the spec: never concurrently), so the JS thread never
+ *   waits in a call into the consumer;
+ * - request and cancel add credit or stop, under the mutex;
+ * - extract_data moves the exported ArrowDeviceArray into the consumer's,
+ *   with a release of ours in front of JS's: the consumer's release moves
+ *   the struct (bitwise, which the C data interface allows) into a list
+ *   that JS drains and releases with its own release, on its own thread.
+ *   A child the consumer moved out and releases alone still calls JS's
+ *   release for that child (a hop, but correct: JS never waits here).
+ * JS learns of changes through the doorbell when it waits (pump_state arms
+ * it): for credit, or for anything (the end of the stream, arrays to take).
+ *
+ * Lifetimes: the task struct handed to on_next_task lives until its
+ * extract_data (the spec makes it valid only during the call; Arrow C++'s
+ * consumer keeps the pointer and extracts later); its record then lives
+ * until the consumer releases the array. The ArrowAsyncProducer is the
+ * pump's first member, and JS frees the pump only after the handler's
+ * release, every task's extract_data and every array's release, plus a
+ * grace period (Arrow C++'s consumer calls request after the release; our
+ * request then is a no-op that counts it).
+ */
+
+enum { CMD_SCHEMA = 1, CMD_TASK = 2, CMD_END = 3, CMD_ERROR = 4, CMD_RELEASE = 5 };
+
+struct pump;
+
+/* A task handed to the consumer, and after its extraction the record behind the consumer's release. */
+struct pump_task {
+  struct ArrowAsyncTask task; /* first: what on_next_task gets */
+  struct pump* pump;
+  struct ArrowDeviceArray array;          /* the batch JS exported, moved in */
+  void (*js_release)(struct ArrowArray*); /* JS's release, behind ours once the consumer has the array */
+  void* js_private_data;
+};
+
+struct command {
+  int32_t kind;
+  int32_t code;   /* on_error's code */
+  void* ptr;      /* the schema (JS's, valid until JS sees the call handled), or the task */
+  char* metadata; /* a copy, freed after the call */
+  char* message;  /* a copy, freed after the call */
+};
+
+struct pump {
+  struct ArrowAsyncProducer producer; /* first: the consumer's `self` is the pump */
+  struct ArrowAsyncDeviceStreamHandler* handler;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* the dispatcher waits for commands */
+  struct command* cmds;
+  int64_t cap, head, len;
+  char* additional_metadata; /* a copy, for the producer's lifetime */
+  /* State, read by JS with pump_state. */
+  int64_t credit;
+  int cancelled;
+  int64_t bad_request;  /* the first n <= 0 request asked for (INT64_MIN for 0), or 0 */
+  int32_t consumer_rc;  /* the first non-zero return of on_schema / on_next_task */
+  int released;         /* the handler's release returned */
+  int64_t handled;      /* commands the dispatcher finished */
+  int64_t delivered;    /* tasks on_next_task was called with */
+  int64_t tasks;        /* tasks made and not extracted yet */
+  int64_t lent;         /* arrays extracted and not released yet */
+  int64_t late_calls;   /* request/cancel after the handler's release (ignored) */
+  struct ArrowArray* freed; /* arrays given back, for JS to release */
+  int64_t freed_cap, freed_len;
+  int armed; /* JS waits: 1 for credit (or cancel, a bad request, a consumer's non-zero return), 2 for anything */
+  int bell_fd[2];
+  int64_t doorbells;
+};
+
+/* Under the mutex: rings if JS waits for a change of this level (1: what production waits for; 2: any). */
+static void pump_changed(struct pump* p, int level) {
+  if (p->armed == 0 || p->armed < level) return;
+  p->armed = 0;
+  p->doorbells++;
+  ring_bell(p->bell_fd[1]); /* under the lock: the pump (and its pipe) outlive it */
+}
+
+static void pump_request(struct ArrowAsyncProducer* self, int64_t n) {
+  struct pump* p = (struct pump*)self;
+  pthread_mutex_lock(&p->mu);
+  if (p->released) {
+    p->late_calls++;
+  } else if (!p->cancelled) {
+    if (n <= 0) {
+      /* Reported through on_error by JS (never from the consumer's call): the first one. */
+      if (!p->bad_request) p->bad_request = n == 0 ? INT64_MIN : n;
+    } else {
+      p->credit = n > INT64_MAX - p->credit ? INT64_MAX : p->credit + n;
+    }
+    pump_changed(p, 1);
+  }
+  pthread_mutex_unlock(&p->mu);
+}
+
+static void pump_cancel(struct ArrowAsyncProducer* self) {
+  struct pump* p = (struct pump*)self;
+  pthread_mutex_lock(&p->mu);
+  if (p->released) {
+    p->late_calls++;
+  } else if (!p->cancelled) {
+    p->cancelled = 1; /* idempotent: a second cancel changes nothing */
+    pump_changed(p, 1);
+  }
+  pthread_mutex_unlock(&p->mu);
+}
+
+/*
+ * Queues a struct JS must release (moved bitwise: the consumer's is marked
+ * released by the caller). `from_task`: a task's array nobody took (the
+ * task is done); else an array the consumer released.
+ */
+static void give_back(struct pump* p, const struct ArrowArray* a, int from_task) {
+  pthread_mutex_lock(&p->mu);
+  if (from_task) p->tasks--;
+  else p->lent--;
+  if (p->freed_len == p->freed_cap) {
+    int64_t cap = p->freed_cap ? p->freed_cap * 2 : 16;
+    struct ArrowArray* f = realloc(p->freed, sizeof *f * (size_t)cap);
+    if (f) {
+      p->freed = f;
+      p->freed_cap = cap;
+    }
+  }
+  /* Out of memory: the array is leaked (its buffers stay alive), never released twice or lost mid-use. */
+  if (p->freed_len < p->freed_cap) p->freed[p->freed_len++] = *a;
+  pump_changed(p, 2);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* The release the consumer sees: gives the struct back to JS, whose release runs on the JS thread. */
+static void pump_array_release(struct ArrowArray* a) {
+  struct pump_task* t = a->private_data;
+  struct pump* p = t->pump;
+  a->release = t->js_release;
+  a->private_data = t->js_private_data;
+  free(t);
+  give_back(p, a, 0);
+  a->release = NULL; /* released, for the consumer */
+}
+
+/* CDeviceDataInterface.rst, ArrowAsyncTask.extract_data: exactly once; NULL out only cleans up. */
+static int pump_extract(struct ArrowAsyncTask* task, struct ArrowDeviceArray* out) {
+  struct pump_task* t = task ? task->private_data : NULL;
+  if (!t) return EINVAL; /* extracted already (through this struct), or not ours */
+  task->private_data = NULL;
+  struct pump* p = t->pump;
+  if (!out) {
+    give_back(p, &t->array.array, 1);
+    free(t);
+    return 0;
+  }
+  *out = t->array; /* moved: ownership goes to `out` */
+  t->js_release = out->array.release;
+  t->js_private_data = out->array.private_data;
+  out->array.release = pump_array_release;
+  out->array.private_data = t;
+  pthread_mutex_lock(&p->mu);
+  p->tasks--;
+  p->lent++;
+  pump_changed(p, 2);
+  pthread_mutex_unlock(&p->mu);
+  return 0;
+}
+
+static void* pump_dispatch(void* arg) {
+  struct pump* p = arg;
+  struct ArrowAsyncDeviceStreamHandler* h = p->handler;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    while (p->len == 0) pthread_cond_wait(&p->cv, &p->mu);
+    struct command c = p->cmds[p->head];
+    p->head = (p->head + 1) % p->cap;
+    p->len--;
+    /* After the consumer's non-zero return nothing but release may reach it; after a cancel, neither
+       tasks nor the end (production stopped at the cancel: JS queued those before it knew). */
+    int skip = c.kind != CMD_RELEASE && (p->consumer_rc != 0 || (p->cancelled && (c.kind == CMD_TASK || c.kind == CMD_END)));
+    pthread_mutex_unlock(&p->mu);
+    int rc = 0;
+    int task_delivered = 0;
+    if (skip) {
+      if (c.kind == CMD_TASK) pump_extract(c.ptr, NULL); /* never handed over: cleaned up here */
+    } else if (c.kind == CMD_SCHEMA) {
+      rc = h->on_schema(h, c.ptr);
+    } else if (c.kind == CMD_TASK) {
+      task_delivered = 1;
+      /* A non-zero return leaves the task to the consumer: it may have moved it, and extract_data is
+         its to call (calling it here could run it twice). */
+      rc = h->on_next_task(h, c.ptr, c.metadata);
+    } else if (c.kind == CMD_END) {
+      rc = h->on_next_task(h, NULL, NULL);
+    } else if (c.kind == CMD_ERROR) {
+      h->on_error(h, c.code, c.message, c.metadata);
+    } else if (c.kind == CMD_RELEASE) {
+      h->release(h);
+    }
+    free(c.metadata);
+    free(c.message);
+    pthread_mutex_lock(&p->mu);
+    int stop = rc != 0 && p->consumer_rc == 0;
+    if (stop) p->consumer_rc = rc;
+    p->delivered += task_delivered;
+    if (c.kind == CMD_RELEASE) p->released = 1;
+    p->handled++;
+    pump_changed(p, stop ? 1 : 2);
+    pthread_mutex_unlock(&p->mu);
+    /* After the release nothing of the pump is touched: JS may free it from now on. */
+    if (c.kind == CMD_RELEASE) return NULL;
+  }
+}
+
+/*
+ * A pump for `handler`: fills handler->producer (the spec: before any
+ * callback) and starts the dispatcher. `metadata`: the producer's
+ * additional_metadata (`metadata_len` bytes, copied; NULL for none). NULL
+ * when out of memory, pipes or threads (JS then calls the handler itself).
+ */
+struct pump* pump_new(struct ArrowAsyncDeviceStreamHandler* handler, int32_t device_type, const char* metadata, int64_t metadata_len) {
+  struct pump* p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->cap = 16;
+  p->cmds = malloc(sizeof *p->cmds * (size_t)p->cap);
+  if (metadata && metadata_len > 0) {
+    p->additional_metadata = malloc((size_t)metadata_len);
+    if (p->additional_metadata) memcpy(p->additional_metadata, metadata, (size_t)metadata_len);
+  }
+  if (!p->cmds || (metadata && metadata_len > 0 && !p->additional_metadata) || open_bell(p->bell_fd) != 0) {
+    free(p->cmds);
+    free(p->additional_metadata);
+    free(p);
+    return NULL;
+  }
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  p->producer.device_type = device_type;
+  p->producer.request = pump_request;
+  p->producer.cancel = pump_cancel;
+  p->producer.additional_metadata = p->additional_metadata;
+  p->producer.private_data = p;
+  p->handler = handler;
+  p->armed = 0;
+  pthread_t thread;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED); /* it ends after the release; nobody joins */
+  int started = pthread_create(&thread, &attr, pump_dispatch, p);
+  pthread_attr_destroy(&attr);
+  if (started != 0) {
+    close(p->bell_fd[0]);
+    close(p->bell_fd[1]);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->cmds);
+    free(p->additional_metadata);
+    free(p);
+    return NULL;
+  }
+  handler->producer = &p->producer;
+  return p;
+}
+
+/* The read end of the pump's doorbell pipe, for JS to watch and to close. */
+int32_t pump_bell_fd(struct pump* p) { return p->bell_fd[0]; }
+
+/* A task holding the batch JS exported into `array` (moved in: `array` is marked released). NULL when out of memory (`array` untouched). */
+struct pump_task* pump_task(struct pump* p, struct ArrowDeviceArray* array) {
+  struct pump_task* t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->task.extract_data = pump_extract;
+  t->task.private_data = t;
+  t->pump = p;
+  t->array = *array;
+  array->array.release = NULL;
+  pthread_mutex_lock(&p->mu);
+  p->tasks++;
+  pthread_mutex_unlock(&p->mu);
+  return t;
+}
+
+static char* copy_bytes(const uint8_t* b, int64_t n) {
+  if (!b || n <= 0) return NULL;
+  char* c = malloc((size_t)n);
+  if (c) memcpy(c, b, (size_t)n);
+  return c;
+}
+
+/*
+ * Queues one handler call for the dispatcher. `metadata` and `message` are
+ * copied (`metadata_len`, `message_len` bytes; the message with its NUL).
+ * 0, or ENOMEM (nothing queued; a task stays the caller's to clean up).
+ */
+int32_t pump_push(struct pump* p, int32_t kind, int32_t code, void* ptr, const uint8_t* metadata, int64_t metadata_len,
+                  const uint8_t* message, int64_t message_len) {
+  struct command c = {.kind = kind, .code = code, .ptr = ptr};
+  c.metadata = copy_bytes(metadata, metadata_len);
+  c.message = copy_bytes(message, message_len);
+  if ((metadata_len > 0 && !c.metadata) || (message_len > 0 && !c.message)) goto nomem;
+  pthread_mutex_lock(&p->mu);
+  if (p->len == p->cap) {
+    int64_t cap = p->cap * 2;
+    struct command* cmds = malloc(sizeof *cmds * (size_t)cap);
+    if (!cmds) {
+      pthread_mutex_unlock(&p->mu);
+      goto nomem;
+    }
+    for (int64_t i = 0; i < p->len; i++) cmds[i] = p->cmds[(p->head + i) % p->cap];
+    free(p->cmds);
+    p->cmds = cmds;
+    p->cap = cap;
+    p->head = 0;
+  }
+  p->cmds[(p->head + p->len++) % p->cap] = c;
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  return 0;
+nomem:
+  free(c.metadata);
+  free(c.message);
+  return ENOMEM;
+}
+
+/*
+ * The state for JS, into `out` [12]: credit, cancelled, bad_request,
+ * consumer_rc, released, handled, freed arrays waiting, delivered, tasks,
+ * lent, late calls, doorbells. Takes `take` credits when that many are
+ * there and production may go on (returns 1 if it did). `arm` (1 or 2, see
+ * pump_changed): JS waits for the doorbell next; armed under the same lock
+ * as every change, so no wake-up is lost.
+ */
+int32_t pump_state(struct pump* p, int64_t take, int32_t arm, int64_t* out) {
+  pthread_mutex_lock(&p->mu);
+  int32_t took = take > 0 && p->credit >= take && !p->cancelled && !p->bad_request && !p->consumer_rc;
+  if (took) p->credit -= take;
+  out[0] = p->credit;
+  out[1] = p->cancelled;
+  out[2] = p->bad_request;
+  out[3] = p->consumer_rc;
+  out[4] = p->released;
+  out[5] = p->handled;
+  out[6] = p->freed_len;
+  out[7] = p->delivered;
+  out[8] = p->tasks;
+  out[9] = p->lent;
+  out[10] = p->late_calls;
+  out[11] = p->doorbells;
+  if (arm) p->armed = arm;
+  pthread_mutex_unlock(&p->mu);
+  return took;
+}
+
+/* Moves up to `max` given-back ArrowArrays into `out` (max * sizeof(struct ArrowArray) bytes); returns how many. */
+int64_t pump_take_freed(struct pump* p, uint8_t* out, int64_t max) {
+  pthread_mutex_lock(&p->mu);
+  int64_t n = p->freed_len < max ? p->freed_len : max;
+  memcpy(out, p->freed + (p->freed_len - n), sizeof(struct ArrowArray) * (size_t)n);
+  p->freed_len -= n;
+  pthread_mutex_unlock(&p->mu);
+  return n;
+}
+
+int64_t pump_array_size(void) { return (int64_t)sizeof(struct ArrowArray); }
+
+/*
+ * Once the handler's release was handled, and no task and no array is out
+ * (or never, for a pump whose consumer keeps them): frees the pump. The
+ * read end of the pipe is JS's to close.
+ */
+void pump_free(struct pump* p) {
+  pthread_mutex_lock(&p->mu);
+  for (int64_t i = 0; i < p->len; i++) {
+    free(p->cmds[(p->head + i) % p->cap].metadata);
+    free(p->cmds[(p->head + i) % p->cap].message);
+  }
+  pthread_mutex_unlock(&p->mu);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+  close(p->bell_fd[1]);
+  free(p->cmds);
+  free(p->freed);
+  free(p->additional_metadata);
+  free(p);
+}
+
+/* Cleans up a task JS made and could not queue (its array comes back through pump_take_freed). */
+int32_t pump_task_drop(struct pump_task* t) { return pump_extract(&t->task, NULL); }

@@ -14,13 +14,21 @@
  *   with no `on_error`. An error in the source: `on_error`, then `release`. A
  *   non-zero return from `on_schema` or `on_next_task` stops production and
  *   releases without `on_error`.
- * - The handler's callbacks are called with the memory's asynchronous call
- *   (a koffi worker thread), one at a time: a native consumer may call
- *   `request` from its own threads, which koffi queues to the JS thread, so
- *   the JS thread must never wait in a synchronous call into the consumer.
- *   Our own reader's handler is the exception: its callbacks are ours and
- *   never wait on another thread, so they are called directly in JS (no
- *   koffi hop; see `readerCallbacks`), with the same order and rules.
+ * - A native consumer's handler is called by the package's native pump
+ *   where it loads (native/async-ring.c, "The pump"): a thread of its own
+ *   calls the handler, one call at a time, and request, cancel,
+ *   extract_data and the batches' releases are answered in C, so none of
+ *   the consumer's threads ever waits for the JS thread; JS exports each
+ *   batch when it hands the task over and is woken (a byte in a pipe) only
+ *   when it waits for credit. Without it (`{ nativeRing: false }`, no
+ *   prebuilt library, a wasm memory), the handler's callbacks are called
+ *   with the memory's asynchronous call (a koffi worker thread), one at a
+ *   time: a native consumer may call `request` from its own threads, which
+ *   koffi queues to the JS thread, so the JS thread must never wait in a
+ *   synchronous call into the consumer.
+ * - Our own reader's handler is called directly in JS: its callbacks are
+ *   ours and never wait on another thread (no koffi hop, no pump; see
+ *   `readerCallbacks`), with the same order and rules.
  */
 import { RecordBatch, Schema, type Struct } from 'apache-arrow';
 import { DeviceType, Errno } from '../abi/constants.js';
@@ -37,6 +45,10 @@ import { readField, readFieldBig, writeFieldBig, writeStruct } from '../memory/r
 import { encodeMetadata, type Metadata } from '../schema/metadata.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from '../array/view.js';
+import { callRelease } from '../memory/registry.js';
+import { isNativeMemory } from '../memory/native.js';
+import { closeSync, Socket } from '../platform/node.js';
+import { asyncRing, CMD_END, CMD_ERROR, CMD_RELEASE, CMD_SCHEMA, CMD_TASK, PUMP_STATE_LENGTH, PumpState, type PumpLib } from './ring.js';
 import {
   CANCEL, DIRECT_YIELD_EVERY, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal, yieldToEventLoop,
 } from './common.js';
@@ -57,6 +69,13 @@ export interface AsyncProducerOptions {
   taskMetadata?: (batch: Item, index: number) => Metadata | null;
   /** The device type the producer announces (default CPU; DeviceArray items must match it). */
   deviceType?: number;
+  /**
+   * Use the prebuilt native pump for a native consumer where it loads (the
+   * default): the consumer's calls are answered in C, never waiting for the
+   * JS thread. `false`: JS callbacks, a koffi hop per call of the consumer.
+   * See `AsyncProduceResult.nativeRing`.
+   */
+  nativeRing?: boolean;
 }
 
 export interface AsyncProduceResult {
@@ -68,6 +87,14 @@ export interface AsyncProduceResult {
   readonly end: 'complete' | 'cancelled' | 'error' | 'consumer-stopped';
   /** The error reported through on_error, or the consumer's non-zero code. */
   readonly error?: ArrowDeviceError;
+  /**
+   * Whether the native pump served the consumer (src/async/ring.ts; false
+   * for our own reader, for `{ nativeRing: false }`, and where the library
+   * is not available: `asyncRingMissing` says why).
+   */
+  readonly nativeRing: boolean;
+  /** Wake-ups of the JS thread the native pump rang over the stream (0 without it): for tests and benchmarks. */
+  readonly doorbells: number;
 }
 
 interface ProducerState {
@@ -179,6 +206,390 @@ function schemaOf(item: Item): Schema | SchemaNode {
   return item.schema;
 }
 
+/** What stopped production, other than the end of the source. */
+type Stop = { readonly end: 'cancelled' } | { readonly end: 'bad-request'; readonly n: number } | { readonly end: 'consumer-stopped'; readonly rc: number };
+
+/**
+ * How production reaches the handler: JS calls (`JsChannel`: our reader's
+ * callbacks directly, a foreign handler's on a koffi worker) or the native
+ * pump (`PumpChannel`). The production loop is the same for both.
+ */
+interface Channel {
+  readonly nativeRing: boolean;
+  /** on_schema with the exported schema (the consumer moves it, or we release it after); its return. */
+  schema(s: Ptr): Promise<number>;
+  /** Waits for a credit and takes it; or what stopped production instead. */
+  credit(): Promise<Stop | null>;
+  /** What stopped production meanwhile, if anything (checked after the source's next item). */
+  stopped(): Stop | null;
+  /** Hands a task over; the consumer's non-zero return when known now (the pump learns it later: `credit`). */
+  task(item: Item, metadata: Uint8Array | null): Promise<number>;
+  /** on_next_task(NULL): the end of the stream; the consumer's return when known now. */
+  end(): Promise<number>;
+  error(errno: number, message: string): Promise<void>;
+  /** Calls the handler's release (last); what is ours is cleaned up as the consumer gives it back. */
+  release(): Promise<void>;
+  /** Tasks handed to the consumer (after `release`: all of them). */
+  batches(): number;
+  /** Wake-ups of the JS thread (the pump's doorbells). */
+  doorbells(): number;
+}
+
+/** The handler called from JS: our reader's callbacks directly, a foreign handler's with the async form. */
+class JsChannel implements Channel {
+  readonly nativeRing = false;
+  private readonly state: ProducerState = {
+    credit: 0, cancelled: false, badRequest: null, changed: new Signal(), outstanding: 0, retire: undefined,
+  };
+  private readonly id: number;
+  private readonly producer: Ptr;
+  private readonly mdPtr: Ptr;
+  private readonly direct: boolean;
+  private readonly fns: Record<'on_schema' | 'on_next_task' | 'on_error' | 'release', Ptr>;
+  private handed = 0;
+
+  constructor(
+    private readonly mem: Memory,
+    private readonly handler: Ptr,
+    ours: ReturnType<typeof readerCallbacks>,
+    private readonly deviceType: number,
+    md: Uint8Array | null,
+  ) {
+    const H = access(mem.target).ArrowAsyncDeviceStreamHandler;
+    const P = access(mem.target).ArrowAsyncProducer;
+    this.direct = ours !== null;
+    this.fns = {
+      on_schema: ours?.on_schema ?? readFieldBig(mem, H.on_schema, handler),
+      on_next_task: ours?.on_next_task ?? readFieldBig(mem, H.on_next_task, handler),
+      on_error: ours?.on_error ?? readFieldBig(mem, H.on_error, handler),
+      release: ours?.release ?? readFieldBig(mem, H.release, handler),
+    };
+    this.id = producers.add(this.state);
+    this.mdPtr = md ? mem.alloc(md.length) : 0n;
+    if (md) mem.copyIn(this.mdPtr, md);
+    const producer = (this.producer = mem.alloc(P.$size));
+    const id = this.id;
+    const mdPtr = this.mdPtr;
+    writeStruct(mem, producer, P.$size, (dv, at) => {
+      P.device_type.set(dv, at, deviceType);
+      P.request.setBig(dv, at, requestCb(mem));
+      P.cancel.setBig(dv, at, cancelCb(mem));
+      P.additional_metadata.setBig(dv, at, mdPtr);
+      P.private_data.set(dv, at, id);
+    });
+    // The producer member must be populated before on_schema.
+    writeFieldBig(mem, H.producer, handler, producer);
+  }
+
+  private call(f: Ptr, sig: Signature, ...args: CValue[]): CValue | undefined | Promise<CValue | undefined> {
+    return this.direct ? this.mem.call(f, sig, ...args) : this.mem.callAsync(f, sig, ...args);
+  }
+
+  async schema(s: Ptr): Promise<number> {
+    return (await this.call(this.fns.on_schema, ON_SCHEMA, this.handler, s)) as number;
+  }
+
+  stopped(): Stop | null {
+    const s = this.state;
+    if (s.cancelled) return { end: 'cancelled' };
+    if (s.badRequest !== null) return { end: 'bad-request', n: s.badRequest };
+    return null;
+  }
+
+  async credit(): Promise<Stop | null> {
+    const s = this.state;
+    // A direct stream never leaves the microtask queue by itself: let timers and I/O in now and then.
+    if (this.direct && yieldToEventLoop && this.handed > 0 && this.handed % DIRECT_YIELD_EVERY === 0) await yieldToEventLoop();
+    while (s.credit === 0 && !s.cancelled && s.badRequest === null) await s.changed.wait();
+    const stop = this.stopped();
+    if (stop === null) s.credit--;
+    return stop;
+  }
+
+  async task(item: Item, metadata: Uint8Array | null): Promise<number> {
+    const mem = this.mem;
+    const T = access(mem.target).ArrowAsyncTask;
+    const task = mem.alloc(T.$size);
+    const taskId = tasks.add({ item, deviceType: this.deviceType, state: this.state, struct: task });
+    this.state.outstanding++;
+    liveCounters.liveExports++;
+    writeStruct(mem, task, T.$size, (dv, at) => {
+      T.extract_data.setBig(dv, at, extractCb(mem));
+      T.private_data.set(dv, at, taskId);
+    });
+    const tmdPtr = metadata ? mem.alloc(metadata.length) : 0n;
+    if (metadata) mem.copyIn(tmdPtr, metadata);
+    try {
+      // The spec makes the task valid only during this call (the consumer moves its contents out),
+      // but Arrow C++'s consumer keeps the pointer and extracts later: so the struct lives until its
+      // extract_data runs, which frees it.
+      return (await this.call(this.fns.on_next_task, ON_NEXT_TASK, this.handler, task, tmdPtr)) as number;
+    } finally {
+      if (tmdPtr) mem.free(tmdPtr);
+      this.handed++;
+    }
+  }
+
+  async end(): Promise<number> {
+    return (await this.call(this.fns.on_next_task, ON_NEXT_TASK, this.handler, 0n, 0n)) as number;
+  }
+
+  async error(errno: number, message: string): Promise<void> {
+    const msg = new TextEncoder().encode(message + '\0');
+    const m = this.mem.alloc(msg.length);
+    this.mem.copyIn(m, msg);
+    try {
+      await this.call(this.fns.on_error, ON_ERROR, this.handler, errno, m, 0n);
+    } finally {
+      this.mem.free(m);
+    }
+  }
+
+  async release(): Promise<void> {
+    try {
+      await this.call(this.fns.release, HANDLER_RELEASE, this.handler);
+    } finally {
+      // Ours to clean up after the handler's release (the spec's ArrowAsyncProducer lifetime):
+      // request and cancel become no-ops now; the memory goes once no task can lead to a call
+      // (see PRODUCER_GRACE_MS).
+      const { mem, producer, mdPtr, state } = this;
+      producers.take(this.id);
+      state.retire = () => {
+        state.retire = undefined;
+        setTimeout(() => {
+          mem.free(producer);
+          if (mdPtr) mem.free(mdPtr);
+        }, PRODUCER_GRACE_MS).unref();
+      };
+      if (state.outstanding === 0) state.retire();
+    }
+  }
+
+  batches(): number {
+    return this.handed;
+  }
+
+  doorbells(): number {
+    return 0;
+  }
+}
+
+/** How many given-back arrays one `takeFreed` call moves. */
+const FREED_BATCH = 64;
+
+/**
+ * The handler called by the native pump (native/async-ring.c, "The pump"):
+ * JS queues each call with one plain FFI call and waits only for credit,
+ * woken by a byte in the pump's pipe. The arrays the consumer releases come
+ * back to JS, which runs its own release on them, here on its thread.
+ */
+class PumpChannel implements Channel {
+  readonly nativeRing = true;
+  private readonly st = new BigInt64Array(PUMP_STATE_LENGTH);
+  private readonly bell: InstanceType<typeof Socket>;
+  private rung = false;
+  private waiter: (() => void) | null = null;
+  /** Where the exported batch is written before the pump moves it into a task. */
+  private readonly out: Ptr;
+  /** Where given-back arrays are taken into. */
+  private readonly freedBuf: Ptr;
+  private lingering = false;
+  private freed = false;
+
+  /** A channel through the pump, or null where the pump cannot start (JS callbacks then). */
+  static open(mem: Memory, handler: Ptr, deviceType: number, md: Uint8Array | null): PumpChannel | null {
+    const lib = asyncRing()?.pump;
+    if (!lib) return null;
+    const pump = lib.pumpNew(handler, deviceType, md);
+    if (pump === 0n) return null;
+    let bell: InstanceType<typeof Socket>;
+    try {
+      bell = new Socket({ fd: lib.bellFd(pump), readable: true, writable: false });
+    } catch {
+      // No socket for the pipe: the pump cannot wake us. Nothing was queued; it ends with its release.
+      try {
+        closeSync(lib.bellFd(pump));
+      } catch {
+        // already closed
+      }
+      const message = "cannot watch the native pump's doorbell (out of file descriptors?)";
+      lib.push(pump, CMD_ERROR, Errno.EIO, 0n, null, new TextEncoder().encode(message + '\0'));
+      lib.push(pump, CMD_RELEASE, 0, 0n, null, null);
+      throw new ArrowDeviceError('io', 'async producer', message, { errno: Errno.EIO });
+    }
+    return new PumpChannel(mem, lib, pump, bell);
+  }
+
+  private constructor(
+    private readonly mem: Memory,
+    private readonly lib: PumpLib,
+    private readonly pump: Ptr,
+    bell: InstanceType<typeof Socket>,
+  ) {
+    // The socket owns (and closes) the read end; it does not keep the loop alive (KeepAlive does while
+    // the stream runs; after it, the arrays the consumer still holds must not keep a process alive).
+    bell.on('data', () => this.onBell());
+    bell.on('error', () => {});
+    bell.unref();
+    this.bell = bell;
+    this.out = mem.alloc(access(mem.target).ArrowDeviceArray.$size);
+    this.freedBuf = mem.alloc(lib.arraySize * FREED_BATCH);
+  }
+
+  private onBell(): void {
+    this.rung = true;
+    const w = this.waiter;
+    this.waiter = null;
+    w?.();
+    if (this.lingering) this.reap();
+  }
+
+  private async rang(): Promise<void> {
+    if (!this.rung) await new Promise<void>((r) => (this.waiter = r));
+    this.rung = false;
+  }
+
+  /** Runs JS's release on every array the consumer gave back (bitwise moved into our buffer). */
+  private drainFreed(): void {
+    const { lib, mem } = this;
+    const release = access(mem.target).ArrowArray.release;
+    for (;;) {
+      const n = lib.takeFreed(this.pump, this.freedBuf, FREED_BATCH);
+      for (let i = 0; i < n; i++) {
+        const a = Number(this.freedBuf) + i * lib.arraySize;
+        const fn = readFieldBig(mem, release, a);
+        if (fn !== 0n) callRelease(mem, Number(fn), a);
+      }
+      if (n < FREED_BATCH) return;
+    }
+  }
+
+  /** Reads the state (taking `take` credits if there), arming the doorbell at `arm`. */
+  private read(take: number, arm: number): boolean {
+    return this.lib.state(this.pump, take, arm, this.st);
+  }
+
+  /** Waits until `done()` holds for a fresh state, arming the doorbell (for anything) before each wait. */
+  private async until(done: () => boolean): Promise<void> {
+    for (;;) {
+      this.drainFreed();
+      this.read(0, 2);
+      if (done()) {
+        this.read(0, 0); // disarmed: no byte for a wait that will not come
+        return;
+      }
+      if (this.st[PumpState.Freed]! > 0n) continue;
+      await this.rang();
+    }
+  }
+
+  stopped(): Stop | null {
+    this.read(0, 0);
+    return this.stopOf();
+  }
+
+  /** What stopped production, by the state read last. */
+  private stopOf(): Stop | null {
+    const st = this.st;
+    if (st[PumpState.Cancelled] !== 0n) return { end: 'cancelled' };
+    if (st[PumpState.ConsumerRc] !== 0n) return { end: 'consumer-stopped', rc: Number(st[PumpState.ConsumerRc]) };
+    const bad = st[PumpState.BadRequest]!;
+    if (bad !== 0n) return { end: 'bad-request', n: bad === -(1n << 63n) ? 0 : Number(bad) };
+    return null;
+  }
+
+  async schema(s: Ptr): Promise<number> {
+    this.push(CMD_SCHEMA, 0, s, null, null);
+    await this.until(() => this.st[PumpState.Handled]! >= 1n);
+    return Number(this.st[PumpState.ConsumerRc]);
+  }
+
+  async credit(): Promise<Stop | null> {
+    for (;;) {
+      this.drainFreed();
+      const took = this.read(1, 0);
+      const stop = this.stopOf();
+      if (stop !== null) return stop;
+      if (took) return null;
+      this.read(0, 1); // about to wait for credit: arm, and look once more (a change may have come between)
+      if (this.st[PumpState.Credit]! > 0n || this.stopOf() !== null) continue;
+      await this.rang();
+    }
+  }
+
+  private push(kind: number, code: number, ptr: Ptr, metadata: Uint8Array | null, message: Uint8Array | null): void {
+    if (this.lib.push(this.pump, kind, code, ptr, metadata, message) !== 0) {
+      throw new ArrowDeviceError('io', 'async producer', 'out of memory queuing a call of the handler', { errno: Errno.ENOMEM });
+    }
+  }
+
+  async task(item: Item, metadata: Uint8Array | null): Promise<number> {
+    const { lib, mem, out } = this;
+    // Exported now (the JS-callback channel exports in extract_data): extract_data runs in C.
+    exportDeviceArray(item, { memory: mem, into: out });
+    const task = lib.task(this.pump, out);
+    if (task === 0n) {
+      const release = readFieldBig(mem, access(mem.target).ArrowArray.release, out);
+      if (release !== 0n) callRelease(mem, Number(release), Number(out));
+      throw new ArrowDeviceError('io', 'async producer', 'out of memory making a task', { errno: Errno.ENOMEM });
+    }
+    try {
+      this.push(CMD_TASK, 0, task, metadata, null);
+    } catch (e) {
+      lib.dropTask(task); // its array comes back through takeFreed
+      this.drainFreed();
+      throw e;
+    }
+    return 0;
+  }
+
+  async end(): Promise<number> {
+    this.push(CMD_END, 0, 0n, null, null);
+    return 0;
+  }
+
+  async error(errno: number, message: string): Promise<void> {
+    this.push(CMD_ERROR, errno, 0n, null, new TextEncoder().encode(message + '\0'));
+  }
+
+  async release(): Promise<void> {
+    this.push(CMD_RELEASE, 0, 0n, null, null);
+    await this.until(() => this.st[PumpState.Released] !== 0n);
+    // The consumer may hold tasks and arrays long after the stream (a table built from it): the pump
+    // lives until they come back, woken by them, without keeping the process alive.
+    this.lingering = true;
+    this.reap();
+  }
+
+  /** After the release: releases what came back; once nothing is out, frees the pump after the grace period. */
+  private reap(): void {
+    if (this.freed) return;
+    this.drainFreed();
+    this.read(0, 2);
+    if (this.st[PumpState.Tasks] !== 0n || this.st[PumpState.Lent] !== 0n || this.st[PumpState.Freed] !== 0n) {
+      if (this.st[PumpState.Freed] !== 0n) queueMicrotask(() => this.reap());
+      return;
+    }
+    this.freed = true;
+    this.read(0, 0);
+    this.bell.destroy(); // closes the pipe's read end; pump_free closes the write end
+    const { mem, lib, pump, out, freedBuf } = this;
+    mem.free(out);
+    mem.free(freedBuf);
+    // Arrow C++'s consumer calls request after the release (see PRODUCER_GRACE_MS): the pump counts
+    // and ignores such calls, and its memory goes after the grace period.
+    setTimeout(() => lib.free(pump), PRODUCER_GRACE_MS).unref();
+  }
+
+  batches(): number {
+    return Number(this.st[PumpState.Delivered]);
+  }
+
+  doorbells(): number {
+    return Number(this.st[PumpState.Doorbells]);
+  }
+}
+
 /**
  * Produces `source` into the native consumer's handler at `handler` and
  * resolves when the handler has been released (the stream is over).
@@ -196,60 +607,45 @@ export async function produceAsyncDeviceStream(
   const mem = opts.memory ?? nativeMemory();
   if (handler === 0n) throw new ArrowDeviceError('invalid', 'handler', 'NULL pointer');
   const H = access(mem.target).ArrowAsyncDeviceStreamHandler;
-  const P = access(mem.target).ArrowAsyncProducer;
-  const fn = (field: 'on_schema' | 'on_next_task' | 'on_error' | 'release'): Ptr => readFieldBig(mem, H[field], handler);
   for (const name of ['on_schema', 'on_next_task', 'on_error', 'release'] as const) {
-    if (fn(name) === 0n) throw new ArrowDeviceError('invalid', `handler.${name}`, 'NULL: the handler is released or incomplete');
+    if (readFieldBig(mem, H[name], handler) === 0n) {
+      throw new ArrowDeviceError('invalid', `handler.${name}`, 'NULL: the handler is released or incomplete');
+    }
   }
-  // Our own reader's handler: our JS callbacks run directly through `mem.call` (they never block, and
-  // request and cancel, ours too, only update state: no reentrancy), also when its handler is the native
-  // ring (which is for producers on other threads). A foreign handler's go through the async form, on a
-  // koffi worker thread.
+  // Our own reader's handler: our JS callbacks run directly (they never block, and request and cancel,
+  // ours too, only update state: no reentrancy), also when its handler is the native ring (which is for
+  // producers on other threads). A foreign handler: the native pump, or JS callbacks on koffi workers.
   const ours = readerCallbacks(mem, handler);
-  const direct = ours !== null;
-  const onSchema = ours?.on_schema ?? fn('on_schema');
-  const onNextTask = ours?.on_next_task ?? fn('on_next_task');
-  const onError = ours?.on_error ?? fn('on_error');
-  const release = ours?.release ?? fn('release');
-  const callHandler = (f: Ptr, sig: Signature, ...args: CValue[]): CValue | undefined | Promise<CValue | undefined> =>
-    direct ? mem.call(f, sig, ...args) : mem.callAsync(f, sig, ...args);
   const deviceType = opts.deviceType ?? DeviceType.CPU;
-  const state: ProducerState = { credit: 0, cancelled: false, badRequest: null, changed: new Signal(), outstanding: 0, retire: undefined };
-  const id = producers.add(state);
   const md = encodeMetadata(opts.additionalMetadata ?? null);
-  const mdPtr = md ? mem.alloc(md.length) : 0n;
-  if (md) mem.copyIn(mdPtr, md);
-  const producer = mem.alloc(P.$size);
-  writeStruct(mem, producer, P.$size, (dv, at) => {
-    P.device_type.set(dv, at, deviceType);
-    P.request.setBig(dv, at, requestCb(mem));
-    P.cancel.setBig(dv, at, cancelCb(mem));
-    P.additional_metadata.setBig(dv, at, mdPtr);
-    P.private_data.set(dv, at, id);
-  });
-  // The producer member must be populated before on_schema.
-  writeFieldBig(mem, H.producer, handler, producer);
+  const pumped = ours === null && opts.nativeRing !== false && isNativeMemory(mem) ? PumpChannel.open(mem, handler, deviceType, md) : null;
+  const channel: Channel = pumped ?? new JsChannel(mem, handler, ours, deviceType, md);
   const keepAlive = new KeepAlive();
   const it = iterate(source);
-  let batches = 0;
   let end: AsyncProduceResult['end'] = 'complete';
   let error: ArrowDeviceError | undefined;
+  let cancelled = false;
 
   const reportError = async (e: unknown): Promise<void> => {
     const { errno, message } = toErrno(e);
     error = e instanceof ArrowDeviceError ? e : new ArrowDeviceError('io', 'source', message, { errno });
     end = 'error';
-    const msg = new TextEncoder().encode(message + '\0');
-    const m = mem.alloc(msg.length);
-    mem.copyIn(m, msg);
-    try {
-      await callHandler(onError, ON_ERROR, handler, errno, m, 0n);
-    } finally {
-      mem.free(m);
+    await channel.error(errno, message);
+  };
+  /** Ends production for `stop`: a cancel ends without on_error (the spec), a bad request with it. */
+  const stopFor = async (stop: Stop): Promise<void> => {
+    if (stop.end === 'cancelled') {
+      end = 'cancelled';
+      cancelled = true;
+    } else if (stop.end === 'bad-request') {
+      await reportError(new ArrowDeviceError('invalid', 'request', `n must be > 0, got ${stop.n}`));
+    } else {
+      end = 'consumer-stopped';
+      error = new ArrowDeviceError('producer', 'on_next_task', `the consumer returned ${stop.rc}`, { errno: stop.rc });
     }
   };
-
-  try {
+  /** Production, up to the handler's release. */
+  const run = async (): Promise<void> => {
     let first: IteratorResult<Item> | undefined;
     let schema = opts.schema;
     if (!schema) {
@@ -257,18 +653,18 @@ export async function produceAsyncDeviceStream(
         first = await it.next();
       } catch (e) {
         await reportError(e);
-        return { batches, cancelled: false, end, error };
+        return;
       }
       if (first.done) {
         await reportError(new ArrowDeviceError('invalid', 'source', 'the source has no batch to take the schema from: pass options.schema'));
-        return { batches, cancelled: false, end, error };
+        return;
       }
       schema = schemaOf(first.value);
     }
     const s = exportSchema(schema, { memory: mem });
     let rc: number;
     try {
-      rc = (await callHandler(onSchema, ON_SCHEMA, handler, s)) as number;
+      rc = await channel.schema(s);
     } finally {
       // The consumer moves the schema out; release it if it did not.
       releaseArrowSchema(s, { memory: mem });
@@ -277,18 +673,12 @@ export async function produceAsyncDeviceStream(
     if (rc !== 0) {
       end = 'consumer-stopped';
       error = new ArrowDeviceError('producer', 'on_schema', `the consumer returned ${rc}`, { errno: rc });
-      return { batches, cancelled: false, end, error };
+      return;
     }
-    for (;;) {
-      // A direct stream never leaves the microtask queue by itself: let timers and I/O in now and then.
-      if (direct && yieldToEventLoop && batches > 0 && batches % DIRECT_YIELD_EVERY === 0) await yieldToEventLoop();
-      while (state.credit === 0 && !state.cancelled && state.badRequest === null) await state.changed.wait();
-      if (state.cancelled) {
-        end = 'cancelled'; // a successful cancel: no on_error, just release
-        break;
-      }
-      if (state.badRequest !== null) {
-        await reportError(new ArrowDeviceError('invalid', 'request', `n must be > 0, got ${state.badRequest}`));
+    for (let index = 0; ; index++) {
+      const stop = await channel.credit();
+      if (stop !== null) {
+        await stopFor(stop);
         break;
       }
       let next: IteratorResult<Item>;
@@ -299,66 +689,49 @@ export async function produceAsyncDeviceStream(
         await reportError(e);
         break;
       }
-      if (state.cancelled) {
-        end = 'cancelled';
+      // A cancel while the source worked: nothing more goes out (a successful cancel: no on_error).
+      if (channel.stopped()?.end === 'cancelled') {
+        await stopFor({ end: 'cancelled' });
         break;
       }
       if (next.done) {
-        rc = (await callHandler(onNextTask, ON_NEXT_TASK, handler, 0n, 0n)) as number; // end of stream
+        rc = await channel.end();
+        if (rc !== 0) await stopFor({ end: 'consumer-stopped', rc });
         break;
       }
       const item = next.value;
       if (item instanceof DeviceArray && item.deviceType !== deviceType) {
-        await reportError(new ArrowDeviceError('invalid', `batch ${batches}`, `a ${item.deviceTypeName} array in a stream of device type ${deviceType}`));
+        await reportError(new ArrowDeviceError('invalid', `batch ${index}`, `a ${item.deviceTypeName} array in a stream of device type ${deviceType}`));
         break;
       }
-      state.credit--;
-      const T = access(mem.target).ArrowAsyncTask;
-      const task = mem.alloc(T.$size);
-      const taskId = tasks.add({ item, deviceType, state, struct: task });
-      state.outstanding++;
-      liveCounters.liveExports++;
-      writeStruct(mem, task, T.$size, (dv, at) => {
-        T.extract_data.setBig(dv, at, extractCb(mem));
-        T.private_data.set(dv, at, taskId);
-      });
-      const tmd = encodeMetadata(opts.taskMetadata?.(item, batches) ?? null);
-      const tmdPtr = tmd ? mem.alloc(tmd.length) : 0n;
-      if (tmd) mem.copyIn(tmdPtr, tmd);
       try {
-        // The spec makes the task valid only during this call (the consumer moves its contents out),
-        // but Arrow C++'s consumer keeps the pointer and extracts later: so the struct lives until its
-        // extract_data runs, which frees it.
-        rc = (await callHandler(onNextTask, ON_NEXT_TASK, handler, task, tmdPtr)) as number;
-      } finally {
-        if (tmdPtr) mem.free(tmdPtr);
+        rc = await channel.task(item, encodeMetadata(opts.taskMetadata?.(item, index) ?? null));
+      } catch (e) {
+        await reportError(e);
+        break;
       }
-      batches++;
       if (rc !== 0) {
-        end = 'consumer-stopped';
-        error = new ArrowDeviceError('producer', 'on_next_task', `the consumer returned ${rc}`, { errno: rc });
+        await stopFor({ end: 'consumer-stopped', rc });
         break;
       }
     }
     if (end !== 'complete') await it.return?.();
-    return { batches, cancelled: state.cancelled, end, error };
+  };
+
+  try {
+    await run();
   } finally {
     try {
-      await callHandler(release, HANDLER_RELEASE, handler);
+      await channel.release();
     } finally {
-      // Ours to clean up after the handler's release (the spec's ArrowAsyncProducer lifetime):
-      // request and cancel become no-ops now; the memory goes once no task can lead to a call
-      // (see PRODUCER_GRACE_MS).
-      producers.take(id);
       keepAlive.stop();
-      state.retire = () => {
-        state.retire = undefined;
-        setTimeout(() => {
-          mem.free(producer);
-          if (mdPtr) mem.free(mdPtr);
-        }, PRODUCER_GRACE_MS).unref();
-      };
-      if (state.outstanding === 0) state.retire();
     }
   }
+  // The pump hands calls over ahead of the consumer: a non-zero return it met after JS had queued the
+  // end is known now (the pump then gave the consumer nothing more but the release).
+  if (end === 'complete') {
+    const late = channel.stopped();
+    if (late?.end === 'consumer-stopped') await stopFor(late);
+  }
+  return { batches: channel.batches(), cancelled, end, error, nativeRing: channel.nativeRing, doorbells: channel.doorbells() };
 }

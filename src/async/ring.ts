@@ -21,7 +21,7 @@ import { dirname, existsSync, fileURLToPath, join } from '../platform/node.js';
 
 /** What the JS side reads of one ring event (`struct ring_event`). */
 export const RING_EVENT_BYTES = 40;
-export const RING_VERSION = 3;
+export const RING_VERSION = 4;
 export const EV_TASK = 1;
 export const EV_END = 2;
 export const EV_ERROR = 3;
@@ -43,6 +43,52 @@ export interface RingLib {
   cancel(ring: Ptr): boolean;
   freeCopy(p: Ptr): void;
   free(ring: Ptr): void;
+  /** The pump: our producer into a native consumer (native/async-ring.c, "The pump"). */
+  readonly pump: PumpLib;
+}
+
+/** What `PumpLib.push` queues: one call of the consumer's handler. */
+export const CMD_SCHEMA = 1;
+export const CMD_TASK = 2;
+export const CMD_END = 3;
+export const CMD_ERROR = 4;
+export const CMD_RELEASE = 5;
+
+/** The indices of `PumpLib.state`'s output (`pump_state`). */
+export const enum PumpState {
+  Credit = 0,
+  Cancelled = 1,
+  BadRequest = 2,
+  ConsumerRc = 3,
+  Released = 4,
+  Handled = 5,
+  Freed = 6,
+  Delivered = 7,
+  Tasks = 8,
+  Lent = 9,
+  LateCalls = 10,
+  Doorbells = 11,
+}
+export const PUMP_STATE_LENGTH = 12;
+
+/** The pump's functions (native/async-ring.c). */
+export interface PumpLib {
+  /** A pump for the handler (sets its `producer`); 0n when it cannot start one. */
+  pumpNew(handler: Ptr, deviceType: number, additionalMetadata: Uint8Array | null): Ptr;
+  /** The read end of the pump's doorbell pipe (its owner closes it). */
+  bellFd(pump: Ptr): number;
+  /** A task holding the exported array at `array` (moved in); 0n when out of memory (then the array is untouched). */
+  task(pump: Ptr, array: Ptr): Ptr;
+  /** Cleans up a task never handed over (its array comes back through `takeFreed`). */
+  dropTask(task: Ptr): void;
+  /** Queues a handler call; metadata and message are copied. 0 or ENOMEM. */
+  push(pump: Ptr, kind: number, code: number, ptr: Ptr, metadata: Uint8Array | null, message: Uint8Array | null): number;
+  /** Reads the state into `out` (see PumpState), taking `take` credits if there; `arm` 1 or 2 arms the doorbell. */
+  state(pump: Ptr, take: number, arm: number, out: BigInt64Array): boolean;
+  /** Moves up to `max` given-back ArrowArrays into `out`; returns how many. */
+  takeFreed(pump: Ptr, out: Ptr, max: number): number;
+  readonly arraySize: number;
+  free(pump: Ptr): void;
 }
 
 let loaded: RingLib | null | undefined;
@@ -110,6 +156,17 @@ export function asyncRing(): RingLib | null {
     const request = l.func('int32_t ring_request(uintptr_t ring, int64_t n)');
     const cancel = l.func('int32_t ring_cancel(uintptr_t ring)');
     const free = l.func('void ring_free(uintptr_t ring)');
+    const pumpNew = l.func('uintptr_t pump_new(uintptr_t handler, int32_t device_type, const uint8_t *md, int64_t md_len)');
+    const pumpBellFd = l.func('int32_t pump_bell_fd(uintptr_t pump)');
+    const pumpTask = l.func('uintptr_t pump_task(uintptr_t pump, uintptr_t array)');
+    const pumpDrop = l.func('int32_t pump_task_drop(uintptr_t task)');
+    const pumpPush = l.func(
+      'int32_t pump_push(uintptr_t pump, int32_t kind, int32_t code, uintptr_t ptr, const uint8_t *md, int64_t md_len, const uint8_t *msg, int64_t msg_len)',
+    );
+    const pumpState = l.func('int32_t pump_state(uintptr_t pump, int64_t take, int32_t arm, int64_t *out)');
+    const pumpTakeFreed = l.func('int64_t pump_take_freed(uintptr_t pump, uintptr_t out, int64_t max)');
+    const pumpFree = l.func('void pump_free(uintptr_t pump)');
+    const arraySize = Number(l.func('int64_t pump_array_size(void)')() as number | bigint);
     loaded = {
       path,
       ringNew: (s, p, c) => BigInt(ringNew(s, p, c) as number | bigint),
@@ -120,6 +177,17 @@ export function asyncRing(): RingLib | null {
       request: (r, n) => (request(r, n) as number) !== 0,
       cancel: (r) => (cancel(r) as number) !== 0,
       free: (r) => void free(r),
+      pump: {
+        pumpNew: (h, d, md) => BigInt(pumpNew(h, d, md, md ? md.length : 0) as number | bigint),
+        bellFd: (p) => Number(pumpBellFd(p) as number),
+        task: (p, a) => BigInt(pumpTask(p, a) as number | bigint),
+        dropTask: (t) => void pumpDrop(t),
+        push: (p, kind, code, ptr, md, msg) => Number(pumpPush(p, kind, code, ptr, md, md ? md.length : 0, msg, msg ? msg.length : 0) as number),
+        state: (p, take, arm, out) => (pumpState(p, take, arm, out) as number) !== 0,
+        takeFreed: (p, out, max) => Number(pumpTakeFreed(p, out, max) as number | bigint),
+        arraySize,
+        free: (p) => void pumpFree(p),
+      },
     };
     asyncRingMissing = undefined;
   } catch (e) {

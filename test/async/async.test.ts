@@ -252,29 +252,45 @@ describe(`async consumer: a C producer thread pushes to our handler (${nativeRin
 });
 }
 
-describe('async producer: we push to a C consumer whose worker thread requests', { skip }, () => {
+// Both ways our producer can serve a native consumer: the prebuilt native pump (the default where it loads,
+// src/async/ring.ts) and JS callbacks (the handler called on koffi workers, the consumer's calls hops).
+for (const nativeRing of [true, false]) {
+describe(`async producer: we push to a C consumer whose worker thread requests (${nativeRing ? 'native pump' : 'JS callbacks'})`, { skip: skip || (nativeRing && ringSkip) }, () => {
   const batches = makeBatches;
+  const produce: typeof produceAsyncDeviceStream = async (source, handler, opts = {}) => {
+    const result = await produceAsyncDeviceStream(source, handler, { ...opts, nativeRing });
+    assert.equal(result.nativeRing, nativeRing, 'the way asked for served the consumer');
+    return result;
+  };
 
-  test("calls a foreign handler's callbacks with the async form, never on the JS thread", async () => {
-    const peer = asyncPeer();
-    await (async () => {
-      const h = peer.consumer(2, -1, false);
-      const { result, asyncCalls } = await countingAsyncCalls(() => produceAsyncDeviceStream(batches(10, 10), h));
-      const stats = await peer.consumerWait(h, 10_000);
-      assert.equal(result.end, 'complete');
-      assert.equal(stats.sum, expectedSum(10, 10));
-      // on_schema, 10 x on_next_task, the end of stream, release
-      assert.equal(asyncCalls, 13, 'every handler callback went through koffi\'s async form');
-      assert.equal(stats.callsOnCreatorThread, 0, 'no handler callback ran on the JS thread');
-    })();
-    await settle();
-  });
+  test(
+    nativeRing
+      ? "calls the handler from the pump's thread: no koffi call at all, none of it on the JS thread"
+      : "calls a foreign handler's callbacks with the async form, never on the JS thread",
+    async () => {
+      const peer = asyncPeer();
+      await (async () => {
+        const h = peer.consumer(2, -1, false);
+        const { result, asyncCalls } = await countingAsyncCalls(() => produce(batches(10, 10), h));
+        const stats = await peer.consumerWait(h, 10_000);
+        assert.equal(result.end, 'complete');
+        assert.equal(result.batches, 10);
+        assert.equal(stats.sum, expectedSum(10, 10));
+        // on_schema, 10 x on_next_task, the end of stream, release: through koffi's async form, or the pump
+        assert.equal(asyncCalls, nativeRing ? 0 : 13, 'how the handler callbacks were called');
+        assert.equal(stats.callsOnCreatorThread, 0, 'no handler callback ran on the JS thread');
+        assert.equal(stats.released, 1);
+        assert.equal(stats.endOfStream, true);
+      })();
+      await settle();
+    },
+  );
 
   test('delivers every batch; the consumer checks each value', async () => {
     const peer = asyncPeer();
     await (async () => {
       const h = peer.consumer(2, -1, false);
-      const result = await produceAsyncDeviceStream(batches(50, 100), h, { additionalMetadata: new Map([['rows', '5000']]) });
+      const result = await produce(batches(50, 100), h, { additionalMetadata: new Map([['rows', '5000']]) });
       const stats = await peer.consumerWait(h, 10_000);
       assert.equal(result.end, 'complete');
       assert.equal(result.batches, 50);
@@ -304,7 +320,7 @@ describe('async producer: we push to a C consumer whose worker thread requests',
     }
     await (async () => {
       const h = peer.consumer(1, -1, false);
-      await produceAsyncDeviceStream(gen(), h);
+      await produce(gen(), h);
       assert.equal((await peer.consumerWait(h, 10_000)).sum, expectedSum(7, 10));
       const h2 = peer.consumer(1, -1, false);
       const list = batches(4, 10);
@@ -315,8 +331,57 @@ describe('async producer: we push to a C consumer whose worker thread requests',
           else c.close();
         },
       });
-      await produceAsyncDeviceStream(rs, h2);
+      await produce(rs, h2);
       assert.equal((await peer.consumerWait(h2, 10_000)).sum, expectedSum(4, 10));
+    })();
+    await settle();
+  });
+
+  test('per-task metadata reaches the consumer with each task', async () => {
+    const peer = asyncPeer();
+    await (async () => {
+      const h = peer.consumer(3, -1, false);
+      const result = await produce(batches(20, 4), h, { taskMetadata: (_b, i) => new Map([['i', String(i)]]) });
+      const stats = await peer.consumerWait(h, 10_000);
+      assert.equal(result.end, 'complete');
+      assert.equal(stats.taskMetadata, 20);
+      assert.equal(stats.taskMetadataSum, (19 * 20) / 2);
+    })();
+    await settle();
+  });
+
+  for (const failAt of [0, 6]) {
+    test(`a consumer that refuses task ${failAt} (non-zero on_next_task) stops production; it gets nothing more but the release`, async () => {
+      const peer = asyncPeer();
+      await (async () => {
+        const h = peer.consumer(8, -1, false, { failAt });
+        const result = await produce(batches(40, 4), h);
+        const stats = await peer.consumerWait(h, 10_000);
+        assert.equal(result.end, 'consumer-stopped');
+        assert.equal(result.error?.errno, Errno.EIO);
+        assert.match(result.error?.message ?? '', /on_next_task/);
+        assert.equal(result.batches, failAt + 1, 'the tasks handed over, the refused one last');
+        assert.ok(stats.batches <= failAt, `the consumer read ${stats.batches} batches`);
+        assert.equal(stats.callsAfterRefusal, 0, 'no on_next_task after the refusal (tasks already queued are cleaned up)');
+        assert.equal(stats.endOfStream, false, 'no end of stream after the refusal');
+        assert.equal(stats.errors, 0);
+        assert.equal(stats.released, 1);
+      })();
+      await settle(); // every task queued behind the refused one was cleaned up, every export released
+    });
+  }
+
+  test('a consumer that keeps every batch past the end of the stream releases them later, from its thread', async () => {
+    const peer = asyncPeer();
+    await (async () => {
+      const h = peer.consumer(4, -1, false, { hold: true });
+      const result = await produce(batches(30, 10), h);
+      assert.equal(result.end, 'complete');
+      // The batches are still the consumer's: our exports are alive until it releases them.
+      assert.ok(accounting().liveExports > 0, 'the batches outlive the stream');
+      const stats = await peer.consumerWait(h, 10_000); // the consumer's worker releases them now
+      assert.equal(stats.batches, 30);
+      assert.equal(stats.sum, expectedSum(30, 10));
     })();
     await settle();
   });
@@ -325,7 +390,7 @@ describe('async producer: we push to a C consumer whose worker thread requests',
     const peer = asyncPeer();
     await (async () => {
       const h = peer.consumer(1, 5, false);
-      const result = await produceAsyncDeviceStream(batches(100, 10), h);
+      const result = await produce(batches(100, 10), h);
       const stats = await peer.consumerWait(h, 10_000);
       assert.equal(result.end, 'cancelled');
       assert.equal(result.cancelled, true);
@@ -341,7 +406,7 @@ describe('async producer: we push to a C consumer whose worker thread requests',
     const peer = asyncPeer();
     await (async () => {
       const h = peer.consumer(1, -1, true);
-      const result = await produceAsyncDeviceStream(batches(3, 10), h);
+      const result = await produce(batches(3, 10), h);
       const stats = await peer.consumerWait(h, 10_000);
       assert.equal(result.end, 'error');
       assert.equal(stats.errors, 1);
@@ -360,7 +425,7 @@ describe('async producer: we push to a C consumer whose worker thread requests',
     }
     await (async () => {
       const h = peer.consumer(4, -1, false);
-      const result = await produceAsyncDeviceStream(failing(), h);
+      const result = await produce(failing(), h);
       const stats = await peer.consumerWait(h, 10_000);
       assert.equal(result.end, 'error');
       assert.equal(stats.batches, 3);
@@ -372,6 +437,7 @@ describe('async producer: we push to a C consumer whose worker thread requests',
     await settle();
   });
 });
+}
 
 describe('async: our producer into our consumer', () => {
   test('round-trips a table through the handler, with per-task metadata', async () => {

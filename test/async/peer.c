@@ -328,6 +328,11 @@ void peer_produce_wait(void* handle, int64_t* stats /* [9] */) {
  * the worker extracts each task, checks and sums the batch, releases it and
  * calls request(1) from its own thread. cancel_after >= 0: cancel after
  * that many batches and extract what still arrives with a NULL out.
+ * fail_at >= 0: on_next_task extracts that task with a NULL out and returns
+ * EIO. hold: the worker keeps every batch it extracted and releases them
+ * all only after the handler's release (a consumer that builds a table from
+ * the stream). Each task's metadata, when there is one, holds one pair
+ * whose value is a decimal number: they are counted and summed.
  */
 struct consumer {
   struct ArrowAsyncDeviceStreamHandler handler;
@@ -344,6 +349,11 @@ struct consumer {
   /* observations */
   int64_t batches, rows, bad_values, extracted_null, errors, error_code, schema_children, device_mismatch;
   int64_t calls_on_creator; /* handler callbacks made on the creating thread (the producer's async form: none) */
+  int64_t fail_at, tasks_seen, md_count, md_sum;
+  int hold, waited, refused;
+  int64_t calls_after_refusal;
+  struct ArrowDeviceArray* held;
+  int64_t held_len, held_cap;
   int64_t sum;
   char schema_format[16], error_message[128], additional_metadata[64];
 };
@@ -366,9 +376,30 @@ static int consumer_on_schema(struct ArrowAsyncDeviceStreamHandler* self, struct
 }
 
 static int consumer_on_next_task(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowAsyncTask* task, const char* md) {
-  (void)md;
   struct consumer* c = self->private_data;
   note_thread(c);
+  if (task && md) {
+    /* int32 pairs, then the key's length and bytes, then the value's (CDataInterface.rst, metadata) */
+    int32_t n, klen, vlen;
+    memcpy(&n, md, 4);
+    memcpy(&klen, md + 4, 4);
+    memcpy(&vlen, md + 8 + klen, 4);
+    char v[24] = {0};
+    memcpy(v, md + 12 + klen, vlen < 23 ? vlen : 23);
+    if (n == 1) {
+      c->md_count++;
+      c->md_sum += strtoll(v, NULL, 10);
+    }
+  }
+  if (c->refused) c->calls_after_refusal++; /* the producer must stop at a non-zero return */
+  if (task && c->tasks_seen++ == c->fail_at) {
+    task->extract_data(task, NULL); /* not taken: the producer cleans up */
+    /* Slow to answer: a producer that runs ahead has queued more tasks by now, which must not come. */
+    struct timespec ms20 = {0, 20 * 1000 * 1000};
+    nanosleep(&ms20, NULL);
+    c->refused = 1;
+    return EIO;
+  }
   pthread_mutex_lock(&c->mu);
   if (!task) c->end_of_stream = 1;
   else if (c->qlen < 64) c->queue[(c->qhead + c->qlen++) % 64] = *task; /* move: the task is valid only during this call */
@@ -438,7 +469,15 @@ static void* consumer_main(void* arg) {
     } else {
       c->bad_values++;
     }
-    a->release(a);
+    if (c->hold) {
+      if (c->held_len == c->held_cap) {
+        c->held_cap = c->held_cap ? 2 * c->held_cap : 16;
+        c->held = realloc(c->held, sizeof *c->held * (size_t)c->held_cap);
+      }
+      c->held[c->held_len++] = out; /* moved */
+    } else {
+      a->release(a);
+    }
     pthread_mutex_lock(&c->mu);
     c->batches++;
     c->rows += n;
@@ -457,12 +496,22 @@ static void* consumer_main(void* arg) {
       pthread_mutex_unlock(&c->mu);
     }
   }
+  /* After the handler's release, once peer_consumer_wait asks: the batches held go now, from this
+     thread (the producer, whose stream is over, must still take them back). */
+  pthread_mutex_lock(&c->mu);
+  while (c->hold && !c->waited) pthread_cond_wait(&c->cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
+  for (int64_t i = 0; i < c->held_len; i++) c->held[i].array.release(&c->held[i].array);
+  free(c->held);
   return NULL;
 }
 
 /* A handler for a producer to push to. Returns the handler's address; the consumer is behind it. */
-struct ArrowAsyncDeviceStreamHandler* peer_consumer(int64_t initial_request, int64_t cancel_after, int request_zero) {
+struct ArrowAsyncDeviceStreamHandler* peer_consumer(int64_t initial_request, int64_t cancel_after, int request_zero, int64_t fail_at,
+                                                    int hold) {
   struct consumer* c = calloc(1, sizeof *c);
+  c->fail_at = fail_at;
+  c->hold = hold;
   c->handler.on_schema = consumer_on_schema;
   c->handler.on_next_task = consumer_on_next_task;
   c->handler.on_error = consumer_on_error;
@@ -483,7 +532,7 @@ struct ArrowAsyncDeviceStreamHandler* peer_consumer(int64_t initial_request, int
  * worker finished; fills stats and frees the consumer. timeout_ms: give up
  * (stats[0] = -1) rather than hang a test forever.
  */
-void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t timeout_ms, int64_t* stats /* [11] */,
+void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t timeout_ms, int64_t* stats /* [14] */,
                         char* message /* [128] */, char* schema_format /* [16] */, char* additional_metadata /* [64] */) {
   struct consumer* c = handler->private_data;
   struct timespec deadline;
@@ -494,6 +543,8 @@ void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t t
   pthread_mutex_lock(&c->mu);
   int timed_out = 0;
   while (!c->released && !timed_out) timed_out = pthread_cond_timedwait(&c->cv, &c->mu, &deadline) != 0;
+  c->waited = 1;
+  pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
   if (timed_out) {
     stats[0] = -1;
@@ -511,6 +562,9 @@ void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t t
   stats[8] = c->bad_values + c->device_mismatch;
   stats[9] = c->schema_children;
   stats[10] = __atomic_load_n(&c->calls_on_creator, __ATOMIC_SEQ_CST);
+  stats[11] = c->md_count;
+  stats[12] = c->md_sum;
+  stats[13] = c->calls_after_refusal;
   memcpy(message, c->error_message, 128);
   memcpy(schema_format, c->schema_format, 16);
   memcpy(additional_metadata, c->additional_metadata, 64);

@@ -22,7 +22,8 @@ export interface AsyncPeer {
   released(p: bigint): boolean;
   /** Joins the producer thread: produced, extracted, extracted_null, requests, max_credit, cancelled, schema_rc, next_rc. */
   produceWait(p: bigint): Promise<ProducerStats>;
-  consumer(initialRequest: number, cancelAfter: number, requestZero: boolean): bigint;
+  /** failAt: on_next_task refuses that task (extracts it with NULL, returns EIO); hold: keeps every batch until after the release. */
+  consumer(initialRequest: number, cancelAfter: number, requestZero: boolean, opts?: { failAt?: number; hold?: boolean }): bigint;
   consumerWait(handler: bigint, timeoutMs: number): Promise<ConsumerStats>;
   liveBatches(): number;
 }
@@ -57,6 +58,11 @@ export interface ConsumerStats {
   message: string;
   schemaFormat: string;
   additionalMetadata: Uint8Array;
+  /** Tasks that came with one metadata pair, and the sum of their values (decimal numbers). */
+  taskMetadata: number;
+  taskMetadataSum: number;
+  /** on_next_task calls after the consumer returned non-zero from one (a producer's bug). */
+  callsAfterRefusal: number;
 }
 
 let peer: AsyncPeer | undefined;
@@ -86,7 +92,7 @@ export function asyncPeer(): AsyncPeer {
   const lib = koffi.load(so);
   const produce = lib.func('void *peer_produce(void *handler, int64_t n, int64_t rows, int64_t error_at)');
   const produceWait = lib.func('void peer_produce_wait(void *p, _Out_ int64_t *stats)') as unknown as Fn<(p: bigint, s: BigInt64Array) => void>;
-  const consumer = lib.func('void *peer_consumer(int64_t initial, int64_t cancel_after, int request_zero)');
+  const consumer = lib.func('void *peer_consumer(int64_t initial, int64_t cancel_after, int request_zero, int64_t fail_at, int hold)');
   const consumerWait = lib.func(
     'void peer_consumer_wait(void *h, int64_t timeout_ms, _Out_ int64_t *stats, _Out_ uint8_t *msg, _Out_ uint8_t *fmt, _Out_ uint8_t *md)',
   ) as unknown as Fn<(...a: unknown[]) => void>;
@@ -106,9 +112,10 @@ export function asyncPeer(): AsyncPeer {
         cancelled: n[5] === 1, schemaRc: n[6]!, nextRc: n[7]!, callsAfterRelease: n[8]!,
       };
     },
-    consumer: (initial, cancelAfter, requestZero) => BigInt(consumer(initial, cancelAfter, requestZero ? 1 : 0) as bigint),
+    consumer: (initial, cancelAfter, requestZero, opts = {}) =>
+      BigInt(consumer(initial, cancelAfter, requestZero ? 1 : 0, opts.failAt ?? -1, opts.hold ? 1 : 0) as bigint),
     async consumerWait(h, timeoutMs) {
-      const s = new BigInt64Array(11);
+      const s = new BigInt64Array(14);
       const msg = new Uint8Array(128);
       const fmt = new Uint8Array(16);
       const md = new Uint8Array(64);
@@ -117,7 +124,8 @@ export function asyncPeer(): AsyncPeer {
       return {
         timedOut: n[0] === -1, batches: n[0]!, rows: n[1]!, sum: s[2]!, errors: n[3]!, errorCode: n[4]!, released: n[5]!,
         extractedNull: n[6]!, endOfStream: n[7] === 1, bad: n[8]!, schemaChildren: n[9]!, callsOnCreatorThread: n[10]!,
-        message: cstr(msg), schemaFormat: cstr(fmt), additionalMetadata: md,
+        message: cstr(msg), schemaFormat: cstr(fmt), additionalMetadata: md, taskMetadata: n[11]!, taskMetadataSum: n[12]!,
+        callsAfterRefusal: n[13]!,
       };
     },
     liveBatches: () => Number(live() as number | bigint),
