@@ -212,6 +212,33 @@ async function blockingHop(n: number): Promise<void> {
   if (count !== n) throw new Error(`callback ran ${count} times, not ${n}`);
 }
 
+/**
+ * n round trips through a doorbell pipe, the native ring's and pump's wake-up: JS signals a native
+ * thread (a plain call), which writes a byte into a pipe that JS's event loop reads (a net.Socket), and
+ * JS signals again. One round trip is what a queue-1 batch costs the ring or pump beyond its work.
+ */
+async function doorbellRoundTrip(n: number): Promise<void> {
+  const peer = koffi.load(asyncPeerPath());
+  const make = peer.func('void *peer_pingpong_new(void)');
+  const fd = peer.func('int peer_pingpong_fd(void *p)');
+  const ping = peer.func('void peer_pingpong_ping(void *p)');
+  const free = peer.func('void peer_pingpong_free(void *p)');
+  const p = make() as unknown;
+  const { Socket } = await import('node:net');
+  const sock = new Socket({ fd: fd(p) as number, readable: true, writable: false });
+  let count = 0;
+  await new Promise<void>((resolve) => {
+    sock.on('data', (b: Buffer) => {
+      count += b.length;
+      if (count >= n) resolve();
+      else ping(p);
+    });
+    ping(p);
+  });
+  sock.destroy();
+  free(p);
+}
+
 /** n sequential async calls of a no-op C function: JS to a koffi worker thread and back. */
 async function asyncCall(n: number): Promise<void> {
   const { getpid } = hop();
@@ -255,6 +282,7 @@ async function measure(lib: Lib, what: string): Promise<Timing> {
   let run: (n: number) => Promise<void> | void;
   if (what === 'hop:blocking') run = blockingHop;
   else if (what === 'hop:async') run = asyncCall;
+  else if (what === 'hop:doorbell') run = doorbellRoundTrip;
   else if (what === 'export') run = (n) => exportOnly(lib, n);
   else if (what === 'export+import') run = (n) => exportImport(lib, n);
   else {
@@ -342,6 +370,7 @@ async function parent(): Promise<void> {
   for (let r = 0; r < R; r++) {
     put('hop:blocking', child(variants.at(-1)!.index, 'hop:blocking'));
     put('hop:async', child(variants.at(-1)!.index, 'hop:async'));
+    put('hop:doorbell', child(variants.at(-1)!.index, 'hop:doorbell'));
     for (const what of ['export', 'export+import', ...paths.filter(wanted).map((p) => p.name)]) {
       for (const v of variants) put(`${v.name}:${what}`, child(v.index, what));
     }
@@ -349,11 +378,16 @@ async function parent(): Promise<void> {
 
   const hopB = med('hop:blocking');
   const hopA = med('hop:async');
+  const hopD = med('hop:doorbell');
   const line = (name: string, m: Timing, width: number, tail: string): string =>
     `  ${name.padEnd(width)} ${f1(m.us).padStart(8)}  ${Math.round(1e6 / m.us).toString().padStart(9)}  ${f1(m.js).padStart(6)}  ${f1(m.all).padStart(7)} |${tail}`;
   console.log('\nbare koffi hops (us each: wall; CPU of the JS thread, of every thread):');
   console.log(`  native thread -> empty JS callback, waiting for it:   ${f1(hopB.us)}; ${f1(hopB.js)}, ${f1(hopB.all)}`);
   console.log(`  JS -> no-op C call on a koffi worker -> JS (async):  ${f1(hopA.us)}; ${f1(hopA.js)}, ${f1(hopA.all)}`);
+  console.log(
+    `  JS signals a native thread, which wakes JS through a pipe (the ring's and pump's wake-up; a queue-1 batch's floor): ` +
+      `${f1(hopD.us)}; ${f1(hopD.js)}, ${f1(hopD.all)}`,
+  );
   const head = (width: number, tail: string): string =>
     `  ${'path'.padEnd(width)} us/batch  batches/s  JS CPU  all CPU |${tail}   (us per batch; CPU: of the JS thread, of every thread)`;
   for (const v of variants) {

@@ -1,15 +1,19 @@
 /**
- * The native handler of async device streams (native/async-ring.c), loaded
+ * The native piece of async device streams (native/async-ring.c), loaded
  * from the package's prebuilt library for this platform when there is one.
  *
- * A native producer calls its handler from its own thread. With JS
- * callbacks, each call is a hop to the JS thread that the producer's thread
- * waits out (koffi runs a foreign thread's callback on the JS thread); the
- * ring takes the calls on the producer's thread without waiting, and wakes
- * JS once per burst, through a pipe its event loop watches (the producer's
- * thread writes one byte and goes on). `AsyncDeviceStreamReader` uses it when it loads (see
- * `asyncRing`) and JS callbacks otherwise; `{ nativeRing: false }` or
- * `ARROW_DEVICE_ASYNC_RING=0` ask for JS callbacks.
+ * The other side of a stream calls us from its own threads. With JS
+ * callbacks, each call is a hop to the JS thread that the calling thread
+ * waits out (koffi runs a foreign thread's callback on the JS thread). The
+ * library answers those calls in C and wakes JS once per burst, through a
+ * pipe its event loop watches (the calling thread writes one byte and goes
+ * on):
+ * - the ring, a handler for a native producer: `AsyncDeviceStreamReader`
+ *   uses it when it loads (see `asyncRing`), JS callbacks otherwise;
+ * - the pump, a producer for a native consumer: `produceAsyncDeviceStream`
+ *   uses it when it loads, JS callbacks on koffi workers otherwise.
+ * `{ nativeRing: false }` or `ARROW_DEVICE_ASYNC_RING=0` ask for JS
+ * callbacks.
  *
  * The library is found at `prebuilds/<platform>-<arch>/` of the package
  * (`npm pack` builds it: tools/build-native.mjs), or at the path

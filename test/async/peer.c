@@ -597,3 +597,78 @@ void peer_call_from_thread(void (*fn)(int64_t), int64_t n) {
   pthread_create(&t, NULL, storm_main, &s);
   pthread_join(t, NULL);
 }
+
+/* ------------------------------------------------------------------ ping-pong */
+
+/*
+ * The floor of a wake-up through a doorbell pipe (what the native ring and
+ * pump do), for the benchmark: JS pings (a plain call that signals a
+ * thread), the thread writes one byte into a pipe, and JS's event loop
+ * reads it and pings again. One round trip = one queue-1 batch of the ring
+ * or pump without the batch.
+ */
+#include <fcntl.h>
+#include <unistd.h>
+
+struct pingpong {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int64_t pending;
+  int stop;
+  int fd[2];
+  pthread_t thread;
+};
+
+static void* pingpong_main(void* arg) {
+  struct pingpong* p = arg;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    while (!p->pending && !p->stop) pthread_cond_wait(&p->cv, &p->mu);
+    if (p->stop) {
+      pthread_mutex_unlock(&p->mu);
+      return NULL;
+    }
+    p->pending--;
+    pthread_mutex_unlock(&p->mu);
+    ssize_t w;
+    do w = write(p->fd[1], "", 1);
+    while (w < 0 && errno == EINTR);
+  }
+}
+
+void* peer_pingpong_new(void) {
+  struct pingpong* p = calloc(1, sizeof *p);
+  if (pipe(p->fd) != 0) {
+    free(p);
+    return NULL;
+  }
+  fcntl(p->fd[0], F_SETFL, O_NONBLOCK);
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  pthread_create(&p->thread, NULL, pingpong_main, p);
+  return p;
+}
+
+int peer_pingpong_fd(void* h) { return ((struct pingpong*)h)->fd[0]; }
+
+void peer_pingpong_ping(void* h) {
+  struct pingpong* p = h;
+  pthread_mutex_lock(&p->mu);
+  p->pending++;
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* The read end is JS's to close (its socket owns it). */
+void peer_pingpong_free(void* h) {
+  struct pingpong* p = h;
+  pthread_mutex_lock(&p->mu);
+  p->stop = 1;
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  pthread_join(p->thread, NULL);
+  close(p->fd[1]);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+  free(p);
+}
