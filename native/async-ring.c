@@ -543,10 +543,76 @@ static void pump_array_release(struct ArrowArray* a) {
   a->release = NULL; /* released, for the consumer */
 }
 
+/*
+ * Every task handed out, by a handle (a slot and its generation) that its
+ * private_data carries instead of its address: extract_data runs exactly
+ * once (the spec), and a consumer that calls it again, through the struct
+ * or a copy of it, gets EINVAL instead of a second move (a double release)
+ * or a read of freed memory. One table for the process, under its own lock.
+ */
+struct task_slot {
+  struct pump_task* task; /* NULL: free */
+  uint32_t gen;
+};
+static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct task_slot* slots;
+static uint32_t* free_slots;
+static uint32_t n_slots, n_free;
+#define HANDLE_SHIFT (sizeof(uintptr_t) * 4) /* the slot below, the generation above */
+#define SLOT_MAX ((uint32_t)1 << (HANDLE_SHIFT > 24 ? 24 : HANDLE_SHIFT - 1))
+
+/* A handle for `t`, or NULL when out of memory (or slots). */
+static void* task_handle(struct pump_task* t) {
+  void* h = NULL;
+  pthread_mutex_lock(&slots_mu);
+  if (n_free == 0 && n_slots < SLOT_MAX) {
+    uint32_t cap = n_slots ? 2 * n_slots : 64;
+    struct task_slot* s = realloc(slots, sizeof *s * cap);
+    if (s) slots = s;
+    uint32_t* f = s ? realloc(free_slots, sizeof *f * cap) : NULL;
+    if (f) {
+      free_slots = f;
+      for (uint32_t i = cap; i > n_slots; i--) {
+        slots[i - 1] = (struct task_slot){NULL, 0};
+        free_slots[n_free++] = i - 1;
+      }
+      n_slots = cap;
+    }
+  }
+  if (n_free > 0) {
+    uint32_t i = free_slots[--n_free];
+    slots[i].task = t;
+    uintptr_t gen = slots[i].gen & (((uintptr_t)1 << HANDLE_SHIFT) - 1);
+    h = (void*)((gen << HANDLE_SHIFT) | (uintptr_t)(i + 1));
+  }
+  pthread_mutex_unlock(&slots_mu);
+  return h;
+}
+
+/* The task behind a handle, taken out of the table (its handle is dead from now on); NULL if none. */
+static struct pump_task* take_task(void* handle) {
+  uintptr_t h = (uintptr_t)handle;
+  uintptr_t low = h & (((uintptr_t)1 << HANDLE_SHIFT) - 1);
+  uintptr_t gen = h >> HANDLE_SHIFT;
+  struct pump_task* t = NULL;
+  pthread_mutex_lock(&slots_mu);
+  if (low >= 1 && low <= n_slots) {
+    struct task_slot* s = &slots[low - 1];
+    if (s->task && (s->gen & (((uintptr_t)1 << HANDLE_SHIFT) - 1)) == gen) {
+      t = s->task;
+      s->task = NULL;
+      s->gen++;
+      free_slots[n_free++] = (uint32_t)(low - 1);
+    }
+  }
+  pthread_mutex_unlock(&slots_mu);
+  return t;
+}
+
 /* CDeviceDataInterface.rst, ArrowAsyncTask.extract_data: exactly once; NULL out only cleans up. */
 static int pump_extract(struct ArrowAsyncTask* task, struct ArrowDeviceArray* out) {
-  struct pump_task* t = task ? task->private_data : NULL;
-  if (!t) return EINVAL; /* extracted already (through this struct), or not ours */
+  struct pump_task* t = task ? take_task(task->private_data) : NULL;
+  if (!t) return EINVAL; /* extracted already (through this struct or a copy), or not ours */
   task->private_data = NULL;
   struct pump* p = t->pump;
   if (!out) {
@@ -671,7 +737,11 @@ struct pump_task* pump_task(struct pump* p, struct ArrowDeviceArray* array) {
   struct pump_task* t = calloc(1, sizeof *t);
   if (!t) return NULL;
   t->task.extract_data = pump_extract;
-  t->task.private_data = t;
+  t->task.private_data = task_handle(t);
+  if (!t->task.private_data) {
+    free(t);
+    return NULL;
+  }
   t->pump = p;
   t->array = *array;
   array->array.release = NULL;

@@ -9,6 +9,7 @@ import { describe, test } from 'node:test';
 import { RecordBatch, tableFromIPC } from 'apache-arrow';
 import { readFileSync } from 'node:fs';
 import { accounting, createAsyncDeviceStreamReader, produceAsyncDeviceStream } from '../../src/index.js';
+import { asyncRing } from '../../src/async/ring.js';
 import { collectUntil } from '../helpers/gc.js';
 import { diffTables } from '../helpers/compare.js';
 import { arrowCppMissing, arrowCppPoolBytes, AsyncConsumer, asyncProduce, Batches } from '../peers/arrow-cpp/arrowcpp.js';
@@ -23,14 +24,18 @@ async function settle(pool: number): Promise<void> {
 }
 
 describe('async device streams with Arrow C++', { skip }, () => {
-  for (const name of ['generated_primitive', 'generated_nested', 'generated_dictionary', 'generated_binary_view']) {
-    test(`${name}: Arrow's producer thread into our reader, then ours into Arrow's handler`, async () => {
+  for (const [name, nativeRing] of [
+    ['generated_primitive', true], ['generated_nested', true], ['generated_dictionary', true], ['generated_binary_view', true],
+    // The JS-callback ways too (the reader's handler and our producer's calls), where the native library is not used
+    ['generated_primitive', false], ['generated_nested', false],
+  ] as const) {
+    test(`${name}: Arrow's producer thread into our reader, then ours into Arrow's handler (${nativeRing ? 'native ring and pump' : 'JS callbacks'})`, async () => {
       const pool = arrowCppPoolBytes();
       await (async () => {
         const path = new URL(`${name}.arrow_file`, GOLD).pathname;
         const expected = tableFromIPC(readFileSync(path));
         const file = Batches.readIpcFile(path);
-        const reader = createAsyncDeviceStreamReader({ queueSize: 2, validate: 'full', keep: true, toHost: true });
+        const reader = createAsyncDeviceStreamReader({ queueSize: 2, validate: 'full', keep: true, toHost: true, nativeRing });
         const producing = asyncProduce(file, reader.handler);
         const got: RecordBatch[] = [];
         for await (const b of reader) got.push(b);
@@ -40,8 +45,11 @@ describe('async device streams with Arrow C++', { skip }, () => {
         const consumer = new AsyncConsumer(3);
         try {
           const collected = consumer.collect();
-          const r = await produceAsyncDeviceStream(got, consumer.handler);
+          const r = await produceAsyncDeviceStream(got, consumer.handler, { nativeRing });
           assert.equal(r.end, 'complete');
+          assert.equal(r.batches, got.length);
+          if (!nativeRing || asyncRing()) assert.equal(r.nativeRing, nativeRing, 'served the way asked for');
+          if (!nativeRing || asyncRing()) assert.equal(reader.nativeRing, nativeRing);
           const back = await collected;
           try {
             assert.equal(file.diff(back), undefined, "Arrow's Equals against its own read of the file");

@@ -371,6 +371,20 @@ describe(`async producer: we push to a C consumer whose worker thread requests (
     });
   }
 
+  test('a consumer that extracts a task again (through the struct, through a copy) gets EINVAL and nothing; its calls after the release are ignored', async () => {
+    const peer = asyncPeer();
+    await (async () => {
+      const h = peer.consumer(4, -1, false, { misbehave: 1 | 2 });
+      const result = await produce(batches(12, 5), h);
+      const stats = await peer.consumerWait(h, 10_000); // then request(1) and cancel(), after the release
+      assert.equal(result.end, 'complete');
+      assert.equal(stats.batches, 12);
+      assert.equal(stats.sum, expectedSum(12, 5));
+      assert.equal(stats.badExtractsRefused, 24, 'every second extraction refused, none moved a batch twice');
+    })();
+    await settle(); // each batch released exactly once
+  });
+
   test('a consumer that keeps every batch past the end of the stream releases them later, from its thread', async () => {
     const peer = asyncPeer();
     await (async () => {

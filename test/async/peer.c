@@ -333,6 +333,10 @@ void peer_produce_wait(void* handle, int64_t* stats /* [9] */) {
  * all only after the handler's release (a consumer that builds a table from
  * the stream). Each task's metadata, when there is one, holds one pair
  * whose value is a decimal number: they are counted and summed.
+ * misbehave (bits, breaking the spec on purpose): 1 extracts every task
+ * again through the same struct and through a copy made before the first
+ * extraction (both must fail, with nothing moved); 2 calls request and
+ * cancel after the handler's release (from peer_consumer_wait's thread).
  */
 struct consumer {
   struct ArrowAsyncDeviceStreamHandler handler;
@@ -350,7 +354,8 @@ struct consumer {
   int64_t batches, rows, bad_values, extracted_null, errors, error_code, schema_children, device_mismatch;
   int64_t calls_on_creator; /* handler callbacks made on the creating thread (the producer's async form: none) */
   int64_t fail_at, tasks_seen, md_count, md_sum;
-  int hold, waited, refused;
+  int hold, waited, refused, misbehave;
+  int64_t bad_extracts_refused; /* extra extract_data calls that returned non-zero and moved nothing */
   int64_t calls_after_refusal;
   struct ArrowDeviceArray* held;
   int64_t held_len, held_cap;
@@ -453,7 +458,17 @@ static void* consumer_main(void* arg) {
     }
     struct ArrowDeviceArray out;
     memset(&out, 0, sizeof out);
+    struct ArrowAsyncTask copy = task;
     if (task.extract_data(&task, &out) != 0 || !out.array.release) continue;
+    if (c->misbehave & 1) {
+      for (int k = 0; k < 2; k++) {
+        struct ArrowAsyncTask* again = k == 0 ? &task : &copy;
+        struct ArrowDeviceArray twice;
+        memset(&twice, 0, sizeof twice);
+        if (again->extract_data(again, &twice) != 0 && !twice.array.release) c->bad_extracts_refused++;
+        else if (twice.array.release) twice.array.release(&twice.array); /* moved twice: a producer's bug */
+      }
+    }
     if (out.device_type != ARROW_DEVICE_CPU) c->device_mismatch++;
     struct ArrowArray* a = &out.array;
     int64_t n = a->length;
@@ -508,8 +523,9 @@ static void* consumer_main(void* arg) {
 
 /* A handler for a producer to push to. Returns the handler's address; the consumer is behind it. */
 struct ArrowAsyncDeviceStreamHandler* peer_consumer(int64_t initial_request, int64_t cancel_after, int request_zero, int64_t fail_at,
-                                                    int hold) {
+                                                    int hold, int misbehave) {
   struct consumer* c = calloc(1, sizeof *c);
+  c->misbehave = misbehave;
   c->fail_at = fail_at;
   c->hold = hold;
   c->handler.on_schema = consumer_on_schema;
@@ -532,7 +548,7 @@ struct ArrowAsyncDeviceStreamHandler* peer_consumer(int64_t initial_request, int
  * worker finished; fills stats and frees the consumer. timeout_ms: give up
  * (stats[0] = -1) rather than hang a test forever.
  */
-void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t timeout_ms, int64_t* stats /* [14] */,
+void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t timeout_ms, int64_t* stats /* [15] */,
                         char* message /* [128] */, char* schema_format /* [16] */, char* additional_metadata /* [64] */) {
   struct consumer* c = handler->private_data;
   struct timespec deadline;
@@ -546,6 +562,12 @@ void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t t
   c->waited = 1;
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
+  if (!timed_out && (c->misbehave & 2)) {
+    /* After the release: the producer may have freed its ArrowAsyncProducer by the spec; ours (JS and the
+       pump) keep it a grace period and ignore such calls, as Arrow C++'s consumer makes them. */
+    c->handler.producer->request(c->handler.producer, 1);
+    c->handler.producer->cancel(c->handler.producer);
+  }
   if (timed_out) {
     stats[0] = -1;
     return; /* leak the consumer rather than free what a producer may still call */
@@ -565,6 +587,7 @@ void peer_consumer_wait(struct ArrowAsyncDeviceStreamHandler* handler, int64_t t
   stats[11] = c->md_count;
   stats[12] = c->md_sum;
   stats[13] = c->calls_after_refusal;
+  stats[14] = c->bad_extracts_refused;
   memcpy(message, c->error_message, 128);
   memcpy(schema_format, c->schema_format, 16);
   memcpy(additional_metadata, c->additional_metadata, 64);

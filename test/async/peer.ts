@@ -22,8 +22,8 @@ export interface AsyncPeer {
   released(p: bigint): boolean;
   /** Joins the producer thread: produced, extracted, extracted_null, requests, max_credit, cancelled, schema_rc, next_rc. */
   produceWait(p: bigint): Promise<ProducerStats>;
-  /** failAt: on_next_task refuses that task (extracts it with NULL, returns EIO); hold: keeps every batch until after the release. */
-  consumer(initialRequest: number, cancelAfter: number, requestZero: boolean, opts?: { failAt?: number; hold?: boolean }): bigint;
+  /** misbehave: see peer.c. failAt: on_next_task refuses that task (extracts it with NULL, returns EIO); hold: keeps every batch until after the release. */
+  consumer(initialRequest: number, cancelAfter: number, requestZero: boolean, opts?: { failAt?: number; hold?: boolean; misbehave?: number }): bigint;
   consumerWait(handler: bigint, timeoutMs: number): Promise<ConsumerStats>;
   liveBatches(): number;
 }
@@ -63,6 +63,8 @@ export interface ConsumerStats {
   taskMetadataSum: number;
   /** on_next_task calls after the consumer returned non-zero from one (a producer's bug). */
   callsAfterRefusal: number;
+  /** extract_data called again (misbehave 1) and refused, nothing moved. */
+  badExtractsRefused: number;
 }
 
 let peer: AsyncPeer | undefined;
@@ -92,7 +94,7 @@ export function asyncPeer(): AsyncPeer {
   const lib = koffi.load(so);
   const produce = lib.func('void *peer_produce(void *handler, int64_t n, int64_t rows, int64_t error_at)');
   const produceWait = lib.func('void peer_produce_wait(void *p, _Out_ int64_t *stats)') as unknown as Fn<(p: bigint, s: BigInt64Array) => void>;
-  const consumer = lib.func('void *peer_consumer(int64_t initial, int64_t cancel_after, int request_zero, int64_t fail_at, int hold)');
+  const consumer = lib.func('void *peer_consumer(int64_t initial, int64_t cancel_after, int request_zero, int64_t fail_at, int hold, int misbehave)');
   const consumerWait = lib.func(
     'void peer_consumer_wait(void *h, int64_t timeout_ms, _Out_ int64_t *stats, _Out_ uint8_t *msg, _Out_ uint8_t *fmt, _Out_ uint8_t *md)',
   ) as unknown as Fn<(...a: unknown[]) => void>;
@@ -113,9 +115,9 @@ export function asyncPeer(): AsyncPeer {
       };
     },
     consumer: (initial, cancelAfter, requestZero, opts = {}) =>
-      BigInt(consumer(initial, cancelAfter, requestZero ? 1 : 0, opts.failAt ?? -1, opts.hold ? 1 : 0) as bigint),
+      BigInt(consumer(initial, cancelAfter, requestZero ? 1 : 0, opts.failAt ?? -1, opts.hold ? 1 : 0, opts.misbehave ?? 0) as bigint),
     async consumerWait(h, timeoutMs) {
-      const s = new BigInt64Array(14);
+      const s = new BigInt64Array(15);
       const msg = new Uint8Array(128);
       const fmt = new Uint8Array(16);
       const md = new Uint8Array(64);
@@ -125,7 +127,7 @@ export function asyncPeer(): AsyncPeer {
         timedOut: n[0] === -1, batches: n[0]!, rows: n[1]!, sum: s[2]!, errors: n[3]!, errorCode: n[4]!, released: n[5]!,
         extractedNull: n[6]!, endOfStream: n[7] === 1, bad: n[8]!, schemaChildren: n[9]!, callsOnCreatorThread: n[10]!,
         message: cstr(msg), schemaFormat: cstr(fmt), additionalMetadata: md, taskMetadata: n[11]!, taskMetadataSum: n[12]!,
-        callsAfterRefusal: n[13]!,
+        callsAfterRefusal: n[13]!, badExtractsRefused: n[14]!,
       };
     },
     liveBatches: () => Number(live() as number | bigint),
