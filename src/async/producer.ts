@@ -101,6 +101,8 @@ interface ProducerState {
   credit: number;
   cancelled: boolean;
   badRequest: number | null;
+  /** A task's extract_data failed (the spec: only on_error may follow), the first such error. */
+  extractError: unknown;
   changed: Signal;
   /** Tasks handed out and not extracted yet. */
   outstanding: number;
@@ -167,6 +169,10 @@ const extractCb = defineCallback('async.extract_data', EXTRACT_DATA, (mem, t, ou
     exportDeviceArray(rec.item, { memory: mem, into: out as bigint });
     return 0;
   } catch (e) {
+    // CDeviceDataInterface.rst, extract_data: a non-zero return "should be followed only by the producer
+    // calling the on_error callback": production stops at its next step and reports it.
+    rec.state.extractError ??= e;
+    rec.state.changed.wake();
     return toErrno(e).errno;
   }
 });
@@ -207,7 +213,11 @@ function schemaOf(item: Item): Schema | SchemaNode {
 }
 
 /** What stopped production, other than the end of the source. */
-type Stop = { readonly end: 'cancelled' } | { readonly end: 'bad-request'; readonly n: number } | { readonly end: 'consumer-stopped'; readonly rc: number };
+type Stop =
+  | { readonly end: 'cancelled' }
+  | { readonly end: 'bad-request'; readonly n: number }
+  | { readonly end: 'consumer-stopped'; readonly rc: number }
+  | { readonly end: 'extract-failed'; readonly error: unknown };
 
 /**
  * How production reaches the handler: JS calls (`JsChannel`: our reader's
@@ -239,7 +249,7 @@ interface Channel {
 class JsChannel implements Channel {
   readonly nativeRing = false;
   private readonly state: ProducerState = {
-    credit: 0, cancelled: false, badRequest: null, changed: new Signal(), outstanding: 0, retire: undefined,
+    credit: 0, cancelled: false, badRequest: null, extractError: undefined, changed: new Signal(), outstanding: 0, retire: undefined,
   };
   private readonly id: number;
   private readonly producer: Ptr;
@@ -293,6 +303,7 @@ class JsChannel implements Channel {
     const s = this.state;
     if (s.cancelled) return { end: 'cancelled' };
     if (s.badRequest !== null) return { end: 'bad-request', n: s.badRequest };
+    if (s.extractError !== undefined) return { end: 'extract-failed', error: s.extractError };
     return null;
   }
 
@@ -300,7 +311,7 @@ class JsChannel implements Channel {
     const s = this.state;
     // A direct stream never leaves the microtask queue by itself: let timers and I/O in now and then.
     if (this.direct && yieldToEventLoop && this.handed > 0 && this.handed % DIRECT_YIELD_EVERY === 0) await yieldToEventLoop();
-    while (s.credit === 0 && !s.cancelled && s.badRequest === null) await s.changed.wait();
+    while (s.credit === 0 && this.stopped() === null) await s.changed.wait();
     const stop = this.stopped();
     if (stop === null) s.credit--;
     return stop;
@@ -639,6 +650,8 @@ export async function produceAsyncDeviceStream(
       cancelled = true;
     } else if (stop.end === 'bad-request') {
       await reportError(new ArrowDeviceError('invalid', 'request', `n must be > 0, got ${stop.n}`));
+    } else if (stop.end === 'extract-failed') {
+      await reportError(stop.error);
     } else {
       end = 'consumer-stopped';
       error = new ArrowDeviceError('producer', 'on_next_task', `the consumer returned ${stop.rc}`, { errno: stop.rc });
@@ -732,6 +745,13 @@ export async function produceAsyncDeviceStream(
   if (end === 'complete') {
     const late = channel.stopped();
     if (late?.end === 'consumer-stopped') await stopFor(late);
+    // A task extracted after the end went out failed: too late for on_error (the handler is released),
+    // but the result says so.
+    if (late?.end === 'extract-failed') {
+      end = 'error';
+      const { errno, message } = toErrno(late.error);
+      error = late.error instanceof ArrowDeviceError ? late.error : new ArrowDeviceError('io', 'extract_data', message, { errno });
+    }
   }
   return { batches: channel.batches(), cancelled, end, error, nativeRing: channel.nativeRing, doorbells: channel.doorbells() };
 }

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RecordBatch, Table, vectorFromArray, Int32, Field, Schema } from 'apache-arrow';
-import { accounting, Errno, nativeMemory, type Memory, type Ptr } from '../../src/index.js';
+import { accounting, DeviceArray, Errno, exportDeviceArray, importDeviceArray, nativeMemory, type Memory, type Ptr } from '../../src/index.js';
 import { AsyncStreamError, createAsyncDeviceStreamReader, produceAsyncDeviceStream } from '../../src/async/index.js';
 import { collectUntil } from '../helpers/gc.js';
 import { asyncPeer, peerMissing } from './peer.js';
@@ -383,6 +383,34 @@ describe(`async producer: we push to a C consumer whose worker thread requests (
       assert.equal(stats.badExtractsRefused, 24, 'every second extraction refused, none moved a batch twice');
     })();
     await settle(); // each batch released exactly once
+  });
+
+  // A producer that misses the failure waits for credit forever: bounded, it fails instead of hanging.
+  test('a batch that cannot be exported (released before the consumer extracts it) ends the stream with on_error, then release', { timeout: 30_000 }, async () => {
+    const peer = asyncPeer();
+    await (async () => {
+      const list = batches(5, 4);
+      const schema = list[0]!.schema;
+      // DeviceArrays: moved when exported, so one released early cannot be exported any more.
+      const devices = list.map((b) => importDeviceArray(exportDeviceArray(b), schema));
+      const h = peer.consumer(1, -1, false); // one at a time: the failure must unblock the producer
+      const result = await produce(devices, h, {
+        schema,
+        taskMetadata: (item, i) => {
+          if (i === 2) (item as DeviceArray).release();
+          return null;
+        },
+      });
+      const stats = await peer.consumerWait(h, 10_000);
+      assert.equal(stats.timedOut, false);
+      assert.equal(result.end, 'error');
+      assert.equal(stats.batches, 2);
+      assert.equal(stats.errors, 1, 'on_error followed the failed extraction (the spec)');
+      assert.equal(stats.endOfStream, false);
+      assert.equal(stats.released, 1);
+      for (const d of devices) d.release();
+    })();
+    await settle();
   });
 
   test('a consumer that keeps every batch past the end of the stream releases them later, from its thread', async () => {
