@@ -485,10 +485,8 @@ class PumpChannel implements Channel {
     for (;;) {
       this.drainFreed();
       this.read(0, 2);
-      if (done()) {
-        this.read(0, 0); // disarmed: no byte for a wait that will not come
-        return;
-      }
+      // Still armed when done: a change may ring once more, and the next wait then only looks again.
+      if (done()) return;
       if (this.st[PumpState.Freed]! > 0n) continue;
       await this.rang();
     }
