@@ -30,6 +30,14 @@
  *   pyarrow <y> us, ratio <r>`;
  * - exportArrayStream + importArrayStream of 1-row batches (batches/s).
  *
+ * Each shape's loops run in a process of their own (`--shape KEY`, spawned
+ * with this Node and its flags): in one process the JIT's code for the
+ * shapes measured first is not the code the later ones run (the order
+ * alone moved a shape's figure by 20%). Then every shape runs in one
+ * process, their loops taken in turn, and a second line per shape gives
+ * that figure (`all shapes in one process`): the state a program that
+ * exchanges batches of several shapes runs in.
+ *
  * The Python is `.venv/bin/python` at the repository root, which
  * `npm run setup:arrow-cpp` creates; ARROW_CPP_PYTHON names another one (an
  * existing venv with pyarrow). Without it the PyArrow side is skipped with a
@@ -275,7 +283,6 @@ function runPyArrow(root: string, shapes: readonly Shape[]): PyArrowRun | undefi
   return JSON.parse(r.stdout) as PyArrowRun;
 }
 
-console.log(`overhead bench: node ${process.version}, compiled library`);
 const n = quick ? 5000 : 20000;
 const shapes: Shape[] = [
   { key: '1x1', label: '1 row x 1 int32 column', make: () => int32Batch(1, 1), iterations: n },
@@ -284,13 +291,91 @@ const shapes: Shape[] = [
   { key: '1Mx4', label: '1M rows x 4 columns (i32,f64,utf8,f64)', make: () => fourColumns(1_000_000), iterations: Math.max(500, n / 4) },
 ];
 
+type Ours = { into: number; alloc: number; withSchema: number };
+const RESULT = 'overhead-result ';
+
+/**
+ * Child mode (`--shape KEY`): one shape's loops in a process of its own,
+ * its lines printed, its figures on a last line for the parent.
+ */
+const shapeArg = process.argv.includes('--shape') ? process.argv[process.argv.indexOf('--shape') + 1] : undefined;
+if (shapeArg !== undefined) {
+  const s = shapes.find((x) => x.key === shapeArg);
+  if (!s) throw new Error(`bench/overhead: no shape ${shapeArg}`);
+  const r = await roundTrip(s.label, s.make(), s.iterations);
+  await tick();
+  console.log(`${''.padEnd(38)} accounting after: ${JSON.stringify(accounting())}`);
+  console.log(RESULT + JSON.stringify(r));
+  process.exit(0);
+}
+
+/**
+ * Runs one shape's loops in a fresh process (same Node, same flags): the
+ * code the JIT made for one shape is not the code it made for four, and in
+ * one process each shape was measured in whatever state the shapes before
+ * it left (in an earlier run the 1M-row shape, measured last, took 4.41 us
+ * after the others and 3.62 us first; the 1-row int32 one 1.79 us first and
+ * 2.19 us last). PyArrow's figures, compiled code, have no such order.
+ */
+function isolated(s: Shape): Ours {
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), '--shape', s.key, ...(quick ? ['--quick'] : [])];
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+  if (r.error) throw r.error;
+  if (r.status !== 0) throw new Error(`bench/overhead --shape ${s.key} exited with ${r.status}:\n${r.stderr}`);
+  const lines = r.stdout.trimEnd().split('\n');
+  const last = lines.pop()!;
+  if (!last.startsWith(RESULT)) throw new Error(`bench/overhead --shape ${s.key}: no result line:\n${r.stdout}\n${r.stderr}`);
+  for (const l of lines) console.log(l);
+  return JSON.parse(last.slice(RESULT.length)) as Ours;
+}
+
+/**
+ * Every shape in one process, their loops taken in turn (after every shape
+ * warmed up): each measured in the same JIT state, the one a program that
+ * exchanges batches of several shapes runs in. Median per shape of the
+ * `into` form (PyArrow's).
+ */
+async function mixed(): Promise<Map<string, number>> {
+  const slot = allocArrowArray();
+  const loops = shapes.map((s) => {
+    const batch = s.make();
+    const schema = batch.schema;
+    return () => {
+      exportArray(batch, { into: slot });
+      const b = importRecordBatch(slot, schema);
+      sink += b.numRows;
+      b.release();
+    };
+  });
+  for (let k = 0; k < shapes.length; k++) for (let i = 0; i < Math.min(shapes[k]!.iterations, 2000); i++) loops[k]!();
+  await tick();
+  const times: number[][] = shapes.map(() => []);
+  for (let r = 0; r < REPS; r++) {
+    for (let k = 0; k < shapes.length; k++) {
+      const fn = loops[k]!;
+      const iters = shapes[k]!.iterations;
+      const t0 = performance.now();
+      for (let i = 0; i < iters; i++) {
+        fn();
+        if (i % 500 === 499) await tick();
+      }
+      times[k]!.push(((performance.now() - t0) * 1000) / iters);
+    }
+  }
+  freeArrowArray(slot);
+  return new Map(shapes.map((s, k) => [s.key, median(times[k]!)]));
+}
+
+console.log(`overhead bench: node ${process.version}, compiled library; each shape in a process of its own, then all in one`);
+
 // PyArrow first, in its own process, while this one is idle: neither side
 // shares the cores with the other during its loops.
 const py = runPyArrow(repoRoot(), shapes);
 if (py) console.log(`pyarrow ${py.pyarrow} (Python ${py.python}, structs allocated with ${py.allocator})`);
 
-const ours = new Map<string, { into: number; alloc: number; withSchema: number }>();
-for (const s of shapes) ours.set(s.key, await roundTrip(s.label, s.make(), s.iterations));
+const ours = new Map<string, Ours>();
+for (const s of shapes) ours.set(s.key, isolated(s));
+const together = await mixed();
 await fromC();
 // Like for like: PyArrow's loop exports into one struct allocated once, so ours does too here;
 // the form that allocates a struct per export is printed beside it.
@@ -299,6 +384,12 @@ for (const s of shapes) {
   const y = py?.results[s.key];
   const theirs = y === undefined ? 'pyarrow skipped' : `pyarrow ${y.toFixed(2)} us, ratio ${(into / y).toFixed(2)}`;
   console.log(`per-batch ${s.label}: ours ${into.toFixed(2)} us, ${theirs} (allocating the struct: ${alloc.toFixed(2)} us${y === undefined ? '' : `, ratio ${(alloc / y).toFixed(2)}`})`);
+}
+for (const s of shapes) {
+  const mix = together.get(s.key)!;
+  const y = py?.results[s.key];
+  const theirs = y === undefined ? 'pyarrow skipped' : `pyarrow ${y.toFixed(2)} us, ratio ${(mix / y).toFixed(2)}`;
+  console.log(`per-batch ${s.label}, all shapes in one process: ours ${mix.toFixed(2)} us, ${theirs}`);
 }
 for (const s of shapes) {
   const { withSchema } = ours.get(s.key)!;

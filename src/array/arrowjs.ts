@@ -11,7 +11,7 @@
  * another bit offset is copied, shifted (counted in `accounting()`).
  */
 import {
-  Data, DataType, Dictionary, Field, makeBuilder, makeData as arrowMakeData, Null, RecordBatch, Type, Vector, type Builder,
+  Data, DataType, Decimal, Dictionary, Field, FixedSizeBinary, Int32, Utf8, makeBuilder, makeData as arrowMakeData, Null, RecordBatch, Type, Vector, type Builder,
   Schema, Struct,
 } from 'apache-arrow';
 import { ArrowDeviceError, unsupported } from '../errors.js';
@@ -282,6 +282,77 @@ class LazyData extends ImportedData {
  */
 class LazyViewData extends LazyData {}
 
+/**
+ * arrow-js's `stride` of a type (its `strideForType`, not exported), by
+ * type object: asked of a `Data` arrow-js makes, once per type (an import's
+ * types are its plan's, the same objects batch after batch).
+ */
+const strides = new WeakMap<DataType, number>();
+function strideOf(type: DataType): number {
+  let s = strides.get(type);
+  if (s === undefined) {
+    s = new Data(type, 0, 0, 0).stride;
+    strides.set(type, s);
+  }
+  return s;
+}
+
+/**
+ * The fields the Data constructor stores for a lazy node, stored directly:
+ * its argument clamping is a no-op on an import's integers, it sets no
+ * buffer (it is given none), and its `strideForType` call cost a tenth of
+ * a small import (a megamorphic `typeId` read) where a per-type cache costs
+ * a lookup. `FAST_LAZY` below checks once, against this arrow-js, that
+ * this makes what the constructor makes.
+ */
+interface LazyFields {
+  type: DataType;
+  children: Data[];
+  dictionary: Vector | undefined;
+  offset: number;
+  length: number;
+  _nullCount: number;
+  stride: number;
+  variadicBuffers?: unknown;
+  [STATE]: DataState;
+}
+function FastLazyData(this: LazyFields, st: DataState, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined): void {
+  this.type = type;
+  this.children = children;
+  this.dictionary = dictionary;
+  this.offset = O;
+  this.length = N;
+  this._nullCount = nullCount;
+  this.stride = strideOf(type);
+  this.variadicBuffers = NONE;
+  this[STATE] = st;
+}
+FastLazyData.prototype = LazyData.prototype;
+type LazyCtor = new (st: DataState, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary?: Vector) => LazyData;
+
+/**
+ * Whether `FastLazyData` makes the same object as `new LazyData`: the same
+ * own properties in the same order with the same values, for a type of
+ * each stride rule. Otherwise (another arrow-js) the constructor is used.
+ */
+const FAST_LAZY = ((): boolean => {
+  try {
+    const st = new LazyState({ schema: null as never, length: 3, offset: 1, nullCount: 0, buffers: [], children: [], dictionary: null }, null, Form.None, false, 1, null, null);
+    for (const type of [new Int32(), new Decimal(2, 38, 128), new FixedSizeBinary(5), new Utf8()] as DataType[]) {
+      const slow = new LazyData(st, type, 1, 3, -1, NONE as never, undefined) as unknown as Record<PropertyKey, unknown>;
+      const fast = new (FastLazyData as unknown as LazyCtor)(st, type, 1, 3, -1, NONE as never, undefined) as unknown as Record<PropertyKey, unknown>;
+      const keys = Reflect.ownKeys(slow);
+      const fkeys = Reflect.ownKeys(fast);
+      if (keys.length !== fkeys.length || keys.some((k, i) => fkeys[i] !== k || !Object.is(slow[k], fast[k]))) return false;
+      if (Object.getPrototypeOf(fast) !== LazyData.prototype) return false;
+    }
+    return true;
+  } catch {
+    return false;
+  }
+})();
+const NewLazyData: LazyCtor = FAST_LAZY ? (FastLazyData as unknown as LazyCtor) : LazyData;
+
 /** The views in a buffer slot's value that are of a wasm memory (`variadicBuffers` holds several). */
 function wasmViews(value: unknown): ArrayBufferView[] {
   const views = Array.isArray(value) ? value : [value];
@@ -366,7 +437,7 @@ function makeData(
   if (imported) {
     return form === Form.Views
       ? new LazyViewData(st, type, O, N, nullCount, children, dictionary)
-      : new LazyData(st, type, O, N, nullCount, children, dictionary);
+      : new NewLazyData(st, type, O, N, nullCount, children, dictionary);
   }
   const slot = (k: LazyKey): unknown => makeSlot(st, k, O, N);
   const b = [slot('valueOffsets'), slot('values'), slot('nullBitmap'), slot('typeIds')];

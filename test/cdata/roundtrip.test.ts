@@ -24,6 +24,22 @@ async function settle(): Promise<void> {
   assert.ok(ok, `accounting back to zero: ${JSON.stringify(accounting())}`);
 }
 
+/** Asserts that an imported Data tree has the plain fields arrow-js's constructor gives `expected`'s. */
+function sameDataFields(actual: Data, expected: Data, path: string): void {
+  assert.equal(actual instanceof Data, true, `${path}: a Data`);
+  const made = new Data(actual.type, actual.offset, actual.length, -1);
+  for (const k of ['stride', 'offset', 'length'] as const) assert.equal(actual[k], made[k], `${path}.${k}`);
+  assert.equal(actual.stride, expected.stride, `${path}.stride as the source's`);
+  assert.equal(actual.length, expected.length, `${path}.length as the source's`);
+  assert.equal(actual.nullCount, expected.nullCount, `${path}.nullCount as the source's`);
+  assert.ok(Array.isArray(actual.variadicBuffers), `${path}.variadicBuffers is an array`);
+  // The constructor's own fields, whatever this arrow-js names them, are all there.
+  const plain = (d: Data): string[] => Object.keys(d).filter((k) => !['values', 'valueOffsets', 'nullBitmap', 'typeIds', 'variadicBuffers'].includes(k)).sort();
+  assert.deepEqual(plain(actual), plain(made), `${path}: own fields`);
+  assert.equal(actual.children.length, expected.children.length, `${path}.children`);
+  actual.children.forEach((c, i) => sameDataFields(c, expected.children[i]!, `${path}.children[${i}]`));
+}
+
 describe('C Data Interface self round trip', { skip: goldFiles.length ? false : `no gold files at ${GOLD.pathname}` }, () => {
   for (const f of goldFiles) {
     const skip = ARROW_JS_UNREADABLE.has(f) ? 'arrow-js 21 cannot read this IPC file (covered by tools/integration)' : false;
@@ -38,6 +54,11 @@ describe('C Data Interface self round trip', { skip: goldFiles.length ? false : 
         freeArrowSchema(schema);
         assert.equal(diffTables(table, back), undefined);
         assert.equal(back.batches.length, table.batches.length);
+        // An import's lazy Data are made without arrow-js's constructor where that is verified to
+        // make the same object (src/array/arrowjs.ts, FAST_LAZY): every node carries the fields the
+        // constructor would give it, stride first (arrow-js slices values by it).
+        back.batches.forEach((b, i) => sameDataFields(b.data, table.batches[i]!.data, `batch ${i}`));
+        back.batches.forEach((b) => b.release());
       })();
       await settle();
     });
