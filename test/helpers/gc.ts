@@ -5,6 +5,11 @@ import { runInNewContext } from 'node:vm';
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
+/** One full garbage collection, now. */
+export function collectGarbage(): void {
+  gc();
+}
+
 /** Collects until `done()` holds, or gives up after `rounds` (returns whether it held). */
 export async function collectUntil(done: () => boolean, rounds = 50): Promise<boolean> {
   for (let i = 0; i < rounds; i++) {
