@@ -74,7 +74,11 @@ function bench(label: string, table: Table): Row {
   }, reps);
   freeArrowArray(exported);
   const pending: bigint[] = [];
-  for (let i = 0; i < reps + 3; i++) pending.push(exportRecordBatch(batch).array);
+  for (let i = 0; i < reps + 3; i++) {
+    const r = exportRecordBatch(batch);
+    freeArrowSchema(r.schema);
+    pending.push(r.array);
+  }
   let k = 0;
   const sink: ImportedRecordBatch[] = [];
   const importUs = time(() => {
