@@ -10,7 +10,17 @@
  * folders named by ARROW_DEVICE_PARQUET_WASM and ARROW_DEVICE_ARROW_JS_FFI.
  *
  * Each timed run gets fresh structs (readParquet + intoFFI, untimed): our
- * import moves them. Columns: int32, float64, nullable int64, utf8. Our import
+ * import moves them. After the timed part each side gives its data back,
+ * untimed: we release our imports (which calls the producer's release), and
+ * `free()` releases what arrow-js-ffi parsed. Left to the garbage collector,
+ * our imports would keep their batches' wasm memory until a collection, the
+ * module would grow its memory on every read, and every growth replaces the
+ * memory's ArrayBuffer, which both sides then pay for (issue 13: 16.7 us per
+ * 1K-row import with the imports left to the collector, 4.8 us released, in a
+ * loop of imports alone). Then one full collection, untimed, so that no
+ * round's garbage (arrow-js-ffi's copies are 30 MB a batch at 1M rows) is
+ * collected, or marked incrementally, inside the next round's timing: that
+ * one falls on whichever side allocates next. Columns: int32, float64, nullable int64, utf8. Our import
  * is lazy (buffers viewed on first access), so "ours+touch" also reads every
  * column's buffers once, which is what arrow-js-ffi's zero-copy parse does
  * up front. The goal (issue 8): at most half of arrow-js-ffi's time per batch.
@@ -26,7 +36,8 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Int64, Table, tableToIPC, Utf8, vectorFromArray, type Vector } from 'apache-arrow';
-import { importTable } from '../src/index.js';
+import { importTable, type ImportedTable } from '../src/index.js';
+import { collectGarbage } from '../test/helpers/gc.js';
 import { loadParquetWasm, type PwFFIStream } from '../test/wasm/modules.js';
 
 const args = process.argv.slice(2);
@@ -80,6 +91,44 @@ interface Row {
   ratioCopy: number;
 }
 
+/**
+ * Both sides' code run until the engine has optimised it, before anything
+ * is timed: 1K-row imports, each kind in turn, released and freed. Without
+ * it the first measures time the engine's tiers (interpreter, baseline,
+ * optimised), and the larger code tiers up later: in 1K-row imports back to
+ * back, ours went 9.9 -> 5.8 -> 4.5 us per import over the first three
+ * hundred rounds of 20, arrow-js-ffi's 14.2 -> 9.1 (issue 13). A program
+ * that imports in a loop runs optimised code; one that imports once runs
+ * neither side's optimised code, and pays the cold cost "one at a time"
+ * shows.
+ */
+function warmUp(L: Exclude<Awaited<ReturnType<typeof loadParquetWasm>>, string>, parseTable: ParseTable): void {
+  const { pw, mem } = L;
+  const parquet = pw.writeParquet(pw.Table.fromIPCStream(tableToIPC(makeTable(1_000), 'stream')));
+  const rounds = quick ? 300 : 3000;
+  for (let i = 0; i < rounds; i++) {
+    const a = pw.readParquet(parquet, { batchSize: 1_000 }).intoFFI();
+    importTable([BigInt(a.arrayAddrs()[0]!)], BigInt(a.schemaAddr()), { memory: mem }).release();
+    a.free();
+    for (const copy of [false, true]) {
+      const b = pw.readParquet(parquet, { batchSize: 1_000 }).intoFFI();
+      parseTable(pw.wasmMemory().buffer, b.arrayAddrs(), b.schemaAddr(), copy);
+      b.free();
+    }
+  }
+}
+
+/**
+ * What is timed together. arrow-js-ffi's copying parse makes 30 MB of JS
+ * garbage per 1M-row batch; interleaved with the others, its collections
+ * (and the incremental marking that precedes them) fall inside whichever
+ * side allocates next: arrow-js-ffi's zero-copy parse, which allocates about
+ * 2.5 times what our import does, took 221 us per import against 25-30
+ * alone (issue 13). So the zero-copy kinds are timed together and the
+ * copies after them, each group after a full collection (untimed).
+ */
+const GROUPS = [['ours', 'oursTouch', 'ffiZero'], ['ffiCopy']] as const;
+
 async function main(): Promise<void> {
   const L = await loadParquetWasm();
   const parseTable = await loadArrowJsFfi();
@@ -89,6 +138,7 @@ async function main(): Promise<void> {
   }
   const { pw, mem } = L;
   console.log(`parquet-wasm ${L.version}, Node ${process.version}`);
+  warmUp(L, parseTable);
   const rows: Row[] = [];
   for (const n of [1_000, 1_000_000]) {
     const reps = n >= 1_000_000 ? (quick ? 5 : 15) : quick ? 50 : 300;
@@ -102,21 +152,26 @@ async function main(): Promise<void> {
       if (arrays.length !== 1) throw new Error(`expected one batch, got ${arrays.length}`);
       const t0 = performance.now();
       let r: number;
+      let imported: ImportedTable | undefined;
       if (kind === 'ours' || kind === 'oursTouch') {
-        const t = importTable([BigInt(arrays[0]!)], BigInt(schema), { memory: mem });
-        if (kind === 'oursTouch') for (const c of t.data[0]!.children) void (c.values, c.valueOffsets, c.nullBitmap);
-        r = t.numRows;
+        imported = importTable([BigInt(arrays[0]!)], BigInt(schema), { memory: mem });
+        if (kind === 'oursTouch') for (const c of imported.data[0]!.children) void (c.values, c.valueOffsets, c.nullBitmap);
+        r = imported.numRows;
       } else {
         r = parseTable(pw.wasmMemory().buffer, arrays, schema, kind === 'ffiCopy').numRows;
       }
       times[kind].push((performance.now() - t0) * 1000);
       if (r !== n) throw new Error(`${kind}: ${r} rows`);
+      imported?.release();
       ffi.free();
     };
-    // Interleave the four so drift (GC, memory growth) hits them alike; the first rounds warm up.
-    const kinds = Object.keys(times) as (keyof typeof times)[];
-    for (let i = 0; i < reps + 3; i++) for (const k of kinds) runOne(k);
-    for (const k of kinds) times[k].splice(0, 3);
+    // The zero-copy kinds interleaved, so that drift hits them alike; arrow-js-ffi's copies after
+    // them, on their own (see GROUPS). The first rounds of each group are not kept.
+    for (const group of GROUPS) {
+      collectGarbage();
+      for (let i = 0; i < reps + 3; i++) for (const k of group) runOne(k);
+      for (const k of group) times[k].splice(0, 3);
+    }
     const row: Row = {
       rows: n,
       oursUs: median(times.ours),
@@ -142,26 +197,35 @@ async function main(): Promise<void> {
 
   // Back to back: K tables read (untimed), then their K imports timed as one loop.
   const b2b: BackToBack[] = [];
-  for (const [n, k] of [[1_000, 20], [1_000_000, 2]] as const) {
+  for (const [n, k] of [[1_000, 20], [1_000_000, 2], [1_000_000, 8]] as const) {
     const parquet = pw.writeParquet(pw.Table.fromIPCStream(tableToIPC(makeTable(n), 'stream')));
     const reps = n >= 1_000_000 ? (quick ? 5 : 15) : quick ? 20 : 100;
     const times: Record<'ours' | 'ffiZero' | 'ffiCopy', number[]> = { ours: [], ffiZero: [], ffiCopy: [] };
-    const kinds = Object.keys(times) as (keyof typeof times)[];
-    for (let i = 0; i < reps + 2; i++) {
-      for (const kind of kinds) {
-        const ffis = Array.from({ length: k }, () => pw.readParquet(parquet, { batchSize: n }).intoFFI());
-        const inputs = ffis.map((f) => ({ arrays: f.arrayAddrs(), schema: f.schemaAddr() }));
-        let rowsSeen = 0;
-        const t0 = performance.now();
-        for (const { arrays, schema } of inputs) {
-          rowsSeen += kind === 'ours'
-            ? importTable([BigInt(arrays[0]!)], BigInt(schema), { memory: mem }).numRows
-            : parseTable(pw.wasmMemory().buffer, arrays, schema, kind === 'ffiCopy').numRows;
+    for (const group of GROUPS) {
+      collectGarbage();
+      for (let i = 0; i < reps + 2; i++) {
+        for (const kind of group) {
+          if (kind === 'oursTouch') continue;
+          const ffis = Array.from({ length: k }, () => pw.readParquet(parquet, { batchSize: n }).intoFFI());
+          const inputs = ffis.map((f) => ({ arrays: f.arrayAddrs(), schema: f.schemaAddr() }));
+          let rowsSeen = 0;
+          const imported: ImportedTable[] = [];
+          const t0 = performance.now();
+          for (const { arrays, schema } of inputs) {
+            if (kind === 'ours') {
+              const t = importTable([BigInt(arrays[0]!)], BigInt(schema), { memory: mem });
+              imported.push(t);
+              rowsSeen += t.numRows;
+            } else {
+              rowsSeen += parseTable(pw.wasmMemory().buffer, arrays, schema, kind === 'ffiCopy').numRows;
+            }
+          }
+          const us = ((performance.now() - t0) * 1000) / k;
+          if (rowsSeen !== n * k) throw new Error(`${kind}: ${rowsSeen} rows`);
+          if (i >= 2) times[kind].push(us);
+          for (const t of imported) t.release();
+          for (const f of ffis) f.free();
         }
-        const us = ((performance.now() - t0) * 1000) / k;
-        if (rowsSeen !== n * k) throw new Error(`${kind}: ${rowsSeen} rows`);
-        if (i >= 2) times[kind].push(us);
-        for (const f of ffis) f.free();
       }
     }
     b2b.push({ rows: n, k, oursUs: median(times.ours), ffiZeroCopyUs: median(times.ffiZero), ffiCopyUs: median(times.ffiCopy) });
