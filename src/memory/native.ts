@@ -374,6 +374,20 @@ function callOwn(own: Signature, fn: (...args: CValue[]) => CValue | void, sig: 
   return Number(r ?? 0) | 0;
 }
 
+/** Copies up to this many bytes between JS memories word by word (`copyWords`). */
+const WORD_COPY_MAX = 128;
+
+/**
+ * Copies `n` bytes (a multiple of 4, at 4-aligned offsets) from `src` at
+ * `from` to `dst` at `to`, 32 bits at a time. For struct-sized copies within
+ * JS memory (a slab and a scratch arena), where `subarray` + `set` allocated a
+ * view and called a builtin for 80 bytes; the two never overlap (a slab is
+ * never an arena).
+ */
+function copyWords(src: DataView, from: number, dst: DataView, to: number, n: number): void {
+  for (let i = 0; i < n; i += 4) dst.setUint32(to + i, src.getUint32(from + i, true), true);
+}
+
 /**
  * Number-address access (src/memory/raw.ts) through libc calls whose
  * arguments are all numbers: koffi converts those without making a bigint,
@@ -406,7 +420,8 @@ function nativeRaw(
       const s = slabs.find(addr, n);
       if (s !== null) {
         const at = addr - s.addr;
-        a.u8.set(s.u8.subarray(at, at + n), off);
+        if (n <= WORD_COPY_MAX && ((at | off | n) & 3) === 0) copyWords(s.dv, at, a.dv, off, n);
+        else a.u8.set(s.u8.subarray(at, at + n), off);
         return;
       }
       check(addr, n);
@@ -415,7 +430,9 @@ function nativeRaw(
     writeFrom(addr, a, off, n) {
       const s = slabs.find(addr, n);
       if (s !== null) {
-        s.u8.set(a.u8.subarray(off, off + n), addr - s.addr);
+        const at = addr - s.addr;
+        if (n <= WORD_COPY_MAX && ((at | off | n) & 3) === 0) copyWords(a.dv, off, s.dv, at, n);
+        else s.u8.set(a.u8.subarray(off, off + n), at);
         return;
       }
       check(addr, n);

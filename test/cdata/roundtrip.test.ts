@@ -54,8 +54,9 @@ describe('C Data Interface self round trip', { skip: goldFiles.length ? false : 
         freeArrowSchema(schema);
         assert.equal(diffTables(table, back), undefined);
         assert.equal(back.batches.length, table.batches.length);
-        // An import's lazy Data are made without arrow-js's constructor where that is verified to
-        // make the same object (src/array/arrowjs.ts, FAST_LAZY): every node carries the fields the
+        // An import's lazy Data, and each batch's struct Data, are made without arrow-js's
+        // constructor where that is verified to make the same object (src/array/arrowjs.ts,
+        // FAST_LAZY and FAST_BATCH_DATA): every node, the batch's own first, carries the fields the
         // constructor would give it, stride first (arrow-js slices values by it).
         back.batches.forEach((b, i) => sameDataFields(b.data, table.batches[i]!.data, `batch ${i}`));
       })();
