@@ -57,6 +57,8 @@ function raiseAsyncStack(k: Koffi): void {
  */
 export const MIN_VALID_ADDRESS = 0x10000n;
 const MAX_ADDRESS = (1n << 64n) - 1n;
+/** Addresses below this hold any size without passing MAX_ADDRESS (`check`). */
+const NO_CARRY_BELOW = 1n << 62n;
 const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 /** The largest fresh-array read copied through the staging arena (larger ones are copied straight in). */
 const STAGED_READ_MAX = 16 * 1024;
@@ -108,6 +110,10 @@ class NativeMemory implements Memory {
     if (typeof addr !== 'bigint') {
       throw new ArrowDeviceError('memory', '', `address must be a bigint, got ${typeof addr}`);
     }
+    // Every address of a user-space process is below 2^62, where no size (below 2^53) can carry
+    // past 2^64: two comparisons, no bigint made (the sum below allocates one, for every pointer
+    // argument of every call).
+    if (addr >= MIN_VALID_ADDRESS && addr < NO_CARRY_BELOW) return addr;
     if (addr < MIN_VALID_ADDRESS || addr + BigInt(size) > MAX_ADDRESS) {
       throw new ArrowDeviceError(
         'memory',

@@ -13,6 +13,19 @@ describe('native memory', () => {
     assert.equal(mem.layouts.ArrowArray.size, 80);
   });
 
+  test('checkAddress refuses the first 64 KiB and a range past 2^64, and takes the addresses between', () => {
+    const refuses = (addr: bigint, size: number, detail: RegExp): void =>
+      assert.throws(() => mem.checkAddress(addr, size), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'memory' && detail.test(e.detail));
+    refuses(0n, 8, /NULL pointer/);
+    refuses(0xfff8n, 8, /invalid address 0xfff8 \(8 bytes\)/);
+    // The fast path stops below 2^62; the exact check above it.
+    refuses(2n ** 64n - 8n, 16, /invalid address 0xfffffffffffffff8 \(16 bytes\)/);
+    refuses(2n ** 64n, 1, /invalid address/);
+    for (const [addr, size] of [[0x10000n, 8], [2n ** 62n - 8n, 2 ** 52], [2n ** 62n, 8], [2n ** 64n - 17n, 16]] as const) {
+      assert.doesNotThrow(() => mem.checkAddress(addr, size), `0x${addr.toString(16)} (${size} bytes)`);
+    }
+  });
+
   test('reads back every integer and float width it writes', () => {
     const p = mem.alloc(64);
     try {
