@@ -45,9 +45,16 @@ interface ArrayRecord {
   structs: Addr;
   nChildren: number;
   hasDictionary: boolean;
+  /** Its id in `records` (its struct's `private_data`): taken back if the export fails after all. */
+  id: number;
 }
 
 const records = new HandleTable<ArrayRecord>();
+
+/** Records of exported array nodes not released yet (for tests: a failed export must leave none). */
+export function liveArrayRecords(): number {
+  return records.size;
+}
 
 /** What export and release need of a memory, made once per memory. */
 interface ExportMem {
@@ -198,10 +205,8 @@ interface WriteContext {
   count: number;
   /** The views were made for this export (dataToExportView): their buffer arrays are ours to keep. */
   readonly ownViews: boolean;
+  /** Records made so far, each in `records` already (its id written into its struct). */
   readonly recs: ArrayRecord[];
-  /** Where each record's struct is (its bytes and offset), for its id once every record is made. */
-  readonly atDv: DataView[];
-  readonly atOff: number[];
 }
 
 /** Writes node `view`'s struct at `off` of `sdv`, and its arrays and children into the tree's bytes. */
@@ -225,11 +230,12 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
     structs: ctx.base + structsAt,
     nChildren: nc,
     hasDictionary: dict !== null,
+    id: 0,
   };
-  const k = ctx.count++;
-  ctx.recs[k] = rec;
-  ctx.atDv[k] = sdv;
-  ctx.atOff[k] = off;
+  // In the table at once (`undoWrite` takes it back if the export fails): its id goes into its struct.
+  rec.id = records.add(rec);
+  ctx.recs[ctx.count++] = rec;
+  A.private_data.set(sdv, off, rec.id);
   for (let i = 0; i < nb; i++) {
     // Any typed array over the bytes (dataToExportView), not only Uint8Array.
     const b = buffers[i] as ArrayBufferView | null | undefined;
@@ -258,9 +264,10 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
   A.offset.set(sdv, off, view.offset);
   A.n_buffers.set(sdv, off, nb);
   A.n_children.set(sdv, off, nc);
-  if (nb > 0) A.buffers.set(sdv, off, base + buffersAt);
-  if (nc > 0) A.children.set(sdv, off, base + childrenAt);
-  if (dict) A.dictionary.set(sdv, off, base + structsAt + nc * size);
+  // Every field is written (the root's scratch struct is not zeroed first): NULL where there is none.
+  A.buffers.set(sdv, off, nb > 0 ? base + buffersAt : 0);
+  A.children.set(sdv, off, nc > 0 ? base + childrenAt : 0);
+  A.dictionary.set(sdv, off, dict ? base + structsAt + nc * size : 0);
   A.release.set(sdv, off, e.releaseN);
   const o0 = ctx.o0;
   for (let i = 0; i < nc; i++) {
@@ -269,6 +276,16 @@ function writeNode(ctx: WriteContext, view: ArrayView, sdv: DataView, off: numbe
     writeNode(ctx, view.children[i]!, dv, o0 + at);
   }
   if (dict) writeNode(ctx, dict, dv, o0 + structsAt + nc * size);
+}
+
+/** Takes back what a failed export made: its records (none was released: the consumer has none yet), its copies, its tree. */
+function undoWrite(ctx: WriteContext, mem: Memory, raw: RawAccess, block: Addr): void {
+  for (let k = 0; k < ctx.count; k++) {
+    const rec = ctx.recs[k]!;
+    records.take(rec.id);
+    if (rec.copies) for (const c of rec.copies) mem.free(c);
+  }
+  raw.free(block);
 }
 
 const SCRATCH_TREE = 16 * 1024;
@@ -303,36 +320,19 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr, ownViews
   const bytes: Arena = inPlace ?? (size <= SCRATCH_TREE ? scratchTree : newArena(size));
   const o0 = inPlace ? block - inPlace.addr : 0;
   if (!inPlace) bytes.u8.fill(0, 0, size);
-  scratchRoot.u8.fill(0, 0, A.$size);
-  // Arrays of the number of nodes (push-grown ones start at 16 slots).
-  const ctx: WriteContext = {
-    e, tree, base: block, dv: bytes.dv, o0, next: 0, count: 0, ownViews, recs: new Array(nodes), atDv: new Array(nodes), atOff: new Array(nodes),
-  };
-  const undo = (): void => {
-    for (let k = 0; k < ctx.count; k++) {
-      const copies = ctx.recs[k]!.copies;
-      if (copies) for (const c of copies) mem.free(c);
-    }
-    raw.free(block);
-  };
+  // The root's scratch struct is not zeroed: writeNode writes each of its fields.
+  // An array of the number of nodes (a push-grown one starts at 16 slots).
+  const ctx: WriteContext = { e, tree, base: block, dv: bytes.dv, o0, next: 0, count: 0, ownViews, recs: new Array(nodes) };
   try {
     writeNode(ctx, view, scratchRoot.dv, 0);
-  } catch (err) {
-    undo();
-    throw err;
-  }
-  // Every record, and its id into its struct; then the tree and the root struct, one copy each.
-  const n = ctx.count;
-  for (let k = 0; k < n; k++) A.private_data.set(ctx.atDv[k]!, ctx.atOff[k]!, records.add(ctx.recs[k]!));
-  try {
+    // The tree and the root struct, one copy each.
     if (size > 0 && !inPlace) raw.writeFrom(block, bytes, 0, size);
     raw.writeFrom(Number(into), scratchRoot, 0, A.$size);
   } catch (err) {
-    // The ids are in the structs written: take each record back.
-    for (let k = 0; k < n; k++) records.take(A.private_data.get(ctx.atDv[k]!, ctx.atOff[k]!));
-    undo();
+    undoWrite(ctx, mem, raw, block);
     throw err;
   }
+  const n = ctx.count;
   let pinned = 0;
   for (let k = 0; k < n; k++) pinned += ctx.recs[k]!.pinnedBytes;
   tree.live = n;

@@ -9,6 +9,10 @@ import { WASM32 } from '../../src/abi/index.js';
 import { ArrowDeviceError } from '../../src/errors.js';
 import { isDetached, trampolineModule, wasmMemory, type WasmMemory } from '../../src/memory/wasm.js';
 import type { Signature } from '../../src/memory/memory.js';
+import { exportArray, freeArrowArray } from '../../src/index.js';
+import { liveArrayRecords } from '../../src/array/export.js';
+import { accounting } from '../../src/memory/accounting.js';
+import { Table, Utf8, vectorFromArray } from 'apache-arrow';
 
 /** A memory of `pages` pages and a bump allocator that grows it, with a free that records what it got. */
 function fixture(pages = 1, table?: WebAssembly.Table): { mem: WasmMemory; memory: WebAssembly.Memory; freed: [number, number, number][] } {
@@ -219,6 +223,56 @@ describe('wasm32 memory', () => {
     const fixed = new WebAssembly.Table({ initial: 1, maximum: 1, element: 'anyfunc' });
     const { mem: m2 } = fixture(1, fixed);
     assert.throws(() => m2.registerCallback(sig, () => {}), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'unsupported' && /growable-table/.test(e.message));
+  });
+
+  test('an export whose buffer copy cannot be allocated leaves nothing: no record, no allocation, no struct written', () => {
+    // A wasm32 memory cannot point at JS buffers: export copies each into the module, node by
+    // node, so an allocation can fail with some of the tree's nodes written and their records made.
+    const memory = new WebAssembly.Memory({ initial: 1 });
+    const table = new WebAssembly.Table({ initial: 1, element: 'anyfunc' });
+    let top = 1024;
+    let calls = 0;
+    let failAt = Infinity;
+    const malloc = (n: number, align: number): number => {
+      if (++calls >= failAt) return 0;
+      top = Math.ceil(top / align) * align;
+      const p = top;
+      top += n;
+      if (top > memory.buffer.byteLength) memory.grow(Math.ceil((top - memory.buffer.byteLength) / 65536));
+      return p;
+    };
+    const mem = wasmMemory({ memory, malloc, free: () => {}, table });
+    const batch = new Table({
+      a: vectorFromArray([1, 2, null], undefined),
+      s: vectorFromArray(['x', 'yy', 'zzz'], new Utf8()),
+    }).batches[0]!;
+    const into = mem.alloc(mem.layouts.ArrowArray.size);
+    const recordsBefore = liveArrayRecords();
+    // A full export first: how many allocations it makes.
+    calls = 0;
+    freeArrowArray(exportArray(batch, { memory: mem }), { memory: mem });
+    const total = calls;
+    assert.ok(total >= 4, `an export of 2 columns allocates its tree and each buffer's copy (${total} allocations)`);
+    // Into a struct of the caller's, the export allocates all but that struct.
+    for (let k = 1; k < total; k++) {
+      const records = liveArrayRecords();
+      const allocations = mem.allocations.count;
+      const exports = accounting().liveExports;
+      calls = 0;
+      failAt = k;
+      assert.throws(() => exportArray(batch, { memory: mem, into }), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'nomem', `allocation ${k} of ${total}`);
+      failAt = Infinity;
+      assert.equal(liveArrayRecords(), records, `no record left when allocation ${k} of ${total} fails`);
+      assert.equal(mem.allocations.count, allocations, `no allocation left when allocation ${k} of ${total} fails`);
+      assert.equal(accounting().liveExports, exports);
+      assert.equal(mem.readPtr(into + BigInt(mem.layouts.ArrowArray.offsets.release!)), 0n, 'the caller\'s struct is not written');
+    }
+    calls = 0;
+    failAt = total;
+    exportArray(batch, { memory: mem, into });
+    assert.equal(liveArrayRecords(), 3 + recordsBefore, 'the struct and its two children');
+    freeArrowArray(into, { memory: mem });
+    assert.equal(liveArrayRecords(), recordsBefore);
   });
 
   test('the same module gives the same Memory object', () => {
