@@ -21,6 +21,7 @@ import { typeToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from './view.js';
 import { ImportedView, UNSET } from './import.js';
+import { sameOwnFields } from './same-object.js';
 import { Kind, layoutOf } from '../schema/layout.js';
 import type { ImportOwner } from './owner.js';
 import { isDetached, isWasmMemoryBuffer } from '../memory/wasm.js';
@@ -162,19 +163,10 @@ const FAST_BATCH_DATA = ((): boolean => {
     const f = new Field('x', new Int32(), true);
     const struct = new Struct([f]);
     const children = [arrowMakeData({ type: new Int32(), length: 2, data: new Int32Array(2) })] as Data[];
-    const slow = classBatchData(struct, 2, children) as unknown as Record<PropertyKey, unknown>;
-    const fast = new (FastBatchData as unknown as BatchDataCtor)(struct, 2, children) as unknown as Record<PropertyKey, unknown>;
-    const keys = Reflect.ownKeys(slow);
-    const fkeys = Reflect.ownKeys(fast);
-    if (keys.length !== fkeys.length || Object.getPrototypeOf(fast) !== Object.getPrototypeOf(slow)) return false;
-    return keys.every((k, i) => {
-      if (fkeys[i] !== k) return false;
-      const a = slow[k];
-      const b = fast[k];
-      // A fresh empty array each (variadicBuffers): equal when both are empty arrays.
-      if (Array.isArray(a) && Array.isArray(b) && a !== children) return a.length === 0 && b.length === 0;
-      return Object.is(a, b);
-    });
+    const slow = classBatchData(struct, 2, children);
+    const fast = new (FastBatchData as unknown as BatchDataCtor)(struct, 2, children);
+    // variadicBuffers is a fresh empty array in each; the children must be the array given.
+    return sameOwnFields(slow, fast) && slow.children === children && fast.children === children;
   } catch {
     return false;
   }
@@ -405,12 +397,9 @@ const FAST_LAZY = ((): boolean => {
   try {
     const st = new LazyState({ schema: null as never, length: 3, offset: 1, nullCount: 0, buffers: [], children: [], dictionary: null }, null, Form.None, false, 1, null, null);
     for (const type of [new Int32(), new Decimal(2, 38, 128), new FixedSizeBinary(5), new Utf8()] as DataType[]) {
-      const slow = new LazyData(st, type, 1, 3, -1, NONE as never, undefined) as unknown as Record<PropertyKey, unknown>;
-      const fast = new (FastLazyData as unknown as LazyCtor)(st, type, 1, 3, -1, NONE as never, undefined) as unknown as Record<PropertyKey, unknown>;
-      const keys = Reflect.ownKeys(slow);
-      const fkeys = Reflect.ownKeys(fast);
-      if (keys.length !== fkeys.length || keys.some((k, i) => fkeys[i] !== k || !Object.is(slow[k], fast[k]))) return false;
-      if (Object.getPrototypeOf(fast) !== LazyData.prototype) return false;
+      const slow = new LazyData(st, type, 1, 3, -1, NONE as never, undefined);
+      const fast = new (FastLazyData as unknown as LazyCtor)(st, type, 1, 3, -1, NONE as never, undefined);
+      if (!sameOwnFields(slow, fast)) return false;
     }
     return true;
   } catch {

@@ -59,6 +59,14 @@ describe('C Data Interface self round trip', { skip: goldFiles.length ? false : 
         // FAST_LAZY and FAST_BATCH_DATA): every node, the batch's own first, carries the fields the
         // constructor would give it, stride first (arrow-js slices values by it).
         back.batches.forEach((b, i) => sameDataFields(b.data, table.batches[i]!.data, `batch ${i}`));
+        // The table too (FAST_TABLE in src/array/imported.ts): what arrow-js's constructor makes of its batches.
+        const made = new Table([...back.batches]) as unknown as Record<PropertyKey, unknown>;
+        const own = back as unknown as Record<PropertyKey, unknown>;
+        const arrowKeys = (o: object): PropertyKey[] => Reflect.ownKeys(o).filter((k) => typeof k !== 'symbol' || !k.description?.startsWith('arrow-device.'));
+        assert.deepEqual(arrowKeys(own), arrowKeys(made), 'table: own fields, in order');
+        assert.equal(own.schema, made.schema, 'table.schema');
+        assert.deepEqual(own.batches, made.batches, 'table.batches');
+        assert.deepEqual(own._offsets, made._offsets, 'table._offsets');
       })();
       await settle();
     });
