@@ -320,7 +320,10 @@ export function writeArrayView(mem: Memory, view: ArrayView, into: Ptr, ownViews
   const bytes: Arena = inPlace ?? (size <= SCRATCH_TREE ? scratchTree : newArena(size));
   const o0 = inPlace ? block - inPlace.addr : 0;
   if (!inPlace) bytes.u8.fill(0, 0, size);
-  // The root's scratch struct is not zeroed: writeNode writes each of its fields.
+  // The root's scratch struct is not zeroed: writeNode writes each of its fields. A wasm32 struct
+  // has 4 bytes of padding at its end, where a 64-bit export may have left a pointer's high half:
+  // zeroed there, so that no byte of a native address reaches a module's memory.
+  if (!e.wide) scratchRoot.u8.fill(0, 0, A.$size);
   // An array of the number of nodes (a push-grown one starts at 16 slots).
   const ctx: WriteContext = { e, tree, base: block, dv: bytes.dv, o0, next: 0, count: 0, ownViews, recs: new Array(nodes) };
   try {

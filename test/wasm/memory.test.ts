@@ -12,7 +12,7 @@ import type { Signature } from '../../src/memory/memory.js';
 import { exportArray, freeArrowArray } from '../../src/index.js';
 import { liveArrayRecords } from '../../src/array/export.js';
 import { accounting } from '../../src/memory/accounting.js';
-import { Table, Utf8, vectorFromArray } from 'apache-arrow';
+import { Dictionary, Int32, Table, Utf8, vectorFromArray } from 'apache-arrow';
 
 /** A memory of `pages` pages and a bump allocator that grows it, with a free that records what it got. */
 function fixture(pages = 1, table?: WebAssembly.Table): { mem: WasmMemory; memory: WebAssembly.Memory; freed: [number, number, number][] } {
@@ -273,6 +273,22 @@ describe('wasm32 memory', () => {
     assert.equal(liveArrayRecords(), 3 + recordsBefore, 'the struct and its two children');
     freeArrowArray(into, { memory: mem });
     assert.equal(liveArrayRecords(), recordsBefore);
+  });
+
+  test("an export's struct holds no stale bytes in its padding (a wasm32 ArrowArray ends with 4)", () => {
+    // A native export of a dictionary array leaves a 64-bit dictionary pointer in the scratch space
+    // roots are written in; its high half sits where a wasm32 struct has padding.
+    const dict = vectorFromArray(['a', 'b', 'a'], new Dictionary(new Utf8(), new Int32())).data[0]!;
+    const native = exportArray(dict);
+    const { mem } = fixture(1, new WebAssembly.Table({ initial: 1, element: 'anyfunc' }));
+    const size = mem.layouts.ArrowArray.size;
+    assert.equal(size, 64);
+    const into = mem.alloc(size);
+    mem.copyIn(into, new Uint8Array(size).fill(0xee));
+    exportArray(vectorFromArray([1, 2], new Int32()).data[0]!, { memory: mem, into });
+    assert.deepEqual([...mem.read(into + 60n, 4)], [0, 0, 0, 0]);
+    freeArrowArray(into, { memory: mem });
+    freeArrowArray(native);
   });
 
   test('the same module gives the same Memory object', () => {
