@@ -183,7 +183,7 @@ export function consume<T>(
     // first read of the array take these bytes instead of reading the struct again.
     const at = stage(rawOf(m), Number(ptr), m.layouts[kind].size);
     const from = staged;
-    if (ptrAt(from.dv, at + Number(releaseOffset(m, kind)), m.target.pointerSize === 8) === 0) {
+    if (ptrAt(from.dv, at + releaseOffset(m, kind), m.target.pointerSize === 8) === 0) {
       throw new ArrowDeviceError('released', path, `the struct is released (${kind === 'ArrowArray' ? '' : 'array.'}release is NULL)`);
     }
     const level = validationLevel(opts.validate);

@@ -19,19 +19,32 @@ import { access } from '../abi/accessors.js';
 /** The structs that carry a `release` callback (directly or, for a device array, in its array). */
 export type CStructKind = 'ArrowSchema' | 'ArrowArray' | 'ArrowDeviceArray' | 'ArrowArrayStream' | 'ArrowDeviceArrayStream';
 
-const releaseOffsets = new WeakMap<object, Map<CStructKind, bigint>>();
+type ReleaseOffsets = Readonly<Record<CStructKind, number>>;
+const releaseOffsets = new WeakMap<object, ReleaseOffsets>();
+/** The last layouts asked for and their offsets: a program has one or two memories, read on every import. */
+let lastLayouts: object | null = null;
+let lastOffsets: ReleaseOffsets | null = null;
 
 /** Byte offset of the `release` callback that ends a struct of `kind`. */
-export function releaseOffset(mem: Memory, kind: CStructKind): bigint {
-  let byKind = releaseOffsets.get(mem.layouts);
-  if (!byKind) releaseOffsets.set(mem.layouts, (byKind = new Map()));
-  let off = byKind.get(kind);
-  if (off === undefined) {
-    const A = access(mem.target);
-    off = BigInt(kind === 'ArrowDeviceArray' ? A.ArrowDeviceArray.array.offset + A.ArrowArray.release.offset : A[kind].release.offset);
-    byKind.set(kind, off);
+export function releaseOffset(mem: Memory, kind: CStructKind): number {
+  const layouts = mem.layouts;
+  if (layouts !== lastLayouts) {
+    let offs = releaseOffsets.get(layouts);
+    if (offs === undefined) {
+      const A = access(mem.target);
+      offs = {
+        ArrowSchema: A.ArrowSchema.release.offset,
+        ArrowArray: A.ArrowArray.release.offset,
+        ArrowDeviceArray: A.ArrowDeviceArray.array.offset + A.ArrowArray.release.offset,
+        ArrowArrayStream: A.ArrowArrayStream.release.offset,
+        ArrowDeviceArrayStream: A.ArrowDeviceArrayStream.release.offset,
+      };
+      releaseOffsets.set(layouts, offs);
+    }
+    lastLayouts = layouts;
+    lastOffsets = offs;
   }
-  return off;
+  return lastOffsets![kind];
 }
 
 /** The size of a struct of `kind` in `mem`. */
@@ -43,7 +56,8 @@ export function structSize(mem: Memory, kind: CStructKind): number {
 function releaseOf(mem: Memory, kind: CStructKind, ptr: Ptr): number {
   const raw = rawOf(mem);
   const wide = mem.target.pointerSize === 8;
-  const at = stage(raw, Number(ptr + releaseOffset(mem, kind)), wide ? 8 : 4);
+  // Number(ptr) + offset: no bigint made (an address of ours is below 2^53; past it, both forms round alike).
+  const at = stage(raw, Number(ptr) + releaseOffset(mem, kind), wide ? 8 : 4);
   return ptrAt(staged.dv, at, wide);
 }
 
@@ -54,7 +68,7 @@ export function isReleased(mem: Memory, kind: CStructKind, ptr: Ptr): boolean {
 
 /** Marks the struct at `ptr` released without calling anything (its owner moved elsewhere). */
 export function markReleased(mem: Memory, kind: CStructKind, ptr: Ptr): void {
-  rawOf(mem).writeWord(Number(ptr + releaseOffset(mem, kind)), 0);
+  rawOf(mem).writeWord(Number(ptr) + releaseOffset(mem, kind), 0);
 }
 
 /**
