@@ -33,9 +33,10 @@
  * cache misses, with almost no code. Right after a 1M-row read it is about a
  * tenth of either side's time (issue 13: 16.5 us, ours 167, arrow-js-ffi
  * 217); the rest is each side's own code, run after the read pushed it out
- * of the caches (the same imports back to back cost 23 and 32 us). "Back to back": K tables read
- * first, then the K imports timed as one loop (a stream's pattern: the
- * import's own code and data stay warm), per import.
+ * of the caches (the same imports back to back cost 23 and 32 us).
+ * "Back to back": K tables read first, then the K imports timed as one loop
+ * (a stream's pattern: the import's own code and data stay warm), per
+ * import.
  */
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -109,7 +110,7 @@ function cstrSum(u8: Uint8Array, p: number): number {
   return s;
 }
 
-/** Reads every field of the `ArrowSchema` tree at `p` and every string it points to. */
+/** Reads every field of the `ArrowSchema` tree at `p`, its format and name strings and its metadata's pair count. */
 function walkSchema(dv: DataView, u8: Uint8Array, p: number): number {
   let sum = cstrSum(u8, dv.getUint32(p + S.format!, true));
   const name = dv.getUint32(p + S.name!, true);
@@ -140,8 +141,8 @@ function walkArray(dv: DataView, p: number): number {
 
 /**
  * The floor of an import from wasm32 memory: both struct trees read in full
- * (every field, every string), nothing built, nothing released, no memory
- * allocated. No importer can do less and still know what it imported.
+ * (every field, every format and name), nothing built, nothing released, no
+ * memory allocated. No importer can do less and still know what it imported.
  */
 function walkStructs(buffer: ArrayBuffer, arrays: Uint32Array, schema: number): number {
   const dv = new DataView(buffer);
@@ -258,7 +259,7 @@ async function main(): Promise<void> {
       `${String(r.rows).padStart(10)} ${f(r.walkUs)} ${f(r.oursUs)} ${f(r.oursTouchUs)} ${f(r.ffiZeroCopyUs).padStart(13)} ${f(r.ffiCopyUs).padStart(12)}  ${r.ratioZeroCopy.toFixed(2).padStart(13)}  ${r.ratioCopy.toFixed(2).padStart(13)}`,
     );
   }
-  console.log('walk: both struct trees read (every field and string), nothing built or released: the floor of any import there');
+  console.log('walk: both struct trees read (every field, format and name), nothing built or released: the floor of any import there');
   const goal = rows.every((r) => r.oursUs * 2 <= r.ffiZeroCopyUs && r.oursUs * 2 <= r.ffiCopyUs);
   console.log(`goal (ours <= half of arrow-js-ffi, both modes, every size), one at a time: ${goal ? 'met' : 'NOT met'}`);
 
