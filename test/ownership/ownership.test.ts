@@ -13,9 +13,10 @@ import {
   accounting, ArrowDeviceError, createAsyncDeviceStreamReader, exportRecordBatch, exportTable, freeArrowArray,
   freeArrowArrayStream, freeArrowSchema, freeDeviceArray, freeArrowDeviceArrayStream, importArrayStream, importArrayView,
   importData, importDeviceArray, importDeviceArrayStream, importDeviceData, importDeviceRecordBatch, importRecordBatch,
-  importSchema, importTable, importVector, nativeMemory, releaseImport, type Memory, type Ptr,
+  importSchema, importTable, importVector, nativeMemory, releaseImport, type ImportedRecordBatch, type Memory, type Ptr,
 } from '../../src/index.js';
 import { collectUntil } from '../helpers/gc.js';
+import { pendingHolderCount } from '../../src/array/owner.js';
 import { asyncPeer, peerMissing } from '../async/peer.js';
 import { counting, countingMissing } from './counting.js';
 
@@ -88,6 +89,53 @@ describe('one release per import, whichever way comes first', { skip }, () => {
         m.free(a);
         assert.equal(xValues(b)[49], 49);
       })();
+    }));
+
+  test('an import released before its holder is registered leaves nothing pending; one registered is unregistered', () =>
+    balanced(async () => {
+      const schema = importSchema(c().schema());
+      await Promise.resolve(); // whatever an earlier test left pending is registered first
+      const base = pendingHolderCount();
+      // Import and release in one synchronous step, as a stream reader does: nothing stays pending (a
+      // loop of them used to keep up to 4,096 released imports from the garbage collector).
+      for (let i = 0; i < 100; i++) {
+        const a = c().batch(3, i);
+        const b = importRecordBatch(a, schema);
+        m.free(a);
+        assert.equal(xValues(b)[0], i);
+        b.release();
+        assert.equal(pendingHolderCount(), base, `import ${i} left nothing pending`);
+      }
+      const three = (): ImportedRecordBatch[] =>
+        [1, 2, 3].map((k) => {
+          const a = c().batch(2, k);
+          const b = importRecordBatch(a, schema);
+          m.free(a);
+          return b;
+        });
+      // Released last-in first-out: each is the last pending one when released.
+      const lifo = three();
+      assert.equal(pendingHolderCount(), base + 3);
+      for (const b of [...lifo].reverse()) b.release();
+      assert.equal(pendingHolderCount(), base);
+      // Released first-in first-out: the earlier two stay listed until the next microtask, which
+      // registers none of them (they are released), then the list is empty.
+      const fifo = three();
+      for (const b of fifo) b.release();
+      assert.equal(pendingHolderCount(), base + 2);
+      await Promise.resolve();
+      assert.equal(pendingHolderCount(), 0);
+      // Registered (a microtask passed), then released: unregistered, so the collector never releases
+      // it again (balanced() counts double releases).
+      const a = c().batch(4, 9);
+      const kept = importRecordBatch(a, schema);
+      m.free(a);
+      assert.equal(xValues(kept)[3], 12);
+      await Promise.resolve();
+      assert.equal(pendingHolderCount(), 0, 'registered at the microtask');
+      const releases = c().releases();
+      kept.release();
+      assert.equal(c().releases(), releases + 1);
     }));
 
   test('importData, importVector and importArrayView release on release() / releaseImport', () =>
