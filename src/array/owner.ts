@@ -82,15 +82,19 @@ const holderRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.ho
  * registration and unregistration cost more than the rest of a small import.
  * The list holds the holders strongly until then, so the collector cannot
  * miss one (and cannot run a finalizer inside a synchronous loop anyway).
+ * Release takes an import off the list at once (`leavePending`): a released
+ * import is never kept alive by it.
  */
-let pendingOwners: ImportOwner[] = [];
-let pendingHolders: object[] = [];
+let pendingOwners: (ImportOwner | null)[] = [];
+let pendingHolders: (object | null)[] = [];
 let flushQueued = false;
 const MAX_PENDING = 4096;
 
 /** Holders waiting for `registerPending` (internal: the tests' view of the list). */
 export function pendingHolderCount(): number {
-  return pendingHolders.length;
+  let n = 0;
+  for (const h of pendingHolders) if (h !== null) n++;
+  return n;
 }
 
 function registerPending(): void {
@@ -101,10 +105,13 @@ function registerPending(): void {
   pendingHolders = [];
   for (let i = 0; i < owners.length; i++) {
     const o = owners[i]!;
-    if (!o.isReleased) {
-      holderRegistry.register(holders[i]!, o, o);
-      o.registered = true;
-    }
+    // null: released while it waited (leavePending). Released and still here: an owner that waited
+    // with two holders leaves with its last one only.
+    if (o === null) continue;
+    o.pendingAt = -1;
+    if (o.isReleased) continue;
+    holderRegistry.register(holders[i]!, o, o);
+    o.registered = true;
   }
 }
 
@@ -143,6 +150,8 @@ export class ImportOwner {
   private holdersLive = 0;
   /** Whether a holder was registered with `holderRegistry` (`registerPending`), so release must unregister. */
   registered = false;
+  /** Where the owner's last holder waits in the pending list (`hold`), or -1. */
+  pendingAt = -1;
   private reason: ReleaseReason | null = null;
   /** Set while the import is being built, so views collected early do not release it. */
   private building = true;
@@ -283,6 +292,7 @@ export class ImportOwner {
   hold(holder: object): void {
     this.everHeld = true;
     this.holdersLive++;
+    this.pendingAt = pendingOwners.length;
     pendingOwners.push(this);
     pendingHolders.push(holder);
     if (pendingOwners.length >= MAX_PENDING) {
@@ -378,22 +388,35 @@ export class ImportOwner {
     liveCounters.liveImports--;
   }
 
+  /**
+   * Takes the owner's holder off the pending list at release, rather than
+   * leaving it there, and so alive, until the next microtask: a synchronous
+   * loop of imports kept up to 4,096 released ones alive, which every minor
+   * collection copied, promoting those it copied twice (issue 13: 0.8 MB
+   * promoted per collection in a loop of 1-row round trips). The last entry
+   * is removed (a loop that imports and releases keeps the list empty);
+   * another is cleared in place (`registerPending` skips it).
+   */
+  private leavePending(): void {
+    const at = this.pendingAt;
+    if (at < 0 || pendingOwners[at] !== this) return;
+    this.pendingAt = -1;
+    this.holdersLive--;
+    if (at === pendingOwners.length - 1) {
+      pendingOwners.pop();
+      pendingHolders.pop();
+    } else {
+      pendingOwners[at] = null;
+      pendingHolders[at] = null;
+    }
+  }
+
   private detachAll(): void {
     // Unregistering costs a search of the registry's cells: only where something was registered.
     if (this.views > 0 || this.buffers !== null) viewRegistry.unregister(this);
     if (this.holdersLive > 0) {
-      // Released before its holder was registered (an import used and released in one synchronous
-      // step, the common case): taken off the pending list at once, when it is the last one there,
-      // rather than held there, and so kept from the garbage collector, until the next microtask. A
-      // synchronous loop of imports kept up to 4,096 of them alive; every minor collection copied
-      // them, and promoted those it copied twice (issue 13: 0.8 MB promoted per collection in a loop
-      // of 1-row round trips). One not registered needs no unregistering.
-      const last = pendingOwners.length - 1;
-      if (last >= 0 && pendingOwners[last] === this) {
-        pendingOwners.pop();
-        pendingHolders.pop();
-        this.holdersLive--;
-      }
+      this.leavePending();
+      // One never registered (released before the microtask, the common case) needs no unregistering.
       if (this.registered) holderRegistry.unregister(this);
     }
     const bufs = this.buffers;
