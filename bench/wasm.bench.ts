@@ -33,7 +33,17 @@
  * cache misses, with almost no code. Right after a 1M-row read it is about a
  * tenth of either side's time (issue 13: 16.5 us, ours 167, arrow-js-ffi
  * 217); the rest is each side's own code, run after the read pushed it out
- * of the caches (the same imports back to back cost 23 and 32 us).
+ * of the caches (the same imports back to back cost 23 and 32 us). The
+ * code runs re-optimising, too: V8 holds the maps and objects that optimised
+ * code relies on weakly, and the full collection before each group (see
+ * GROUPS) finds none of either side's imported objects alive (each round
+ * gives its data back), so it discards both sides' optimised import code
+ * (`--trace-deopt`: "weak objects"), which the group's rounds optimise
+ * again; a program that imports now and then, with collections between,
+ * pays the same. Re-warming both sides after that collection (a scratch
+ * variant, issue 13) leaves the 1M-row figures where they were (ours 139,
+ * arrow-js-ffi 170 us: there the caches are the cost) and lowers both at 1K
+ * rows (ours 9.3, arrow-js-ffi zero-copy 16.4), arrow-js-ffi's more.
  * "Back to back": K tables read first, then the K imports timed as one loop
  * (a stream's pattern: the import's own code and data stay warm), per
  * import.
