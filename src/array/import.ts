@@ -57,7 +57,9 @@
  * struct reached twice in one tree (`visitOnce`), n_buffers past 2^20,
  * metadata past MAX_METADATA_BYTES or MAX_METADATA_PAIRS, `expand` past
  * MAX_EXPANDED_ELEMENTS built (every level of nesting counted,
- * src/array/expand.ts), and a copy JS cannot allocate (`nomem`).
+ * src/array/expand.ts), a bitmap read past bit MAX_BITMAP_BITS (a validity
+ * bitmap with nulls, or boolean values, whose offset + length is larger:
+ * `bitmapPastLimit`), and a copy JS cannot allocate (`nomem`).
  *
  * Buffers are not viewed here: each becomes a `LazyBytes`, viewed on first
  * read (full validation reads, and so views, what it checks).
@@ -127,6 +129,29 @@ const MAX_BUFFERS = 1 << 20;
  * valid Arrow, refused as `unsupported` with its place and size.
  */
 export const MAX_BUFFER_BYTES = 2 ** 32;
+
+/**
+ * The largest end (offset + length) of a bitmap this library imports where
+ * its bits are read: arrow-js computes bit positions with 32-bit integer
+ * operators (`pos >> 3` in `Data.getValid` and the bit readers, `rhs >> 3`
+ * in the null count of an unknown null_count), so past 2^31 - 1 a position
+ * turns negative: validity reads wrong and counting the nulls recurses until
+ * the stack overflows (found by the fuzzer, seed 20261125 case 64582: a
+ * fixed-size list of 2^31 rows with null_count -1). Such an array is valid
+ * Arrow (lengths are int64), refused as `unsupported` at every level, as a
+ * buffer past MAX_BUFFER_BYTES is. A validity bitmap with null_count 0 is
+ * never read by arrow-js, so it passes at any length.
+ */
+export const MAX_BITMAP_BITS = 2 ** 31 - 1;
+
+/** The refusal (see MAX_BITMAP_BITS) of the node's `what` bitmap at `path`, read past MAX_BITMAP_BITS. */
+function bitmapPastLimit(n: NodeState, path: string, what: string): ArrowDeviceError {
+  return new ArrowDeviceError(
+    'unsupported',
+    path,
+    `the ${what} bitmap's offset + length is ${n.end}: arrow-js reads bits with 32-bit integers, up to ${MAX_BITMAP_BITS}`,
+  );
+}
 
 /** Refuses a buffer of `size` bytes at `path` that JS cannot hold (see MAX_BUFFER_BYTES). */
 export function checkBufferSize(size: number, path: string): void {
@@ -264,6 +289,7 @@ function validityOf(n: NodeState): Buf {
   if (v === null && n.nullCount !== 0 && n.length > 0) {
     throw invalid(`${n.path}.buffers[0]`, `NULL validity buffer with null_count ${n.nullCount}`);
   }
+  if (n.end > MAX_BITMAP_BITS && v !== null && n.nullCount !== 0) throw bitmapPastLimit(n, `${n.path}.buffers[0]`, 'validity');
   return v;
 }
 
@@ -581,6 +607,7 @@ export function readArrayView(
         break;
       case Kind.Bool:
         buffers = [validityOf(n), bufferOf(n, 1, Math.ceil(end / 8), 1, 'values')];
+        if (end > MAX_BITMAP_BITS && buffers[1] !== null) throw bitmapPastLimit(n, `${path}.buffers[1]`, 'values');
         break;
       case Kind.Binary: case Kind.LargeBinary: {
         const wideOffsets = lay.kind === Kind.LargeBinary;
