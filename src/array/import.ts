@@ -285,11 +285,12 @@ function bufferOf(n: NodeState, i: number, size: number, align: number, what: st
 
 function validityOf(n: NodeState): Buf {
   // CDataInterface.rst: the validity buffer MAY be NULL only if null_count is 0.
+  // Refused before it is viewed or copied (a copy would be 256 MiB).
+  if (n.end > MAX_BITMAP_BITS && n.nullCount !== 0 && bufferPtr(n, 0) !== 0) throw bitmapPastLimit(n, `${n.path}.buffers[0]`, 'validity');
   const v = bufferOf(n, 0, Math.ceil(n.end / 8), 1, 'validity', true);
   if (v === null && n.nullCount !== 0 && n.length > 0) {
     throw invalid(`${n.path}.buffers[0]`, `NULL validity buffer with null_count ${n.nullCount}`);
   }
-  if (n.end > MAX_BITMAP_BITS && v !== null && n.nullCount !== 0) throw bitmapPastLimit(n, `${n.path}.buffers[0]`, 'validity');
   return v;
 }
 
@@ -605,10 +606,12 @@ export function readArrayView(
       case Kind.Null:
         buffers = nBuffers === 1 ? [null] : []; // tolerate a legacy, unused validity slot
         break;
-      case Kind.Bool:
-        buffers = [validityOf(n), bufferOf(n, 1, Math.ceil(end / 8), 1, 'values')];
-        if (end > MAX_BITMAP_BITS && buffers[1] !== null) throw bitmapPastLimit(n, `${path}.buffers[1]`, 'values');
+      case Kind.Bool: {
+        const v = validityOf(n);
+        if (end > MAX_BITMAP_BITS && bufferPtr(n, 1) !== 0) throw bitmapPastLimit(n, `${path}.buffers[1]`, 'values');
+        buffers = [v, bufferOf(n, 1, Math.ceil(end / 8), 1, 'values')];
         break;
+      }
       case Kind.Binary: case Kind.LargeBinary: {
         const wideOffsets = lay.kind === Kind.LargeBinary;
         const v = validityOf(n);

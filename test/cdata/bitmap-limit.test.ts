@@ -14,6 +14,7 @@ import { Vector } from 'apache-arrow';
 import { importData, type ArrayImportOptions } from '../../src/array/api.js';
 import { MAX_BITMAP_BITS } from '../../src/array/import.js';
 import { ArrowDeviceError } from '../../src/errors.js';
+import { liveCounters } from '../../src/memory/accounting.js';
 import { nativeMemory } from '../../src/memory/index.js';
 import { Builder, type ArraySpec, type SchemaSpec } from './malformed/builder.js';
 
@@ -52,6 +53,10 @@ describe('bitmaps arrow-js cannot address', () => {
       refused(() => imp(list(2 ** 31, 0, -1, v), validate), 'array.buffers[0]', 2 ** 31, 'validity');
       refused(() => imp(list(8, 2 ** 31 - 7, 3, v), validate), 'array.buffers[0]', 2 ** 31 + 1, 'validity');
     }
+    // Refused before the bitmap is copied (256 MiB).
+    const copied = liveCounters.copiedBytes;
+    refused(() => importData(b.array(list(2 ** 31, 0, -1, v)).ptr, b.schema(fsl).ptr, { copy: true }), 'array.buffers[0]', 2 ** 31, 'validity');
+    assert.equal(liveCounters.copiedBytes, copied);
   });
 
   test('at the limit it imports at every level, and arrow-js counts the nulls and reads the last bit', () => {
