@@ -127,6 +127,23 @@ describe('arguments checked at the boundary', () => {
     assert.throws(() => importSchema(2n ** 33n, { memory: mem }), invalidError(/^ptr: expected a pointer to an ArrowSchema in wasm32 memory: address 0x200000000 is not a wasm32 address$/));
   });
 
+  test("importTable checks a schema pointer under the name schema, and consumes the arrays it refuses with", () => {
+    const { mem, memory } = wasm();
+    const { array } = exportRecordBatch(batch(), { memory: mem });
+    const { array: array2, schema } = exportRecordBatch(batch(), { memory: mem });
+    const beyond = BigInt(memory.buffer.byteLength + 64);
+    assert.throws(
+      () => importTable([array], beyond, { memory: mem }),
+      invalidError(`schema: expected a pointer to an ArrowSchema in wasm32 memory: address 0x${beyond.toString(16)} (48 bytes) is outside the wasm memory of ${memory.buffer.byteLength} bytes`),
+    );
+    assert.throws(() => importRecordBatch(array, batch().schema, { memory: mem }), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'released');
+    // An array is the pointer form even when it carries a protocol method: its elements are the pointers.
+    const ptrs = Object.assign([array2], { [Symbol.for('arrow.c_stream')]: () => assert.fail('probed as an exportable') });
+    const t = importTable(ptrs, schema, { memory: mem });
+    assert.deepEqual([...t.getChild('id')!], [1, 2, 3]);
+    t.release();
+  });
+
   test('a view of wasm memory detached by a growth throws when read through the Data, never reads as empty', () => {
     const { mem, memory } = wasm();
     const { schema, array } = exportRecordBatch(batch(), { memory: mem });
