@@ -34,7 +34,7 @@ export type { ToArrowOptions } from './schema/arrowjs.js';
 // --- arrays and record batches (ArrowSchema, ArrowArray) --------------------------------------
 export type { ArrayView } from './array/view.js';
 export { isValid, getBit } from './array/view.js';
-export type { ValidationLevel } from './array/import.js';
+export type { ValidationLevel } from './array/read.js';
 export { viewToArrow, dataToView, viewToData } from './array/arrowjs.js';
 export {
   importSchema, importSchemaNode, importField, importType, exportSchema,
@@ -58,7 +58,7 @@ export {
   type DeviceImportOptions, type DeviceExportOptions, type DeviceFields, type DeviceExchangeOptions, type DeviceArraySource,
 } from './device/api.js';
 export { DeviceArray, type DeviceSpec, type DeviceCopyOptions, type ToHostOptions } from './device/device-array.js';
-export type { DeviceArrayNode, DeviceBuffer } from './device/tree.js';
+export type { DeviceArrayNode, DeviceBuffer } from './device/device-array.js';
 export { cudaAvailable, CudaError, type CudaMemoryKind } from './device/cuda.js';
 
 // --- streams (ArrowArrayStream, ArrowDeviceArrayStream) -------------------------------------------

@@ -38,17 +38,16 @@ import { dataToExportView, dataToView } from './arrowjs.js';
 import { exchangeOptions, importFromArrayHandles, importFromHandle, streamTableImporter, type ExchangeImportOptions } from './exchange.js';
 import { writeArrayView, arrayReleaseCallback } from './export.js';
 import './handoff.js'; // the exchange protocol's methods of imported objects
-import { validationLevel } from './import.js';
+import { consume, importWith, planOf, readSchemaPtr, type ImportCoreOptions, type SchemaLike } from './importer.js';
 import {
-  build, buildBatch, buildData, consume, nodeOf, planOf, planOfNode, readSchemaPtr, typeOf,
-  type BatchPlan, type ImportCoreOptions, type SchemaLike,
-} from './importer.js';
-import {
-  importedTable, importedVector, ownersOf, releaseImport,
+  importBatch, importData as dataOfRead, importedTable, importedVector, ownersOf, releaseImport,
   type ImportedData, type ImportedRecordBatch, type ImportedTable, type ImportedVector,
 } from './imported.js';
 import { ImportOwner } from './owner.js';
+import { batchSchemaOf, planOfNode, type Plan } from './plan.js';
+import { validationLevel } from './read.js';
 import type { ArrayView } from './view.js';
+import { viewOf } from './view.js';
 
 export type { SchemaLike };
 
@@ -128,9 +127,9 @@ export function importSchemaNode(ptr: Ptr | ArrowSchemaExportable, opts: SchemaI
 export function importSchema(source: ArrowSchemaExportable, opts?: SchemaExchangeOptions): Schema;
 export function importSchema(ptr: Ptr, opts?: SchemaImportOptions): Schema;
 export function importSchema(ptr: Ptr | ArrowSchemaExportable, opts: SchemaImportOptions = {}): Schema {
-  // Through the batch plan: importing arrays against the Schema returned then reads them by the
-  // schema as the producer sent it, also when `expand` changed the arrow-js form (list view -> list).
-  return planOfNode(importSchemaNode(ptr as Ptr, opts), opts).arrow;
+  // Through the plan: importing arrays against the Schema returned then reads them by the schema
+  // as the producer sent it, also when `expand` changed the arrow-js form (list view -> list).
+  return batchSchemaOf(planOfNode(importSchemaNode(ptr as Ptr, opts), opts));
 }
 
 /** Imports an `ArrowSchema` (a pointer, or an object implementing `arrow.c_schema`) as an arrow-js `Field` (name, type, nullability, metadata). */
@@ -196,10 +195,10 @@ export function importArrayView(source: ArrowArrayExportable, opts?: ArrayExchan
 export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts?: ArrayImportOptions): ArrayView;
 export function importArrayView(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike | Ptr | ArrayExchangeOptions, opts: ArrayImportOptions = {}): ArrayView {
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importArrayView', (a, s, o) => importArrayView(a, s, o), releaseImport);
-  schema = schema as SchemaLike | Ptr;
+  const sch = schema as SchemaLike | Ptr;
   const m = mem(opts);
-  const { prepared: node, level, staged, at } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => nodeOf(m, schema));
-  return build(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), node, opts, level, 'array', (view) => view);
+  const { prepared: plan, level, staged, at } = consume(m, 'ArrowArray', ptr, sch, opts, 'array', () => planOf(m, sch, opts));
+  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), plan, opts, level, 'array', (read) => viewOf(read, plan.root, 0));
 }
 
 /**
@@ -229,11 +228,12 @@ export function importData(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike 
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importData', (a, s, o) => importData(a, s, o), releaseImport);
   const sch = schema as SchemaLike | Ptr;
   const m = mem(opts);
-  const { prepared, level, staged, at } = consume(m, 'ArrowArray', ptr, sch, opts, 'array', () => {
-    const node = nodeOf(m, sch);
-    return { node, type: typeOf(sch, node, opts) };
+  const { prepared: plan, level, staged, at } = consume(m, 'ArrowArray', ptr, sch, opts, 'array', () => {
+    const plan = planOf(m, sch, opts);
+    plan.type('schema');
+    return plan;
   });
-  return buildData(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), prepared.node, prepared.type, opts, level, 'array');
+  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), plan, opts, level, 'array', dataOfRead);
 }
 
 /**
@@ -272,10 +272,10 @@ export function importRecordBatch(source: ArrowArrayExportable, opts?: ArrayExch
 export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts?: ArrayImportOptions): ImportedRecordBatch;
 export function importRecordBatch(ptr: Ptr | ArrowArrayExportable, schema?: Schema | SchemaNode | Ptr | ArrayExchangeOptions, opts: ArrayImportOptions = {}): ImportedRecordBatch {
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importRecordBatch', (a, s, o) => importRecordBatch(a, s, o), releaseImport);
-  schema = schema as Schema | SchemaNode | Ptr;
+  const sch = schema as Schema | SchemaNode | Ptr;
   const m = mem(opts);
-  const { prepared: plan, level, staged, at } = consume(m, 'ArrowArray', ptr, schema, opts, 'array', () => planOf(m, schema, opts));
-  return buildBatch(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), plan, opts, level, 'array');
+  const { prepared: plan, level, staged, at } = consume(m, 'ArrowArray', ptr, sch, opts, 'array', () => batchPlan(m, sch, opts));
+  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), plan, opts, level, 'array', importBatch);
 }
 
 /**
@@ -310,9 +310,9 @@ export function importTable(
     if (typeof schema === 'bigint' && schema !== 0n) releaseStruct(m, 'ArrowSchema', schema);
     throw e;
   }
-  let plan: BatchPlan;
+  let plan: Plan;
   try {
-    plan = planOf(m, schema, opts);
+    plan = batchPlan(m, schema, opts);
     validationLevel(opts.validate);
   } catch (e) {
     for (const p of ptrs) if (typeof p === 'bigint') releaseStruct(m, 'ArrowArray', p);
@@ -323,14 +323,21 @@ export function importTable(
     try {
       const path = `arrays[${i}]`;
       const { level, staged, at } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, path, () => undefined);
-      batches.push(buildBatch(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', staged, at), plan, opts, level, path));
+      batches.push(importWith(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', staged, at), plan, opts, level, path, importBatch));
     } catch (e) {
       for (const b of batches) b.release();
       for (const p of ptrs.slice(i + 1)) if (typeof p === 'bigint') releaseStruct(m, 'ArrowArray', p);
       throw e;
     }
   }
-  return importedTable(batches, plan.arrow);
+  return importedTable(batches, plan.batch().schema);
+}
+
+/** The plan of a record batch's schema, its arrow-js form made (a struct, "+s"). */
+function batchPlan(m: Memory, schema: Schema | SchemaNode | Ptr, opts: ToArrowOptions): Plan {
+  const plan = planOf(m, schema, opts, true);
+  plan.batch('schema');
+  return plan;
 }
 
 /** An array import from a protocol object (`arrow.c_array`): `optsArg` is the options, `imp` the pointer form. */

@@ -1,20 +1,45 @@
 /**
- * The objects an import returns, and their deterministic release.
+ * The arrow-js objects an import returns, built here (the one module that
+ * makes arrow-js objects from imports) and released here.
  *
- * Every import has one `ImportOwner` (owner.ts); the arrow-js objects
- * returned (`RecordBatch`, `Table`, `Vector`, `Data`) are subclasses that
- * know their owners and add `release()`, `released` and
- * `[Symbol.dispose]()`, so `using batch = importRecordBatch(...)` works.
- * `releaseImport(x)` does the same for any object an import returned
- * (also an `ArrayView`). Releasing is safe at any time, also after values
- * were read: the owner detaches every view first (see owner.ts).
+ * Every import has one `ImportOwner` (owner.ts); the objects returned
+ * (`RecordBatch`, `Table`, `Vector`, `Data`) are subclasses that know their
+ * owners and add `release()`, `released` and `[Symbol.dispose]()`, so
+ * `using batch = importRecordBatch(...)` works. `releaseImport(x)` does the
+ * same for any object an import returned (also an `ArrayView`).
+ *
+ * The `Data` of a zero-copy import is lazy: its buffers (`values`,
+ * `valueOffsets`, `nullBitmap`, `typeIds`, and the variadic buffers of view
+ * types) are made on first read by accessors on the prototype, which view
+ * the producer's memory then; from there on each is an own data property,
+ * as on a `Data` arrow-js makes, so loops over imported data read plain
+ * properties. Released means unreadable: release detaches every view (owner.ts)
+ * and takes those properties off the `Data` reachable from the released
+ * object, so a read goes through the accessor again, which throws an error
+ * that says why. (A WebAssembly memory's views share the module's buffer,
+ * which cannot be detached and is replaced when the memory grows: there the
+ * accessors stay, and check both on every read.)
+ *
+ * arrow-js's offset convention differs from C's: a `Data`'s `offset` applies
+ * to its bitmaps only; values, offsets and type ids are sliced to the first
+ * element, and the children of structs, sparse unions and fixed-size lists
+ * are sliced to the parent's window. The builder applies it (`dataOf`).
  */
-import { Data, Field, Int32, makeData, RecordBatch, Schema, Struct, Table, Vector, type DataType, type TypeMap } from 'apache-arrow';
+import { Data, RecordBatch, Schema, Struct, Table, Vector, type DataType, type TypeMap } from 'apache-arrow';
 import { ArrowSymbols, type ArrowDeviceExportOptions, type ArrowSchemaExportable } from '../abi/protocol.js';
-import { invalid } from '../errors.js';
+import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
+import { liveCounters } from '../memory/accounting.js';
 import type { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
+import { isDetached } from '../memory/wasm.js';
 import type { ImportOwner } from './owner.js';
-import { sameOwnFields } from './same-object.js';
+import { Form, planWithType, type Plan, type PlanNode, type TypedArrayCtor } from './plan.js';
+import { bufferView, BUFFERS, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, skip } from './read.js';
+import { specAt } from '../schema/layout.js';
+import type { ArrayView } from './view.js';
+import { viewOf } from './view.js';
+import { expandView } from './expand.js';
+
+// --- the objects and their release ----------------------------------------------------------
 
 /** What every import returns: an object that can be released now. */
 export interface Releasable {
@@ -32,10 +57,8 @@ export interface Releasable {
 }
 
 /**
- * The owners of an object an import returned, as a symbol-keyed property
- * of the object itself: a WeakMap entry per import cost more than the rest
- * of a small import (ephemeron bookkeeping in the garbage collector), and a
- * symbol key stays out of `Object.keys` and JSON.
+ * The owners of an object an import returned, as a symbol-keyed property of
+ * the object itself (out of `Object.keys` and JSON).
  */
 const OWNERS = Symbol('arrow-device.owners');
 /** One owner (an import of one array: no array made for it), or several (a table). */
@@ -43,8 +66,6 @@ type Owned = { [OWNERS]?: ImportOwner | readonly ImportOwner[] };
 
 /** Records the owners of an object an import returns. */
 export function owned<T extends object>(x: T, by: ImportOwner | readonly ImportOwner[]): T {
-  // A plain assignment (the cheapest property add): symbol keys are never listed by Object.keys,
-  // for...in or JSON.stringify.
   (x as Owned)[OWNERS] = by;
   return x;
 }
@@ -67,10 +88,26 @@ export function ownersOf(x: object): readonly ImportOwner[] | undefined {
  * releaseImport(batch);         // or batch.release(), or `using batch = ...`
  */
 export function releaseImport(x: object): void {
+  releaseObject(x, 'released');
+}
+
+/** Releases the owners of `x` for `reason` (owner.ts), and makes its `Data` unreadable. */
+export function releaseObject(x: object, reason: Parameters<ImportOwner['release']>[0]): void {
   const by = (x as Owned)[OWNERS];
   if (by === undefined) throw invalid('releaseImport', 'not an object returned by an import of this library');
-  if (Array.isArray(by)) releaseAll(by);
-  else (by as ImportOwner).release();
+  forget(x);
+  if (!Array.isArray(by)) (by as ImportOwner).release(reason);
+  else {
+    let first: unknown;
+    for (const o of by as readonly ImportOwner[]) {
+      try {
+        o.release(reason);
+      } catch (e) {
+        first ??= e;
+      }
+    }
+    if (first !== undefined) throw first;
+  }
 }
 
 /** Whether every owner behind `x` (an object an import returned) is released. */
@@ -78,19 +115,6 @@ export function isImportReleased(x: object): boolean {
   const by = ownersOf(x);
   if (!by) throw invalid('isImportReleased', 'not an object returned by an import of this library');
   return by.every((o) => o.isReleased);
-}
-
-/** Releases each owner; the first error is thrown after all were tried. */
-export function releaseAll(by: readonly ImportOwner[]): void {
-  let first: unknown;
-  for (const o of by) {
-    try {
-      o.release();
-    } catch (e) {
-      first ??= e;
-    }
-  }
-  if (first !== undefined) throw first;
 }
 
 function defineReleasable(proto: object): void {
@@ -136,6 +160,7 @@ export interface Exchangeable {
   [ArrowSymbols.deviceArray](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ArrayExportHandles;
 }
 
+/* eslint-disable @typescript-eslint/no-explicit-any -- arrow-js's own defaults for its type parameters */
 /** A `RecordBatch` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`). */
 export class ImportedRecordBatch<T extends TypeMap = any> extends RecordBatch<T> {}
 export interface ImportedRecordBatch<T extends TypeMap = any> extends Releasable, Exchangeable {}
@@ -155,77 +180,405 @@ defineReleasable(ImportedVector.prototype);
 export class ImportedData<T extends DataType = any> extends Data<T> {}
 export interface ImportedData<T extends DataType = any> extends Releasable, Exchangeable {}
 defineReleasable(ImportedData.prototype);
+/* eslint-enable @typescript-eslint/no-explicit-any */
 
-/** Makes `batch` (a plain RecordBatch built for an import) an `ImportedRecordBatch` owned by `by`. */
-export function asImportedBatch(batch: RecordBatch, by: ImportOwner | readonly ImportOwner[]): ImportedRecordBatch {
-  if (!(batch instanceof ImportedRecordBatch)) Object.setPrototypeOf(batch, ImportedRecordBatch.prototype);
-  return owned(batch as ImportedRecordBatch, by);
+// --- lazy Data ---------------------------------------------------------------------------
+
+const READ = Symbol('arrow-device.read');
+const AT = Symbol('arrow-device.at');
+const NODE = Symbol('arrow-device.node');
+/** The slots a WebAssembly import's Data made, checked on every read (its accessors stay). */
+const WASM = Symbol('arrow-device.wasm');
+
+type SlotKey = 'valueOffsets' | 'values' | 'nullBitmap' | 'typeIds' | 'variadicBuffers';
+const SLOTS: readonly SlotKey[] = ['valueOffsets', 'values', 'nullBitmap', 'typeIds'];
+
+/**
+ * A `Data` of an import whose buffers are made on first read (see the file
+ * comment). It holds the import's record, which keeps the producer's memory
+ * alive while the Data is reachable (the record is the import's keep-alive
+ * token), the node's position there, and its plan node.
+ */
+class LazyData extends ImportedData {
+  declare [READ]: ImportRead;
+  declare [AT]: number;
+  declare [NODE]: PlanNode;
+  declare [WASM]: Partial<Record<SlotKey, unknown>> | undefined;
+  constructor(read: ImportRead, pn: PlanNode, at: number, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined) {
+    super(type, O, N, nullCount, undefined as never, children, dictionary);
+    this[READ] = read;
+    this[AT] = at;
+    this[NODE] = pn;
+  }
 }
 
-/** An `ImportedTable` of imported batches (of `schema` when there are none). */
-export function importedTable(batches: readonly ImportedRecordBatch[], schema: Schema): ImportedTable {
-  // With repeated field names arrow-js rejects new Table(schema, batches) (its schema comparison
-  // goes by name), so a table of batches takes its schema from them.
-  const t = batches.length === 0 ? new ImportedTable(schema) : FAST_TABLE && sameSchemaObject(batches) ? newTable([...batches]) : new ImportedTable([...batches]);
-  return owned(t, batches.flatMap((b) => ownersOf(b) ?? []));
-}
+/** A `LazyData` of a view type: its variadic buffers are lazy too (only here, so the others keep a plain `variadicBuffers`). */
+class LazyViewData extends LazyData {}
 
-/** Whether every batch has the first one's schema object (an import's batches share their plan's). */
-function sameSchemaObject(batches: readonly RecordBatch[]): boolean {
-  const s = batches[0]!.schema;
-  for (let i = 1; i < batches.length; i++) if (batches[i]!.schema !== s) return false;
-  return true;
+function lazySlot(key: SlotKey): PropertyDescriptor {
+  return {
+    configurable: true,
+    get(this: LazyData) {
+      const read = this[READ];
+      // Read by arrow-js's Data constructor, before the record is set.
+      if (read === undefined) return undefined;
+      const owner = read.owner;
+      if (owner !== null && owner.isReleased) owner.check(pathAt(read, this[AT]), 'a read');
+      if (read.mem?.viewsShareBuffer) return wasmSlot(this, read, key);
+      const v = slotOf(read, this[NODE], this[AT], key, this.offset, this.length, counted(this));
+      if (v !== undefined) Object.defineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true });
+      return v;
+    },
+    set(this: LazyData, v: unknown) {
+      // The Data constructor's assignments (before the record is set) are the record's to make.
+      if (this[READ] !== undefined) Object.defineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true });
+    },
+  };
 }
 
 /**
- * A table of batches that share one schema object, as `new Table(batches)`
- * makes it, its fields stored directly: the constructor unwraps its
- * arguments (a closure and a flatMap per call), tests each batch's class
- * and compares each batch's schema with the first's, which for one schema
- * object is its answer already (12.8% of importing a 1,000-row table from
- * parquet-wasm). `FAST_TABLE` checks once that both make the same object.
+ * A slot of a WebAssembly import: made once, and on every read checked
+ * against a grown memory, which detaches the views made before (a detached
+ * typed array reads as empty: arrow-js would return wrong values silently).
  */
-interface TableFields {
-  schema: Schema;
-  batches: RecordBatch[];
-  _offsets: Uint32Array;
+function wasmSlot(d: LazyData, read: ImportRead, key: SlotKey): unknown {
+  const made = (d[WASM] ??= {});
+  let v = made[key];
+  if (v === undefined) made[key] = v = slotOf(read, d[NODE], d[AT], key, d.offset, d.length, counted(d));
+  for (const x of Array.isArray(v) ? v : [v]) {
+    if (ArrayBuffer.isView(x) && isDetached(x)) {
+      throw new ArrowDeviceError(
+        'memory',
+        `${pathAt(read, d[AT])}.${key}`,
+        "this buffer was viewed in a WebAssembly module's memory before the memory grew, which detached the view; " +
+          'read the data after the module is done growing its memory, or import with { copy: true }',
+      );
+    }
+  }
+  return v;
 }
-function FastTable(this: TableFields, batches: RecordBatch[]): void {
-  this.schema = batches[0]!.schema;
-  this.batches = batches;
-  // arrow-js's computeChunkOffsets: the running sum of the batches' lengths, in a Uint32Array.
-  const offsets = new Uint32Array(batches.length + 1);
-  for (let i = 0; i < batches.length; i++) offsets[i + 1] = offsets[i]! + batches[i]!.data.length;
-  this._offsets = offsets;
-}
-FastTable.prototype = ImportedTable.prototype;
-const newTable = (batches: RecordBatch[]): ImportedTable => new (FastTable as unknown as new (b: RecordBatch[]) => ImportedTable)(batches);
 
-const FAST_TABLE = ((): boolean => {
+/** Whether a Data's bitmap is used: the null count the builder gave it (0 where it has none). */
+function counted(d: Data): boolean {
+  return (d as unknown as { _nullCount: number })._nullCount !== 0;
+}
+
+for (const key of SLOTS) Object.defineProperty(LazyData.prototype, key, lazySlot(key));
+Object.defineProperty(LazyViewData.prototype, 'variadicBuffers', lazySlot('variadicBuffers'));
+
+/**
+ * Takes the buffers made so far off every lazy `Data` under `x`, so that
+ * reads go through the accessors, which throw once released. Only what
+ * `x` reaches: the objects a release is asked of (a table's batches, a
+ * batch's columns, their children and dictionaries).
+ */
+export function forget(x: object): void {
+  if (x instanceof Table) for (const b of x.batches) forgetData(b.data);
+  else if (x instanceof RecordBatch) forgetData(x.data);
+  else if (x instanceof Vector) for (const d of x.data) forgetData(d);
+  else if (x instanceof Data) forgetData(x);
+}
+
+function forgetData(d: Data): void {
+  if (d instanceof LazyData) {
+    for (const k of SLOTS) if (Object.hasOwn(d, k)) delete (d as unknown as Record<string, unknown>)[k];
+    if (d instanceof LazyViewData && Object.hasOwn(d, 'variadicBuffers')) delete (d as { variadicBuffers?: unknown }).variadicBuffers;
+  }
+  for (const c of d.children) forgetData(c);
+  if (d.dictionary) for (const c of d.dictionary.data) forgetData(c);
+}
+
+// --- slots -------------------------------------------------------------------------------
+
+const EMPTY = new Uint8Array(0);
+
+/** A typed array over the bytes of `b` (zero-copy; the reader aligns what it views). */
+function typed<C extends TypedArrayCtor>(Ctor: C, b: Uint8Array | null): InstanceType<C> {
+  if (!b || b.byteLength === 0) return new Ctor(0) as InstanceType<C>;
+  return new Ctor(b.buffer as ArrayBuffer, b.byteOffset, Math.floor(b.byteLength / Ctor.BYTES_PER_ELEMENT)) as InstanceType<C>;
+}
+
+/** C buffer `k` of the node at `p`: viewed (or the copy made at import). */
+function buf(read: ImportRead, pn: PlanNode, p: number, k: number): Uint8Array | null {
+  const nb = read.nums[p + N_BUFFERS]!;
+  if (k >= nb) return null;
+  return bufferView(read, p + BUFFERS + 2 * k, specAt(pn.layout, k, nb).align, () => `${pathAt(read, p)}.buffers[${k}]`);
+}
+
+/**
+ * Slot `key` of a `Data` of the node at `p` whose arrow-js offset and length
+ * are `O` and `N`, in arrow-js's slicing convention (the file comment).
+ */
+function slotOf(read: ImportRead, pn: PlanNode, p: number, key: SlotKey, O: number, N: number, counted: boolean): unknown {
+  const b = (k: number): Uint8Array | null => buf(read, pn, p, k);
+  if (key === 'nullBitmap') {
+    if (!pn.layout.hasValidity || !counted) return EMPTY;
+    return b(0) ?? EMPTY;
+  }
+  switch (pn.form) {
+    case Form.Bits:
+      return key === 'values' ? (b(1) ?? EMPTY) : undefined;
+    case Form.Fixed:
+      return key === 'values' ? typed(pn.Ctor!, b(1)).subarray(O * pn.stride, (O + N) * pn.stride) : undefined;
+    case Form.Indices:
+      return key === 'values' ? typed(pn.Ctor!, b(1)).subarray(O, O + N) : undefined;
+    case Form.Offsets32: case Form.Offsets64:
+      if (key === 'valueOffsets') {
+        const o = typed(pn.form === Form.Offsets32 ? Int32Array : BigInt64Array, b(1)).subarray(O, O + N + 1);
+        return o.length ? o : pn.form === Form.Offsets32 ? new Int32Array(1) : new BigInt64Array(1);
+      }
+      // binary/utf8 have their data in buffer 2; lists and maps have none.
+      return key === 'values' && pn.children.length === 0 ? (b(2) ?? EMPTY) : undefined;
+    case Form.Views:
+      if (key === 'values') return (b(1) ?? EMPTY).subarray(O * 16, (O + N) * 16);
+      if (key === 'variadicBuffers') {
+        const n = read.nums[p + N_BUFFERS]! - 3;
+        const out: Uint8Array[] = new Array(n);
+        for (let k = 0; k < n; k++) out[k] = b(2 + k) ?? EMPTY;
+        return out;
+      }
+      return undefined;
+    case Form.Sparse:
+      return key === 'typeIds' ? typed(Int8Array, b(0)).subarray(O, O + N) : undefined;
+    case Form.Dense:
+      if (key === 'typeIds') return typed(Int8Array, b(0)).subarray(O, O + N);
+      return key === 'valueOffsets' ? typed(Int32Array, b(1)).subarray(O, O + N) : undefined;
+    default:
+      return undefined;
+  }
+}
+
+// --- building ------------------------------------------------------------------------------
+
+/** Shared by every leaf `Data` of an import for its children (arrow-js only reads them). */
+const NONE: readonly never[] = Object.freeze([]);
+
+/** The record position after the subtree `dataOf` built last. */
+let after = 0;
+
+/**
+ * The arrow-js `Data` of the node at `p` of `read` (plan node `pn`), seen
+ * through a parent's window: its arrow-js offset is its own plus `add`, its
+ * length `len` (-1: its own). Lazy over an import; made at once over copies
+ * (`read.copy`). Sets `after`.
+ */
+function dataOf(read: ImportRead, pn: PlanNode, p: number, add: number, len: number, root: boolean): Data {
+  const nums = read.nums;
+  const own = nums[p + LENGTH]!;
+  const O = nums[p + OFFSET]! + add;
+  const N = len < 0 ? own : len;
+  let nullCount = nums[p + NULL_COUNT]!;
+  // A null count means something only with a bitmap; in a window the nulls are the window's (arrow-js counts them).
+  const counted = nullCount !== 0 && pn.layout.hasValidity && nums[p + BUFFERS] !== 0 && nums[p + BUFFERS + 1]! > 0;
+  nullCount = !counted ? 0 : add !== 0 || N !== own ? -1 : nullCount;
+  const type = pn.type!;
+  let q = p + BUFFERS + 2 * nums[p + N_BUFFERS]!;
+  let children: Data[] = NONE as never;
+
+  switch (pn.form) {
+    case Form.Null:
+      after = q;
+      return new (root ? ImportedData : Data)(type, O, N, N);
+    case Form.Expanded:
+    case Form.Narrowed:
+      return copied(read, pn, p, add, N, root);
+    case Form.None: case Form.Sparse: {
+      // Struct and sparse union children are indexed like the parent; a fixed-size list's by `listSize`.
+      const size = pn.layout.listSize;
+      const kids = pn.children;
+      children = new Array(kids.length);
+      for (let k = 0; k < kids.length; k++) {
+        children[k] = size > 0 ? dataOf(read, kids[k]!, q, O * size, N * size, false) : dataOf(read, kids[k]!, q, O, N, false);
+        q = after;
+      }
+      break;
+    }
+    default: {
+      const kids = pn.children;
+      if (kids.length > 0) {
+        children = new Array(kids.length);
+        for (let k = 0; k < kids.length; k++) {
+          children[k] = dataOf(read, kids[k]!, q, 0, -1, false);
+          q = after;
+        }
+      }
+    }
+  }
+  let dictionary: Vector | undefined;
+  if (pn.dictionary !== null) {
+    dictionary = new Vector([dataOf(read, pn.dictionary, q, 0, -1, false)]);
+    q = after;
+  }
+  after = q;
+  if (!read.copy) {
+    return new (pn.form === Form.Views ? LazyViewData : LazyData)(read, pn, p, type, O, N, nullCount, children, dictionary);
+  }
+  const slot = (k: SlotKey): unknown => slotOf(read, pn, p, k, O, N, counted);
+  const buffers = [slot('valueOffsets'), slot('values'), slot('nullBitmap'), slot('typeIds')];
+  return new (root ? ImportedData : Data)(type, O, N, nullCount, buffers as never, children, dictionary, (slot('variadicBuffers') as Uint8Array[] | undefined) ?? []);
+}
+
+/**
+ * The nodes arrow-js cannot hold as they are, copied (under `expand`): list
+ * views and run-end encoded arrays expanded (expand.ts), 64-bit dictionary
+ * indices narrowed to int32, each checked as it is copied.
+ */
+function copied(read: ImportRead, pn: PlanNode, p: number, add: number, N: number, root: boolean): Data {
+  after = skip(read, pn, p);
+  const path = pathAt(read, p);
+  if (pn.form === Form.Narrowed) {
+    const nums = read.nums;
+    const O = nums[p + OFFSET]! + add;
+    const t = pn.schema.type as { signed: boolean };
+    const wide = typed(t.signed ? BigInt64Array : BigUint64Array, buf(read, pn, p, 1)).subarray(O, O + N);
+    const counted = nums[p + NULL_COUNT] !== 0 && nums[p + BUFFERS] !== 0;
+    const validity = counted ? buf(read, pn, p, 0) : null;
+    const out = new Int32Array(N);
+    for (let k = 0; k < N; k++) {
+      const x = wide[k]!;
+      if (x > 2147483647n || x < 0n) {
+        const valid = validity === null || (validity[(O + k) >> 3]! & (1 << ((O + k) & 7))) !== 0;
+        if (valid) throw unsupported(`${path}.buffers[1]`, `dictionary index ${x} at ${O + k} does not fit the int32 that { expand: true } narrows 64-bit indices to`);
+        continue; // a null slot's index is never read
+      }
+      out[k] = Number(x);
+    }
+    liveCounters.copiedBytes += out.byteLength;
+    const dict = new Vector([dataOf(read, pn.dictionary!, dictionaryPos(read, pn, p), 0, -1, false)]);
+    after = skip(read, pn, p);
+    const bitmap = validity ?? EMPTY;
+    return new (root ? ImportedData : Data)(pn.type!, O, N, counted ? -1 : 0, [undefined, out, bitmap] as never, [], dict);
+  }
+  // An expansion copies bytes (expand.ts): any error other than ours comes out as a typed error at the node.
+  let d: Data;
   try {
-    const f = new Field('x', new Int32(), true);
-    const schema = new Schema([f]);
-    const batch = (n: number): RecordBatch =>
-      new RecordBatch(schema, makeData({ type: new Struct([f]), length: n, children: [makeData({ type: new Int32(), length: n, data: new Int32Array(n) })] }));
-    const batches = [batch(2), batch(3), batch(0)];
-    return sameOwnFields(new ImportedTable([...batches]), newTable([...batches]));
+    const expanded = expandView(viewOf(read, pn, p), path);
+    d = dataFromView(expanded, pn.type!, path, true);
+  } catch (e) {
+    if (e instanceof ArrowDeviceError) throw e;
+    throw new ArrowDeviceError('unsupported', path, `arrow-js cannot expand this array: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  after = skip(read, pn, p);
+  if (add !== 0 || N !== d.length) d = d.slice(add, N);
+  return root ? asImportedData(d) : d;
+}
+
+function dictionaryPos(read: ImportRead, pn: PlanNode, p: number): number {
+  let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
+  for (const c of pn.children) next = skip(read, c, next);
+  return next;
+}
+
+/** `d` (a Data a copy made) as an `ImportedData`: the same fields, the releasable prototype. */
+function asImportedData(d: Data): ImportedData {
+  return new ImportedData(d.type, d.offset, d.length, d.nullCount, d, d.children, d.dictionary, d.variadicBuffers);
+}
+
+/** The arrow-js `Data` of a whole import: lazy over the producer's buffers (or over the copies, with `copy`). */
+export function importData(read: ImportRead): ImportedData {
+  read.plan.type(read.prefix);
+  return dataOf(read, read.plan.root, 0, 0, -1, true) as ImportedData;
+}
+
+/**
+ * The `RecordBatch` of an import of a struct array: its columns are the
+ * struct's children in the struct's window, its schema the plan's.
+ */
+export function importBatch(read: ImportRead): ImportedRecordBatch {
+  const { schema, struct } = read.plan.batch(read.prefix);
+  const pn = read.plan.root;
+  const nums = read.nums;
+  const O = nums[OFFSET]!;
+  const N = nums[LENGTH]!;
+  const kids = pn.children;
+  const children: Data[] = new Array(kids.length);
+  let q = BUFFERS + 2 * nums[N_BUFFERS]!;
+  for (let k = 0; k < kids.length; k++) {
+    children[k] = dataOf(read, kids[k]!, q, O, N, false);
+    q = after;
+  }
+  return makeBatch(schema, struct, children, N);
+}
+
+/**
+ * `new RecordBatch(schema, data)` made without arrow-js's constructor
+ * where its columns all have the batch's length: the constructor then only
+ * rebuilds the schema (`schema.assign`, by field name: a new schema object
+ * per batch, and with repeated names a wrong one: gold case
+ * duplicate_fieldnames) and the struct `Data`. `BATCH_SHORTCUT` checks once,
+ * against this arrow-js, that the constructor makes nothing but these three
+ * own properties.
+ */
+export function makeBatch(schema: Schema, struct: Struct, children: Data[], N: number): ImportedRecordBatch {
+  const data = new Data(struct, 0, N, 0, [undefined, undefined, EMPTY] as never, children) as Data<Struct>;
+  let same = BATCH_SHORTCUT && children.length === schema.fields.length;
+  for (let i = 0; same && i < children.length; i++) same = children[i]!.length === N;
+  if (!same) return new ImportedRecordBatch(schema, data);
+  const b = Object.create(ImportedRecordBatch.prototype) as { schema: Schema; data: Data<Struct>; _metadata: Map<string, string> };
+  b.schema = schema;
+  b.data = data;
+  b._metadata = new Map();
+  return b as unknown as ImportedRecordBatch;
+}
+
+const BATCH_SHORTCUT = ((): boolean => {
+  try {
+    const schema = new Schema([]);
+    const rb = new RecordBatch(schema, new Data(new Struct([]), 0, 0, 0, [undefined, undefined, EMPTY] as never, []) as Data<Struct>);
+    return Object.keys(rb).join(',') === 'schema,data,_metadata' && rb.metadata instanceof Map && rb.metadata.size === 0;
   } catch {
     return false;
   }
 })();
+
+/** An `ImportedTable` of imported batches (of `schema` when there are none), owned by their owners. */
+export function importedTable(batches: readonly ImportedRecordBatch[], schema: Schema): ImportedTable {
+  // With repeated field names arrow-js rejects new Table(schema, batches) (its schema comparison
+  // goes by name), so a table of batches takes its schema from them.
+  const t = batches.length === 0 ? new ImportedTable(schema) : new ImportedTable([...batches]);
+  return owned(t, batches.flatMap((b) => ownersOf(b) ?? []));
+}
 
 /** An `ImportedVector` over one imported `Data`. */
 export function importedVector(data: Data, by: ImportOwner | readonly ImportOwner[]): ImportedVector {
   return owned(new ImportedVector([data]), by);
 }
 
+// --- JS views --------------------------------------------------------------------------------
+
 /**
- * `data` as an `ImportedData` owned by `by`. The lazy Data of a zero-copy
- * import is one already (LazyData extends ImportedData); a Data that a
- * conversion built (`expand`) gets the prototype, which adds only methods.
+ * The record of a plain `ArrayView` (JS buffers: a host copy, an expansion,
+ * a view made by hand), for the builder's copy path: the same slicing rules
+ * as an import's.
  */
-export function importedData(data: Data, by: ImportOwner | readonly ImportOwner[]): ImportedData {
-  if (!(data instanceof ImportedData)) Object.setPrototypeOf(data, ImportedData.prototype);
-  return owned(data as ImportedData, by);
+function recordOfView(view: ArrayView, plan: Plan, path: string): ImportRead {
+  const read = new ImportRead(plan, null, null, path, 0, true);
+  const views = (read.views = new Map());
+  const nums = read.nums;
+  const walk = (v: ArrayView, pn: PlanNode, depth: number): void => {
+    if (depth > 64) throw invalid(path, 'nesting deeper than 64 levels');
+    nums.push(v.length, v.offset, v.nullCount, v.buffers.length);
+    for (const b of v.buffers) {
+      if (b !== null && b.byteLength > 0) views.set(nums.length, b);
+      nums.push(b === null ? 0 : 1, b === null ? 0 : b.byteLength);
+    }
+    if (v.children.length !== pn.children.length) throw invalid(path, `the view has ${v.children.length} children where its schema has ${pn.children.length}`);
+    v.children.forEach((c, k) => walk(c, pn.children[k]!, depth + 1));
+    if (pn.dictionary !== null) {
+      if (!v.dictionary) throw invalid(path, 'the schema is dictionary-encoded, the view has no dictionary');
+      walk(v.dictionary, pn.dictionary, depth + 1);
+    }
+  };
+  walk(view, plan.root, 0);
+  return read;
+}
+
+/**
+ * An arrow-js `Data` of `type` over a plain `ArrayView` (zero-copy over its
+ * JS buffers), `type` being the arrow-js type of `view.schema`.
+ */
+export function dataFromView(view: ArrayView, type: DataType, path = 'array', expand = false): Data {
+  const plan = planWithType(view.schema, type, expand, path);
+  return dataOf(recordOfView(view, plan, path), plan.root, 0, 0, -1, false);
 }
 

@@ -6,6 +6,9 @@
  * to every buffer of this node, buffers start where the C pointers point.
  */
 import type { SchemaNode } from '../schema/node.js';
+import { specAt } from '../schema/layout.js';
+import type { PlanNode } from './plan.js';
+import { bufferView, BUFFERS, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, skip, type ImportRead } from './read.js';
 
 export interface ArrayView {
   /** The type of this node; for a dictionary-encoded array, `schema.dictionary` is the values' type. */
@@ -23,6 +26,68 @@ export interface ArrayView {
   readonly buffers: readonly (Uint8Array | null)[];
   readonly children: readonly ArrayView[];
   readonly dictionary: ArrayView | null;
+}
+
+/**
+ * The `ArrayView` of a node of an import (its record and position): its
+ * buffers are viewed when `buffers` is first read (all of this node's at
+ * once), or one at a time through `buffer(i)`; reads throw once the import
+ * is released.
+ */
+export class ImportedView implements ArrayView {
+  readonly schema: SchemaNode;
+  readonly length: number;
+  readonly offset: number;
+  readonly nullCount: number;
+  #cached: (Uint8Array | null)[] | undefined;
+
+  constructor(
+    /** The import's record: also its keep-alive token (see ImportRead). */
+    readonly read: ImportRead,
+    private readonly pn: PlanNode,
+    /** The node's position in the record. */
+    readonly at: number,
+    readonly children: readonly ArrayView[],
+    readonly dictionary: ArrayView | null,
+  ) {
+    const nums = read.nums;
+    this.schema = pn.schema;
+    this.length = nums[at + LENGTH]!;
+    this.offset = nums[at + OFFSET]!;
+    this.nullCount = nums[at + NULL_COUNT]!;
+  }
+
+  /** Every buffer of this node, viewed now if they were not; throws once the import is released. */
+  get buffers(): readonly (Uint8Array | null)[] {
+    const owner = this.read.owner;
+    if (owner !== null && owner.isReleased) owner.check(pathAt(this.read, this.at), 'a buffer read');
+    if (this.#cached === undefined) {
+      const n = this.read.nums[this.at + N_BUFFERS]!;
+      const out: (Uint8Array | null)[] = new Array(n);
+      for (let i = 0; i < n; i++) out[i] = this.buffer(i);
+      this.#cached = out;
+    }
+    return this.#cached;
+  }
+
+  /** Buffer `i`, viewed now if it was not; throws once the import is released. */
+  buffer(i: number): Uint8Array | null {
+    const n = this.read.nums[this.at + N_BUFFERS]!;
+    if (i >= n) return null;
+    return bufferView(this.read, this.at + BUFFERS + 2 * i, specAt(this.pn.layout, i, n).align, () => `${pathAt(this.read, this.at)}.buffers[${i}]`);
+  }
+}
+
+/** The `ArrayView` of the node at `p` of an import, and of its children and dictionary. */
+export function viewOf(read: ImportRead, pn: PlanNode, p: number): ImportedView {
+  let q = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
+  const children: ArrayView[] = [];
+  for (const c of pn.children) {
+    children.push(viewOf(read, c, q));
+    q = skip(read, c, q);
+  }
+  const dictionary = pn.dictionary === null ? null : viewOf(read, pn.dictionary, q);
+  return new ImportedView(read, pn, p, children, dictionary);
 }
 
 /** Reads bit `i` of a bitmap (LSB first, Columnar.rst "Validity bitmaps"). */

@@ -40,8 +40,8 @@ import { isNativeMemory, nativeMemory } from '../memory/native.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
 import { access } from '../abi/accessors.js';
 import { rawOf, readField, readFieldBig, stage, staged, writeStruct } from '../memory/raw.js';
-import { planOfNode } from '../array/importer.js';
-import { ownersOf } from '../array/imported.js';
+import { batchSchemaOf, planOfNode } from '../array/plan.js';
+import { ownersOf, releaseObject } from '../array/imported.js';
 import { readMetadata, type Metadata } from '../schema/metadata.js';
 import type { SchemaNode } from '../schema/node.js';
 import { CANCEL, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal } from './common.js';
@@ -295,7 +295,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
    * (rejects with `unsupported` for types arrow-js lacks, unless `expand`).
    */
   get schema(): Promise<Schema> {
-    return this.schemaNodeAsync.then((node) => (this.arrowSchema ??= planOfNode(node, this.opts).arrow));
+    return this.schemaNodeAsync.then((node) => (this.arrowSchema ??= batchSchemaOf(planOfNode(node, this.opts))));
   }
 
   /** The stream's schema as sent (every type of the spec), once the producer sent it. */
@@ -321,7 +321,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
       // The batches are imported against this node (planOfNode converts it once, `expand` included):
       // never against the converted arrow-js schema, which `expand` has changed. A reader of
       // ArrayViews converts it only when asked.
-      if (!this.opts.view) this.arrowSchema = planOfNode(node, this.opts).arrow;
+      if (!this.opts.view) this.arrowSchema = batchSchemaOf(planOfNode(node, this.opts));
       this.node = node;
       const A = access(this.mem.target);
       this.producer = readFieldBig(this.mem, A.ArrowAsyncDeviceStreamHandler.producer, this.handler);
@@ -652,7 +652,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     if (!d) return;
     this.current = null;
     if (d instanceof DeviceArray) d.release();
-    else for (const o of ownersOf(d) ?? []) o.release(reason);
+    else if (ownersOf(d) !== undefined) releaseObject(d, reason);
   }
 
   /**

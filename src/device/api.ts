@@ -30,17 +30,17 @@ import { Data, RecordBatch, Schema, Struct, Vector } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
 import { ArrowSymbols, hasArrowMethod, isArrowExportable, type ArrowArrayExportable, type ArrowDeviceArrayExportable } from '../abi/protocol.js';
 import { exchangeOptions, importFromArrayHandles, type ExchangeImportOptions } from '../array/exchange.js';
-import { releaseImport } from '../array/imported.js';
+import { importBatch, importData, owned, releaseImport, type ImportedData, type ImportedRecordBatch } from '../array/imported.js';
 import { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import { exportSchema, releaseArrowSchema, toExportView, type ArrayImportOptions, type MemoryOption, type SchemaLike } from '../array/api.js';
-import { viewToData } from '../array/arrowjs.js';
 import { writeArrayView } from '../array/export.js';
-import { build, consume, nodeOf, planOf, typeOf } from '../array/importer.js';
-import { asImportedBatch, importedData, type ImportedData, type ImportedRecordBatch } from '../array/imported.js';
-import { viewToBatch } from '../array/arrowjs.js';
+import { consume, importWith, planOf } from '../array/importer.js';
 import { ImportOwner } from '../array/owner.js';
+import type { Plan } from '../array/plan.js';
+import type { ImportRead } from '../array/read.js';
 import { isReleased, moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import type { ArrayView } from '../array/view.js';
+import { viewOf } from '../array/view.js';
 import { deviceArrayPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -133,17 +133,18 @@ function readRelease(m: Memory, ptr: Ptr): Ptr {
 
 /**
  * Step 1 of the one import path (array/importer.ts) for a device array:
- * the pointer, the struct, the schema, the options and the device fields.
- * Import consumes: on failure the array, and a schema given as a pointer,
- * are released.
+ * the pointer, the struct, the plan of the schema, the options and the
+ * device fields. Import consumes: on failure the array, and a schema given
+ * as a pointer, are released.
  */
-function begin<T>(ptr: Ptr, schema: unknown, opts: DeviceImportOptions, prepare: (m: Memory) => T): { m: Memory; prepared: T; fields: DeviceFields; level: number } {
+function begin(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions, batch: boolean): { m: Memory; plan: Plan; fields: DeviceFields; level: number } {
   const m = mem(opts);
   const { prepared, level } = consume(m, 'ArrowDeviceArray', ptr, schema, opts, 'device_array', () => {
-    const prepared = prepare(m);
-    return { prepared, fields: readDeviceFields(m, ptr) };
+    const plan = planOf(m, schema, opts, batch);
+    if (batch) plan.batch('schema');
+    return { plan, fields: readDeviceFields(m, ptr) };
   });
-  return { m, prepared: prepared.prepared, fields: prepared.fields, level };
+  return { m, plan: prepared.plan, fields: prepared.fields, level };
 }
 
 /** Whether the CPU can read the data in place (after the sync). */
@@ -152,25 +153,32 @@ function readsInPlace(fields: DeviceFields): boolean {
 }
 
 /**
- * The zero-copy path for memory the CPU reads in place: wait on the event,
- * then steps 2 and 3 of the one import path, with an owner of the whole
- * `ArrowDeviceArray`.
+ * Imports a device array as `build` makes it from its record: zero-copy
+ * where the CPU reads the memory in place (after waiting on the event),
+ * else a `DeviceArray`, or with `toHost` a host copy (released at once).
  */
-function importInPlace<T>(ptr: Ptr, m: Memory, node: SchemaNode, fields: DeviceFields, opts: DeviceImportOptions, level: number, fn: (owner: ImportOwner, view: ArrayView) => T): T {
-  try {
-    backendFor(fields.deviceType)!.syncForHost({ mem: m, ...fields });
-  } catch (e) {
-    releaseStruct(m, 'ArrowDeviceArray', ptr);
-    throw e;
+function importDevice<T extends object>(
+  ptr: Ptr,
+  schema: SchemaLike | Ptr,
+  opts: DeviceImportOptions,
+  batch: boolean,
+  build: (read: ImportRead) => T,
+): T | DeviceArray {
+  const { m, plan, fields, level } = begin(ptr, schema, opts, batch);
+  if (readsInPlace(fields)) {
+    try {
+      backendFor(fields.deviceType)!.syncForHost({ mem: m, ...fields });
+    } catch (e) {
+      releaseStruct(m, 'ArrowDeviceArray', ptr);
+      throw e;
+    }
+    return importWith(ImportOwner.move(m, ptr, 'ArrowDeviceArray'), plan, opts, level, 'device_array.array', build);
   }
-  const owner = ImportOwner.move(m, ptr, 'ArrowDeviceArray');
-  return build(owner, node, opts, level, 'device_array.array', (view) => fn(owner, view));
-}
-
-/** A host copy of a device array, released at once; the copy is a `copy` import's objects. */
-function viaHost<T>(dev: DeviceArray, opts: DeviceImportOptions, fn: (view: ArrayView) => T): T {
+  const dev = adoptDeviceArray(m, ptr, plan, 'device_array', level);
+  if (!opts.toHost) return dev;
   try {
-    return fn(dev.toHostView(opts));
+    // A host copy: nothing to release (owned by no import), but releasable like every import.
+    return owned(build(DeviceArray.hostCopy(dev, opts, plan)), []);
   } finally {
     dev.release();
   }
@@ -178,8 +186,14 @@ function viaHost<T>(dev: DeviceArray, opts: DeviceImportOptions, fn: (view: Arra
 
 /**
  * Imports an `ArrowDeviceArray` of any device as a `DeviceArray` handle,
- * without reading a byte of its buffers. For pass-through, inspection, and
- * explicit control of copies. Release it with `release()` or `using`.
+ * without copying its buffers. For pass-through, inspection, and explicit
+ * control of copies. Release it with `release()` or `using`.
+ *
+ * Validation reads what its level checks on the device, in one batch (the
+ * offsets and variadic sizes at `default`, the buffers it checks at `full`);
+ * where the bytes cannot be read (a device this library has no backend for)
+ * such a level is refused as `unsupported`: pass `{ validate: 'minimal' }`
+ * to pass the array on unread.
  *
  * `source` may be an object of the exchange protocol (PROTOCOL.md) in place
  * of both pointers: `arrow.c_device_array`, or, from a producer without it
@@ -195,9 +209,8 @@ export function importDeviceArray(source: DeviceArraySource, opts?: DeviceExchan
 export function importDeviceArray(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): DeviceArray;
 export function importDeviceArray(ptr: Ptr | DeviceArraySource, schema?: SchemaLike | Ptr | DeviceExchangeOptions, opts: DeviceImportOptions = {}): DeviceArray {
   if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceArray', (p, s, o) => importDeviceArray(p, s, o));
-  schema = schema as SchemaLike | Ptr;
-  const { m, prepared: node } = begin(ptr, schema, opts, (m) => nodeOf(m, schema as SchemaLike | Ptr));
-  return adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
+  const { m, plan, level } = begin(ptr, schema as SchemaLike | Ptr, opts, false);
+  return adoptDeviceArray(m, ptr, plan, 'device_array', level);
 }
 
 /**
@@ -215,18 +228,7 @@ export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: Devic
 export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): ImportedData | DeviceArray;
 export function importDeviceData(ptr: Ptr | DeviceArraySource, schema?: SchemaLike | Ptr | DeviceExchangeOptions, opts: DeviceImportOptions = {}): ImportedData | DeviceArray {
   if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceData', (p, s, o) => importDeviceData(p, s, o));
-  const sch = schema as SchemaLike | Ptr;
-  const { m, prepared, fields, level } = begin(ptr, sch, opts, (m) => {
-    const node = nodeOf(m, sch);
-    return { node, type: typeOf(sch, node, opts) };
-  });
-  const { node, type } = prepared;
-  if (readsInPlace(fields)) {
-    return importInPlace(ptr, m, node, fields, opts, level, (owner, view) => importedData(viewToData(view, type, 'device_array.array', opts), owner));
-  }
-  const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
-  if (!opts.toHost) return dev;
-  return viaHost(dev, opts, (view) => importedData(viewToData(view, type, 'device_array.array', opts), []));
+  return importDevice(ptr, schema as SchemaLike | Ptr, opts, false, importData);
 }
 
 /**
@@ -248,14 +250,7 @@ export function importDeviceRecordBatch(
   opts: DeviceImportOptions = {},
 ): ImportedRecordBatch | DeviceArray {
   if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceRecordBatch', (p, s, o) => importDeviceRecordBatch(p, s, o));
-  const sch = schema as Schema | SchemaNode | Ptr;
-  const { m, prepared: plan, fields, level } = begin(ptr, sch, opts, (m) => planOf(m, sch, opts));
-  const batch = (view: ArrayView, by: ImportOwner[]): ImportedRecordBatch =>
-    asImportedBatch(viewToBatch(view, plan, 'device_array.array', opts), by);
-  if (readsInPlace(fields)) return importInPlace(ptr, m, plan.node, fields, opts, level, (owner, view) => batch(view, [owner]));
-  const dev = adoptDeviceArray(m, ptr, plan.node, 'device_array', opts.validate !== 'none');
-  if (!opts.toHost) return dev;
-  return viaHost(dev, opts, (view) => batch(view, []));
+  return importDevice(ptr, schema as Schema | SchemaNode | Ptr, opts, true, importBatch);
 }
 
 /**
@@ -267,12 +262,7 @@ export function importDeviceArrayView(source: DeviceArraySource, opts?: DeviceEx
 export function importDeviceArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): ArrayView | DeviceArray;
 export function importDeviceArrayView(ptr: Ptr | DeviceArraySource, schema?: SchemaLike | Ptr | DeviceExchangeOptions, opts: DeviceImportOptions = {}): ArrayView | DeviceArray {
   if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceArrayView', (p, s, o) => importDeviceArrayView(p, s, o));
-  const sch = schema as SchemaLike | Ptr;
-  const { m, prepared: node, fields, level } = begin(ptr, sch, opts, (m) => nodeOf(m, sch));
-  if (readsInPlace(fields)) return importInPlace(ptr, m, node, fields, opts, level, (_owner, view) => view);
-  const dev = adoptDeviceArray(m, ptr, node, 'device_array', opts.validate !== 'none');
-  if (!opts.toHost) return dev;
-  return viaHost(dev, opts, (view) => view);
+  return importDevice(ptr, schema as SchemaLike | Ptr, opts, false, (read) => viewOf(read, read.plan.root, 0));
 }
 
 // --- export ------------------------------------------------------------------------------

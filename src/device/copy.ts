@@ -1,8 +1,7 @@
 /**
- * Copies between the host and CUDA memory, and between CUDA devices.
+ * Copies into CUDA memory (copies to the host are the DeviceArray's own,
+ * src/device/device-array.ts).
  *
- * - `copyTreeToHost`: a device tree (sizes resolved) -> an `ArrayView` of
- *   JS buffers: every buffer in one batch (one synchronisation).
  * - `writeCudaCopy`: any tree whose bytes CUDA can read (JS buffers,
  *   pinned or managed memory, device memory of any device) -> new CUDA
  *   memory of the requested kind, written as an `ArrowDeviceArray`. The
@@ -16,34 +15,7 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import type { DeviceBackend, DeviceContext, ReadRange } from './backend.js';
 import { cudaRuntime, type CudaMemoryKind } from './cuda.js';
 import { writeDeviceFields, writeRawTree, type RawNode, type SharedResources } from './export.js';
-import { allBuffers, bufferPath, checkCopy, hostView, type DeviceArrayNode, type DeviceBuffer } from './tree.js';
-
-/**
- * Copies every buffer of `node` (sizes known) into new JS buffers, in one
- * batch. A buffer JS cannot hold (see MAX_BUFFER_BYTES) or, on host memory,
- * at a bad address is refused with its place before anything is allocated.
- */
-export function copyTreeToHost(node: DeviceArrayNode, backend: DeviceBackend, ctx: DeviceContext): ArrayView {
-  const copies = new Map<DeviceBuffer, Uint8Array>();
-  const ranges: ReadRange[] = [];
-  for (const b of allBuffers(node)) {
-    if (b.address === 0n) continue;
-    if (b.size === undefined) throw invalid(bufferPath(b), 'a buffer size is unknown: resolve the sizes first');
-    checkCopy(b, backend, ctx);
-  }
-  for (const b of allBuffers(node)) {
-    if (b.address === 0n) continue;
-    const dst = allocBytes(b.size!, bufferPath(b));
-    copies.set(b, dst);
-    if (b.size! > 0) ranges.push({ src: b.address, size: b.size!, dst });
-  }
-  try {
-    backend.readBatch(ctx, ranges, false);
-  } catch (e) {
-    throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
-  }
-  return hostView(node, (b) => copies.get(b)!);
-}
+import type { DeviceArrayNode, DeviceBuffer } from './device-array.js';
 
 /** A host `ArrayView` as a tree of addresses (its JS buffers, which must stay reachable while they are copied). */
 export function hostTree(mem: Memory, view: ArrayView): DeviceArrayNode {
@@ -63,6 +35,13 @@ export function hostTree(mem: Memory, view: ArrayView): DeviceArrayNode {
     children: view.children.map((c) => hostTree(mem, c)),
     dictionary: view.dictionary ? hostTree(mem, view.dictionary) : null,
   };
+}
+
+/** Every buffer of the tree, depth first (children, then dictionary). */
+function* allBuffers(node: DeviceArrayNode): Generator<DeviceBuffer> {
+  yield* node.buffers;
+  for (const c of node.children) yield* allBuffers(c);
+  if (node.dictionary) yield* allBuffers(node.dictionary);
 }
 
 export function cudaMemoryKind(deviceType: number): CudaMemoryKind {

@@ -3,12 +3,16 @@
  * producer put them. It is what an import of device memory the CPU cannot
  * read returns (and what `importDeviceArray` returns for any device).
  *
- * It holds no views of the producer's memory, only addresses, so an explicit
- * `release()` is always safe; a FinalizationRegistry releases one that was
- * dropped without it (the safety net, DESIGN.md "Ownership"). Exactly one of
- * `release()`, `exportTo()` or that collection ends its life.
+ * Its tree was read by the one reader (src/array/read.ts) into a record of
+ * addresses and sizes; the reads of device values its sizes and checks need
+ * were done at import, in one batch, at `default` and `full` (at `minimal`
+ * they wait for `resolveBufferSizes`). It holds no views of the producer's
+ * memory, only addresses, so an explicit `release()` is always safe; the
+ * one owner of every import (src/array/owner.ts) releases one that was
+ * dropped without it. Exactly one of `release()`, `exportTo()` or that
+ * collection ends its life.
  */
-import { RecordBatch, type Data } from 'apache-arrow';
+import type { Data, RecordBatch } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
 import {
   ArrowSymbols, type ArrowArrayExportable, type ArrowDeviceArrayExportable, type ArrowDeviceExportOptions, type ArrowSchemaExportable,
@@ -16,22 +20,23 @@ import {
 import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from '../array/exchange.js';
 import { moveToHandle } from '../array/handoff.js';
 import { ArrayExportHandles, type ExportHandle } from '../memory/handle.js';
-import { exportArray, freeArrowArray, importArrayView } from '../array/api.js';
-import { viewToBatch, viewToData } from '../array/arrowjs.js';
-import { planOfNode } from '../array/importer.js';
-import { asImportedBatch } from '../array/imported.js';
+import { importBatch, importData } from '../array/imported.js';
 import { writeArrayView } from '../array/export.js';
 import type { ArrayView } from '../array/view.js';
-import type { ValidationLevel } from '../array/import.js';
-import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
+import { viewOf } from '../array/view.js';
+import {
+  BUFFERS, checkBufferSize, checkFull, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, readArray, recordCopy, resolveDeferred, skip, UNKNOWN,
+  validationLevel, type DeviceReader, type ValidationLevel,
+} from '../array/read.js';
+import { planOfNode, type Plan, type PlanNode } from '../array/plan.js';
+import { allocBytes, ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ImportOwner } from '../array/owner.js';
-import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
+import type { ToArrowOptions } from '../schema/arrowjs.js';
 import type { SchemaNode } from '../schema/node.js';
-import { backendFor, requireBackend, type DeviceContext } from './backend.js';
-import { copyTreeToHost, writeCudaCopy } from './copy.js';
+import { backendFor, requireBackend, type DeviceBackend, type DeviceContext, type ReadRange } from './backend.js';
+import { writeCudaCopy } from './copy.js';
 import { writeDeviceFields } from './export.js';
-import { readDeviceTree, readFetches, sizesKnown, type DeviceArrayNode, type DeviceBuffer, type DeviceNode, type Fetch } from './tree.js';
 
 /** What identifies a device: its type (`DeviceType.CUDA`) and id (-1 where the type has no ids). */
 export interface DeviceSpec {
@@ -50,26 +55,111 @@ export interface DeviceCopyOptions {
 
 export interface ToHostOptions extends DeviceCopyOptions, ToArrowOptions {
   /**
-   * `full` re-validates the host copy at the C Data Interface's `full`
-   * level (every offset, type id, view). The device tree itself is always
-   * checked at `default` (last offsets, child lengths, variadic sizes)
-   * unless the import said `none`.
+   * `full` runs the `full` checks on the host copy (every offset, type id,
+   * view), for an array imported at a lower level. The device tree itself
+   * was checked at the level of its import.
    */
   readonly validate?: ValidationLevel;
 }
 
+/** One buffer of a device array. */
+export interface DeviceBuffer {
+  /** The address on the device; `0n` for a NULL buffer. */
+  readonly address: Ptr;
+  /**
+   * Bytes from `address` to the end of what the array uses (its `offset`
+   * included); `undefined` while it depends on values on the device that
+   * have not been read yet (see `DeviceArray.resolveBufferSizes`).
+   */
+  readonly size: number | undefined;
+}
+
+/** A node of a device array: what its structs say, with buffers as device addresses. */
+export interface DeviceArrayNode {
+  readonly schema: SchemaNode;
+  readonly length: number;
+  readonly offset: number;
+  /** -1 when the producer did not compute it. */
+  readonly nullCount: number;
+  readonly buffers: readonly DeviceBuffer[];
+  readonly children: readonly DeviceArrayNode[];
+  readonly dictionary: DeviceArrayNode | null;
+}
+
+/** A node of a device array's record (see src/array/read.ts). */
+class DeviceNode implements DeviceArrayNode {
+  #buffers: DeviceBuffer[] | null = null;
+  #children: DeviceNode[] | null = null;
+
+  constructor(
+    private readonly read: ImportRead,
+    private readonly pn: PlanNode,
+    private readonly at: number,
+  ) {}
+
+  get schema(): SchemaNode { return this.pn.schema; }
+  get length(): number { return this.read.nums[this.at + LENGTH]!; }
+  get offset(): number { return this.read.nums[this.at + OFFSET]!; }
+  get nullCount(): number { return this.read.nums[this.at + NULL_COUNT]!; }
+
+  /** The buffers' addresses and sizes (the same objects until sizes still unknown are resolved). */
+  get buffers(): readonly DeviceBuffer[] {
+    if (this.#buffers === null || (this.read.deferred === null && this.#buffers.some((b) => b.size === undefined))) {
+      const nums = this.read.nums;
+      const n = nums[this.at + N_BUFFERS]!;
+      const out: DeviceBuffer[] = [];
+      for (let k = 0; k < n; k++) {
+        const at = this.at + BUFFERS + 2 * k;
+        const size = nums[at + 1]!;
+        out.push({ address: this.read.exact?.get(at) ?? BigInt(nums[at]!), size: size === UNKNOWN ? undefined : size });
+      }
+      this.#buffers = out;
+    }
+    return this.#buffers;
+  }
+
+  get children(): readonly DeviceNode[] {
+    if (this.#children === null) {
+      let q = this.at + BUFFERS + 2 * this.read.nums[this.at + N_BUFFERS]!;
+      this.#children = this.pn.children.map((c) => {
+        const node = new DeviceNode(this.read, c, q);
+        q = skip(this.read, c, q);
+        return node;
+      });
+    }
+    return this.#children;
+  }
+
+  get dictionary(): DeviceNode | null {
+    if (this.pn.dictionary === null) return null;
+    let q = this.at + BUFFERS + 2 * this.read.nums[this.at + N_BUFFERS]!;
+    for (const c of this.pn.children) q = skip(this.read, c, q);
+    return new DeviceNode(this.read, this.pn.dictionary, q);
+  }
+}
+
 /**
- * A DeviceArray holds its import through the one owner of every import
- * (array/owner.ts): release, move and the garbage collector's last resort
- * are the owner's. The handle itself is the owner's only holder: when it is
- * collected unreleased, the producer is released.
+ * How the reader gets at the bytes of a device type's memory: through its
+ * backend, in batches ordered after the producer's event; for a type with
+ * no backend, not at all (the reader then refuses what needs them).
  */
-type State = ImportOwner;
+export function deviceReader(ctx: DeviceContext, backend: DeviceBackend | undefined): DeviceReader {
+  const name = deviceTypeName(ctx.deviceType) ?? String(ctx.deviceType);
+  return {
+    unreadable: backend === undefined ? `the bytes of ${name} memory (device type ${ctx.deviceType}) cannot be read by this library` : null,
+    readBatch(ranges) {
+      const work: ReadRange[] = ranges.map((r) => ({ src: BigInt(r.src), size: r.size, dst: r.dst }));
+      // A backend that reads device addresses as host addresses: refuse a bad one with a typed error first.
+      if (backend!.hostReadable(ctx.deviceType)) for (const r of work) if (r.size > 0) ctx.mem.checkAddress(r.src, r.size);
+      backend!.readBatch(ctx, work, true);
+    },
+  };
+}
 
 export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, ArrowArrayExportable, ArrowDeviceArrayExportable {
-  readonly #state: State;
+  readonly #owner: ImportOwner;
+  readonly #read: ImportRead;
   readonly #root: DeviceNode;
-  #fetches: Fetch[];
   /** `ArrowDeviceType`: `DeviceType.CUDA`, ... */
   readonly deviceType: number;
   /** The device number; -1 where the type has none. */
@@ -81,15 +171,15 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
   readonly syncEvent: Ptr;
 
   /** @internal Use `importDeviceArray`. */
-  constructor(state: State, root: DeviceNode, fetches: Fetch[], deviceType: number, deviceId: number, syncEvent: Ptr) {
-    this.#state = state;
-    this.#root = root;
-    this.#fetches = fetches;
+  constructor(owner: ImportOwner, read: ImportRead, deviceType: number, deviceId: number, syncEvent: Ptr) {
+    this.#owner = owner;
+    this.#read = read;
+    this.#root = new DeviceNode(read, read.plan.root, 0);
     this.deviceType = deviceType;
     this.deviceId = deviceId;
     this.syncEvent = syncEvent;
-    state.hold(this);
-    state.done();
+    owner.hold(this);
+    owner.done();
   }
 
   get schema(): SchemaNode { return this.#root.schema; }
@@ -108,7 +198,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
 
   /** Whether `release()` or `exportTo()` ended this handle. */
   get released(): boolean {
-    return this.#state.isReleased;
+    return this.#owner.isReleased;
   }
 
   /** Whether the CPU can read the bytes in place (CPU, CUDA_HOST, CUDA_MANAGED). */
@@ -118,58 +208,96 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
 
   /** Whether every buffer's size is known (no device read pending). */
   get sizesKnown(): boolean {
-    return this.#fetches.length === 0 && sizesKnown(this.#root);
+    return this.#read.deferred === null;
   }
 
-  private live(what: string): State {
-    if (this.#state.isReleased) {
-      throw new ArrowDeviceError('released', 'device_array', `${what} of a released (or moved) DeviceArray: ${this.#state.releasedBecause}`);
+  private live(what: string): ImportOwner {
+    if (this.#owner.isReleased) {
+      throw new ArrowDeviceError('released', 'device_array', `${what} of a released (or moved) DeviceArray: ${this.#owner.releasedBecause}`);
     }
-    return this.#state;
+    return this.#owner;
   }
 
   private context(opts: DeviceCopyOptions): DeviceContext {
-    return { mem: this.#state.mem, deviceType: this.deviceType, deviceId: this.deviceId, syncEvent: this.syncEvent, stream: opts.stream };
+    return { mem: this.#owner.mem, deviceType: this.deviceType, deviceId: this.deviceId, syncEvent: this.syncEvent, stream: opts.stream };
   }
 
   /**
-   * Fetches what the sizes of variable-length buffers depend on (the last
+   * Reads what the sizes of variable-length buffers depend on (the last
    * offset of every binary/utf8 array and the variadic sizes of view types,
-   * in the whole tree) with one batched device read, and checks it. Throws
-   * `unsupported` for a device type whose bytes cannot be read.
+   * in the whole tree) with one batched device read. Only an import at
+   * `minimal` leaves any to read (the other levels read and check them at
+   * import). Throws `unsupported` for a device type whose bytes cannot be read.
    *
    * @example
-   * const dev = importDeviceArray(ptr, schema);
+   * const dev = importDeviceArray(ptr, schema, { validate: 'minimal' });
    * dev.resolveBufferSizes();
    * console.log(dev.children[1].buffers[2].size); // bytes of the utf8 data
    */
   resolveBufferSizes(opts: DeviceCopyOptions = {}): this {
     this.live('resolveBufferSizes');
-    if (this.#fetches.length === 0) return this;
+    if (this.#read.deferred === null) return this;
     const backend = requireBackend(this.deviceType, this.deviceTypeName, 'device_array');
-    readFetches(this.#fetches, backend, this.context(opts));
-    this.#fetches = [];
+    resolveDeferred(this.#read, deviceReader(this.context(opts), backend));
     return this;
   }
 
   /**
-   * Copies the whole tree (children, dictionaries, variadic buffers) into JS
-   * memory as an `ArrayView`: one batched read of the sizes it needs, then
-   * one batch of buffer copies. The DeviceArray stays live.
+   * A record of the whole tree copied into JS memory: one batched read of
+   * the sizes it still needs, then one batch of buffer copies. A buffer JS
+   * cannot hold, or (read as host memory) at a bad address, is refused with
+   * its place before anything is copied. The DeviceArray stays live.
    */
-  toHostView(opts: ToHostOptions = {}): ArrayView {
-    const s = this.live('toHostView');
+  #copyToHost(opts: ToHostOptions): ImportRead {
+    this.live('toHostView');
     const backend = requireBackend(this.deviceType, this.deviceTypeName, 'device_array');
     this.resolveBufferSizes(opts);
-    const view = copyTreeToHost(this.#root, backend, this.context(opts));
-    if (opts.validate !== 'full') return view;
-    // Full validation of the copy: through the C Data Interface and back, zero-copy both ways.
-    const p = exportArray(view, { memory: s.mem });
+    const read = this.#read;
+    const nums = read.nums;
+    const copy = recordCopy(read);
+    const views = (copy.views = new Map<number, Uint8Array>());
+    const ranges: ReadRange[] = [];
+    const ctx = this.context(opts);
+    // Each buffer's place, for errors (made only then).
+    const place = (p: number, k: number): string => `${pathAt(read, p)}.buffers[${k}]`;
+    const each = (fn: (p: number, k: number, at: number) => void): void => {
+      for (let p = 0; p < nums.length; ) {
+        const nb = nums[p + N_BUFFERS]!;
+        for (let k = 0; k < nb; k++) fn(p, k, p + BUFFERS + 2 * k);
+        p += BUFFERS + 2 * nb;
+      }
+    };
+    each((p, k, at) => {
+      if (nums[at] === 0) return;
+      try {
+        checkBufferSize(nums[at + 1]!, '');
+        if (backend.hostReadable(this.deviceType) && nums[at + 1]! > 0) ctx.mem.checkAddress(read.exact?.get(at) ?? BigInt(nums[at]!), nums[at + 1]!);
+      } catch (e) {
+        throw prefixPath(e, place(p, k));
+      }
+    });
+    each((p, k, at) => {
+      if (nums[at] === 0) return;
+      const dst = allocBytes(nums[at + 1]!, place(p, k));
+      views.set(at, dst);
+      if (dst.byteLength > 0) ranges.push({ src: read.exact?.get(at) ?? BigInt(nums[at]!), size: dst.byteLength, dst });
+    });
     try {
-      return importArrayView(p, view.schema, { memory: s.mem, validate: 'full' });
-    } finally {
-      freeArrowArray(p, { memory: s.mem });
+      backend.readBatch(ctx, ranges, false);
+    } catch (e) {
+      throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
     }
+    if (validationLevel(opts.validate) >= 3 && read.level < 3) checkFull(copy, null);
+    return copy;
+  }
+
+  /**
+   * Copies the whole tree (children, dictionaries, variadic buffers) into JS
+   * memory as an `ArrayView`. The DeviceArray stays live.
+   */
+  toHostView(opts: ToHostOptions = {}): ArrayView {
+    const copy = this.#copyToHost(opts);
+    return viewOf(copy, copy.plan.root, 0);
   }
 
   /**
@@ -181,18 +309,17 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
    * dev.release();
    */
   toHost(opts: ToHostOptions = {}): Data {
-    const view = this.toHostView(opts);
-    return viewToData(view, nodeToType(view.schema, 'schema', opts), 'device_array.array', opts);
+    const copy = this.#copyToHost(opts);
+    return importData(retarget(copy, planOfNode(this.schema, opts)));
   }
 
   /** Copies a struct array to the host as an arrow-js `RecordBatch`. */
   toHostRecordBatch(opts: ToHostOptions = {}): RecordBatch {
     if (this.schema.type.id !== 'struct') throw invalid('schema.format', `a record batch needs a struct ("+s"), got "${this.schema.format}"`);
-    // The schema is converted once per DeviceArray schema (planOfNode caches), not per call.
     const plan = planOfNode(this.schema, opts);
-    const view = this.toHostView(opts);
+    plan.batch();
     // A host copy: nothing to release (owned by no import), but releasable like every imported batch.
-    return asImportedBatch(viewToBatch(view, plan, 'device_array.array', opts), []);
+    return importBatch(retarget(this.#copyToHost(opts), plan));
   }
 
   /**
@@ -231,7 +358,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
         const name = deviceTypeName(target.deviceType) ?? String(target.deviceType);
         throw unsupported('target.deviceType', `copies to ${name} memory are not supported`);
       }
-      return adoptDeviceArray(mem, tmp, this.schema, 'device_array');
+      return adoptDeviceArray(mem, tmp, planOfNode(this.schema), 'device_array', 1);
     } finally {
       mem.free(tmp);
     }
@@ -251,14 +378,19 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
 
   /** Calls the producer's release (once; later calls do nothing). */
   release(): void {
-    this.#state.release();
+    this.#owner.release();
+  }
+
+  /** @internal A host copy of `dev`'s tree, read through `plan` (the plan of its import, with the arrow-js types asked for). */
+  static hostCopy(dev: DeviceArray, opts: ToHostOptions, plan: Plan): ImportRead {
+    return retarget(dev.#copyToHost(opts), plan);
   }
 
   // --- the exchange protocol (PROTOCOL.md) ------------------------------------------------
 
   /** Exchange protocol: the schema as an owned `ArrowSchema` handle (the DeviceArray is unchanged). */
   [ArrowSymbols.schema](): ExportHandle {
-    return schemaHandle(this.#state.mem, this.schema);
+    return schemaHandle(this.#owner.mem, this.schema);
   }
 
   /**
@@ -304,35 +436,42 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
 
   /** `release()`, for `using`. */
   [Symbol.dispose](): void {
-    this.#state.release();
+    this.#owner.release();
   }
+}
+
+/** `copy` (a host copy's record) read by `plan` (the same schema, with the arrow-js form asked for). */
+function retarget(copy: ImportRead, plan: Plan): ImportRead {
+  if (copy.plan === plan) return copy;
+  const r = recordCopy(copy, plan);
+  r.views = copy.views;
+  return r;
 }
 
 /**
  * Moves the `ArrowDeviceArray` at `ptr` (fields already validated) into a
- * new `DeviceArray`; the caller's struct is marked released. On failure the
- * producer's release has been called.
+ * new `DeviceArray`, reading its tree through `plan` at `level`; the
+ * caller's struct is marked released. On failure the producer's release
+ * has been called.
  */
-export function adoptDeviceArray(
-  mem: Memory,
-  ptr: Ptr,
-  schema: SchemaNode,
-  path: string,
-  check = true,
-): DeviceArray {
+export function adoptDeviceArray(mem: Memory, ptr: Ptr, plan: Plan, path: string, level: number): DeviceArray {
   const L = mem.layouts.ArrowDeviceArray;
-  const state = ImportOwner.move(mem, ptr, 'ArrowDeviceArray');
-  const own = state.ptr;
+  const owner = ImportOwner.move(mem, ptr, 'ArrowDeviceArray');
+  owner.schema = plan.node;
+  const own = owner.ptr;
   try {
     const o = L.offsets;
     const deviceType = mem.readI32(own + BigInt(o.device_type!));
     const deviceId = Number(mem.readI64(own + BigInt(o.device_id!)));
     const syncEvent = mem.readPtr(own + BigInt(o.sync_event!));
-    const fetches: Fetch[] = [];
-    const root = readDeviceTree(mem, own + BigInt(o.array!), schema, `${path}.array`, fetches, check);
-    return new DeviceArray(state, root, fetches, deviceType, deviceId, syncEvent);
+    const read = new ImportRead(plan, owner, mem, `${path}.array`, level, false);
+    read.viewed = false;
+    // CPU memory is read in place; every other device through its backend, after its event.
+    const device = deviceType === DeviceType.CPU ? null : deviceReader({ mem, deviceType, deviceId, syncEvent }, backendFor(deviceType));
+    readArray(read, owner.arrayAddr, device);
+    return new DeviceArray(owner, read, deviceType, deviceId, syncEvent);
   } catch (e) {
-    state.release('failed');
+    owner.release('failed');
     throw e;
   }
 }

@@ -6,5 +6,5 @@ export {
   type DeviceImportOptions, type DeviceExportOptions, type DeviceFields,
 } from './api.js';
 export { DeviceArray, type DeviceSpec, type DeviceCopyOptions, type ToHostOptions } from './device-array.js';
-export type { DeviceArrayNode, DeviceBuffer } from './tree.js';
+export type { DeviceArrayNode, DeviceBuffer } from './device-array.js';
 export { cudaRuntime, cudaAvailable, cudartCandidates, CudaRuntime, CudaError, MemcpyKind, type CudaMemoryKind } from './cuda.js';

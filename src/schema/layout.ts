@@ -1,65 +1,109 @@
 /**
- * The buffer layout of every type: one table, after nanoarrow's
- * `ArrowLayout`, that every reader and writer of arrays consults (the host
- * import, src/array/import.ts; the device tree reader, src/device/tree.ts;
- * the arrow-js conversion, src/array/arrowjs.ts; the export of arrow-js
- * data, ibid.), instead of each carrying its own switch over types.
+ * The buffer layout of every type: the one table, after nanoarrow's
+ * `ArrowLayout`, that decides what an array of a type holds. The import
+ * plan (src/array/plan.ts), the reader (src/array/read.ts), the arrow-js
+ * conversion and the export of arrow-js data (src/array/arrowjs.ts) and
+ * `expand` (src/array/expand.ts) ask it; nothing else switches over types
+ * to decide buffers.
  *
  * Columnar.rst, "Buffer listing for each layout", and CDataInterface.rst,
- * "Buffers": what an `ArrowArray` of a type holds, in order. A layout is
- * made once per `TypeInfo` (parametric types such as `w:16` or unions have
- * their own) and shared.
+ * "Buffers": the buffers of an `ArrowArray` of a type, in order, each with
+ * a role that says how its size follows from the array's offset and length
+ * (or from values in another buffer), and the rule its children's lengths
+ * follow. A layout is made once per `TypeInfo` and shared.
  */
 import type { TypeInfo } from './format.js';
 
-/** The physical kinds of array: the cases every reader and writer distinguishes. */
+/** The physical kinds of array: what the arrow-js conversion distinguishes. */
 export const enum Kind {
-  /** No buffers (a legacy validity slot is tolerated). */
   Null,
-  /** validity, values bitmap. */
   Bool,
-  /** validity, values of `width` bytes each (ints, floats, decimals, dates, times, timestamps, durations, intervals, fixed-size binary). */
+  /** Fixed-width values (ints, floats, decimals, dates, times, timestamps, durations, intervals, fixed-size binary). */
   Fixed,
-  /** validity, int32 offsets, data. */
   Binary,
-  /** validity, int64 offsets, data. */
   LargeBinary,
-  /** validity, 16-byte views, variadic data buffers, int64 variadic sizes. */
   View,
-  /** validity, int32 offsets; one child (list and map). */
   List,
-  /** validity, int64 offsets; one child. */
   LargeList,
-  /** validity, offsets, sizes (`width` bytes each); one child. */
   ListView,
-  /** validity; one child of `listSize` elements per element. */
   FixedList,
-  /** validity; any number of children, each as long as the parent. */
   Struct,
-  /** type ids; children as long as the parent. No validity (Columnar.rst, "Union Layout"). */
   SparseUnion,
-  /** type ids, int32 offsets; children of any length. No validity. */
   DenseUnion,
-  /** No buffers; run ends and values. */
   RunEnd,
+}
+
+/**
+ * What a buffer holds, which decides its size in bytes for an array whose
+ * offset + length is `end` (Columnar.rst, per layout).
+ */
+export const enum Role {
+  /** Validity bitmap: ceil(end / 8) bytes; may be NULL when null_count is 0. */
+  Validity,
+  /** Values bitmap (bool): ceil(end / 8) bytes. */
+  Bits,
+  /** Fixed-width values: end * width bytes. */
+  Fixed,
+  /** Offsets of `width` bytes: (end + 1) * width bytes, NULL allowed when length is 0; the last sizes the data or the child. */
+  Offsets,
+  /** Variable-size data: as many bytes as the last offset says. */
+  Data,
+  /** 16-byte views: end * 16 bytes. */
+  Views,
+  /** One variadic data buffer of a view type: the size its entry in the variadic sizes says. */
+  VariadicData,
+  /** The int64 sizes of the variadic data buffers, last of a view type's buffers. */
+  VariadicSizes,
+  /** Union type ids: end bytes. */
+  TypeIds,
+  /** Dense union offsets: end * 4 bytes. */
+  UnionOffsets,
+  /** List view offsets or sizes: end * width bytes. */
+  ViewRanges,
+}
+
+export interface BufferSpec {
+  readonly role: Role;
+  /** Bytes per element; 0 for bitmaps and data. */
+  readonly width: number;
+  /** The element size a JS view of the buffer must be aligned to. */
+  readonly align: number;
+  /** Its name in messages: `NULL offset buffer, but 12 bytes are needed`. */
+  readonly what: string;
+}
+
+/** How long a node's children must be (checked at `default`). */
+export const enum ChildRule {
+  None,
+  /** Each child at least offset + length (struct, sparse union). */
+  Parent,
+  /** The child at least (offset + length) * listSize (fixed-size list). */
+  Multiple,
+  /** The child at least the last offset (list, large list, map). */
+  LastOffset,
+  /** Any length (dense union, list view: their full checks look inside). */
+  Free,
+  /** Run ends and values of one length (run-end encoded). */
+  RunEnds,
 }
 
 export interface ArrayLayout {
   readonly kind: Kind;
-  /** The buffers an array of the type has; for view types the minimum (variadic data buffers and the sizes buffer follow). */
+  /**
+   * The buffers in C order. View types: validity, views and the variadic
+   * sizes, between which come the variadic data buffers (`specAt`).
+   */
+  readonly buffers: readonly BufferSpec[];
+  /** The buffers an array of the type has; for view types the minimum. */
   readonly nBuffers: number;
   readonly variadic: boolean;
   /** Whether buffer 0 is a validity bitmap. */
   readonly hasValidity: boolean;
-  /** The children an array of the type has (undefined: as many as its schema, for structs). */
+  /** The children an array of the type has (undefined: as many as its schema, for structs and unions). */
   readonly nChildren: number | undefined;
-  /**
-   * Bytes per element of the sized buffer: Fixed, the values; View, 16 (a
-   * view); ListView, the offsets and sizes (4 or 8); 0 otherwise.
-   */
+  readonly children: ChildRule;
+  /** Bytes per value of the sized buffer (Fixed, ListView, View); 0 otherwise. */
   readonly width: number;
-  /** The element size a JS view of the values buffer must be aligned to (Fixed). */
-  readonly align: number;
   /** FixedList: the list size. */
   readonly listSize: number;
 }
@@ -67,44 +111,77 @@ export interface ArrayLayout {
 /** Also exported under its former name: what an array of a type must look like. */
 export type PhysicalLayout = ArrayLayout;
 
-function layout(kind: Kind, nBuffers: number, hasValidity: boolean, nChildren: number | undefined, width = 0, align = 0, listSize = 0, variadic = false): ArrayLayout {
-  return Object.freeze({ kind, nBuffers, variadic, hasValidity, nChildren, width, align, listSize });
+const spec = (role: Role, what: string, width = 0, align = 1): BufferSpec => Object.freeze({ role, width, align, what });
+
+const VALIDITY = spec(Role.Validity, 'validity');
+const OFFSETS32 = spec(Role.Offsets, 'offset', 4, 4);
+const OFFSETS64 = spec(Role.Offsets, 'offset', 8, 8);
+const DATA = spec(Role.Data, 'data');
+/** A view type's variadic data buffer `k` (its name carries its index). */
+export const VARIADIC_DATA = spec(Role.VariadicData, 'variadic data');
+const VARIADIC_SIZES = spec(Role.VariadicSizes, 'variadic sizes', 8, 8);
+
+function layout(
+  kind: Kind,
+  buffers: BufferSpec[],
+  nChildren: number | undefined,
+  children: ChildRule,
+  opts: { width?: number; listSize?: number; variadic?: boolean } = {},
+): ArrayLayout {
+  return Object.freeze({
+    kind,
+    buffers: Object.freeze(buffers),
+    nBuffers: buffers.length,
+    variadic: opts.variadic ?? false,
+    hasValidity: buffers[0]?.role === Role.Validity,
+    nChildren,
+    children,
+    width: opts.width ?? 0,
+    listSize: opts.listSize ?? 0,
+  });
 }
 
-// One object per shape of the simple types: asked for once per node of every import, never allocated there.
-const NULL = layout(Kind.Null, 0, false, 0);
-const BOOL = layout(Kind.Bool, 2, true, 0);
-const BINARY = layout(Kind.Binary, 3, true, 0);
-const LARGE_BINARY = layout(Kind.LargeBinary, 3, true, 0);
-const VIEW = layout(Kind.View, 3, true, 0, 16, 8, 0, true);
-const LIST = layout(Kind.List, 2, true, 1);
-const LARGE_LIST = layout(Kind.LargeList, 2, true, 1);
-const LIST_VIEW = layout(Kind.ListView, 3, true, 1, 4, 4);
-const LARGE_LIST_VIEW = layout(Kind.ListView, 3, true, 1, 8, 8);
-const STRUCT = layout(Kind.Struct, 1, true, undefined);
-const RUN_END = layout(Kind.RunEnd, 0, false, 2);
+// One object per shape of the simple types.
+const NULL = layout(Kind.Null, [], 0, ChildRule.None);
+const BOOL = layout(Kind.Bool, [VALIDITY, spec(Role.Bits, 'values')], 0, ChildRule.None);
+const BINARY = layout(Kind.Binary, [VALIDITY, OFFSETS32, DATA], 0, ChildRule.None);
+const LARGE_BINARY = layout(Kind.LargeBinary, [VALIDITY, OFFSETS64, DATA], 0, ChildRule.None);
+const VIEW = layout(Kind.View, [VALIDITY, spec(Role.Views, 'views', 16, 8), VARIADIC_SIZES], 0, ChildRule.None, { width: 16, variadic: true });
+const LIST = layout(Kind.List, [VALIDITY, OFFSETS32], 1, ChildRule.LastOffset);
+const LARGE_LIST = layout(Kind.LargeList, [VALIDITY, OFFSETS64], 1, ChildRule.LastOffset);
+const listView = (w: number): ArrayLayout =>
+  layout(Kind.ListView, [VALIDITY, spec(Role.ViewRanges, 'offsets', w, w), spec(Role.ViewRanges, 'sizes', w, w)], 1, ChildRule.Free, { width: w });
+const LIST_VIEW = listView(4);
+const LARGE_LIST_VIEW = listView(8);
+const STRUCT = layout(Kind.Struct, [VALIDITY], undefined, ChildRule.Parent);
+const SPARSE = layout(Kind.SparseUnion, [spec(Role.TypeIds, 'type ids', 1, 1)], undefined, ChildRule.Parent);
+const DENSE = layout(Kind.DenseUnion, [spec(Role.TypeIds, 'type ids', 1, 1), spec(Role.UnionOffsets, 'offsets', 4, 4)], undefined, ChildRule.Free, { width: 4 });
+const RUN_END = layout(Kind.RunEnd, [], 2, ChildRule.RunEnds);
 
 /** Fixed-width layouts by width and alignment, fixed-size lists by size: the objects shared by equal types. */
-const fixedLayouts = new Map<number, ArrayLayout>();
-const fixedLists = new Map<number, ArrayLayout>();
+const shared = new Map<string, ArrayLayout>();
 
 /**
- * Where a `TypeInfo` keeps its layout once asked (a symbol-keyed property:
- * one property load per node of every import, no table lookup; TypeInfo
- * objects are immutable descriptions, so the layout never goes stale).
+ * Where a `TypeInfo` keeps its layout once asked (a symbol-keyed property,
+ * not enumerable: TypeInfo objects are immutable descriptions).
  */
 const LAYOUT = Symbol('arrow-device.layout');
 type WithLayout = { [LAYOUT]?: ArrayLayout };
 
-/** The layout of an array of type `t` (made once per `TypeInfo`). */
+/** The layout of an array of type `t`. */
 export function layoutOf(t: TypeInfo): ArrayLayout {
   const l = (t as WithLayout)[LAYOUT];
   if (l !== undefined) return l;
   const made = makeLayout(t);
-  // Not enumerable (a TypeInfo compared by its fields stays equal); a frozen TypeInfo (one a caller
-  // made) is asked again each time.
+  // A frozen TypeInfo (one a caller made) is asked again each time.
   if (Object.isExtensible(t)) Object.defineProperty(t, LAYOUT, { value: made, enumerable: false });
   return made;
+}
+
+function sharedLayout(key: string, make: () => ArrayLayout): ArrayLayout {
+  let l = shared.get(key);
+  if (l === undefined) shared.set(key, (l = make()));
+  return l;
 }
 
 function makeLayout(t: TypeInfo): ArrayLayout {
@@ -120,23 +197,14 @@ function makeLayout(t: TypeInfo): ArrayLayout {
     case 'large_list_view': return LARGE_LIST_VIEW;
     case 'struct': return STRUCT;
     case 'run_end_encoded': return RUN_END;
-    case 'fixed_list': {
-      let l = fixedLists.get(t.size);
-      if (l === undefined) fixedLists.set(t.size, (l = layout(Kind.FixedList, 1, true, 1, 0, 0, t.size)));
-      return l;
-    }
-    case 'union':
-      return t.mode === 'dense'
-        ? layout(Kind.DenseUnion, 2, false, t.typeIds.length, 4, 4)
-        : layout(Kind.SparseUnion, 1, false, t.typeIds.length);
+    case 'union': return t.mode === 'dense' ? DENSE : SPARSE;
+    case 'fixed_list':
+      return sharedLayout(`+w:${t.size}`, () => layout(Kind.FixedList, [VALIDITY], 1, ChildRule.Multiple, { listSize: t.size }));
     default: {
       const width = fixedWidth(t);
       // Decimals and intervals are read by arrow-js as 32-bit words; fixed-size binary as bytes.
       const align = t.id === 'fixed_binary' ? 1 : t.id === 'decimal' || t.id === 'interval' ? 4 : Math.min(width, 8);
-      const key = width * 16 + align;
-      let l = fixedLayouts.get(key);
-      if (l === undefined) fixedLayouts.set(key, (l = layout(Kind.Fixed, 2, true, 0, width, align)));
-      return l;
+      return sharedLayout(`${width}/${align}`, () => layout(Kind.Fixed, [VALIDITY, spec(Role.Fixed, 'values', width, align)], 0, ChildRule.None, { width }));
     }
   }
 }
@@ -151,5 +219,26 @@ function fixedWidth(t: TypeInfo): number {
     case 'timestamp': case 'duration': return 8;
     case 'interval': return t.unit === 'month' ? 4 : t.unit === 'day_time' ? 8 : 16;
     default: throw new Error(`no fixed width for type "${t.id}"`);
+  }
+}
+
+/** The spec of buffer `i` of an array of `nBuffers` buffers (view types: the variadic data buffers between views and sizes). */
+export function specAt(l: ArrayLayout, i: number, nBuffers: number): BufferSpec {
+  if (!l.variadic || i < 2) return l.buffers[i]!;
+  return i === nBuffers - 1 ? VARIADIC_SIZES : VARIADIC_DATA;
+}
+
+/**
+ * The bytes buffer `i` (of `spec`) needs for an array ending at `end`
+ * (offset + length), for the roles sized by the struct alone; -1 for the
+ * roles sized by values (Data, VariadicData).
+ */
+export function bufferBytes(s: BufferSpec, end: number, nVariadic: number): number {
+  switch (s.role) {
+    case Role.Validity: case Role.Bits: return Math.ceil(end / 8);
+    case Role.Offsets: return (end + 1) * s.width;
+    case Role.VariadicSizes: return nVariadic * 8;
+    case Role.Data: case Role.VariadicData: return -1;
+    default: return end * s.width;
   }
 }

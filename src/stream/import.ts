@@ -32,8 +32,11 @@ import {
 } from '../array/exchange.js';
 import { ExportHandle } from '../memory/handle.js';
 import { markReleased } from '../memory/cstruct.js';
-import { validationLevel } from '../array/import.js';
-import { build, buildBatch, planOfNode, type BatchPlan } from '../array/importer.js';
+import { importWith } from '../array/importer.js';
+import { importBatch } from '../array/imported.js';
+import { batchSchemaOf, planOfNode, type Plan } from '../array/plan.js';
+import { validationLevel, type ImportRead } from '../array/read.js';
+import { viewOf } from '../array/view.js';
 import type { ArrayView } from '../array/view.js';
 import { importDeviceArrayView, importDeviceRecordBatch, readDeviceFields } from '../device/api.js';
 import { DeviceArray } from '../device/device-array.js';
@@ -41,7 +44,7 @@ import { importedTable, type ImportedRecordBatch, type ImportedTable } from '../
 import { ImportOwner } from '../array/owner.js';
 import type { DeviceImportOptions } from '../device/api.js';
 import { isReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
-import { ownersOf } from '../array/imported.js';
+import { releaseObject } from '../array/imported.js';
 import { streamPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -279,8 +282,8 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   readonly #h: StreamHandle;
   readonly #opts: StreamImportOptions;
   readonly #level: number;
-  /** The arrow-js form of the schema, made once; null for a reader of ArrayViews. */
-  readonly #plan: BatchPlan | null;
+  /** The plan of the schema (its arrow-js form made, unless the reader gives ArrayViews). */
+  readonly #plan: Plan;
   readonly #getNext: Ptr;
   #keepAll: boolean;
   /** The batch handed out last and not kept: released when the reader moves on. */
@@ -294,12 +297,12 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   #queue: Promise<unknown> = Promise.resolve();
 
   /** @internal Use `importArrayStream` / `importDeviceArrayStream`. */
-  constructor(h: StreamHandle, node: SchemaNode, plan: BatchPlan | null, deviceType: number | undefined, opts: StreamImportOptions) {
+  constructor(h: StreamHandle, node: SchemaNode, plan: Plan, deviceType: number | undefined, opts: StreamImportOptions) {
     this.#h = h;
     this.#plan = plan;
     this.schemaNode = node;
     // A reader of ArrayViews converts its schema only when asked (types arrow-js lacks stay possible).
-    this.#schema = plan?.arrow;
+    if (!opts.view) this.#schema = batchSchemaOf(plan);
     this.deviceType = deviceType;
     this.#opts = opts;
     this.#keepAll = opts.keep ?? false;
@@ -421,7 +424,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     if (!b) return;
     this.#current = null;
     if (b instanceof DeviceArray) b.release();
-    else for (const o of ownersOf(b) ?? []) o.release(reason);
+    else releaseObject(b, reason);
   }
 
   /**
@@ -546,8 +549,9 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     const opts = this.#opts;
     if (this.deviceType === undefined || this.deviceType === DeviceType.CPU) {
       const owner = new ImportOwner(m, out, kind);
-      if (opts.view) return build(owner, this.schemaNode, opts, this.#level, path, (v) => v) as T;
-      return buildBatch(owner, this.#plan!, opts, this.#level, path) as T;
+      const plan = this.#plan;
+      const build: (read: ImportRead) => object = opts.view ? (read) => viewOf(read, plan.root, 0) : importBatch;
+      return importWith(owner, plan, opts, this.#level, path, build) as T;
     }
     try {
       return (opts.view ? importDeviceArrayView(out, this.schemaNode, opts) : importDeviceRecordBatch(out, this.schemaNode, opts)) as T;
@@ -631,7 +635,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     } catch (e) {
       for (const b of out) {
         if (b instanceof DeviceArray) b.release();
-        else for (const o of ownersOf(b) ?? []) o.release('stream-ended');
+        else releaseObject(b, 'stream-ended');
       }
       throw e;
     }
@@ -722,9 +726,10 @@ function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: Str
       throw invalid('onProducerError', `expected a function, got ${typeof opts.onProducerError}`);
     }
     const node = readStreamSchema(h, opts.onProducerError);
-    let plan: BatchPlan | null = null;
+    let plan: Plan;
     try {
-      if (!opts.view) plan = planOfNode(node, opts);
+      plan = planOfNode(node, opts);
+      if (!opts.view) plan.batch();
     } catch (e) {
       throw prefixPath(e, s.path);
     }

@@ -155,8 +155,8 @@ describe('arguments checked at the boundary', () => {
     assert.throws(
       () => [...col],
       (e: unknown) =>
-        e instanceof ArrowDeviceError && e.kind === 'memory' && e.path === 'values' &&
-        e.message === "values: this buffer was viewed in a WebAssembly module's memory before the memory grew, which detached the view; " +
+        e instanceof ArrowDeviceError && e.kind === 'memory' && e.path === 'array.children[0].values' &&
+        e.message === "array.children[0].values: this buffer was viewed in a WebAssembly module's memory before the memory grew, which detached the view; " +
           'read the data after the module is done growing its memory, or import with { copy: true }',
     );
     assert.throws(() => col.get(0), ArrowDeviceError);

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { Vector } from 'apache-arrow';
 import { importData, type ArrayImportOptions } from '../../src/array/api.js';
-import { MAX_BITMAP_BITS } from '../../src/array/import.js';
+import { MAX_BITMAP_BITS } from '../../src/array/read.js';
 import { ArrowDeviceError } from '../../src/errors.js';
 import { liveCounters } from '../../src/memory/accounting.js';
 import { nativeMemory } from '../../src/memory/index.js';

@@ -52,11 +52,14 @@ after(() => {
   setDeviceBackend(DeviceType.EXT_DEV, previous);
 });
 
-/** How many device reads the sizes need: one per offsets buffer (binary, utf8, lists, maps) and per variadic sizes buffer. */
+/**
+ * How many device reads the sizes and the `default` checks need: the first and the last offset of
+ * each offsets buffer (binary, utf8, lists, maps), and each variadic sizes buffer.
+ */
 function expectedFetches(v: ArrayView): number {
   const t = v.schema.type.id;
   let n = 0;
-  if (['binary', 'utf8', 'large_binary', 'large_utf8', 'list', 'large_list', 'map'].includes(t) && v.buffers[1]) n++;
+  if (['binary', 'utf8', 'large_binary', 'large_utf8', 'list', 'large_list', 'map'].includes(t) && v.buffers[1]) n += 2;
   if ((t === 'binary_view' || t === 'utf8_view') && v.buffers.length > 3) n++;
   for (const c of v.children) n += expectedFetches(c);
   if (v.dictionary) n += expectedFetches(v.dictionary);
@@ -73,7 +76,7 @@ function exportAsExtDev(batch: RecordBatch): bigint {
 describe('device-aware copy to the host', { skip: goldFiles.length ? false : `no gold files at ${GOLD.pathname}` }, () => {
   for (const f of goldFiles) {
     const skip = ARROW_JS_UNREADABLE.has(f) ? 'arrow-js 21 cannot read this IPC file' : false;
-    test(`copies ${f.replace('.arrow_file', '')} in two batches: last offsets, then buffers`, { skip }, async () => {
+    test(`copies ${f.replace('.arrow_file', '')} in two batches: offsets at import, then buffers`, { skip }, async () => {
       (() => {
         const table = tableFromIPC(readFileSync(new URL(f, GOLD)));
         const copies: RecordBatch[] = [];
@@ -81,15 +84,18 @@ describe('device-aware copy to the host', { skip: goldFiles.length ? false : `no
           const schema = new Schema((batch.data.type as Struct).children, batch.schema.metadata);
           const expected = expectedFetches(dataToView(batch.data, schemaToNode(schema)));
           const p = exportAsExtDev(batch);
+          batches.length = 0;
           const dev = importDeviceArray(p, schema);
           freeDeviceArray(p);
-          assert.equal(dev.sizesKnown, expected === 0);
+          // `default`: the values that size buffers are read and checked at import, in one batch.
+          const fetch = batches.filter((b) => b.small);
+          assert.equal(fetch.length, expected > 0 ? 1 : 0, 'one batched read for every size in the tree');
+          if (expected > 0) assert.equal(fetch[0]!.ranges, expected, 'every first and last offset and variadic sizes buffer, in that one batch');
+          assert.equal(dev.sizesKnown, true);
           batches.length = 0;
           copies.push(dev.toHostRecordBatch({ validate: 'full' }));
-          const fetch = batches.filter((b) => b.small);
           const copy = batches.filter((b) => !b.small);
-          assert.equal(fetch.length, expected > 0 ? 1 : 0, 'one batched read for every size in the tree');
-          if (expected > 0) assert.equal(fetch[0]!.ranges, expected, 'every last offset and variadic sizes buffer, in that one batch');
+          assert.equal(batches.filter((b) => b.small).length, 0, 'no size read again');
           assert.equal(copy.length, 1, 'one batch of buffer copies');
           assert.ok(dev.sizesKnown);
           // Asking again reads nothing more for the sizes.
@@ -120,7 +126,7 @@ describe('device-aware copy to the host', { skip: goldFiles.length ? false : `no
     freeArrowSchema(schemaPtr);
   });
 
-  test('the resolved sizes are the last offsets, and a negative one is refused by name', () => {
+  test('the resolved sizes are the last offsets, and a negative one is refused by name at every level that checks it', () => {
     const batch = new Table({
       n: vectorFromArray([1, 2, 3, 4], new Int32()),
       s: vectorFromArray(['alpha', null, 'gamma', 'delta!'], new Utf8()),
@@ -128,8 +134,9 @@ describe('device-aware copy to the host', { skip: goldFiles.length ? false : `no
     const schema = new Schema((batch.data.type as Struct).children);
     const col = 1;
     const p = exportAsExtDev(batch);
-    const dev = importDeviceArray(p, schema);
+    const dev = importDeviceArray(p, schema, { validate: 'minimal' });
     freeDeviceArray(p);
+    assert.equal(dev.sizesKnown, false, 'minimal reads nothing on the device at import');
     dev.resolveBufferSizes();
     const child = dev.children[col]!;
     const offsets = mem.read(child.buffers[1]!.address, child.buffers[1]!.size!);
@@ -137,21 +144,34 @@ describe('device-aware copy to the host', { skip: goldFiles.length ? false : `no
     assert.equal(child.buffers[2]!.size, last);
     dev.release();
 
-    // A producer whose last offset is negative.
-    const q = exportAsExtDev(batch);
-    const dev2 = importDeviceArray(q, schema);
-    const c2 = dev2.children[col]!;
-    const lastAt = c2.buffers[1]!.address + BigInt((c2.offset + c2.length) * 4);
-    const saved = mem.readI32(lastAt);
-    mem.writeI32(lastAt, -5);
-    try {
-      assert.throws(() => dev2.toHost(), new RegExp(`^ArrowDeviceError: device_array\\.array\\.children\\[${col}\\]\\.buffers\\[1\\]: last offset -5 is out of range$`));
-    } finally {
-      mem.writeI32(lastAt, saved);
-    }
-    assert.equal(dev2.released, false, 'a failed copy leaves the handle to its owner');
-    dev2.release();
-    freeDeviceArray(q);
+    // A producer whose last offset is negative: the same verdict as a host import of the same array.
+    const negative = (fn: (q: bigint) => void): void => {
+      const q = exportDeviceArray(batch);
+      const c = importDeviceArray(q, schema, { validate: 'minimal' }); // read the layout, then give it back
+      const lastAt = c.children[col]!.buffers[1]!.address + BigInt((c.children[col]!.offset + c.children[col]!.length) * 4);
+      c.exportTo(q);
+      const saved = mem.readI32(lastAt);
+      mem.writeI32(lastAt, -5);
+      try {
+        fn(q);
+      } finally {
+        mem.writeI32(lastAt, saved);
+        freeDeviceArray(q);
+      }
+    };
+    const message = new RegExp(`^ArrowDeviceError: device_array\\.array\\.children\\[${col}\\]\\.buffers\\[1\\]: last offset -5 is less than the first 0$`);
+    negative((q) => {
+      writeDeviceFieldsRaw(q, { deviceType: DeviceType.EXT_DEV, deviceId: 0 });
+      assert.throws(() => importDeviceArray(q, schema), message, 'device memory, default');
+    });
+    negative((q) => assert.throws(() => importDeviceRecordBatch(q, schema), message, 'CPU memory read in place, default'));
+    negative((q) => {
+      writeDeviceFieldsRaw(q, { deviceType: DeviceType.EXT_DEV, deviceId: 0 });
+      const d = importDeviceArray(q, schema, { validate: 'minimal' });
+      d.resolveBufferSizes();
+      assert.equal(d.children[col]!.buffers[2]!.size, 0, 'minimal: a last offset below 0 sizes the data as empty, on the device as on the host');
+      d.release();
+    });
   });
 
   test('copyTo(CPU) from a device goes through the same two batches', () => {
@@ -159,12 +179,12 @@ describe('device-aware copy to the host', { skip: goldFiles.length ? false : `no
     const batch = table.batches.find((b) => b.numRows > 0)!;
     const schema = new Schema((batch.data.type as Struct).children);
     const p = exportAsExtDev(batch);
+    batches.length = 0;
     const dev = importDeviceArray(p, schema);
     freeDeviceArray(p);
-    batches.length = 0;
     const cpu = dev.copyTo({ deviceType: DeviceType.CPU });
     dev.release();
-    assert.deepEqual(batches.map((b) => b.small), [true, false]);
+    assert.deepEqual(batches.map((b) => b.small), [true, false], 'the sizes at import, the buffers at the copy');
     assert.ok(cpu instanceof DeviceArray);
     assert.equal(cpu.deviceTypeName, 'CPU');
     assert.equal(diffTables(new Table([batch]), new Table([cpu.toHostRecordBatch()])), undefined);

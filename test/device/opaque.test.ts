@@ -66,7 +66,8 @@ describe('opaque device arrays', () => {
       try {
         const { ptr, built } = build(b, type);
         const before = accounting();
-        const dev = importDeviceArray(ptr, schema);
+        // `minimal`: nothing on the device is read (the other levels read offsets there: refused below).
+        const dev = importDeviceArray(ptr, schema, { validate: 'minimal' });
         assert.equal(arrayRelease(ptr), 0n, 'moved out of the producer\'s struct');
         assert.equal(accounting().liveImports, before.liveImports + 1);
         assert.equal(dev.deviceType, type);
@@ -115,7 +116,7 @@ describe('opaque device arrays', () => {
       try {
         const { ptr, built } = build(b, type);
         const original = structBytes(ptr);
-        const dev = importDeviceData(ptr, schema);
+        const dev = importDeviceData(ptr, schema, { validate: 'minimal' });
         assert.ok(dev instanceof DeviceArray);
         const next = b.alloc(mem.layouts.ArrowDeviceArray.size);
         dev.exportTo(next);
@@ -124,7 +125,7 @@ describe('opaque device arrays', () => {
         assert.deepEqual(structBytes(next), original, 'the next consumer sees the producer\'s struct, bit for bit');
         assert.deepEqual(readDeviceFieldsRaw(next).reserved, [0n, 0n, 0n]);
         // The next consumer is this library again, through exportDeviceArray's pass-through.
-        const again = importDeviceRecordBatch(next, schema);
+        const again = importDeviceRecordBatch(next, schema, { validate: 'minimal' });
         assert.ok(again instanceof DeviceArray);
         const third = exportDeviceArray(again);
         assert.deepEqual(structBytes(third), original);
@@ -142,7 +143,7 @@ describe('opaque device arrays', () => {
     const b = new Builder();
     try {
       const { ptr, built } = build(b, DeviceType.VULKAN);
-      expectUnsupported(() => importDeviceRecordBatch(ptr, schema, { toHost: true }), 'VULKAN');
+      expectUnsupported(() => importDeviceRecordBatch(ptr, schema, { toHost: true, validate: 'minimal' }), 'VULKAN');
       assert.equal(releaseCount(built.root.id), 1);
       assert.equal(arrayRelease(ptr), 0n);
     } finally {
@@ -166,11 +167,46 @@ describe('opaque device arrays', () => {
     const b = new Builder();
     const { ptr, built } = build(b, DeviceType.HEXAGON);
     (() => {
-      importDeviceArray(ptr, schema);
+      importDeviceArray(ptr, schema, { validate: 'minimal' });
     })();
     const ok = await collectUntil(() => releaseCount(built.root.id) === 1);
     assert.ok(ok, 'released by the FinalizationRegistry');
     b.freeAll();
+  });
+
+  test('default and full validation, which read offsets on the device, are refused by name; fixed widths need none', () => {
+    for (const validate of ['default', 'full'] as const) {
+      const b = new Builder();
+      try {
+        const { ptr, built } = build(b, DeviceType.OPENCL);
+        assert.throws(() => importDeviceArray(ptr, schema, { validate }), (e: unknown) => {
+          assert.ok(e instanceof ArrowDeviceError);
+          assert.equal(e.kind, 'unsupported');
+          assert.equal(
+            e.message,
+            `device_array.array.children[1]: validation "${validate}" reads the offsets and variadic sizes that size buffers, but the bytes of OPENCL memory (device type 4) ` +
+              'cannot be read by this library; import with { validate: "minimal" } to pass it on unread',
+          );
+          return true;
+        });
+        assert.equal(releaseCount(built.root.id), 1, 'consumed: released once');
+      } finally {
+        b.freeAll();
+      }
+    }
+    // Fixed-width columns only: no check of `default` or `full` reads the device, so both import.
+    for (const validate of ['default', 'full'] as const) {
+      const b = new Builder();
+      try {
+        const built = b.array({ length: 3, buffers: [null], children: [{ length: 3, nullCount: 1, buffers: [0x1000n, 0x2000n] }] });
+        const ptr = wrapDevice(b, built, { deviceType: DeviceType.OPENCL, deviceId: 0 });
+        const dev = importDeviceArray(ptr, new Schema([new Field('i', new Int32(), true)]), { validate });
+        assert.equal(dev.sizesKnown, true);
+        dev.release();
+      } finally {
+        b.freeAll();
+      }
+    }
   });
 
   test('allocDeviceArray gives a zeroed, released struct', () => {

@@ -1,0 +1,319 @@
+/**
+ * The import plan: what a schema says about every array of it, computed
+ * once per schema (and `expand` option) and cached here, in the one place
+ * that keeps schema-derived state (as nanoarrow computes an `ArrowArrayView`
+ * from a schema once, then only sets arrays into it).
+ *
+ * A plan is a tree of `PlanNode`s, one per schema node: its layout (which
+ * buffers, in which roles, how long its children must be: src/schema/layout.ts),
+ * the O(length) checks `full` runs on it, and, once asked, the arrow-js type
+ * and form it becomes. The reader (read.ts) follows a plan through each
+ * array; the arrow-js builder (arrowjs.ts) follows it through each read.
+ * Nothing of a plan depends on one array, so any number of arrays, batches,
+ * stream items and async tasks share it.
+ *
+ * Plans are found by the schema object they were made from: a `SchemaNode`,
+ * or an arrow-js `Schema`, `Field` or `DataType` (whose types the imports
+ * then carry as given). A schema read from a pointer is a new `SchemaNode`
+ * each time; equal ones (by content) are mapped to the first, so a producer
+ * that sends its schema with every array shares one plan too.
+ */
+import { DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
+import { invalid } from '../errors.js';
+import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
+import { schemaToNode, toSchemaNode } from '../schema/export.js';
+import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
+import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
+
+/** The O(length) checks of `full` (read.ts), as bits of `PlanNode.full`. */
+export const enum FullCheck {
+  /** Offsets monotone and inside their buffer (binary, lists). */
+  Offsets = 1,
+  /** Views inside their data buffers (view types). */
+  Views = 2,
+  /** List views inside the child. */
+  ListViews = 4,
+  /** Union type ids declared, dense offsets inside their child. */
+  Union = 8,
+  /** Run ends increasing and covering the array. */
+  RunEnds = 16,
+  /** date64 / timestamp values arrow-js can read as numbers. */
+  Millis = 32,
+  /** Dictionary indices inside the dictionary. */
+  Indices = 64,
+}
+
+/**
+ * How an arrow-js `Data` of a node is made from its C buffers (arrow-js
+ * slices values, offsets and type ids to the array's offset; only bitmaps
+ * keep it).
+ */
+export const enum Form {
+  /** Validity only (struct, fixed-size list): children windows. */
+  None,
+  /** Null: no buffers. */
+  Null,
+  /** bool: the values bitmap as is. */
+  Bits,
+  /** Fixed width: values sliced by `stride` elements of `Ctor`. */
+  Fixed,
+  /** binary/utf8, list, map: int32 offsets (and data for binary). */
+  Offsets32,
+  /** large binary/utf8, large list: int64 offsets (and data). */
+  Offsets64,
+  /** binary_view/utf8_view: views and variadic buffers. */
+  Views,
+  /** Sparse union: type ids; children windows. */
+  Sparse,
+  /** Dense union: type ids and offsets. */
+  Dense,
+  /** Dictionary indices of `Ctor`. */
+  Indices,
+  /** 64-bit dictionary indices narrowed to int32 (a checked copy, under `expand`). */
+  Narrowed,
+  /** List view or run-end encoded: expanded into a copy (under `expand`). */
+  Expanded,
+}
+
+export class PlanNode {
+  readonly layout: ArrayLayout;
+  /** `FullCheck` bits. */
+  readonly full: number;
+  readonly children: PlanNode[] = [];
+  dictionary: PlanNode | null = null;
+  /** The arrow-js type of the node (set when the plan's arrow-js form is made). */
+  type: DataType | null = null;
+  form = Form.None;
+  /** Fixed: elements of `Ctor` per value. */
+  stride = 0;
+  /** Fixed, Indices: the typed array constructor of the values. */
+  Ctor: TypedArrayCtor | null = null;
+
+  constructor(readonly schema: SchemaNode) {
+    this.layout = layoutOf(schema.type);
+    this.full = fullChecks(schema, this.layout);
+  }
+}
+
+export type TypedArrayCtor =
+  | Int8ArrayConstructor | Uint8ArrayConstructor | Int16ArrayConstructor | Uint16ArrayConstructor
+  | Int32ArrayConstructor | Uint32ArrayConstructor | Float32ArrayConstructor | Float64ArrayConstructor
+  | BigInt64ArrayConstructor | BigUint64ArrayConstructor;
+
+function fullChecks(s: SchemaNode, l: ArrayLayout): number {
+  const t = s.type;
+  let f = 0;
+  if (s.dictionary) f |= FullCheck.Indices;
+  switch (l.kind) {
+    case Kind.Binary: case Kind.LargeBinary: case Kind.List: case Kind.LargeList: f |= FullCheck.Offsets; break;
+    case Kind.View: f |= FullCheck.Views; break;
+    case Kind.ListView: f |= FullCheck.ListViews; break;
+    case Kind.SparseUnion: case Kind.DenseUnion: f |= FullCheck.Union; break;
+    case Kind.RunEnd: f |= FullCheck.RunEnds; break;
+    default:
+      if ((t.id === 'date' && t.unit === 'ms') || (t.id === 'timestamp' && t.unit !== 'ns')) f |= FullCheck.Millis;
+  }
+  return f;
+}
+
+/** The arrow-js form of a struct root: what a record batch import needs. */
+export interface BatchForm {
+  readonly schema: Schema;
+  readonly struct: Struct;
+}
+
+export class Plan {
+  readonly root: PlanNode;
+  #arrow: DataType | null = null;
+  #batch: BatchForm | null = null;
+
+  constructor(
+    readonly node: SchemaNode,
+    /** `{ expand: true }`: types arrow-js lacks become the nearest it has. */
+    readonly expand: boolean,
+    /** The arrow-js types given with the schema (an arrow-js `Schema`, `Field` or `DataType`), else made from the node. */
+    given: DataType | Schema | null,
+    path: string,
+  ) {
+    this.root = planNode(node, new Map(), 0, path);
+    if (given instanceof Schema) this.#setBatch(given, path);
+    else if (given !== null) this.#setType(given, path);
+  }
+
+  get opts(): ToArrowOptions {
+    return { expand: this.expand };
+  }
+
+  /** The arrow-js type of the root, made once (throws `unsupported` where arrow-js lacks a type and `expand` is off). */
+  type(path = 'schema'): DataType {
+    if (this.#arrow === null) this.#setType(nodeToType(this.node, path, this.opts), path);
+    return this.#arrow!;
+  }
+
+  /** The arrow-js `Schema` and `Struct` of a struct root, made once. */
+  batch(path = 'schema'): BatchForm {
+    if (this.#batch === null) this.#setBatch(nodeToSchema(this.node, path, this.opts), path);
+    return this.#batch!;
+  }
+
+  #setType(type: DataType, path: string): void {
+    assignForms(this.root, type, path);
+    this.#arrow = type;
+  }
+
+  #setBatch(schema: Schema, path: string): void {
+    if (this.node.type.id !== 'struct') throw invalid(`${path}.format`, `a schema (record batch) must be a struct ("+s"), got "${this.node.format}"`);
+    const struct = new Struct(schema.fields);
+    this.#setType(struct, path);
+    this.#batch = { schema, struct };
+  }
+}
+
+/**
+ * The plan nodes of `node`'s tree. A `SchemaNode` made in JS may be a DAG
+ * (one node object under two parents): it gets one plan node, so a plan
+ * costs the number of distinct nodes; the reader, which follows the
+ * producer's structs, refuses a struct reached twice.
+ */
+function planNode(node: SchemaNode, made: Map<SchemaNode, PlanNode>, depth: number, path: string): PlanNode {
+  if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
+  let pn = made.get(node);
+  if (pn !== undefined) return pn;
+  pn = new PlanNode(node);
+  made.set(node, pn);
+  for (let i = 0; i < node.children.length; i++) pn.children.push(planNode(node.children[i]!, made, depth + 1, `${path}.children[${i}]`));
+  if (node.dictionary) pn.dictionary = planNode(node.dictionary, made, depth + 1, `${path}.dictionary`);
+  return pn;
+}
+
+/** Sets the arrow-js type and form of every node under `pn`, `type` being its arrow-js type. */
+function assignForms(pn: PlanNode, type: DataType, path: string): void {
+  pn.type = type;
+  const l = pn.layout;
+  if (pn.schema.dictionary) {
+    const t = pn.schema.type;
+    const dict = type as Dictionary;
+    if (t.id === 'int' && t.bitWidth === 64) pn.form = Form.Narrowed; // only under expand: nodeToType refuses it otherwise
+    else {
+      pn.form = Form.Indices;
+      pn.Ctor = dict.indices.ArrayType as TypedArrayCtor;
+    }
+    assignForms(pn.dictionary!, dict.dictionary, `${path}.dictionary`);
+    return;
+  }
+  const child = (i: number, t: DataType): void => assignForms(pn.children[i]!, t, `${path}.children[${i}]`);
+  switch (l.kind) {
+    case Kind.Null: pn.form = Form.Null; return;
+    case Kind.Bool: pn.form = Form.Bits; return;
+    case Kind.Binary: pn.form = Form.Offsets32; return;
+    case Kind.LargeBinary: pn.form = Form.Offsets64; return;
+    case Kind.View: pn.form = Form.Views; return;
+    case Kind.List: case Kind.LargeList:
+      pn.form = l.kind === Kind.List ? Form.Offsets32 : Form.Offsets64;
+      child(0, (type.children[0] as Field).type);
+      return;
+    case Kind.FixedList: case Kind.Struct: case Kind.SparseUnion: case Kind.DenseUnion:
+      pn.form = l.kind === Kind.SparseUnion ? Form.Sparse : l.kind === Kind.DenseUnion ? Form.Dense : Form.None;
+      for (let i = 0; i < pn.children.length; i++) child(i, (type.children[i] as Field).type);
+      return;
+    case Kind.ListView: case Kind.RunEnd:
+      // Only under expand (nodeToType refuses them otherwise); the subtree becomes a copy (expand.ts).
+      pn.form = Form.Expanded;
+      return;
+    default: {
+      pn.form = Form.Fixed;
+      const Ctor = type.ArrayType as TypedArrayCtor;
+      pn.Ctor = Ctor;
+      pn.stride = l.width / Ctor.BYTES_PER_ELEMENT;
+    }
+  }
+}
+
+// --- the cache ---------------------------------------------------------------------------
+
+/** Plans of `SchemaNode`s, by `expand` (0: off, 1: on). */
+const byNode = new WeakMap<SchemaNode, [Plan | undefined, Plan | undefined]>();
+/** Plans of arrow-js schemas and types, which their imports carry as given. */
+const byArrow = new WeakMap<Schema | DataType | Field, Plan>();
+
+/** The plan of a `SchemaNode` (a schema read from a producer, or one made in JS). */
+export function planOfNode(node: SchemaNode, opts: ToArrowOptions = {}, path = 'schema'): Plan {
+  const e = opts.expand ? 1 : 0;
+  let entry = byNode.get(node);
+  if (entry === undefined) byNode.set(node, (entry = [undefined, undefined]));
+  let p = entry[e];
+  if (p === undefined) entry[e] = p = new Plan(node, e === 1, null, path);
+  return p;
+}
+
+/**
+ * The plan of an arrow-js `Schema`: imports against it carry this `Schema`
+ * object (and its fields' types). Made once per object (arrow-js schemas are
+ * immutable).
+ */
+export function planOfSchema(schema: Schema): Plan {
+  let p = byArrow.get(schema);
+  if (p === undefined) byArrow.set(schema, (p = new Plan(schemaToNode(schema), false, schema, 'schema')));
+  return p;
+}
+
+/** The plan of an arrow-js `DataType` or `Field`: imports carry its type as given. */
+export function planOfType(t: DataType | Field): Plan {
+  let p = byArrow.get(t);
+  if (p === undefined) byArrow.set(t, (p = new Plan(toSchemaNode(t), false, t instanceof Field ? t.type : t, 'schema')));
+  return p;
+}
+
+/**
+ * The plan of `node` whose arrow-js type is `type` (a plain view converted
+ * with a given type, as after an expansion): made once per type object.
+ */
+const byGivenType = new WeakMap<DataType, Plan>();
+export function planWithType(node: SchemaNode, type: DataType, expand: boolean, path: string): Plan {
+  let p = byGivenType.get(type);
+  if (p === undefined || p.node !== node) byGivenType.set(type, (p = new Plan(node, expand, type, path)));
+  return p;
+}
+
+/** The `Schema` of `plan` as a record batch, remembered so that imports against it find this plan. */
+export function batchSchemaOf(plan: Plan, path = 'schema'): Schema {
+  const s = plan.batch(path).schema;
+  if (!byArrow.has(s)) byArrow.set(s, plan);
+  return s;
+}
+
+/**
+ * Schemas read from pointers, by content: every node read equal to one seen
+ * before is mapped to that one, so its plan (and arrow-js schema) is shared.
+ * Bounded: the oldest entry goes when a new one would exceed MAX_READ_NODES.
+ */
+const byContent = new Map<string, SchemaNode>();
+const MAX_READ_NODES = 64;
+/** Schemas whose key would be longer are not shared (the key costs as much as the plan). */
+const MAX_KEY_LENGTH = 1 << 16;
+
+/** The node equal to `node` read before, or `node` itself (remembered). */
+export function sharedNode(node: SchemaNode): SchemaNode {
+  const key = contentKey(node, '');
+  if (key.length > MAX_KEY_LENGTH) return node;
+  const hit = byContent.get(key);
+  if (hit !== undefined) return hit;
+  if (byContent.size >= MAX_READ_NODES) byContent.delete(byContent.keys().next().value!);
+  byContent.set(key, node);
+  return node;
+}
+
+/** Everything of a node, each string prefixed by its length so that no two different schemas give one key. */
+function contentKey(n: SchemaNode, key: string): string {
+  key += `(${n.format.length}:${n.format}${n.name === null ? '-' : `${n.name.length}:${n.name}`}f${n.flags}`;
+  if (n.metadata !== null) {
+    key += `m${n.metadata.size}`;
+    for (const [k, v] of n.metadata) key += `${k.length}:${k}${v.length}:${v}`;
+  }
+  for (const c of n.children) {
+    key = contentKey(c, key);
+    if (key.length > MAX_KEY_LENGTH) return key;
+  }
+  if (n.dictionary !== null) key = contentKey(n.dictionary, `${key}d`);
+  return `${key})`;
+}

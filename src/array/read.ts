@@ -1,0 +1,1029 @@
+/**
+ * The one reader: an `ArrowArray` tree, followed through its plan
+ * (plan.ts), into a flat record of numbers: per node (pre-order: the node,
+ * its children, its dictionary) its length, offset, null count and buffer
+ * count, then each buffer's address and size in bytes (from its start to
+ * the end of what the array uses). Every import reads through here: arrays,
+ * batches, tables, stream items, async tasks, and device arrays, whose
+ * structs are in CPU memory and whose buffers may not be.
+ *
+ * Sizes come from the struct alone, except those that depend on values
+ * (the data of binary types is as long as the last offset, a list's child
+ * must be as long, variadic buffers are as long as their sizes say): on
+ * memory the host reads, those values are read as the node is; on device
+ * memory they are deferred reads, done in one batch (one synchronisation)
+ * once the tree is read (CDeviceDataInterface.rst; nanoarrow's device
+ * layer does the same), and applied by the same code.
+ *
+ * Validation levels (after nanoarrow), the same on every memory:
+ * - `minimal`: what the struct says about itself, O(number of buffers):
+ *   counts of buffers and children against the type, negative or
+ *   inconsistent lengths, offsets and null counts, NULL buffers the type
+ *   needs, released children, a dictionary where the schema has none. These
+ *   keep an import from reading out of bounds, so they always run: `none`
+ *   is `minimal`. The first and last offsets and the variadic sizes are read
+ *   at every level (they size buffers); a wide offset past 2^53 and a
+ *   negative or oversized variadic size are refused.
+ * - `default`: minimal, plus the values that size buffers are sane, still
+ *   O(number of buffers): first offset not negative, last not below it,
+ *   children long enough for their parent's last offset, fixed size or
+ *   length, run ends and values of one length.
+ * - `full`: default, plus O(length) checks of the contents: every offset
+ *   monotone, union type ids declared and dense offsets inside their child,
+ *   run ends increasing and covering the array, views and list views inside
+ *   what they point into, dictionary indices inside the dictionary; and
+ *   date64 and second/millisecond/microsecond timestamps beyond the 2^53 ms
+ *   arrow-js can read are refused (`unsupported`). Its promise: reading every
+ *   value of the import through arrow-js cannot throw.
+ *   On device memory these read the buffers they check, in one batch.
+ * Where a level's check needs bytes this library cannot read (an opaque
+ * device), the import is refused as `unsupported`, naming the level.
+ *
+ * What `minimal` and `default` leave unchecked, exactly (no import at any
+ * level reads outside what the struct declares; these only make values
+ * wrong): `minimal`, whether the first offset is 0 or more and the last not
+ * below it (a last offset below 0 sizes the data as empty), children as long
+ * as their parent needs, run ends and values of differing lengths;
+ * `default` (and `minimal`), the offsets between the first and the last,
+ * union type ids and dense offsets, run ends, list view ranges, views,
+ * dictionary indices, date64 and timestamp values arrow-js cannot read.
+ * No level: UTF-8 validity of utf8 data, null_count against the bitmap,
+ * decimal values within their precision, map keys free of nulls and sorted,
+ * the contents of null slots. `expand` checks what it copies at every level
+ * (expand.ts).
+ *
+ * Limits at every level (typed errors naming the place and the size): a
+ * buffer past MAX_BUFFER_BYTES, nesting past MAX_NESTING_DEPTH, a struct
+ * reached twice in one tree, n_buffers past MAX_BUFFERS, a bitmap read past
+ * MAX_BITMAP_BITS, and a copy JS cannot allocate (`nomem`).
+ *
+ * Buffers are not viewed here: the record holds addresses, and views are
+ * made on first read (`bufferView`), or, with `copy`, copies made now.
+ */
+import { allocBytes, ArrowDeviceError, invalid, prefixPath } from '../errors.js';
+import { liveCounters } from '../memory/accounting.js';
+import type { Memory } from '../memory/memory.js';
+import { ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
+import { access, type Access, type FieldAccess } from '../abi/accessors.js';
+import { ChildRule, Kind, Role, specAt } from '../schema/layout.js';
+import { AddressSet, MAX_NESTING_DEPTH, visitOnce } from '../schema/node.js';
+import type { ImportOwner } from './owner.js';
+import { FullCheck, type Plan, type PlanNode } from './plan.js';
+
+export type ValidationLevel = 'none' | 'minimal' | 'default' | 'full';
+
+export const MINIMAL = 1;
+export const DEFAULT = 2;
+export const FULL = 3;
+const LEVELS: Record<ValidationLevel, number> = { none: MINIMAL, minimal: MINIMAL, default: DEFAULT, full: FULL };
+const LEVEL_NAMES = ['minimal', 'minimal', 'default', 'full'];
+
+/** The level asked for (`default` unless set), as a number. */
+export function validationLevel(level: ValidationLevel | undefined): number {
+  if (level === undefined) return DEFAULT;
+  const n = LEVELS[level];
+  if (n === undefined) throw invalid('options.validate', `unknown validation level "${String(level)}"`);
+  return n;
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+/** Upper bound on n_buffers (view types: 3 + variadic buffers). */
+export const MAX_BUFFERS = 1 << 20;
+/**
+ * The largest buffer this library views or copies: 4 GiB, the most koffi
+ * can view (a larger view aborts the process) and a JS typed array holds on
+ * every supported runtime. A larger buffer is valid Arrow, refused as
+ * `unsupported` with its place and size.
+ */
+export const MAX_BUFFER_BYTES = 2 ** 32;
+
+/**
+ * The largest end (offset + length) of a bitmap this library imports where
+ * its bits are read: arrow-js computes bit positions with 32-bit integer
+ * operators (`pos >> 3` in `Data.getValid` and the bit readers, `rhs >> 3`
+ * in the null count of an unknown null_count), so past 2^31 - 1 a position
+ * turns negative: validity reads wrong and counting the nulls recurses until
+ * the stack overflows (the fuzzer's seed 20261125 case 64582). Such an array
+ * is valid Arrow, refused as `unsupported` at every level. A validity bitmap
+ * with null_count 0 is never read by arrow-js, so it passes at any length.
+ */
+export const MAX_BITMAP_BITS = 2 ** 31 - 1;
+
+/** Refuses a buffer of `size` bytes at `path` that JS cannot hold (see MAX_BUFFER_BYTES). */
+export function checkBufferSize(size: number, path: string): void {
+  if (size > MAX_BUFFER_BYTES) {
+    throw new ArrowDeviceError('unsupported', path, `a buffer of ${size} bytes is larger than the ${MAX_BUFFER_BYTES} bytes JS can hold`);
+  }
+}
+
+// --- the record ----------------------------------------------------------------------------
+
+/** Where a node's fields are in the record, from its position `p`. */
+export const LENGTH = 0;
+export const OFFSET = 1;
+export const NULL_COUNT = 2;
+export const N_BUFFERS = 3;
+/** Buffer `k` of the node at `p`: its address at `p + BUFFERS + 2k`, its size right after. */
+export const BUFFERS = 4;
+
+/** A size not known yet: it depends on device values not read yet. */
+export const UNKNOWN = -1;
+
+/** Reads of device values that sizes and checks depend on, not done yet (`DeviceReads.apply`). */
+const enum Deferred {
+  /** The first and last offsets of buffer `i` of the node at `p`. */
+  Offsets,
+  /** The variadic sizes of the node at `p`. */
+  Variadic,
+}
+
+/** One deferred read: what it reads and what it sizes. */
+interface DeferredRead {
+  readonly kind: Deferred;
+  readonly pn: PlanNode;
+  /** The node's position in the record, and the buffer's index. */
+  readonly p: number;
+  readonly i: number;
+  /** Lists: the child's position, once read (-1 before). */
+  child: number;
+  readonly path: string;
+}
+
+/**
+ * One import's record: what the reader found, and the import's keep-alive
+ * token (every lazy arrow-js `Data` and `ArrayView` of the import refers
+ * to it; `ImportOwner.hold` registers it, so the producer's memory stays
+ * while any of them can still make a view).
+ */
+export class ImportRead {
+  /** See the file comment (LENGTH, OFFSET, NULL_COUNT, N_BUFFERS, BUFFERS). */
+  readonly nums: number[] = [];
+  /** Views (or, with `copy`, copies) made so far, by the record index of the buffer's address. */
+  views: Map<number, Uint8Array> | null = null;
+  /** Device reads not done yet (validation `minimal`: done by `resolve`). */
+  deferred: DeferredRead[] | null = null;
+  /** Whether a buffer read on host memory has bytes (an import of only empty buffers holds nothing). */
+  holds = false;
+  /**
+   * Whether the buffers will be viewed or copied into JS (every import but a
+   * `DeviceArray`, which holds addresses): only then is a buffer JS cannot
+   * hold refused here (a `DeviceArray` refuses it when copied).
+   */
+  viewed = true;
+  /** Device addresses of 2^53 or more (which a number cannot hold exactly), by record index: kept exact for the `DeviceArray`. */
+  exact: Map<number, bigint> | null = null;
+
+  constructor(
+    readonly plan: Plan,
+    /** Null for a copy (its bytes are ours) and for a device read that keeps no owner. */
+    readonly owner: ImportOwner | null,
+    /** The memory the structs are in (null for a plain view's record, which reads no memory). */
+    readonly mem: Memory | null,
+    /** The root's place: `array`, `arrays[3]`, `device_array.array`. */
+    readonly prefix: string,
+    readonly level: number,
+    readonly copy: boolean,
+  ) {}
+}
+
+/** How the reader gets at the bytes of the buffers (the structs are always in CPU memory). */
+export interface DeviceReader {
+  /** Reads each range into its `dst`, in one batch (one synchronisation); errors name no place. */
+  readBatch(ranges: readonly { src: Addr; size: number; dst: Uint8Array }[]): void;
+  /** Why the bytes cannot be read, or null when `readBatch` works. */
+  readonly unreadable: string | null;
+}
+
+// --- reading -----------------------------------------------------------------------------
+
+/** What every node of one read needs. */
+class Reader {
+  readonly raw: RawAccess;
+  readonly A: Access['ArrowArray'];
+  readonly wide: boolean;
+  readonly ps: number;
+  readonly seen = AddressSet.shared();
+  /** The child indices from the root to the node being read (-1: a dictionary), for paths. */
+  readonly trail: number[] = [];
+  /** Whether the host reads the buffers' bytes at their addresses. */
+  readonly host: boolean;
+
+  constructor(
+    readonly read: ImportRead,
+    readonly device: DeviceReader | null,
+  ) {
+    const mem = read.mem!;
+    this.raw = rawOf(mem);
+    this.A = access(mem.target).ArrowArray;
+    this.wide = mem.target.pointerSize === 8;
+    this.ps = this.wide ? 8 : 4;
+    this.host = device === null;
+  }
+
+  /** The place of the node being read. */
+  path(): string {
+    return pathOf(this.read.prefix, this.trail);
+  }
+}
+
+/** Where a check is: the reader (its node being read) or a place computed before. Paths are built only for errors. */
+type Where = Reader | string;
+
+function place(w: Where): string {
+  return typeof w === 'string' ? w : w.path();
+}
+
+function pathOf(prefix: string, trail: readonly number[]): string {
+  let path = prefix;
+  for (const k of trail) path += k < 0 ? '.dictionary' : `.children[${k}]`;
+  return path;
+}
+
+/**
+ * Reads the `ArrowArray` tree at `addr` (our copy of the root, moved from the
+ * producer) into `read`, at `read.level`. `device`: how buffer bytes are
+ * read when the host cannot read them at their addresses (null: it can).
+ * Runs the level's checks; on device memory at `minimal`, the value reads
+ * stay deferred (`resolveDeferred`).
+ */
+export function readArray(read: ImportRead, addr: Addr, device: DeviceReader | null = null): void {
+  const r = new Reader(read, device);
+  try {
+    readNode(r, read.plan.root, addr, 0);
+    if (!r.host && read.deferred !== null && read.level >= DEFAULT) resolveDeferred(read, device!);
+    if (read.level >= FULL) checkFull(read, device);
+  } finally {
+    r.seen.done();
+  }
+}
+
+/** The non-negative int64 field `f` of the struct staged at `at`, refused with its exact value otherwise. */
+function countAt(dv: DataView, at: number, f: FieldAccess, r: Reader, what: string): number {
+  const o = at + f.offset;
+  if (dv.getInt32(o + 4, true) === 0) return dv.getUint32(o, true);
+  const v = f.get(dv, at);
+  if (v < 0) throw invalid(`${r.path()}.${what}`, `negative value ${f.big(dv, at)}`);
+  if (v === Infinity) throw invalid(`${r.path()}.${what}`, `value ${f.big(dv, at)} is too large`);
+  return v;
+}
+
+/** Reads the node at `addr` (plan node `pn`) into the record; returns its position. */
+function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
+  if (addr === 0) throw invalid(r.path(), 'NULL pointer');
+  if (depth > MAX_NESTING_DEPTH) throw invalid(r.path(), `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
+  const read = r.read;
+  const nums = read.nums;
+  try {
+    visitOnce(r.seen, addr, '');
+    const { A, wide, ps } = r;
+    const at = stage(r.raw, addr, A.$size);
+    const dv = staged.dv;
+    if (A.release.get(dv, at) === 0) throw new ArrowDeviceError('released', '', 'the struct is released (release is NULL)');
+    const length = countAt(dv, at, A.length, r, 'length');
+    const offset = countAt(dv, at, A.offset, r, 'offset');
+    const nullCount = A.null_count.get(dv, at);
+    if (nullCount < -1) throw invalid(`${r.path()}.null_count`, `negative value ${A.null_count.big(dv, at)}`);
+    if (nullCount > length) throw invalid(`${r.path()}.null_count`, `${Number(A.null_count.big(dv, at))} is greater than the length ${length}`);
+    if (length + offset > Number.MAX_SAFE_INTEGER) throw invalid('', 'offset + length overflows');
+    const nBuffers = countAt(dv, at, A.n_buffers, r, 'n_buffers');
+    const nChildren = countAt(dv, at, A.n_children, r, 'n_children');
+    // View types take any number of variadic buffers: refuse counts no producer could have
+    // allocated before following the pointer array that far.
+    if (nBuffers > MAX_BUFFERS) throw invalid(`${r.path()}.n_buffers`, `implausible value ${nBuffers}`);
+    const buffersPtr = A.buffers.get(dv, at);
+    const childrenPtr = A.children.get(dv, at);
+    const dictPtr = A.dictionary.get(dv, at);
+    checkCounts(r, pn, nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount);
+
+    // The buffer and child pointer arrays: in one read when the children follow the buffers (a tree
+    // exported in one allocation), else one read each.
+    let bdv = staged.dv;
+    let bat = 0;
+    let cdv = staged.dv;
+    let cat = 0;
+    if (nBuffers > 0 && nChildren > 0 && childrenPtr === buffersPtr + nBuffers * ps) {
+      bat = stagePointers(r, buffersPtr, nBuffers + nChildren, 'buffers');
+      bdv = cdv = staged.dv;
+      cat = bat + nBuffers * ps;
+    } else {
+      if (nBuffers > 0) {
+        bat = stagePointers(r, buffersPtr, nBuffers, 'buffers');
+        bdv = staged.dv;
+      }
+      if (nChildren > 0) {
+        cat = stagePointers(r, childrenPtr, nChildren, 'children');
+        cdv = staged.dv;
+      }
+    }
+    const p = nums.length;
+    nums.push(length, offset, nullCount, nBuffers);
+    for (let i = 0; i < nBuffers; i++) {
+      const b = ptrAt(bdv, bat + i * ps, wide);
+      // A device address is any 64-bit value (a handle, say): one a number cannot hold is kept exact.
+      if (b > Number.MAX_SAFE_INTEGER && !r.host) (read.exact ??= new Map()).set(nums.length, bdv.getBigUint64(bat + i * ps, true));
+      nums.push(b, 0);
+    }
+
+    const l = pn.layout;
+    const end = offset + length;
+    // The length the list child must have (the last offset), once known; -1 while deferred.
+    let childMin = 0;
+    let listRead: DeferredRead | null = null;
+    if (l.variadic) {
+      sizeViews(r, pn, p, end, nBuffers);
+    } else if (l.kind === Kind.Null) {
+      // A legacy validity slot of a null array is tolerated and never read.
+      if (nBuffers === 1) nums[p + BUFFERS] = 0;
+    } else {
+      for (let i = 0; i < nBuffers; i++) {
+        const s = specAt(l, i, nBuffers);
+        switch (s.role) {
+          case Role.Validity:
+            sizeValidity(r, p, i, end, length, nullCount);
+            break;
+          case Role.Bits:
+            if (end > MAX_BITMAP_BITS && nums[p + BUFFERS + 2 * i] !== 0) throw bitmapPastLimit(r, i, end, 'values');
+            sizeBuffer(r, p, i, Math.ceil(end / 8), s.what, false);
+            break;
+          case Role.Offsets: {
+            // offset + length + 1 offsets; an empty array may have a NULL offsets buffer, one with elements may not.
+            sizeBuffer(r, p, i, (end + 1) * s.width, s.what, length === 0);
+            if (nums[p + BUFFERS + 2 * i] === 0) {
+              childMin = applyOffsets(r.read, pn, p, i, 0, 0, r);
+            } else if (r.host) {
+              childMin = readOffsets(r, pn, p, i, offset, end, s.width === 8);
+            } else {
+              childMin = -1;
+              listRead = { kind: Deferred.Offsets, pn, p, i, child: -1, path: r.path() };
+              (read.deferred ??= []).push(listRead);
+              if (l.kind === Kind.Binary || l.kind === Kind.LargeBinary) nums[p + BUFFERS + 2 * (i + 1) + 1] = UNKNOWN;
+              i++; // the data buffer is sized when the offsets are read
+            }
+            break;
+          }
+          case Role.Data:
+            break; // sized by its offsets (applyOffsets)
+          default:
+            sizeBuffer(r, p, i, end * s.width, s.what, false);
+        }
+      }
+    }
+
+    // Children, each checked against the length its parent needs; then the dictionary.
+    const kids = pn.children;
+    const trail = r.trail;
+    let first = -1;
+    for (let k = 0; k < nChildren; k++) {
+      trail.push(k);
+      const cp = readNode(r, kids[k]!, ptrAt(cdv, cat + k * ps, wide), depth + 1);
+      trail.pop();
+      if (k === 0) first = cp;
+      if (read.level < DEFAULT) continue;
+      const clen = nums[cp + LENGTH]!;
+      switch (l.children) {
+        case ChildRule.Parent: checkChildLength(r, k, clen, end); break;
+        case ChildRule.Multiple: checkChildLength(r, k, clen, end * l.listSize); break;
+        case ChildRule.LastOffset:
+          if (childMin >= 0) checkChildLength(r, k, clen, childMin);
+          else listRead!.child = cp;
+          break;
+        case ChildRule.RunEnds:
+          if (k === 1 && nums[first + LENGTH] !== clen) {
+            throw invalid(`${r.path()}.children[1].length`, `run ends (${nums[first + LENGTH]}) and values (${clen}) differ in length`);
+          }
+      }
+    }
+    if (pn.dictionary !== null) {
+      trail.push(-1);
+      readNode(r, pn.dictionary, dictPtr, depth + 1);
+      trail.pop();
+    }
+    return p;
+  } catch (e) {
+    if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, r.path());
+    throw e;
+  }
+}
+
+/**
+ * The minimal checks of an `ArrowArray` struct against its type: counts of
+ * buffers and children, NULL pointer arrays, a dictionary where the schema
+ * has one (and only there), a null count the layout can have.
+ */
+function checkCounts(r: Reader, pn: PlanNode, nBuffers: number, nChildren: number, buffersPtr: Addr, childrenPtr: Addr, dictPtr: Addr, nullCount: number): void {
+  const schema = pn.schema;
+  const l = pn.layout;
+  const n = l.nBuffers;
+  if (l.variadic ? nBuffers < n : nBuffers !== n && !(l.kind === Kind.Null && nBuffers === 1)) {
+    throw invalid(`${r.path()}.n_buffers`, `type "${schema.format}" needs ${l.variadic ? 'at least ' : ''}${n} buffer${n === 1 ? '' : 's'}, got ${nBuffers}`);
+  }
+  if (nChildren !== schema.children.length) {
+    throw invalid(`${r.path()}.n_children`, `the schema has ${schema.children.length} children, the array ${nChildren}`);
+  }
+  if (nBuffers > 0 && buffersPtr === 0) throw invalid(`${r.path()}.buffers`, `NULL pointer with n_buffers = ${nBuffers}`);
+  if (nChildren > 0 && childrenPtr === 0) throw invalid(`${r.path()}.children`, `NULL pointer with n_children = ${nChildren}`);
+  if (schema.dictionary && dictPtr === 0) throw invalid(`${r.path()}.dictionary`, 'NULL pointer, but the schema is dictionary-encoded');
+  if (!schema.dictionary && dictPtr !== 0) throw invalid(`${r.path()}.dictionary`, 'present, but the schema is not dictionary-encoded');
+  if (!l.hasValidity && nullCount > 0 && l.kind !== Kind.Null) {
+    throw invalid(`${r.path()}.null_count`, `type "${schema.format}" has no validity bitmap, so null_count must be 0 or -1, got ${nullCount}`);
+  }
+}
+
+function checkChildLength(w: Where, k: number, length: number, min: number): void {
+  if (length < min) throw invalid(`${place(w)}.children[${k}].length`, `${length} is less than the ${min} its parent needs`);
+}
+
+/** Stages `n` pointers at `addr` (errors placed at `<node>.field`); returns their offset in `staged`. */
+function stagePointers(r: Reader, addr: Addr, n: number, field: string): number {
+  try {
+    return stage(r.raw, addr, n * r.ps);
+  } catch (e) {
+    throw prefixPath(e, `${r.path()}.${field}`);
+  }
+}
+
+function bitmapPastLimit(r: Reader, i: number, end: number, what: string): ArrowDeviceError {
+  return new ArrowDeviceError(
+    'unsupported',
+    `${r.path()}.buffers[${i}]`,
+    `the ${what} bitmap's offset + length is ${end}: arrow-js reads bits with 32-bit integers, up to ${MAX_BITMAP_BITS}`,
+  );
+}
+
+function sizeValidity(r: Reader, p: number, i: number, end: number, length: number, nullCount: number): void {
+  const ptr = r.read.nums[p + BUFFERS + 2 * i]!;
+  // CDataInterface.rst: the validity buffer MAY be NULL only if null_count is 0. A bitmap past the
+  // limit is refused before it is viewed or copied.
+  if (end > MAX_BITMAP_BITS && nullCount !== 0 && ptr !== 0) throw bitmapPastLimit(r, i, end, 'validity');
+  if (ptr === 0 && nullCount !== 0 && length > 0) throw invalid(`${r.path()}.buffers[${i}]`, `NULL validity buffer with null_count ${nullCount}`);
+  sizeBuffer(r, p, i, Math.ceil(end / 8), 'validity', true);
+}
+
+/**
+ * Sets the size of buffer `i` of the node at `p`: a NULL buffer is refused
+ * where bytes are needed (unless `nullable`) and sized 0; a present one is
+ * checked against what JS can hold and, on host memory, against the
+ * memory's address range (a bad address is refused now, with its place, not
+ * when a view is first read); with `copy`, copied now.
+ */
+function sizeBuffer(r: Reader, p: number, i: number, size: number, what: string, nullable: boolean): void {
+  const read = r.read;
+  const nums = read.nums;
+  const at = p + BUFFERS + 2 * i;
+  const ptr = nums[at]!;
+  if (ptr === 0) {
+    if (size > 0 && !nullable) throw invalid(`${r.path()}.buffers[${i}]`, `NULL ${what} buffer, but ${size} bytes are needed`);
+    return;
+  }
+  nums[at + 1] = size;
+  if (size === 0 || !r.host) return;
+  read.holds = true;
+  try {
+    if (read.viewed) checkBufferSize(size, '');
+    r.raw.check(ptr, size);
+    if (read.copy) {
+      liveCounters.copiedBuffers++;
+      liveCounters.copiedBytes += size;
+      (read.views ??= new Map()).set(at, read.mem!.read(BigInt(ptr), size));
+    }
+  } catch (e) {
+    throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, `${r.path()}.buffers[${i}]`) : e;
+  }
+}
+
+/**
+ * Offset `k` from bytes `b`, which hold offsets from `base` on starting at
+ * byte `at0`; exact within 2^53 (refused past it at every level, as buffer
+ * `i` of `w`'s node).
+ */
+function offsetAt(b: Uint8Array, at0: number, wide: boolean, k: number, base: number, w: Where, i: number): number {
+  const j = at0 + (k - base) * (wide ? 8 : 4);
+  const lo = (b[j]! | (b[j + 1]! << 8) | (b[j + 2]! << 16) | (b[j + 3]! << 24)) >>> 0;
+  if (!wide) return lo | 0;
+  const hi = b[j + 4]! | (b[j + 5]! << 8) | (b[j + 6]! << 16) | (b[j + 7]! << 24); // signed high word
+  const v = hi * 4294967296 + lo;
+  if (v > Number.MAX_SAFE_INTEGER || v < -Number.MAX_SAFE_INTEGER) {
+    throw invalid(`${place(w)}.buffers[${i}]`, `offset ${(BigInt(hi) << 32n) | BigInt(lo)} at ${k} is out of range`);
+  }
+  return v;
+}
+
+/**
+ * Reads the first and last offsets of buffer `i` (host memory; in one read
+ * when they are close) and applies them (`applyOffsets`).
+ */
+function readOffsets(r: Reader, pn: PlanNode, p: number, i: number, offset: number, end: number, wide: boolean): number {
+  const w = wide ? 8 : 4;
+  const at = p + BUFFERS + 2 * i;
+  const copy = r.read.views?.get(at);
+  let first: number;
+  let last: number;
+  if (copy !== undefined) {
+    first = offsetAt(copy, 0, wide, offset, 0, r, i);
+    last = offsetAt(copy, 0, wide, end, 0, r, i);
+  } else {
+    const addr = r.read.nums[at]!;
+    if ((end - offset) * w <= 64) {
+      const o = stage(r.raw, addr + offset * w, (end - offset + 1) * w);
+      first = offsetAt(staged.u8, o, wide, offset, offset, r, i);
+      last = offsetAt(staged.u8, o, wide, end, offset, r, i);
+    } else {
+      const o1 = stage(r.raw, addr + offset * w, w);
+      first = offsetAt(staged.u8, o1, wide, offset, offset, r, i);
+      const o2 = stage(r.raw, addr + end * w, w);
+      last = offsetAt(staged.u8, o2, wide, end, end, r, i);
+    }
+  }
+  return applyOffsets(r.read, pn, p, i, first, last, r);
+}
+
+/**
+ * What the first and last offsets of buffer `i` of the node at `p` decide
+ * (the same on host and device memory): checked at `default`, the data
+ * buffer sized (binary types) or the child's least length returned (lists).
+ */
+function applyOffsets(read: ImportRead, pn: PlanNode, p: number, i: number, first: number, last: number, w: Where): number {
+  const what = pn.layout.buffers[i]!.what;
+  if (read.level >= DEFAULT) {
+    if (first < 0) throw invalid(`${place(w)}.buffers[${i}]`, `first ${what} ${first} is negative`);
+    if (last < first) throw invalid(`${place(w)}.buffers[${i}]`, `last ${what} ${last} is less than the first ${first}`);
+  }
+  const n = Math.max(last, 0);
+  const k = pn.layout.kind;
+  if (k === Kind.Binary || k === Kind.LargeBinary) {
+    const nums = read.nums;
+    const at = p + BUFFERS + 2 * (i + 1);
+    const ptr = nums[at]!;
+    if (ptr === 0) {
+      if (n > 0) throw invalid(`${place(w)}.buffers[${i + 1}]`, `NULL data buffer, but ${n} bytes are needed`);
+      nums[at + 1] = 0;
+    } else if (typeof w === 'string') {
+      nums[at + 1] = n; // device memory: its size is checked when copied
+    } else {
+      sizeBuffer(w, p, i + 1, n, 'data', true);
+    }
+  }
+  return n;
+}
+
+/** Sizes the buffers of a view type: validity, views, then the variadic data buffers by their sizes. */
+function sizeViews(r: Reader, pn: PlanNode, p: number, end: number, nBuffers: number): void {
+  const nums = r.read.nums;
+  sizeValidity(r, p, 0, end, nums[p + LENGTH]!, nums[p + NULL_COUNT]!);
+  sizeBuffer(r, p, 1, end * 16, 'views', false);
+  const nVariadic = nBuffers - 3;
+  const sizesAt = nBuffers - 1;
+  sizeBuffer(r, p, sizesAt, nVariadic * 8, 'variadic sizes', nVariadic === 0);
+  if (nVariadic === 0) return;
+  if (r.host) {
+    const addr = nums[p + BUFFERS + 2 * sizesAt]!;
+    const copy = r.read.views?.get(p + BUFFERS + 2 * sizesAt);
+    let bytes: Uint8Array;
+    if (copy !== undefined) bytes = copy;
+    else {
+      const o = stage(r.raw, addr, nVariadic * 8);
+      bytes = staged.u8.subarray(o, o + nVariadic * 8);
+    }
+    applyVariadic(r.read, p, bytes, r);
+  } else {
+    for (let k = 0; k < nVariadic; k++) nums[p + BUFFERS + 2 * (2 + k) + 1] = UNKNOWN;
+    (r.read.deferred ??= []).push({ kind: Deferred.Variadic, pn, p, i: sizesAt, child: -1, path: r.path() });
+  }
+}
+
+/**
+ * Sizes the variadic data buffers of the view node at `p` from its variadic
+ * sizes (`bytes`): on host memory (`w` the reader) checked and copied as
+ * every buffer is; on device memory (`w` the node's place) when copied.
+ */
+function applyVariadic(read: ImportRead, p: number, bytes: Uint8Array, w: Where): void {
+  const nums = read.nums;
+  const nBuffers = nums[p + N_BUFFERS]!;
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let k = 0; k < nBuffers - 3; k++) {
+    const sz = dv.getBigInt64(k * 8, true);
+    if (sz < 0n || sz > MAX_SAFE) throw invalid(`${place(w)}.buffers[${nBuffers - 1}]`, `variadic buffer ${k} has size ${sz}`);
+    const size = Number(sz);
+    if (typeof w !== 'string') sizeBuffer(w, p, 2 + k, size, `variadic data ${k}`, size === 0);
+    else {
+      const at = p + BUFFERS + 2 * (2 + k);
+      if (nums[at] === 0 && size > 0) throw invalid(`${w}.buffers[${2 + k}]`, `NULL variadic data ${k} buffer, but ${size} bytes are needed`);
+      nums[at + 1] = nums[at] === 0 ? 0 : size;
+    }
+  }
+}
+
+/**
+ * Does the deferred device reads of `read` in one batch and applies them
+ * (sizes, and the `default` checks of the values read).
+ */
+export function resolveDeferred(read: ImportRead, device: DeviceReader): void {
+  const list = read.deferred;
+  if (list === null || list.length === 0) return;
+  if (device.unreadable !== null) {
+    throw new ArrowDeviceError(
+      'unsupported',
+      list[0]!.path,
+      `validation "${LEVEL_NAMES[read.level]}" reads the offsets and variadic sizes that size buffers, but ${device.unreadable}; ` +
+        'import with { validate: "minimal" } to pass it on unread',
+    );
+  }
+  const nums = read.nums;
+  const ranges: { src: Addr; size: number; dst: Uint8Array }[] = [];
+  for (const d of list) {
+    const addr = nums[d.p + BUFFERS + 2 * d.i]!;
+    if (d.kind === Deferred.Offsets) {
+      const w = d.pn.layout.buffers[d.i]!.width;
+      ranges.push({ src: addr + nums[d.p + OFFSET]! * w, size: w, dst: new Uint8Array(w) });
+      ranges.push({ src: addr + (nums[d.p + OFFSET]! + nums[d.p + LENGTH]!) * w, size: w, dst: new Uint8Array(w) });
+    } else {
+      const n = (nums[d.p + N_BUFFERS]! - 3) * 8;
+      ranges.push({ src: addr, size: n, dst: new Uint8Array(n) });
+    }
+  }
+  try {
+    device.readBatch(ranges);
+  } catch (e) {
+    // One batch: name the first buffer it read.
+    throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, `${list[0]!.path}.buffers[${list[0]!.i}]`) : e;
+  }
+  let j = 0;
+  for (const d of list) {
+    if (d.kind === Deferred.Offsets) {
+      const wide = d.pn.layout.buffers[d.i]!.width === 8;
+      const first = offsetAt(ranges[j++]!.dst, 0, wide, 0, 0, d.path, d.i);
+      const last = offsetAt(ranges[j++]!.dst, 0, wide, 0, 0, d.path, d.i);
+      const min = applyOffsets(read, d.pn, d.p, d.i, first, last, d.path);
+      if (d.child >= 0) checkChildLength(d.path, 0, nums[d.child + LENGTH]!, min);
+    } else {
+      applyVariadic(read, d.p, ranges[j++]!.dst, d.path);
+    }
+  }
+  read.deferred = null;
+}
+
+// --- views -------------------------------------------------------------------------------
+
+const EMPTY = new Uint8Array(0);
+
+/**
+ * Buffer `at` (the record index of its address) of an import, from its
+ * start to the end of what the array uses: null for a NULL buffer; viewed
+ * now (zero-copy) unless a view or copy was made before. Throws once the
+ * import is released. `align`: the JS element size the view must be
+ * aligned to (a wasm memory's views start at the buffer's address; a
+ * misaligned one is copied, and counted).
+ */
+export function bufferView(read: ImportRead, at: number, align: number, path: () => string): Uint8Array | null {
+  const nums = read.nums;
+  const addr = nums[at]!;
+  if (addr === 0) return null;
+  const size = nums[at + 1]!;
+  if (size === 0) return EMPTY;
+  const owner = read.owner;
+  if (owner !== null && owner.isReleased) owner.check(path(), 'a buffer read');
+  const made = read.views?.get(at);
+  if (made !== undefined) return made;
+  if (size === UNKNOWN) throw invalid(path(), 'a buffer size is unknown: resolve the sizes first');
+  let v = owner!.view(addr, size, path());
+  if (v.byteOffset % align !== 0) {
+    const copy = allocBytes(size, path());
+    copy.set(v);
+    v = copy;
+    liveCounters.copiedBuffers++;
+    liveCounters.copiedBytes += size;
+  }
+  (read.views ??= new Map()).set(at, v);
+  return v;
+}
+
+/** A copy of `read`'s record, for a copy of its bytes (`views`, filled by the caller) read through `plan`. */
+export function recordCopy(read: ImportRead, plan: Plan = read.plan): ImportRead {
+  const r = new ImportRead(plan, null, read.mem, read.prefix, read.level, true);
+  for (const x of read.nums) r.nums.push(x);
+  r.exact = read.exact;
+  return r;
+}
+
+/** The place of the node at record position `p` (for errors after the read). */
+export function pathAt(read: ImportRead, p: number): string {
+  const trail: number[] = [];
+  const found = (function walk(pn: PlanNode, q: number): number {
+    if (q === p) return -1;
+    const nums = read.nums;
+    let next = q + BUFFERS + 2 * nums[q + N_BUFFERS]!;
+    for (let k = 0; k < pn.children.length; k++) {
+      trail.push(k);
+      const r = walk(pn.children[k]!, next);
+      if (r < 0) return r;
+      trail.pop();
+      next = r;
+    }
+    if (pn.dictionary !== null) {
+      trail.push(-1);
+      const r = walk(pn.dictionary, next);
+      if (r < 0) return r;
+      trail.pop();
+      next = r;
+    }
+    return next;
+  })(read.plan.root, 0);
+  return found < 0 ? pathOf(read.prefix, trail) : read.prefix;
+}
+
+/** The position after the subtree of the node at `p` (its children's and dictionary's records). */
+export function skip(read: ImportRead, pn: PlanNode, p: number): number {
+  let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
+  for (const c of pn.children) next = skip(read, c, next);
+  if (pn.dictionary !== null) next = skip(read, pn.dictionary, next);
+  return next;
+}
+
+// --- full validation ---------------------------------------------------------------------
+
+/** The bytes of buffer `at` for a check: a host view, or a device copy. */
+type Bytes = (at: number) => Uint8Array | null;
+
+/**
+ * The O(length) checks of `full`, node by node in record order, on the
+ * bytes of the buffers they read: views of host memory (or the copies a
+ * copy holds), or on device memory copies read in one batch.
+ */
+export function checkFull(read: ImportRead, device: DeviceReader | null): void {
+  const nums = read.nums;
+  let bytes: Bytes;
+  if (device === null) {
+    bytes = (at) => bufferView(read, at, 1, () => '');
+  } else {
+    const copies = new Map<number, Uint8Array>();
+    const ranges: { src: Addr; size: number; dst: Uint8Array }[] = [];
+    let first = -1;
+    visitNodes(read, (pn, p) => {
+      if (pn.full === 0) return;
+      for (const at of checkedBuffers(read, pn, p)) {
+        const size = nums[at + 1]!;
+        if (nums[at] === 0 || size <= 0 || copies.has(at)) continue;
+        if (first < 0) first = p;
+        const dst = allocBytes(size, pathAt(read, p));
+        copies.set(at, dst);
+        ranges.push({ src: nums[at]!, size, dst });
+      }
+    });
+    if (ranges.length > 0 && device.unreadable !== null) {
+      throw new ArrowDeviceError(
+        'unsupported',
+        pathAt(read, first),
+        `validation "full" reads the offsets, type ids, views and values it checks, but ${device.unreadable}; import with { validate: "minimal" } to pass it on unread`,
+      );
+    }
+    try {
+      if (ranges.length > 0) device.readBatch(ranges);
+    } catch (e) {
+      throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, read.prefix) : e;
+    }
+    bytes = (at) => (nums[at] === 0 ? null : (copies.get(at) ?? EMPTY));
+  }
+  visitNodes(read, (pn, p) => {
+    if (pn.full !== 0) fullCheck(read, pn, p, bytes);
+  });
+}
+
+/** Calls `fn` with each node of the record and its position, in record order. */
+function visitNodes(read: ImportRead, fn: (pn: PlanNode, p: number) => void): void {
+  const walk = (pn: PlanNode, p: number): number => {
+    fn(pn, p);
+    let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
+    for (const c of pn.children) next = walk(c, next);
+    if (pn.dictionary !== null) next = walk(pn.dictionary, next);
+    return next;
+  };
+  walk(read.plan.root, 0);
+}
+
+/** The record indices of the buffers `full` reads at the node at `p`. */
+function checkedBuffers(read: ImportRead, pn: PlanNode, p: number): number[] {
+  const b = (k: number, q = p): number => q + BUFFERS + 2 * k;
+  const out: number[] = [];
+  const f = pn.full;
+  const nBuffers = read.nums[p + N_BUFFERS]!;
+  if (f & (FullCheck.Offsets | FullCheck.Millis | FullCheck.Indices)) out.push(b(0), b(1));
+  if (f & FullCheck.Views) for (let k = 0; k < nBuffers; k++) out.push(b(k));
+  if (f & FullCheck.ListViews) out.push(b(1), b(2));
+  if (f & FullCheck.Union) for (let k = 0; k < nBuffers; k++) out.push(b(k));
+  if (f & FullCheck.RunEnds) out.push(b(1, p + BUFFERS + 2 * nBuffers));
+  return out;
+}
+
+/** The checks of `full` at the node at `p`. */
+function fullCheck(read: ImportRead, pn: PlanNode, p: number, bytes: Bytes): void {
+  const nums = read.nums;
+  const f = pn.full;
+  const offset = nums[p + OFFSET]!;
+  const length = nums[p + LENGTH]!;
+  const nullCount = nums[p + NULL_COUNT]!;
+  const end = offset + length;
+  const buf = (k: number, q = p): Uint8Array | null => bytes(q + BUFFERS + 2 * k);
+  const path = (): string => pathAt(read, p);
+  const childPos = (k: number): number => {
+    let next = p + BUFFERS + 2 * nums[p + N_BUFFERS]!;
+    for (let j = 0; j < k; j++) next = skip(read, pn.children[j]!, next);
+    return next;
+  };
+  const validity = (): Uint8Array | null => (pn.layout.hasValidity && nullCount !== 0 ? buf(0) : null);
+  if (f & FullCheck.Offsets) {
+    const b = buf(1);
+    if (b !== null && b.byteLength > 0) checkOffsets(b, pn.layout.buffers[1]!.width === 8, offset, end, pn.layout.buffers[1]!.what, path());
+  }
+  if (f & FullCheck.Views) {
+    const views = buf(1);
+    const nVar = nums[p + N_BUFFERS]! - 3;
+    const sizes: number[] = [];
+    for (let k = 0; k < nVar; k++) sizes.push(nums[p + BUFFERS + 2 * (2 + k) + 1]!);
+    if (views !== null) checkViews(views, offset, length, sizes, validity(), path());
+  }
+  if (f & FullCheck.ListViews) {
+    const o = buf(1);
+    const s = buf(2);
+    if (o !== null && s !== null) checkListViews(o, s, pn.layout.width === 8, offset, end, nums[childPos(0) + LENGTH]!, path());
+  }
+  if (f & FullCheck.Union) {
+    const ids = buf(0);
+    const lengths = pn.children.map((_, k) => nums[childPos(k) + LENGTH]!);
+    const declared = (pn.schema.type as { typeIds: readonly number[] }).typeIds;
+    if (ids !== null) checkUnion(ids, pn.layout.kind === Kind.DenseUnion ? buf(1) : null, declared, lengths, offset, end, path());
+  }
+  if (f & FullCheck.RunEnds) {
+    const q = childPos(0);
+    const w = (pn.children[0]!.schema.type as { bitWidth: number }).bitWidth / 8;
+    checkRunEnds(buf(1, q), w, nums[q + OFFSET]!, nums[q + LENGTH]!, end, path());
+  }
+  if (f & FullCheck.Millis) {
+    const t = pn.schema.type;
+    // arrow-js reads a microsecond timestamp as v / 1000 (whole milliseconds must fit 2^53 too).
+    const divisor = t.id === 'timestamp' && t.unit === 'us' ? 1000n : 1n;
+    checkMillis(buf(1), offset, length, validity(), path(), divisor);
+  }
+  if (f & FullCheck.Indices) {
+    const dictPos = dictionaryPos(read, pn, p);
+    checkIndices(buf(1), pn.schema.type, offset, length, nums[dictPos + LENGTH]!, validity(), path());
+  }
+}
+
+function dictionaryPos(read: ImportRead, pn: PlanNode, p: number): number {
+  let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
+  for (const c of pn.children) next = skip(read, c, next);
+  return next;
+}
+
+function checkOffsets(b: Uint8Array, wide: boolean, offset: number, end: number, what: string, path: string): void {
+  let prev = offsetAt(b, 0, wide, offset, 0, path, 1);
+  for (let k = offset + 1; k <= end; k++) {
+    const cur = offsetAt(b, 0, wide, k, 0, path, 1);
+    if (cur < prev) throw invalid(`${path}.buffers[1]`, `${what}s are not monotone at ${k}: ${cur} after ${prev}`);
+    prev = cur;
+  }
+}
+
+function checkRunEnds(b: Uint8Array | null, w: number, offset: number, length: number, end: number, path: string): void {
+  if (!b || length === 0) {
+    if (end > 0) throw invalid(`${path}.children[0]`, `no run ends for ${end} elements`);
+    return;
+  }
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const get = (k: number): number =>
+    w === 2 ? dv.getInt16(k * 2, true) : w === 4 ? dv.getInt32(k * 4, true) : Number(dv.getBigInt64(k * 8, true));
+  let prev = 0;
+  for (let k = offset; k < offset + length; k++) {
+    const cur = get(k);
+    if (cur <= prev) throw invalid(`${path}.children[0]`, `run ends must be positive and strictly increasing: ${cur} after ${prev} at ${k}`);
+    prev = cur;
+  }
+  if (prev < end) throw invalid(`${path}.children[0]`, `the last run end ${prev} is less than offset + length ${end}`);
+}
+
+const isNull = (validity: Uint8Array | null, k: number): boolean => validity !== null && (validity[k >> 3]! & (1 << (k & 7))) === 0;
+
+function checkViews(views: Uint8Array, offset: number, length: number, sizes: number[], validity: Uint8Array | null, path: string): void {
+  const dv = new DataView(views.buffer, views.byteOffset, views.byteLength);
+  for (let k = offset; k < offset + length; k++) {
+    if (isNull(validity, k)) continue;
+    const len = dv.getInt32(k * 16, true);
+    if (len < 0) throw invalid(`${path}.buffers[1]`, `view ${k} has negative length ${len}`);
+    if (len > 12) {
+      const buf = dv.getInt32(k * 16 + 8, true);
+      const off = dv.getInt32(k * 16 + 12, true);
+      if (buf < 0 || buf >= sizes.length) throw invalid(`${path}.buffers[1]`, `view ${k} refers to data buffer ${buf} of ${sizes.length}`);
+      if (off < 0 || off + len > sizes[buf]!) {
+        throw invalid(`${path}.buffers[1]`, `view ${k} (offset ${off}, length ${len}) is outside data buffer ${buf} of ${sizes[buf]} bytes`);
+      }
+    }
+  }
+}
+
+/**
+ * `b` as an array of `Ctor`: zero-copy where aligned, else over a copy. The
+ * O(length) checks read elements through typed arrays (a DataView call or
+ * a BigInt per element made `full` validation of a large buffer take minutes).
+ */
+function elements<C extends Int8ArrayConstructor | Uint8ArrayConstructor | Int16ArrayConstructor | Uint16ArrayConstructor | Int32ArrayConstructor | Uint32ArrayConstructor>(
+  Ctor: C,
+  b: Uint8Array,
+): InstanceType<C> {
+  const w = Ctor.BYTES_PER_ELEMENT;
+  const src = b.byteOffset % w === 0 ? b : b.slice();
+  return new Ctor(src.buffer as ArrayBuffer, src.byteOffset, Math.floor(src.byteLength / w)) as InstanceType<C>;
+}
+
+/** Element `k` of 64-bit little-endian integers held as int32 words, exact within 2^53 (-1 for any negative value). */
+function word64(words: Int32Array, k: number): number {
+  const hi = words[2 * k + 1]!;
+  return hi < 0 ? -1 : hi * 4294967296 + (words[2 * k]! >>> 0);
+}
+
+/** Every list view (null ones too, Columnar.rst "ListView Layout") inside the child. */
+function checkListViews(offs: Uint8Array, sizes: Uint8Array, wide: boolean, offset: number, end: number, childLength: number, path: string): void {
+  const bad = (k: number, off: number | bigint, size: number | bigint): ArrowDeviceError =>
+    invalid(`${path}.buffers[1]`, `list view ${k} (offset ${off}, size ${size}) is outside the child of length ${childLength}`);
+  const o = elements(Int32Array, offs);
+  const z = elements(Int32Array, sizes);
+  for (let k = offset; k < end; k++) {
+    const off = wide ? word64(o, k) : o[k]!;
+    const size = wide ? word64(z, k) : z[k]!;
+    if (off < 0 || size < 0 || off + size > childLength) {
+      const big = (w: Int32Array): bigint => (BigInt(w[2 * k + 1]!) << 32n) | BigInt(w[2 * k]! >>> 0);
+      throw wide ? bad(k, big(o), big(z)) : bad(k, off, size);
+    }
+  }
+}
+
+/** Every type id declared by the union; every dense offset inside its child. */
+function checkUnion(typeIds: Uint8Array, offs: Uint8Array | null, declared: readonly number[], lengths: readonly number[], offset: number, end: number, path: string): void {
+  const childOf = new Int16Array(256).fill(-1);
+  declared.forEach((id, k) => {
+    if (id >= 0 && id < 128) childOf[id] = k;
+  });
+  const ids = elements(Int8Array, typeIds);
+  const o = offs ? elements(Int32Array, offs) : null;
+  for (let k = offset; k < end; k++) {
+    const id = ids[k]!;
+    const c = childOf[id & 255]!;
+    if (c < 0) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${declared.join(',')})`);
+    if (o) {
+      const off = o[k]!;
+      if (off < 0 || off >= lengths[c]!) throw invalid(`${path}.buffers[1]`, `offset ${off} at ${k} is outside child ${c} of length ${lengths[c]}`);
+    }
+  }
+}
+
+/**
+ * arrow-js reads date64 and second/millisecond/microsecond timestamps as JS
+ * numbers of milliseconds, and throws for an int64 it cannot convert exactly
+ * (beyond 2^53 once divided by `divisor`). Valid Arrow, but `full` promises
+ * every value reads: such a value is refused as `unsupported`, with its place.
+ */
+function checkMillis(values: Uint8Array | null, offset: number, length: number, validity: Uint8Array | null, path: string, divisor: bigint): void {
+  if (!values) return;
+  const words = elements(Int32Array, values);
+  // A high word within +-limit is safe without a closer look.
+  const limit = divisor === 1n ? 2097151 : 2097151999;
+  for (let k = offset; k < offset + length; k++) {
+    const hi = words[2 * k + 1]!;
+    if (hi <= limit && hi >= -limit) continue;
+    if (isNull(validity, k)) continue;
+    const raw = (BigInt(hi) << 32n) | BigInt(words[2 * k]! >>> 0);
+    const v = divisor === 1n ? raw : raw / divisor;
+    if (v > MAX_SAFE || v < -MAX_SAFE) {
+      throw new ArrowDeviceError('unsupported', `${path}.buffers[1]`, `value ${v} at ${k} is beyond the 2^53 arrow-js can read as a number`);
+    }
+  }
+}
+
+function checkIndices(values: Uint8Array | null, t: PlanNode['schema']['type'], offset: number, length: number, dictLength: number, validity: Uint8Array | null, path: string): void {
+  if (!values || t.id !== 'int') return;
+  const end = offset + length;
+  const bad = (k: number, i: number | bigint): ArrowDeviceError =>
+    invalid(`${path}.buffers[1]`, `dictionary index ${i} at ${k} is outside the dictionary of length ${dictLength}`);
+  if (t.bitWidth === 64) {
+    const words = elements(Int32Array, values);
+    for (let k = offset; k < end; k++) {
+      const i = word64(words, k);
+      if ((i < 0 || i >= dictLength) && !isNull(validity, k)) {
+        const hi = BigInt(words[2 * k + 1]!);
+        const lo = BigInt(words[2 * k]! >>> 0);
+        throw bad(k, t.signed ? (hi << 32n) | lo : BigInt.asUintN(64, (hi << 32n) | lo));
+      }
+    }
+    return;
+  }
+  // Read as unsigned: a signed index is inside exactly when its unsigned reading is below
+  // min(dictLength, 2^(bits-1)).
+  const bits = t.bitWidth;
+  const bound = t.signed ? Math.min(dictLength, 2 ** (bits - 1)) : dictLength;
+  if (bound >= 2 ** bits) return;
+  const ix = bits === 8 ? elements(Uint8Array, values) : bits === 16 ? elements(Uint16Array, values) : elements(Uint32Array, values);
+  for (let k = offset; k < end; k++) {
+    const u = ix[k]!;
+    if (u < bound || isNull(validity, k)) continue;
+    throw bad(k, t.signed && u >= 2 ** (bits - 1) ? u - 2 ** bits : u);
+  }
+}
