@@ -321,9 +321,8 @@ export function importTable(
   const batches: ImportedRecordBatch[] = [];
   for (let i = 0; i < ptrs.length; i++) {
     try {
-      const path = `arrays[${i}]`;
-      const { level, staged, at } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, path, () => undefined);
-      batches.push(importWith(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', staged, at), plan, opts, level, path, importBatch));
+      const { level, staged, at } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, () => `arrays[${i}]`, () => undefined);
+      batches.push(importWith(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', staged, at), plan, opts, level, 'arrays', importBatch, null, i));
     } catch (e) {
       for (const b of batches) b.release();
       for (const p of ptrs.slice(i + 1)) if (typeof p === 'bigint') releaseStruct(m, 'ArrowArray', p);

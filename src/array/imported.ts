@@ -25,7 +25,8 @@
  * element, and the children of structs, sparse unions and fixed-size lists
  * are sliced to the parent's window. The builder applies it (`dataOf`).
  */
-import { Data, RecordBatch, Schema, Struct, Table, Vector, type DataType, type TypeMap } from 'apache-arrow';
+import { Data, Decimal, Field, FixedSizeBinary, Int32, RecordBatch, Schema, Struct, Table, Utf8, Utf8View, Vector, type DataType, type TypeMap } from 'apache-arrow';
+import { sameOwnFields } from './same-object.js';
 import { ArrowSymbols, type ArrowDeviceExportOptions, type ArrowSchemaExportable } from '../abi/protocol.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -184,6 +185,10 @@ defineReleasable(ImportedData.prototype);
 
 // --- lazy Data ---------------------------------------------------------------------------
 
+/** Shared by every leaf `Data` of an import for its children and variadic buffers (arrow-js only reads them). */
+const NONE: readonly never[] = Object.freeze([]);
+const EMPTY = new Uint8Array(0);
+
 const READ = Symbol('arrow-device.read');
 const AT = Symbol('arrow-device.at');
 const NODE = Symbol('arrow-device.node');
@@ -267,6 +272,123 @@ for (const key of SLOTS) Object.defineProperty(LazyData.prototype, key, lazySlot
 Object.defineProperty(LazyViewData.prototype, 'variadicBuffers', lazySlot('variadicBuffers'));
 
 /**
+ * `new LazyData(...)` (or `LazyViewData`) with its fields stored directly:
+ * arrow-js's constructor clamps its integer arguments (no-ops on an
+ * import's), computes the stride through a `typeId` read that is
+ * megamorphic in a program of several types (the plan has it), and makes a
+ * `variadicBuffers` array per Data (here one frozen empty array, which
+ * arrow-js only reads). Run cold, the constructor was most of a first
+ * import (bench:cold). `FAST_DATA` checks once, against this arrow-js,
+ * that both make the same object; otherwise the constructors are used.
+ */
+interface LazyFields {
+  type: DataType;
+  children: Data[];
+  dictionary: Vector | undefined;
+  offset: number;
+  length: number;
+  _nullCount: number;
+  stride: number;
+  variadicBuffers: readonly never[];
+  [READ]: ImportRead;
+  [AT]: number;
+  [NODE]: PlanNode;
+}
+function FastLazy(this: LazyFields, read: ImportRead, pn: PlanNode, at: number, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined): void {
+  this.type = pn.type!;
+  this.children = children;
+  this.dictionary = dictionary;
+  this.offset = O;
+  this.length = N;
+  this._nullCount = nullCount;
+  this.stride = pn.dataStride;
+  this.variadicBuffers = NONE;
+  this[READ] = read;
+  this[AT] = at;
+  this[NODE] = pn;
+}
+FastLazy.prototype = LazyData.prototype;
+/** The view types' (no own `variadicBuffers`: theirs is lazy). */
+function FastLazyView(this: Omit<LazyFields, 'variadicBuffers'>, read: ImportRead, pn: PlanNode, at: number, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined): void {
+  this.type = pn.type!;
+  this.children = children;
+  this.dictionary = dictionary;
+  this.offset = O;
+  this.length = N;
+  this._nullCount = nullCount;
+  this.stride = pn.dataStride;
+  this[READ] = read;
+  this[AT] = at;
+  this[NODE] = pn;
+}
+FastLazyView.prototype = LazyViewData.prototype;
+type LazyCtor = new (read: ImportRead, pn: PlanNode, at: number, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined) => LazyData;
+
+function classLazy(view: boolean): LazyCtor {
+  const C = view ? LazyViewData : LazyData;
+  return class {
+    constructor(read: ImportRead, pn: PlanNode, at: number, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined) {
+      return new C(read, pn, at, pn.type!, O, N, nullCount, children, dictionary);
+    }
+  } as unknown as LazyCtor;
+}
+
+/**
+ * The batch's struct `Data` as `new Data(struct, 0, N, 0, [, , EMPTY], children)`
+ * makes it, its fields stored directly (the same reasons; `FAST_DATA` checks it too).
+ */
+interface BatchDataFields {
+  type: Struct;
+  children: Data[];
+  dictionary: undefined;
+  offset: number;
+  length: number;
+  _nullCount: number;
+  stride: number;
+  nullBitmap: Uint8Array;
+  variadicBuffers: readonly never[];
+}
+function FastBatchData(this: BatchDataFields, struct: Struct, N: number, children: Data[]): void {
+  this.type = struct;
+  this.children = children;
+  this.dictionary = undefined;
+  this.offset = 0;
+  this.length = N;
+  this._nullCount = 0;
+  this.stride = 1;
+  this.nullBitmap = EMPTY;
+  this.variadicBuffers = NONE;
+}
+FastBatchData.prototype = Data.prototype;
+type BatchDataCtor = new (struct: Struct, N: number, children: Data[]) => Data<Struct>;
+const classBatchData = function (struct: Struct, N: number, children: Data[]): Data<Struct> {
+  return new Data(struct, 0, N, 0, [undefined, undefined, EMPTY] as never, children) as Data<Struct>;
+} as unknown as BatchDataCtor;
+
+/** Whether the fast constructors make what arrow-js's make, for a type of each stride rule. */
+const FAST_DATA = ((): boolean => {
+  try {
+    const types: DataType[] = [new Int32(), new Decimal(2, 38, 128), new FixedSizeBinary(5), new Utf8(), new Utf8View()];
+    const read = new ImportRead(null as never, null, null, '', 0, false);
+    for (const type of types) {
+      const pn = { type, dataStride: new Data(type, 0, 0, 0).stride } as PlanNode;
+      const view = type instanceof Utf8View;
+      const slow = new (classLazy(view))(read, pn, 1, 1, 3, -1, NONE as never, undefined);
+      const fast = new ((view ? FastLazyView : FastLazy) as unknown as LazyCtor)(read, pn, 1, 1, 3, -1, NONE as never, undefined);
+      if (!sameOwnFields(slow, fast)) return false;
+    }
+    const struct = new Struct([new Field('x', new Int32(), true)]);
+    const kids = [new Data(new Int32(), 0, 2, 0)];
+    return sameOwnFields(new classBatchData(struct, 2, kids), new (FastBatchData as unknown as BatchDataCtor)(struct, 2, kids));
+  } catch {
+    return false;
+  }
+})();
+const NewLazy: LazyCtor = FAST_DATA ? (FastLazy as unknown as LazyCtor) : classLazy(false);
+const NewLazyView: LazyCtor = FAST_DATA ? (FastLazyView as unknown as LazyCtor) : classLazy(true);
+const NewBatchData: BatchDataCtor = FAST_DATA ? (FastBatchData as unknown as BatchDataCtor) : classBatchData;
+
+/**
  * Takes the buffers made so far off every lazy `Data` under `x`, so that
  * reads go through the accessors, which throw once released. Only what
  * `x` reaches: the objects a release is asked of (a table's batches, a
@@ -289,8 +411,6 @@ function forgetData(d: Data): void {
 }
 
 // --- slots -------------------------------------------------------------------------------
-
-const EMPTY = new Uint8Array(0);
 
 /** A typed array over the bytes of `b` (zero-copy; the reader aligns what it views). */
 function typed<C extends TypedArrayCtor>(Ctor: C, b: Uint8Array | null): InstanceType<C> {
@@ -350,8 +470,6 @@ function slotOf(read: ImportRead, pn: PlanNode, p: number, key: SlotKey, O: numb
 
 // --- building ------------------------------------------------------------------------------
 
-/** Shared by every leaf `Data` of an import for its children (arrow-js only reads them). */
-const NONE: readonly never[] = Object.freeze([]);
 
 /** The record position after the subtree `dataOf` built last. */
 let after = 0;
@@ -410,9 +528,7 @@ function dataOf(read: ImportRead, pn: PlanNode, p: number, add: number, len: num
     q = after;
   }
   after = q;
-  if (!read.copy) {
-    return new (pn.form === Form.Views ? LazyViewData : LazyData)(read, pn, p, type, O, N, nullCount, children, dictionary);
-  }
+  if (!read.copy) return new (pn.form === Form.Views ? NewLazyView : NewLazy)(read, pn, p, O, N, nullCount, children, dictionary);
   const slot = (k: SlotKey): unknown => slotOf(read, pn, p, k, O, N, counted);
   const buffers = [slot('valueOffsets'), slot('values'), slot('nullBitmap'), slot('typeIds')];
   return new (root ? ImportedData : Data)(type, O, N, nullCount, buffers as never, children, dictionary, (slot('variadicBuffers') as Uint8Array[] | undefined) ?? []);
@@ -510,7 +626,7 @@ export function importBatch(read: ImportRead): ImportedRecordBatch {
  * own properties.
  */
 export function makeBatch(schema: Schema, struct: Struct, children: Data[], N: number): ImportedRecordBatch {
-  const data = new Data(struct, 0, N, 0, [undefined, undefined, EMPTY] as never, children) as Data<Struct>;
+  const data = new NewBatchData(struct, N, children);
   let same = BATCH_SHORTCUT && children.length === schema.fields.length;
   for (let i = 0; same && i < children.length; i++) same = children[i]!.length === N;
   if (!same) return new ImportedRecordBatch(schema, data);
@@ -557,11 +673,17 @@ function recordOfView(view: ArrayView, plan: Plan, path: string): ImportRead {
   const nums = read.nums;
   const walk = (v: ArrayView, pn: PlanNode, depth: number): void => {
     if (depth > 64) throw invalid(path, 'nesting deeper than 64 levels');
-    nums.push(v.length, v.offset, v.nullCount, v.buffers.length);
+    let q = read.length;
+    nums[q++] = v.length;
+    nums[q++] = v.offset;
+    nums[q++] = v.nullCount;
+    nums[q++] = v.buffers.length;
     for (const b of v.buffers) {
-      if (b !== null && b.byteLength > 0) views.set(nums.length, b);
-      nums.push(b === null ? 0 : 1, b === null ? 0 : b.byteLength);
+      if (b !== null && b.byteLength > 0) views.set(q, b);
+      nums[q++] = b === null ? 0 : 1;
+      nums[q++] = b === null ? 0 : b.byteLength;
     }
+    read.length = q;
     if (v.children.length !== pn.children.length) throw invalid(path, `the view has ${v.children.length} children where its schema has ${pn.children.length}`);
     v.children.forEach((c, k) => walk(c, pn.children[k]!, depth + 1));
     if (pn.dictionary !== null) {

@@ -83,17 +83,18 @@ export function consume<T>(
   ptr: Ptr,
   schema: unknown,
   opts: ImportCoreOptions,
-  path: string,
+  path: string | (() => string),
   prepare: () => T,
 ): { prepared: T; level: number; staged: Arena; at: number } {
   let schemaTaken = false;
+  const place = (): string => (typeof path === 'string' ? path : path());
   try {
     ptrArg(ptr, 'ptr', m, m.layouts[kind].size, `an ${kind}`);
-    if (ptr === 0n) throw invalid(path, 'NULL pointer');
+    if (ptr === 0n) throw invalid(place(), 'NULL pointer');
     const at = stage(rawOf(m), Number(ptr), m.layouts[kind].size);
     const from = staged;
     if (ptrAt(from.dv, at + releaseOffset(m, kind), m.target.pointerSize === 8) === 0) {
-      throw new ArrowDeviceError('released', path, `the struct is released (${kind === 'ArrowArray' ? '' : 'array.'}release is NULL)`);
+      throw new ArrowDeviceError('released', place(), `the struct is released (${kind === 'ArrowArray' ? '' : 'array.'}release is NULL)`);
     }
     const level = validationLevel(opts.validate);
     schemaTaken = true;
@@ -121,7 +122,7 @@ export function quietly(fn: () => unknown): void {
  * Steps 2 and 3: reads the array the owner holds through `plan` (at `level`;
  * `device`: how buffer bytes are read where the host cannot read them) and
  * builds `fn(read)`; records the result as owned by `owner`. On failure the
- * owner has released.
+ * owner has released. `index`: the array's place in a list (`path[index]`).
  */
 export function importWith<T extends object>(
   owner: ImportOwner,
@@ -131,10 +132,11 @@ export function importWith<T extends object>(
   path: string,
   fn: (read: ImportRead) => T,
   device: DeviceReader | null = null,
+  index = -1,
 ): T {
   const copy = opts.copy ?? false;
   owner.schema = plan.node;
-  const read = new ImportRead(plan, copy ? null : owner, owner.mem, path, level, copy);
+  const read = new ImportRead(plan, copy ? null : owner, owner.mem, path, level, copy, index);
   let result: T;
   try {
     readArray(read, owner.arrayAddr, device);

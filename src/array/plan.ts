@@ -18,7 +18,7 @@
  * each time; equal ones (by content) are mapped to the first, so a producer
  * that sends its schema with every array shares one plan too.
  */
-import { DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
+import { Data, DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
 import { invalid } from '../errors.js';
 import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { schemaToNode, toSchemaNode } from '../schema/export.js';
@@ -88,6 +88,8 @@ export class PlanNode {
   stride = 0;
   /** Fixed, Indices: the typed array constructor of the values. */
   Ctor: TypedArrayCtor | null = null;
+  /** arrow-js's `stride` of the type (its `strideForType`, asked of a `Data` it makes once). */
+  dataStride = 1;
 
   constructor(readonly schema: SchemaNode) {
     this.layout = layoutOf(schema.type);
@@ -124,6 +126,10 @@ export interface BatchForm {
 
 export class Plan {
   readonly root: PlanNode;
+  /** Whether a node is under two parents (a `SchemaNode` DAG made in JS): the reader then checks struct addresses as it goes. */
+  readonly shared: boolean;
+  /** The size of an array's record (read.ts), where the schema alone decides it (0 for view types: their buffers vary). */
+  readonly recordSize: number;
   #arrow: DataType | null = null;
   #batch: BatchForm | null = null;
 
@@ -135,7 +141,11 @@ export class Plan {
     given: DataType | Schema | null,
     path: string,
   ) {
-    this.root = planNode(node, new Map(), 0, path);
+    const made = new Map<SchemaNode, PlanNode>();
+    const seen = { shared: false };
+    this.root = planNode(node, made, 0, path, seen);
+    this.shared = seen.shared;
+    this.recordSize = this.shared ? 0 : recordSize(this.root);
     if (given instanceof Schema) this.#setBatch(given, path);
     else if (given !== null) this.#setType(given, path);
   }
@@ -175,20 +185,41 @@ export class Plan {
  * costs the number of distinct nodes; the reader, which follows the
  * producer's structs, refuses a struct reached twice.
  */
-function planNode(node: SchemaNode, made: Map<SchemaNode, PlanNode>, depth: number, path: string): PlanNode {
+function planNode(node: SchemaNode, made: Map<SchemaNode, PlanNode>, depth: number, path: string, seen: { shared: boolean }): PlanNode {
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
   let pn = made.get(node);
-  if (pn !== undefined) return pn;
+  if (pn !== undefined) {
+    seen.shared = true;
+    return pn;
+  }
   pn = new PlanNode(node);
   made.set(node, pn);
-  for (let i = 0; i < node.children.length; i++) pn.children.push(planNode(node.children[i]!, made, depth + 1, `${path}.children[${i}]`));
-  if (node.dictionary) pn.dictionary = planNode(node.dictionary, made, depth + 1, `${path}.dictionary`);
+  for (let i = 0; i < node.children.length; i++) pn.children.push(planNode(node.children[i]!, made, depth + 1, `${path}.children[${i}]`, seen));
+  if (node.dictionary) pn.dictionary = planNode(node.dictionary, made, depth + 1, `${path}.dictionary`, seen);
   return pn;
+}
+
+/** The record size of an array of `pn`'s tree (4 numbers per node, 2 per buffer), or 0 where view types make it vary. */
+function recordSize(pn: PlanNode): number {
+  if (pn.layout.variadic) return 0;
+  let n = 4 + 2 * pn.layout.nBuffers;
+  for (const c of pn.children) {
+    const k = recordSize(c);
+    if (k === 0) return 0;
+    n += k;
+  }
+  if (pn.dictionary !== null) {
+    const k = recordSize(pn.dictionary);
+    if (k === 0) return 0;
+    n += k;
+  }
+  return n;
 }
 
 /** Sets the arrow-js type and form of every node under `pn`, `type` being its arrow-js type. */
 function assignForms(pn: PlanNode, type: DataType, path: string): void {
   pn.type = type;
+  pn.dataStride = new Data(type, 0, 0, 0).stride;
   const l = pn.layout;
   if (pn.schema.dictionary) {
     const t = pn.schema.type;

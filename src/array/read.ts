@@ -64,7 +64,7 @@ import { allocBytes, ArrowDeviceError, invalid, prefixPath } from '../errors.js'
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
-import { access, type Access, type FieldAccess } from '../abi/accessors.js';
+import { access, type Access } from '../abi/accessors.js';
 import { ChildRule, Kind, Role, specAt } from '../schema/layout.js';
 import { AddressSet, MAX_NESTING_DEPTH, visitOnce } from '../schema/node.js';
 import type { ImportOwner } from './owner.js';
@@ -158,6 +158,8 @@ interface DeferredRead {
 export class ImportRead {
   /** See the file comment (LENGTH, OFFSET, NULL_COUNT, N_BUFFERS, BUFFERS). */
   readonly nums: number[] = [];
+  /** How much of `nums` the reader has written. */
+  length = 0;
   /** Views (or, with `copy`, copies) made so far, by the record index of the buffer's address. */
   views: Map<number, Uint8Array> | null = null;
   /** Device reads not done yet (validation `minimal`: done by `resolve`). */
@@ -179,11 +181,21 @@ export class ImportRead {
     readonly owner: ImportOwner | null,
     /** The memory the structs are in (null for a plain view's record, which reads no memory). */
     readonly mem: Memory | null,
-    /** The root's place: `array`, `arrays[3]`, `device_array.array`. */
-    readonly prefix: string,
+    /** The root's place (`array`, `device_array.array`), or with `index` the list's (`arrays`). */
+    private readonly base: string,
     readonly level: number,
     readonly copy: boolean,
-  ) {}
+    /** The array's index in a list of them (`importTable`'s), or -1: the place is `base[index]`, made only for an error. */
+    private readonly index = -1,
+  ) {
+    // A tree plan's record has a size known in advance (view types and DAGs grow it as they are read).
+    if (plan !== null && plan.recordSize > 0) this.nums = new Array<number>(plan.recordSize);
+  }
+
+  /** The root's place: `array`, `arrays[3]`, `device_array.array`. */
+  get prefix(): string {
+    return this.index < 0 ? this.base : `${this.base}[${this.index}]`;
+  }
 }
 
 /** How the reader gets at the bytes of the buffers (the structs are always in CPU memory). */
@@ -196,13 +208,47 @@ export interface DeviceReader {
 
 // --- reading -----------------------------------------------------------------------------
 
+/** The byte offsets of an `ArrowArray`'s fields on a target (src/abi/layout.ts), and how wide its pointers are. */
+interface Fields {
+  readonly size: number;
+  readonly length: number;
+  readonly nullCount: number;
+  readonly offset: number;
+  readonly nBuffers: number;
+  readonly nChildren: number;
+  readonly buffers: number;
+  readonly children: number;
+  readonly dictionary: number;
+  readonly release: number;
+  readonly wide: boolean;
+  readonly ps: number;
+  readonly A: Access['ArrowArray'];
+}
+
+const fieldsByTarget = new WeakMap<object, Fields>();
+function fieldsOf(mem: Memory): Fields {
+  let f = fieldsByTarget.get(mem.target);
+  if (f === undefined) {
+    const A = access(mem.target).ArrowArray;
+    const wide = mem.target.pointerSize === 8;
+    f = {
+      size: A.$size, length: A.length.offset, nullCount: A.null_count.offset, offset: A.offset.offset, nBuffers: A.n_buffers.offset,
+      nChildren: A.n_children.offset, buffers: A.buffers.offset, children: A.children.offset, dictionary: A.dictionary.offset,
+      release: A.release.offset, wide, ps: wide ? 8 : 4, A,
+    };
+    fieldsByTarget.set(mem.target, f);
+  }
+  return f;
+}
+
 /** What every node of one read needs. */
 class Reader {
   readonly raw: RawAccess;
-  readonly A: Access['ArrowArray'];
-  readonly wide: boolean;
-  readonly ps: number;
-  readonly seen = AddressSet.shared();
+  readonly f: Fields;
+  /** The struct addresses read, in record order with their positions: checked for one reached twice. */
+  readonly addrs: number[] = [];
+  /** For a plan whose nodes are shared (a DAG made in JS): addresses checked as they are read, so a DAG costs its input, not its unfolding. */
+  readonly seen: AddressSet | null;
   /** The child indices from the root to the node being read (-1: a dictionary), for paths. */
   readonly trail: number[] = [];
   /** Whether the host reads the buffers' bytes at their addresses. */
@@ -214,10 +260,9 @@ class Reader {
   ) {
     const mem = read.mem!;
     this.raw = rawOf(mem);
-    this.A = access(mem.target).ArrowArray;
-    this.wide = mem.target.pointerSize === 8;
-    this.ps = this.wide ? 8 : 4;
+    this.f = fieldsOf(mem);
     this.host = device === null;
+    this.seen = read.plan.shared ? AddressSet.shared() : null;
   }
 
   /** The place of the node being read. */
@@ -250,21 +295,52 @@ export function readArray(read: ImportRead, addr: Addr, device: DeviceReader | n
   const r = new Reader(read, device);
   try {
     readNode(r, read.plan.root, addr, 0);
+    if (r.seen === null) checkOnce(r);
     if (!r.host && read.deferred !== null && read.level >= DEFAULT) resolveDeferred(read, device!);
     if (read.level >= FULL) checkFull(read, device);
   } finally {
-    r.seen.done();
+    r.seen?.done();
   }
 }
 
-/** The non-negative int64 field `f` of the struct staged at `at`, refused with its exact value otherwise. */
-function countAt(dv: DataView, at: number, f: FieldAccess, r: Reader, what: string): number {
-  const o = at + f.offset;
-  if (dv.getInt32(o + 4, true) === 0) return dv.getUint32(o, true);
-  const v = f.get(dv, at);
-  if (v < 0) throw invalid(`${r.path()}.${what}`, `negative value ${f.big(dv, at)}`);
-  if (v === Infinity) throw invalid(`${r.path()}.${what}`, `value ${f.big(dv, at)} is too large`);
-  return v;
+/**
+ * Refuses a struct reached a second time (schema/node.ts `visitOnce`): in a
+ * tree plan the reader reads each place once, so the check waits for the
+ * end (a pairwise look at a small tree, the address set for a large one).
+ */
+function checkOnce(r: Reader): void {
+  const a = r.addrs;
+  const n = a.length / 2;
+  if (n <= 32) {
+    for (let i = 1; i < n; i++) for (let j = 0; j < i; j++) if (a[2 * i] === a[2 * j]) throw twice(r, a[2 * i]!, a[2 * i + 1]!);
+    return;
+  }
+  const seen = AddressSet.shared();
+  try {
+    for (let i = 0; i < n; i++) if (!seen.add(a[2 * i]!)) throw twice(r, a[2 * i]!, a[2 * i + 1]!);
+  } finally {
+    seen.done();
+  }
+}
+
+function twice(r: Reader, addr: Addr, p: number): ArrowDeviceError {
+  return invalid(pathAt(r.read, p), `the struct at 0x${addr.toString(16)} is reached a second time: every child must be owned by one parent`);
+}
+
+/** An int64 count of the struct staged at `at` with a non-zero high word: refused with its exact value. */
+function bigCount(r: Reader, dv: DataView, at: number, o: number, what: string): number {
+  const v = dv.getBigInt64(at + o, true);
+  if (v < 0n) throw invalid(`${r.path()}.${what}`, `negative value ${v}`);
+  if (v > MAX_SAFE) throw invalid(`${r.path()}.${what}`, `value ${v} is too large`);
+  return Number(v);
+}
+
+/** The null count's refusal (-1 is "unknown"; anything else below 0, or above the length, is invalid). */
+function badNullCount(r: Reader, dv: DataView, at: number, length: number): ArrowDeviceError {
+  const v = dv.getBigInt64(at + r.f.nullCount, true);
+  return v < -1n
+    ? invalid(`${r.path()}.null_count`, `negative value ${v}`)
+    : invalid(`${r.path()}.null_count`, `${Number(v)} is greater than the length ${length}`);
 }
 
 /** Reads the node at `addr` (plan node `pn`) into the record; returns its position. */
@@ -273,33 +349,42 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
   if (depth > MAX_NESTING_DEPTH) throw invalid(r.path(), `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
   const read = r.read;
   const nums = read.nums;
+  const f = r.f;
+  const wide = f.wide;
+  const ps = f.ps;
   try {
-    visitOnce(r.seen, addr, '');
-    const { A, wide, ps } = r;
-    const at = stage(r.raw, addr, A.$size);
+    const p = read.length;
+    if (r.seen !== null) visitOnce(r.seen, addr, '');
+    else r.addrs.push(addr, p);
+    const at = stage(r.raw, addr, f.size);
     const dv = staged.dv;
-    if (A.release.get(dv, at) === 0) throw new ArrowDeviceError('released', '', 'the struct is released (release is NULL)');
-    const length = countAt(dv, at, A.length, r, 'length');
-    const offset = countAt(dv, at, A.offset, r, 'offset');
-    const nullCount = A.null_count.get(dv, at);
-    if (nullCount < -1) throw invalid(`${r.path()}.null_count`, `negative value ${A.null_count.big(dv, at)}`);
-    if (nullCount > length) throw invalid(`${r.path()}.null_count`, `${Number(A.null_count.big(dv, at))} is greater than the length ${length}`);
+    // The fields, read in place: int64 counts below 2^32 (high word 0) are the common case.
+    if ((wide ? dv.getUint32(at + f.release, true) + dv.getUint32(at + f.release + 4, true) : dv.getUint32(at + f.release, true)) === 0) {
+      throw new ArrowDeviceError('released', '', 'the struct is released (release is NULL)');
+    }
+    const length = dv.getInt32(at + f.length + 4, true) === 0 ? dv.getUint32(at + f.length, true) : bigCount(r, dv, at, f.length, 'length');
+    const offset = dv.getInt32(at + f.offset + 4, true) === 0 ? dv.getUint32(at + f.offset, true) : bigCount(r, dv, at, f.offset, 'offset');
+    const ncHi = dv.getInt32(at + f.nullCount + 4, true);
+    // -1 ("unknown") has a high word of -1 and a low word whose int32 reading is negative; -2 stands for any other negative value.
+    const ncLo = dv.getInt32(at + f.nullCount, true);
+    const nullCount = ncHi === 0 ? ncLo >>> 0 : ncHi === -1 && ncLo < 0 ? ncLo : -2;
+    if (nullCount < -1 || nullCount > length) throw badNullCount(r, dv, at, length);
     if (length + offset > Number.MAX_SAFE_INTEGER) throw invalid('', 'offset + length overflows');
-    const nBuffers = countAt(dv, at, A.n_buffers, r, 'n_buffers');
-    const nChildren = countAt(dv, at, A.n_children, r, 'n_children');
+    const nBuffers = dv.getInt32(at + f.nBuffers + 4, true) === 0 ? dv.getUint32(at + f.nBuffers, true) : bigCount(r, dv, at, f.nBuffers, 'n_buffers');
+    const nChildren = dv.getInt32(at + f.nChildren + 4, true) === 0 ? dv.getUint32(at + f.nChildren, true) : bigCount(r, dv, at, f.nChildren, 'n_children');
     // View types take any number of variadic buffers: refuse counts no producer could have
     // allocated before following the pointer array that far.
     if (nBuffers > MAX_BUFFERS) throw invalid(`${r.path()}.n_buffers`, `implausible value ${nBuffers}`);
-    const buffersPtr = A.buffers.get(dv, at);
-    const childrenPtr = A.children.get(dv, at);
-    const dictPtr = A.dictionary.get(dv, at);
+    const buffersPtr = ptrAt(dv, at + f.buffers, wide);
+    const childrenPtr = ptrAt(dv, at + f.children, wide);
+    const dictPtr = ptrAt(dv, at + f.dictionary, wide);
     checkCounts(r, pn, nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount);
 
     // The buffer and child pointer arrays: in one read when the children follow the buffers (a tree
     // exported in one allocation), else one read each.
-    let bdv = staged.dv;
+    let bdv = dv;
     let bat = 0;
-    let cdv = staged.dv;
+    let cdv = dv;
     let cat = 0;
     if (nBuffers > 0 && nChildren > 0 && childrenPtr === buffersPtr + nBuffers * ps) {
       bat = stagePointers(r, buffersPtr, nBuffers + nChildren, 'buffers');
@@ -315,14 +400,19 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
         cdv = staged.dv;
       }
     }
-    const p = nums.length;
-    nums.push(length, offset, nullCount, nBuffers);
+    let q = p;
+    nums[q++] = length;
+    nums[q++] = offset;
+    nums[q++] = nullCount;
+    nums[q++] = nBuffers;
     for (let i = 0; i < nBuffers; i++) {
       const b = ptrAt(bdv, bat + i * ps, wide);
       // A device address is any 64-bit value (a handle, say): one a number cannot hold is kept exact.
-      if (b > Number.MAX_SAFE_INTEGER && !r.host) (read.exact ??= new Map()).set(nums.length, bdv.getBigUint64(bat + i * ps, true));
-      nums.push(b, 0);
+      if (b > Number.MAX_SAFE_INTEGER && !r.host) (read.exact ??= new Map()).set(q, bdv.getBigUint64(bat + i * ps, true));
+      nums[q++] = b;
+      nums[q++] = 0;
     }
+    read.length = q;
 
     const l = pn.layout;
     const end = offset + length;
@@ -335,8 +425,9 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
       // A legacy validity slot of a null array is tolerated and never read.
       if (nBuffers === 1) nums[p + BUFFERS] = 0;
     } else {
+      const specs = l.buffers;
       for (let i = 0; i < nBuffers; i++) {
-        const s = specAt(l, i, nBuffers);
+        const s = specs[i]!;
         switch (s.role) {
           case Role.Validity:
             sizeValidity(r, p, i, end, length, nullCount);
@@ -372,20 +463,21 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
     // Children, each checked against the length its parent needs; then the dictionary.
     const kids = pn.children;
     const trail = r.trail;
+    const check = read.level >= DEFAULT ? l.children : ChildRule.None;
     let first = -1;
     for (let k = 0; k < nChildren; k++) {
       trail.push(k);
       const cp = readNode(r, kids[k]!, ptrAt(cdv, cat + k * ps, wide), depth + 1);
       trail.pop();
       if (k === 0) first = cp;
-      if (read.level < DEFAULT) continue;
       const clen = nums[cp + LENGTH]!;
-      switch (l.children) {
-        case ChildRule.Parent: checkChildLength(r, k, clen, end); break;
-        case ChildRule.Multiple: checkChildLength(r, k, clen, end * l.listSize); break;
+      switch (check) {
+        case ChildRule.Parent: if (clen < end) throw shortChild(r, k, clen, end); break;
+        case ChildRule.Multiple: if (clen < end * l.listSize) throw shortChild(r, k, clen, end * l.listSize); break;
         case ChildRule.LastOffset:
-          if (childMin >= 0) checkChildLength(r, k, clen, childMin);
-          else listRead!.child = cp;
+          if (childMin >= 0) {
+            if (clen < childMin) throw shortChild(r, k, clen, childMin);
+          } else listRead!.child = cp;
           break;
         case ChildRule.RunEnds:
           if (k === 1 && nums[first + LENGTH] !== clen) {
@@ -403,6 +495,10 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
     if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, r.path());
     throw e;
   }
+}
+
+function shortChild(w: Where, k: number, length: number, min: number): ArrowDeviceError {
+  return invalid(`${place(w)}.children[${k}].length`, `${length} is less than the ${min} its parent needs`);
 }
 
 /**
@@ -429,14 +525,10 @@ function checkCounts(r: Reader, pn: PlanNode, nBuffers: number, nChildren: numbe
   }
 }
 
-function checkChildLength(w: Where, k: number, length: number, min: number): void {
-  if (length < min) throw invalid(`${place(w)}.children[${k}].length`, `${length} is less than the ${min} its parent needs`);
-}
-
 /** Stages `n` pointers at `addr` (errors placed at `<node>.field`); returns their offset in `staged`. */
 function stagePointers(r: Reader, addr: Addr, n: number, field: string): number {
   try {
-    return stage(r.raw, addr, n * r.ps);
+    return stage(r.raw, addr, n * r.f.ps);
   } catch (e) {
     throw prefixPath(e, `${r.path()}.${field}`);
   }
@@ -654,7 +746,7 @@ export function resolveDeferred(read: ImportRead, device: DeviceReader): void {
       const first = offsetAt(ranges[j++]!.dst, 0, wide, 0, 0, d.path, d.i);
       const last = offsetAt(ranges[j++]!.dst, 0, wide, 0, 0, d.path, d.i);
       const min = applyOffsets(read, d.pn, d.p, d.i, first, last, d.path);
-      if (d.child >= 0) checkChildLength(d.path, 0, nums[d.child + LENGTH]!, min);
+      if (d.child >= 0 && nums[d.child + LENGTH]! < min) throw shortChild(d.path, 0, nums[d.child + LENGTH]!, min);
     } else {
       applyVariadic(read, d.p, ranges[j++]!.dst, d.path);
     }
@@ -700,7 +792,8 @@ export function bufferView(read: ImportRead, at: number, align: number, path: ()
 /** A copy of `read`'s record, for a copy of its bytes (`views`, filled by the caller) read through `plan`. */
 export function recordCopy(read: ImportRead, plan: Plan = read.plan): ImportRead {
   const r = new ImportRead(plan, null, read.mem, read.prefix, read.level, true);
-  for (const x of read.nums) r.nums.push(x);
+  for (let i = 0; i < read.length; i++) r.nums[i] = read.nums[i]!;
+  r.length = read.length;
   r.exact = read.exact;
   return r;
 }

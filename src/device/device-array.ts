@@ -261,7 +261,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     // Each buffer's place, for errors (made only then).
     const place = (p: number, k: number): string => `${pathAt(read, p)}.buffers[${k}]`;
     const each = (fn: (p: number, k: number, at: number) => void): void => {
-      for (let p = 0; p < nums.length; ) {
+      for (let p = 0; p < read.length; ) {
         const nb = nums[p + N_BUFFERS]!;
         for (let k = 0; k < nb; k++) fn(p, k, p + BUFFERS + 2 * k);
         p += BUFFERS + 2 * nb;

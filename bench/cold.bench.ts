@@ -1,0 +1,223 @@
+/**
+ * What a query pays: the first import of its result in a fresh process,
+ * beside PyArrow doing the same in a fresh Python process (issue 29).
+ *
+ *   npm run bench:cold [-- --processes N]
+ *
+ * The result: 977 record batches of 2,048 rows x 4 columns (int64, int32,
+ * float64, utf8), held as C structs by a small C producer (bench/cold.c,
+ * built here with cc), imported into one table: ours `importTable(ptrs,
+ * schemaPtr)`, PyArrow `pa.Schema._import_from_c`, `pa.RecordBatch._import_from_c`
+ * per batch and `pa.Table.from_batches` (bench/pyarrow_cold.py, with the
+ * Python of the Arrow C++ peer's venv: `npm run setup:arrow-cpp`, or
+ * ARROW_CPP_PYTHON). Each process imports the result eight times (the
+ * producer makes it anew each time, untimed; the table is released between
+ * passes, untimed); the first, second and eighth passes are taken, each the
+ * median over N processes per side (default 5), the sides' processes run in
+ * turn. One line per pass: `cold <pass>: ours X ms, pyarrow Y ms, ratio R`.
+ *
+ * Then a full read of the imported table beside the same table rebuilt by
+ * arrow-js (`tableFromIPC(tableToIPC(t))`), each in fresh processes: the sum
+ * of the float64 column through every chunk's `values`, and through
+ * `get(i)` for every row; the first read (the import's views are made on
+ * first touch) and the eighth. One line per read: `read <how> <pass>: ours X
+ * ms, arrow-js Y ms, ratio R`.
+ *
+ * The machine's load average is printed first: figures taken under load
+ * are noisier (ratios are measured in one run, their sides in turn).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { tableFromIPC, tableToIPC, type Float64, type Table, type Vector } from 'apache-arrow';
+import koffi from 'koffi';
+import { allocArrowSchema, freeArrowSchema, importTable } from '../src/index.js';
+
+const N = 977;
+const ROWS = 2048;
+const ARRAY_SIZE = 80;
+const PASSES = 8;
+
+/** The repository root: this file runs from bench/ (tsx) or .build/run/bench/ (compiled). */
+const here = dirname(fileURLToPath(import.meta.url));
+const root = existsSync(join(here, '..', 'package.json')) ? join(here, '..') : join(here, '..', '..', '..');
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+/** The producer's library, built when missing or older than its source. */
+function producerLibrary(): string {
+  const src = join(root, 'bench', 'cold.c');
+  const out = join(root, '.build', 'bench', 'libcold.so');
+  if (!existsSync(out) || statSync(out).mtimeMs < statSync(src).mtimeMs) {
+    mkdirSync(dirname(out), { recursive: true });
+    execFileSync('cc', ['-O2', '-shared', '-fPIC', '-I', join(root, 'test', 'include'), '-o', out, src]);
+  }
+  return out;
+}
+
+interface Producer {
+  make(n: number, rows: number): bigint;
+  fillSchema(out: bigint): void;
+  free(all: bigint, n: number): void;
+}
+
+function producer(path: string): Producer {
+  const lib = koffi.load(path);
+  const make = lib.func('uintptr_t cold_make(int64_t n, int64_t rows)');
+  const fill = lib.func('void cold_fill_schema(uintptr_t out)');
+  const free = lib.func('void cold_free(uintptr_t all, int64_t n)');
+  return { make: (n, rows) => BigInt(make(n, rows)), fillSchema: (p) => fill(p), free: (p, n) => free(p, n) };
+}
+
+/** One import of the producer's result into a table (`timed`: the import alone). */
+function importResult(p: Producer, timed: (fn: () => Table) => Table): Table {
+  const base = p.make(N, ROWS);
+  const schema = allocArrowSchema();
+  p.fillSchema(schema);
+  const ptrs = Array.from({ length: N }, (_, i) => base + BigInt(i * ARRAY_SIZE));
+  try {
+    const t = timed(() => importTable(ptrs, schema));
+    if (t.numRows !== N * ROWS) throw new Error(`imported ${t.numRows} rows`);
+    return t;
+  } finally {
+    freeArrowSchema(schema);
+    // Every batch was moved out of the block: freeing it releases nothing of the table's.
+    p.free(base, N);
+  }
+}
+
+// --- children: one measurement in a fresh process -------------------------------------------
+
+function childImport(lib: string): void {
+  const p = producer(lib);
+  const passes: number[] = [];
+  for (let i = 0; i < PASSES; i++) {
+    const t = importResult(p, (fn) => {
+      const t0 = performance.now();
+      const table = fn();
+      passes.push(performance.now() - t0);
+      return table;
+    });
+    (t as unknown as { release(): void }).release();
+  }
+  console.log(JSON.stringify({ passes }));
+}
+
+function sumValues(col: Vector<Float64>): number {
+  let s = 0;
+  for (const d of col.data) {
+    const v = d.values;
+    for (let i = 0; i < d.length; i++) s += v[i]!;
+  }
+  return s;
+}
+
+function sumGet(col: Vector<Float64>): number {
+  let s = 0;
+  for (let i = 0, n = col.length; i < n; i++) s += col.get(i)!;
+  return s;
+}
+
+function childRead(lib: string, side: 'ours' | 'arrow-js', how: 'values' | 'get'): void {
+  const p = producer(lib);
+  const ours = importResult(p, (fn) => fn());
+  let table = ours;
+  if (side === 'arrow-js') {
+    table = tableFromIPC(tableToIPC(ours));
+    (ours as unknown as { release(): void }).release();
+  }
+  const read = how === 'values' ? sumValues : sumGet;
+  const passes: number[] = [];
+  let check = 0;
+  for (let i = 0; i < PASSES; i++) {
+    const col = table.getChild('c') as Vector<Float64>;
+    const t0 = performance.now();
+    const s = read(col);
+    passes.push(performance.now() - t0);
+    if (i === 0) check = s;
+    else if (s !== check) throw new Error('the sums differ');
+  }
+  console.log(JSON.stringify({ passes }));
+}
+
+// --- the parent -------------------------------------------------------------------------------
+
+function child(args: string[]): number[] {
+  const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--child', ...args], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`child ${args.join(' ')} exited with ${r.status}:\n${r.stderr}`);
+  return (JSON.parse(r.stdout.trim().split('\n').pop()!) as { passes: number[] }).passes;
+}
+
+function pyarrow(lib: string): { version: string; passes: number[] } | string {
+  const python = process.env.ARROW_CPP_PYTHON ?? join(root, '.venv', 'bin', 'python');
+  if (!existsSync(python)) return `no Python at ${python} (run \`npm run setup:arrow-cpp\`, or set ARROW_CPP_PYTHON to a Python with pyarrow)`;
+  const r = spawnSync(python, [join(root, 'bench', 'pyarrow_cold.py'), lib, String(N), String(ROWS)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`bench/pyarrow_cold.py exited with ${r.status}:\n${r.stderr}`);
+  const out = JSON.parse(r.stdout) as { pyarrow: string; passes: number[] };
+  return { version: out.pyarrow, passes: out.passes };
+}
+
+const fmt = (x: number): string => x.toFixed(2);
+const TAKEN: [string, number][] = [['first', 0], ['second', 1], ['eighth', 7]];
+
+function parent(): void {
+  const at = process.argv.indexOf('--processes');
+  const processes = at > 0 ? Number(process.argv[at + 1]) : 5;
+  const lib = producerLibrary();
+  const [l1, l5] = loadavg();
+  console.log(`# bench:cold: ${N} batches x ${ROWS} rows x 4 columns, medians of ${processes} fresh processes per side; node ${process.version}; load average ${l1!.toFixed(2)} (1 min), ${l5!.toFixed(2)} (5 min)`);
+
+  const ours: number[][] = [];
+  const theirs: number[][] = [];
+  let skipped: string | undefined;
+  let version = '';
+  for (let i = 0; i < processes; i++) {
+    ours.push(child(['import', lib]));
+    if (skipped === undefined) {
+      const r = pyarrow(lib);
+      if (typeof r === 'string') skipped = r;
+      else {
+        version = r.version;
+        theirs.push(r.passes);
+      }
+    }
+  }
+  if (skipped !== undefined) console.log(`# pyarrow: skipped, ${skipped}`);
+  else console.log(`# pyarrow ${version}`);
+  for (const [name, k] of TAKEN) {
+    const o = median(ours.map((p) => p[k]!));
+    if (skipped !== undefined) console.log(`cold ${name}: ours ${fmt(o)} ms, pyarrow skipped`);
+    else {
+      const y = median(theirs.map((p) => p[k]!));
+      console.log(`cold ${name}: ours ${fmt(o)} ms, pyarrow ${fmt(y)} ms, ratio ${(o / y).toFixed(2)}`);
+    }
+  }
+
+  for (const how of ['values', 'get'] as const) {
+    const runs: Record<'ours' | 'arrow-js', number[][]> = { ours: [], 'arrow-js': [] };
+    for (let i = 0; i < processes; i++) {
+      runs.ours.push(child(['read', lib, 'ours', how]));
+      runs['arrow-js'].push(child(['read', lib, 'arrow-js', how]));
+    }
+    for (const [name, k] of [['first', 0], ['eighth', 7]] as const) {
+      const o = median(runs.ours.map((p) => p[k]!));
+      const a = median(runs['arrow-js'].map((p) => p[k]!));
+      console.log(`read ${how} ${name}: ours ${fmt(o)} ms, arrow-js ${fmt(a)} ms, ratio ${(o / a).toFixed(2)}`);
+    }
+  }
+}
+
+const c = process.argv.indexOf('--child');
+if (c > 0) {
+  const [mode, lib, side, how] = process.argv.slice(c + 1);
+  if (mode === 'import') childImport(lib!);
+  else childRead(lib!, side as 'ours' | 'arrow-js', how as 'values' | 'get');
+} else {
+  parent();
+}
