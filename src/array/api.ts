@@ -18,7 +18,7 @@
  *   consumer allocated (`into`), or one we allocate (free it with
  *   `freeArrowArray`/`freeArrowSchema` once the consumer has moved or released it).
  */
-import { Data, DataType, Schema, Struct, Table, Vector, RecordBatch, type Field } from 'apache-arrow';
+import { Data, DataType, Schema, Table, Vector, RecordBatch, type Field } from 'apache-arrow';
 import {
   ArrowSymbols, describeArrowMethods, hasArrowMethod, isArrowExportable,
   type ArrowArrayExportable, type ArrowSchemaExportable, type ArrowStreamExportable,
@@ -32,7 +32,6 @@ import { nativeMemory } from '../memory/native.js';
 import { access } from '../abi/accessors.js';
 import { readField } from '../memory/raw.js';
 import { nodeToField, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { toSchemaNode, writeSchemaNode, schemaToNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import { dataToExportView, dataToView } from './arrowjs.js';
 import { exchangeOptions, importFromArrayHandles, importFromHandle, streamTableImporter, type ExchangeImportOptions } from './exchange.js';
@@ -44,7 +43,7 @@ import {
   type ImportedData, type ImportedRecordBatch, type ImportedTable, type ImportedVector,
 } from './imported.js';
 import { ImportOwner } from './owner.js';
-import { batchSchemaOf, planOfNode, type Plan } from './plan.js';
+import { batchNodeOf, batchSchemaOf, planOfNode, writeSchema, type Plan } from './plan.js';
 import { validationLevel } from './read.js';
 import type { ArrayView } from './view.js';
 import { viewOf } from './view.js';
@@ -167,7 +166,7 @@ export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr | Exp
   const handle = handleArg(opts, opts.into);
   const into = opts.into ?? m.alloc(m.layouts.ArrowSchema.size);
   try {
-    writeSchemaNode(m, toSchemaNode(s), into);
+    writeSchema(m, s, into);
   } catch (e) {
     if (opts.into === undefined) m.free(into);
     throw e;
@@ -395,7 +394,7 @@ export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: Ex
  */
 export function toExportView(x: Data | Vector | RecordBatch | ArrayView, forWriter = false): ArrayView {
   const toView = forWriter ? dataToExportView : dataToView;
-  if (x instanceof RecordBatch) return toView(x.data, batchNode(x));
+  if (x instanceof RecordBatch) return toView(x.data, batchNodeOf(x));
   if (x instanceof Vector) {
     if (x.data.length !== 1) {
       throw invalid('array', `a Vector of ${x.data.length} chunks is not one array: export each chunk, or a Table as a stream`);
@@ -404,39 +403,6 @@ export function toExportView(x: Data | Vector | RecordBatch | ArrayView, forWrit
   }
   if (x instanceof Data) return toView(x);
   return x;
-}
-
-/**
- * The `SchemaNode` of a batch's schema as its data says, made once per
- * struct type (arrow-js types and fields are immutable) and schema metadata.
- */
-const batchNodes = new WeakMap<DataType, { metadata: Map<string, string> | null; node: SchemaNode }>();
-function batchNode(batch: RecordBatch): SchemaNode {
-  const type = batch.data.type as DataType;
-  const metadata = batch.schema.metadata ?? null;
-  const c = batchNodes.get(type);
-  if (c && c.metadata === metadata && (metadata === null || sameEntries(metadata, c.node.metadata))) return c.node;
-  const node = schemaToNode(batchSchema(batch));
-  batchNodes.set(type, { metadata, node });
-  return node;
-}
-
-function sameEntries(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string> | null): boolean {
-  const n = b?.size ?? 0;
-  if (a.size !== n) return false;
-  if (n === 0) return true;
-  for (const [k, v] of a) if (b!.get(k) !== v) return false;
-  return true;
-}
-
-/**
- * The schema of a batch as its data says. arrow-js 21 can give a batch (and
- * its table) a `schema` that disagrees with the data when field names repeat
- * (gold case generated_duplicate_fieldnames: an int8 column reported as
- * int32); the struct type of `batch.data` is right, so export from that.
- */
-function batchSchema(batch: RecordBatch): Schema {
-  return new Schema((batch.data.type as Struct).children, batch.schema.metadata);
 }
 
 /**
@@ -460,7 +426,7 @@ export function exportRecordBatch(
   optionalPtrArg(opts.schemaInto, 'opts.schemaInto', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
   optionalPtrArg(opts.arrayInto, 'opts.arrayInto', m, m.layouts.ArrowArray.size, 'an ArrowArray');
   if (handleArg(opts, opts.schemaInto ?? opts.arrayInto, opts.schemaInto !== undefined ? 'opts.schemaInto' : 'opts.arrayInto')) {
-    const schema = exportSchema(batchSchema(batch), { memory: opts.memory, handle: true });
+    const schema = exportSchema(batchNodeOf(batch), { memory: opts.memory, handle: true });
     try {
       return new ArrayExportHandles(schema, exportArray(batch, { memory: opts.memory, handle: true }));
     } catch (e) {
@@ -468,7 +434,7 @@ export function exportRecordBatch(
       throw e;
     }
   }
-  const schema = exportSchema(batchSchema(batch), { ...opts, handle: false, into: opts.schemaInto });
+  const schema = exportSchema(batchNodeOf(batch), { ...opts, handle: false, into: opts.schemaInto });
   try {
     return { schema, array: exportArray(batch, { ...opts, handle: false, into: opts.arrayInto }) };
   } catch (e) {
@@ -510,7 +476,7 @@ export function exportTable(table: Table, opts: MemoryOption & { handle?: boolea
       throw e;
     }
   }
-  const schema = exportSchema(table.batches.length > 0 ? batchSchema(table.batches[0]!) : table.schema, { memory: opts.memory });
+  const schema = exportSchema(table.batches.length > 0 ? batchNodeOf(table.batches[0]!) : table.schema, { memory: opts.memory });
   const arrays: Ptr[] = [];
   try {
     for (const b of table.batches) arrays.push(exportArray(b, opts));

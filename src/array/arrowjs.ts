@@ -13,7 +13,7 @@
 import { Data, DataType, makeBuilder, Type, Vector, type Builder } from 'apache-arrow';
 import { liveCounters } from '../memory/accounting.js';
 import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { typeToNode } from '../schema/export.js';
+import { schemaNodeOf } from './plan.js';
 import { layoutOf, Role } from '../schema/layout.js';
 import type { SchemaNode } from '../schema/node.js';
 import { dataFromView } from './imported.js';
@@ -76,7 +76,7 @@ function dictionaryData(v: Vector): Data {
  * the schema node describing it. Buffers are views of the JS buffers.
  */
 export function dataToView(data: Data, schema?: SchemaNode): ArrayView {
-  const node = schema ?? typeToNode(data.type, '', true, null);
+  const node = schema ?? schemaNodeOf(data.type as DataType);
   return toView(data, node, false);
 }
 
@@ -85,7 +85,7 @@ export function dataToView(data: Data, schema?: SchemaNode): ArrayView {
  * buffers may be any typed array over the bytes, not only `Uint8Array`s.
  */
 export function dataToExportView(data: Data, schema?: SchemaNode): ArrayView {
-  const node = schema ?? typeToNode(data.type, '', true, null);
+  const node = schema ?? schemaNodeOf(data.type as DataType);
   return toView(data, node, true);
 }
 

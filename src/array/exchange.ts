@@ -26,10 +26,10 @@ import { ExportHandle, disposeHandle, takeHandle } from '../memory/handle.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import type { WasmMemory } from '../memory/wasm.js';
-import { toSchemaNode, writeSchemaNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ImportedTable } from './imported.js';
-import { readSchemaPtr, type ImportCoreOptions, type SchemaLike } from './importer.js';
+import { readSchemaPtr, type ImportCoreOptions } from './importer.js';
+import { schemaNodeOf, writeSchema, type SchemaLike } from './plan.js';
 
 /** Options of an import from a protocol object. */
 export interface ExchangeImportOptions {
@@ -63,7 +63,7 @@ function isSchemaArg(x: object): boolean {
 
 /** A schema as an object implementing `arrow.c_schema` (each call exports it anew, in native memory). */
 export function schemaExportable(s: SchemaLike): ArrowSchemaExportable {
-  const node = toSchemaNode(s);
+  const node = schemaNodeOf(s);
   return { [ArrowSymbols.schema]: () => schemaHandle(nativeMemory(), node) };
 }
 
@@ -71,7 +71,7 @@ export function schemaExportable(s: SchemaLike): ArrowSchemaExportable {
 export function schemaHandle(mem: Memory, node: SchemaNode): ExportHandle {
   const p = mem.alloc(mem.layouts.ArrowSchema.size);
   try {
-    writeSchemaNode(mem, node, p);
+    writeSchema(mem, node, p);
   } catch (e) {
     mem.free(p);
     throw e;

@@ -35,8 +35,8 @@
  */
 import { allocBytes, invalid, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
-import { fixedByteWidth } from '../schema/format.js';
-import type { SchemaNode } from '../schema/node.js';
+import { Kind, layoutOf } from '../schema/layout.js';
+import type { PlanNode } from './plan.js';
 import type { ArrayView } from './view.js';
 
 /**
@@ -66,67 +66,28 @@ function ensure(budget: Budget, more: number, path: string): void {
   }
 }
 
-// --- schema nodes --------------------------------------------------------------------------
-
-const needsCache = new WeakMap<SchemaNode, boolean>();
-
-/** Whether `node` or anything under it is run-end encoded or a list view. */
-export function needsExpansion(node: SchemaNode): boolean {
-  let v = needsCache.get(node);
-  if (v === undefined) {
-    const id = node.type.id;
-    v = id === 'run_end_encoded' || id === 'list_view' || id === 'large_list_view' ||
-      node.children.some(needsExpansion) || (node.dictionary !== null && needsExpansion(node.dictionary));
-    needsCache.set(node, v);
-  }
-  return v;
-}
-
-const nodeCache = new WeakMap<SchemaNode, SchemaNode>();
-
-/** The node `expandView` gives for `node`: what `nodeToType(node, { expand: true })` describes. */
-export function expandNode(node: SchemaNode): SchemaNode {
-  if (!needsExpansion(node)) return node;
-  let out = nodeCache.get(node);
-  if (out) return out;
-  const t = node.type;
-  if (t.id === 'run_end_encoded') {
-    // The values' type, under the run-end encoded field's name, flags and metadata.
-    const v = expandNode(node.children[1]!);
-    out = { ...v, name: node.name, flags: node.flags, metadata: node.metadata };
-  } else if (t.id === 'list_view' || t.id === 'large_list_view') {
-    const large = t.id === 'large_list_view';
-    out = { ...node, format: large ? '+L' : '+l', type: { id: large ? 'large_list' : 'list' }, children: [expandNode(node.children[0]!)] };
-  } else {
-    out = { ...node, children: node.children.map(expandNode), dictionary: node.dictionary ? expandNode(node.dictionary) : null };
-  }
-  nodeCache.set(node, out);
-  return out;
-}
-
 // --- expansion ----------------------------------------------------------------------------
 
 /**
- * `view` with every run-end encoded array and list view in it expanded
- * (see the file comment): a copy, except the subtrees that need no
- * expansion, which are `view`'s own (an import's, read through its owner).
+ * `view` (of plan node `pn`) with every run-end encoded array and list view
+ * in it expanded (see the file comment): a copy, except the subtrees that
+ * need no expansion, which are `view`'s own (an import's, read through its owner).
  */
-export function expandView(view: ArrayView, path: string, budget: Budget = { built: 0 }): ArrayView {
-  const node = view.schema;
-  if (!needsExpansion(node)) return view;
-  const t = node.type;
-  if (t.id === 'run_end_encoded') return expandRunEnds(view, path, budget);
-  if (t.id === 'list_view' || t.id === 'large_list_view') return expandListView(view, path, budget);
+export function expandView(view: ArrayView, pn: PlanNode, path: string, budget: Budget = { built: 0 }): ArrayView {
+  if (!pn.expands) return view;
+  const k = pn.layout.kind;
+  if (k === Kind.RunEnd) return expandRunEnds(view, pn, path, budget);
+  if (k === Kind.ListView) return expandListView(view, pn, path, budget);
   // A node above an expansion: its own buffers copied (the result is a plain view, which no release can
   // make unreadable), its children expanded; a subtree with nothing to expand stays the import's own.
   return {
-    schema: expandNode(node),
+    schema: pn.expanded(),
     length: view.length,
     offset: view.offset,
     nullCount: view.nullCount,
     buffers: view.buffers.map((b) => (b ? copyOf(b) : null)),
-    children: view.children.map((c, i) => expandView(c, `${path}.children[${i}]`, budget)),
-    dictionary: view.dictionary ? expandView(view.dictionary, `${path}.dictionary`, budget) : null,
+    children: view.children.map((c, i) => expandView(c, pn.children[i]!, `${path}.children[${i}]`, budget)),
+    dictionary: view.dictionary ? expandView(view.dictionary, pn.dictionary!, `${path}.dictionary`, budget) : null,
   };
 }
 
@@ -155,10 +116,11 @@ function ints(b: Uint8Array | null, width: number): (k: number) => number {
   return (k) => (k < n ? Number(dv.getBigInt64(k * 8, true)) : NaN);
 }
 
-function expandRunEnds(view: ArrayView, path: string, budget: Budget): ArrayView {
+function expandRunEnds(view: ArrayView, pn: PlanNode, path: string, budget: Budget): ArrayView {
   const [runEnds, rawValues] = view.children as [ArrayView, ArrayView];
-  const values = expandView(rawValues, `${path}.children[1]`, budget);
-  const end = ints(runEnds.buffers[1] ?? null, (runEnds.schema.type as { bitWidth: number }).bitWidth / 8);
+  const valuesPn = pn.children[1]!;
+  const values = expandView(rawValues, valuesPn, `${path}.children[1]`, budget);
+  const end = ints(runEnds.buffers[1] ?? null, pn.children[0]!.layout.width);
   ensure(budget, view.length, path);
   const n = view.length;
   const idx = new Int32Array(n);
@@ -172,13 +134,14 @@ function expandRunEnds(view: ArrayView, path: string, budget: Budget): ArrayView
     for (; r < stop; r++) idx[r] = run;
   }
   const out = take(values, idx, `${path}.children[1]`, budget);
-  return { ...out, schema: expandNode(view.schema) };
+  return { ...out, schema: pn.expanded() };
 }
 
-function expandListView(view: ArrayView, path: string, budget: Budget): ArrayView {
-  const large = view.schema.type.id === 'large_list_view';
-  const w = large ? 8 : 4;
-  const child = expandView(view.children[0]!, `${path}.children[0]`, budget);
+function expandListView(view: ArrayView, pn: PlanNode, path: string, budget: Budget): ArrayView {
+  const w = pn.layout.width;
+  const large = w === 8;
+  const childPn = pn.children[0]!;
+  const child = expandView(view.children[0]!, childPn, `${path}.children[0]`, budget);
   const off = ints(view.buffers[1] ?? null, w);
   const size = ints(view.buffers[2] ?? null, w);
   const n = view.length;
@@ -209,10 +172,10 @@ function expandListView(view: ArrayView, path: string, budget: Budget): ArrayVie
     else (offsets as Int32Array)[r + 1] = at;
   }
   const taken = take(child, idx, `${path}.children[0]`, budget);
-  const validity = takeValidity(view, sequence(n), budget);
+  const validity = takeValidity(view, sequence(n));
   liveCounters.copiedBytes += offsets.byteLength;
   return {
-    schema: expandNode(view.schema),
+    schema: pn.expanded(),
     length: n,
     offset: 0,
     nullCount: validity.nullCount,
@@ -231,20 +194,14 @@ function sequence(n: number): Int32Array {
 /** Whether physical element `i` of `view` is valid (its own bitmap; no bitmap or null_count 0: all are). */
 function validityReader(view: ArrayView): (i: number) => boolean {
   const bm = view.buffers[0];
-  if (!bm || view.nullCount === 0 || !hasValidity(view.schema)) return () => true;
+  if (!bm || view.nullCount === 0 || !layoutOf(view.schema.type).hasValidity) return () => true;
   return (i) => (bm[i >> 3]! & (1 << (i & 7))) !== 0;
 }
 
-function hasValidity(node: SchemaNode): boolean {
-  const id = node.type.id;
-  return id !== 'null' && id !== 'union' && id !== 'run_end_encoded';
-}
-
 /** The validity bitmap of the rows `idx` (offset 0), or none when every row is valid. */
-function takeValidity(view: ArrayView, idx: Int32Array, budget: Budget): { bitmap: Uint8Array | null; nullCount: number } {
-  void budget;
+function takeValidity(view: ArrayView, idx: Int32Array): { bitmap: Uint8Array | null; nullCount: number } {
   const bm = view.buffers[0];
-  if (!bm || view.nullCount === 0 || !hasValidity(view.schema)) return { bitmap: null, nullCount: 0 };
+  if (!bm || view.nullCount === 0 || !layoutOf(view.schema.type).hasValidity) return { bitmap: null, nullCount: 0 };
   const valid = validityReader(view);
   const n = idx.length;
   let nulls = 0;
@@ -279,62 +236,62 @@ export function take(view: ArrayView, idx: Int32Array, path: string, budget: Bud
   }
   const out = (buffers: (Uint8Array | null)[], children: ArrayView[] = [], nullCount = 0, dictionary: ArrayView | null = null): ArrayView =>
     ({ schema: node, length: n, offset: 0, nullCount, buffers, children, dictionary });
+  const l = layoutOf(t);
 
   if (node.dictionary) {
     // The indices taken; the dictionary shared (its values are what the indices name).
-    const v = takeValidity(view, idx, budget);
-    return out([v.bitmap, takeFixed(view.buffers[1] ?? null, phys, (t as { bitWidth: number }).bitWidth / 8, path)], [], v.nullCount, view.dictionary);
+    const v = takeValidity(view, idx);
+    return out([v.bitmap, takeFixed(view.buffers[1] ?? null, phys, l.width, path)], [], v.nullCount, view.dictionary);
   }
-  switch (t.id) {
-    case 'null':
+  switch (l.kind) {
+    case Kind.Null:
       return { schema: node, length: n, offset: 0, nullCount: n, buffers: view.buffers.map(() => null), children: [], dictionary: null };
-    case 'bool': {
-      const v = takeValidity(view, idx, budget);
+    case Kind.Bool: {
+      const v = takeValidity(view, idx);
       return out([v.bitmap, takeBits(view.buffers[1] ?? null, phys)], [], v.nullCount);
     }
-    case 'binary': case 'utf8': case 'large_binary': case 'large_utf8': {
-      const v = takeValidity(view, idx, budget);
-      const large = t.id === 'large_binary' || t.id === 'large_utf8';
-      return out([v.bitmap, ...takeVarBinary(view, phys, large, path)], [], v.nullCount);
+    case Kind.Binary: case Kind.LargeBinary: {
+      const v = takeValidity(view, idx);
+      return out([v.bitmap, ...takeVarBinary(view, phys, l.kind === Kind.LargeBinary, path)], [], v.nullCount);
     }
-    case 'binary_view': case 'utf8_view': {
-      const v = takeValidity(view, idx, budget);
+    case Kind.View: {
+      const v = takeValidity(view, idx);
       // The 16-byte views taken; the data buffers they point into copied as they are.
       const views = takeFixed(view.buffers[1] ?? null, phys, 16, path);
       const rest = view.buffers.slice(2).map((b) => (b ? copyOf(b) : null));
       checkTakenViews(views, v.bitmap, view.buffers.slice(2, -1), path);
       return out([v.bitmap, views, ...rest], [], v.nullCount);
     }
-    case 'list': case 'large_list': case 'map': {
-      const v = takeValidity(view, idx, budget);
-      const large = t.id === 'large_list';
-      const { offsets, childIdx } = takeRanges(view, phys, large, path, budget);
+    case Kind.List: case Kind.LargeList: {
+      const v = takeValidity(view, idx);
+      const { offsets, childIdx } = takeRanges(view, phys, l.kind === Kind.LargeList, path, budget);
       return out([v.bitmap, offsets], [take(view.children[0]!, childIdx, `${path}.children[0]`, budget)], v.nullCount);
     }
-    case 'fixed_list': {
-      const v = takeValidity(view, idx, budget);
-      const size = t.size;
+    case Kind.FixedList: {
+      const v = takeValidity(view, idx);
+      const size = l.listSize;
       ensure(budget, n * size, path);
       const childIdx = new Int32Array(n * size);
       for (let k = 0; k < n; k++) for (let j = 0; j < size; j++) childIdx[k * size + j] = phys[k]! * size + j;
       return out([v.bitmap], [take(view.children[0]!, childIdx, `${path}.children[0]`, budget)], v.nullCount);
     }
-    case 'struct': {
-      const v = takeValidity(view, idx, budget);
+    case Kind.Struct: {
+      const v = takeValidity(view, idx);
       // A struct's children are indexed like the struct, its offset included (Columnar.rst, "Struct Layout").
       return out([v.bitmap], view.children.map((c, i) => take(c, phys, `${path}.children[${i}]`, budget)), v.nullCount);
     }
-    case 'union': {
+    case Kind.SparseUnion: case Kind.DenseUnion: {
+      const typeIds = (t as { typeIds: readonly number[] }).typeIds;
       const ids = view.buffers[0] ?? new Uint8Array(0);
       const childOf = new Int16Array(256).fill(-1);
-      t.typeIds.forEach((id, k) => (childOf[id] = k));
+      typeIds.forEach((id, k) => (childOf[id] = k));
       const outIds = allocBytes(n, path);
       for (let k = 0; k < n; k++) {
         const id = ids[phys[k]!];
-        if (id === undefined || childOf[id]! < 0) throw invalid(`${path}.buffers[0]`, `type id ${id === undefined ? 'beyond the buffer' : (id << 24) >> 24} at ${phys[k]} is not one of the union's (${t.typeIds.join(',')})`);
+        if (id === undefined || childOf[id]! < 0) throw invalid(`${path}.buffers[0]`, `type id ${id === undefined ? 'beyond the buffer' : (id << 24) >> 24} at ${phys[k]} is not one of the union's (${typeIds.join(',')})`);
         outIds[k] = id;
       }
-      if (t.mode === 'sparse') {
+      if (l.kind === Kind.SparseUnion) {
         return out([outIds], view.children.map((c, i) => take(c, phys, `${path}.children[${i}]`, budget)));
       }
       // Dense: the offsets taken (they index the children, which are shared whole).
@@ -346,12 +303,12 @@ export function take(view: ArrayView, idx: Int32Array, path: string, budget: Bud
       }
       return out([outIds, offs], [...view.children]);
     }
-    default: {
-      const width = fixedByteWidth(t);
-      if (width === undefined) throw unsupported(path, `cannot expand "${node.format}" here`);
-      const v = takeValidity(view, idx, budget);
-      return out([v.bitmap, takeFixed(view.buffers[1] ?? null, phys, width, path)], [], v.nullCount);
+    case Kind.Fixed: {
+      const v = takeValidity(view, idx);
+      return out([v.bitmap, takeFixed(view.buffers[1] ?? null, phys, l.width, path)], [], v.nullCount);
     }
+    default:
+      throw unsupported(path, `cannot take elements of "${node.format}" (expanded first)`);
   }
 }
 

@@ -12,19 +12,19 @@
  * host copy of device data) is exported from its JS memory instead,
  * zero-copy, like any arrow-js object; it stays readable.
  */
-import { Data, RecordBatch, Schema, Vector, type Struct } from 'apache-arrow';
+import { Data, RecordBatch, Vector } from 'apache-arrow';
 import { ArrowSymbols, type ArrowSchemaExportable } from '../abi/protocol.js';
 import { unsupported } from '../errors.js';
 import { releaseStruct } from '../memory/cstruct.js';
 import { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import type { Memory } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
-import { schemaToNode, toSchemaNode } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import { dataToView } from './arrowjs.js';
 import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from './exchange.js';
 import { writeArrayView } from './export.js';
 import { forget, ImportedData, ImportedRecordBatch, ImportedVector, ownersOf } from './imported.js';
+import { batchNodeOf, schemaNodeOf } from './plan.js';
 import type { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
 
@@ -94,8 +94,8 @@ function ownerOf(x: Handed, path: string): ImportOwner | null {
 /** The schema of an imported object: the one its struct was read by, else its arrow-js form's. */
 function nodeOfImport(x: Handed, owner: ImportOwner | null): SchemaNode {
   if (owner?.schema) return owner.schema;
-  if (x instanceof RecordBatch) return schemaToNode(new Schema((x.data.type as Struct).children, x.schema.metadata));
-  return toSchemaNode(x instanceof Vector ? x.type : (x as Data).type);
+  if (x instanceof RecordBatch) return batchNodeOf(x);
+  return schemaNodeOf(x instanceof Vector ? x.type : (x as Data).type);
 }
 
 /** The object's data as an ArrayView (for one with no producer behind it: exported from JS memory). */

@@ -231,12 +231,18 @@ function lazySlot(key: SlotKey): PropertyDescriptor {
       if (owner !== null && owner.isReleased) owner.check(pathAt(read, this[AT]), 'a read');
       if (read.mem?.viewsShareBuffer) return wasmSlot(this, read, key);
       const v = slotOf(read, this[NODE], this[AT], key, this.offset, this.length, counted(this));
-      if (v !== undefined) Object.defineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true });
+      if (v !== undefined) {
+        Object.defineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true });
+        read.installed = true;
+      }
       return v;
     },
     set(this: LazyData, v: unknown) {
       // The Data constructor's assignments (before the record is set) are the record's to make.
-      if (this[READ] !== undefined) Object.defineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true });
+      const read = this[READ];
+      if (read === undefined) return;
+      Object.defineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true });
+      read.installed = true;
     },
   };
 }
@@ -403,6 +409,8 @@ export function forget(x: object): void {
 
 function forgetData(d: Data): void {
   if (d instanceof LazyData) {
+    // Nothing made on this import's Data yet: nothing to take off (the read all its Data share).
+    if (!d[READ].installed) return;
     for (const k of SLOTS) if (Object.hasOwn(d, k)) delete (d as unknown as Record<string, unknown>)[k];
     if (d instanceof LazyViewData && Object.hasOwn(d, 'variadicBuffers')) delete (d as { variadicBuffers?: unknown }).variadicBuffers;
   }
@@ -568,7 +576,7 @@ function copied(read: ImportRead, pn: PlanNode, p: number, add: number, N: numbe
   // An expansion copies bytes (expand.ts): any error other than ours comes out as a typed error at the node.
   let d: Data;
   try {
-    const expanded = expandView(viewOf(read, pn, p), path);
+    const expanded = expandView(viewOf(read, pn, p), pn, path);
     d = dataFromView(expanded, pn.type!, path, true);
   } catch (e) {
     if (e instanceof ArrowDeviceError) throw e;

@@ -22,7 +22,9 @@ import type { ToArrowOptions } from '../schema/arrowjs.js';
 import { readSchemaNode, type SchemaNode } from '../schema/node.js';
 import { owned } from './imported.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
-import { planOfNode, planOfSchema, planOfType, sharedNode, type Plan } from './plan.js';
+import { planOfNode, planOfSchema, planOfType, sharedNode, type Plan, type SchemaLike } from './plan.js';
+
+export type { SchemaLike };
 import { ImportRead, readArray, validationLevel, type DeviceReader, type ValidationLevel } from './read.js';
 
 /** Options every array import takes. */
@@ -33,8 +35,6 @@ export interface ImportCoreOptions extends ToArrowOptions {
   validate?: ValidationLevel;
 }
 
-/** Anything that describes a type: arrow-js objects or a `SchemaNode`. */
-export type SchemaLike = Schema | Field | DataType | SchemaNode;
 
 /**
  * Reads (and releases, unless `keep`) an `ArrowSchema` pointer into a

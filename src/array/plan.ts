@@ -21,7 +21,8 @@
 import { Data, DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
 import { invalid } from '../errors.js';
 import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { schemaToNode, toSchemaNode } from '../schema/export.js';
+import { encodeSchema, toSchemaNode, writeSchemaNode, type EncodedSchema } from '../schema/export.js';
+import type { Memory, Ptr } from '../memory/memory.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
 import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
 
@@ -90,10 +91,35 @@ export class PlanNode {
   Ctor: TypedArrayCtor | null = null;
   /** arrow-js's `stride` of the type (its `strideForType`, asked of a `Data` it makes once). */
   dataStride = 1;
+  /** Whether `expand` copies something of this subtree: a run-end encoded array or a list view in it. */
+  expands = false;
+  #expanded: SchemaNode | null = null;
 
   constructor(readonly schema: SchemaNode) {
     this.layout = layoutOf(schema.type);
     this.full = fullChecks(schema, this.layout);
+  }
+
+  /**
+   * The schema of this subtree once expanded (expand.ts), what
+   * `nodeToType(node, { expand: true })` describes: a run-end encoded node
+   * becomes its values' (under its own name, flags and metadata), a list
+   * view a list.
+   */
+  expanded(): SchemaNode {
+    if (!this.expands) return this.schema;
+    if (this.#expanded !== null) return this.#expanded;
+    const node = this.schema;
+    const k = this.layout.kind;
+    if (k === Kind.RunEnd) {
+      this.#expanded = { ...this.children[1]!.expanded(), name: node.name, flags: node.flags, metadata: node.metadata };
+    } else if (k === Kind.ListView) {
+      const large = this.layout.width === 8;
+      this.#expanded = { ...node, format: large ? '+L' : '+l', type: { id: large ? 'large_list' : 'list' }, children: [this.children[0]!.expanded()] };
+    } else {
+      this.#expanded = { ...node, children: this.children.map((c) => c.expanded()), dictionary: this.dictionary?.expanded() ?? null };
+    }
+    return this.#expanded;
   }
 }
 
@@ -124,6 +150,12 @@ export interface BatchForm {
   readonly struct: Struct;
 }
 
+/** Plans made since the process started (for tests: one per schema, however many arrays it has). */
+let builds = 0;
+export function planBuilds(): number {
+  return builds;
+}
+
 export class Plan {
   readonly root: PlanNode;
   /** Whether a node is under two parents (a `SchemaNode` DAG made in JS): the reader then checks struct addresses as it goes. */
@@ -141,6 +173,7 @@ export class Plan {
     given: DataType | Schema | null,
     path: string,
   ) {
+    builds++;
     const made = new Map<SchemaNode, PlanNode>();
     const seen = { shared: false };
     this.root = planNode(node, made, 0, path, seen);
@@ -196,6 +229,8 @@ function planNode(node: SchemaNode, made: Map<SchemaNode, PlanNode>, depth: numb
   made.set(node, pn);
   for (let i = 0; i < node.children.length; i++) pn.children.push(planNode(node.children[i]!, made, depth + 1, `${path}.children[${i}]`, seen));
   if (node.dictionary) pn.dictionary = planNode(node.dictionary, made, depth + 1, `${path}.dictionary`, seen);
+  const k = pn.layout.kind;
+  pn.expands = k === Kind.RunEnd || k === Kind.ListView || pn.children.some((c) => c.expands) || (pn.dictionary?.expands ?? false);
   return pn;
 }
 
@@ -264,8 +299,15 @@ function assignForms(pn: PlanNode, type: DataType, path: string): void {
 
 /** Plans of `SchemaNode`s, by `expand` (0: off, 1: on). */
 const byNode = new WeakMap<SchemaNode, [Plan | undefined, Plan | undefined]>();
-/** Plans of arrow-js schemas and types, which their imports carry as given. */
+/**
+ * Plans of arrow-js schemas and types: made from them (their imports carry
+ * them as given), or, for the `Schema` of a plan made from a node read from
+ * a producer (`batchSchemaOf`), that plan (imports against it read arrays
+ * by the producer's node, also where `expand` changed the arrow-js form).
+ */
 const byArrow = new WeakMap<Schema | DataType | Field, Plan>();
+/** The plans in `byArrow` that were made from their arrow-js object (and follow its metadata maps). */
+const madeFromArrow = new WeakSet<Plan>();
 
 /** The plan of a `SchemaNode` (a schema read from a producer, or one made in JS). */
 export function planOfNode(node: SchemaNode, opts: ToArrowOptions = {}, path = 'schema'): Plan {
@@ -279,20 +321,116 @@ export function planOfNode(node: SchemaNode, opts: ToArrowOptions = {}, path = '
 
 /**
  * The plan of an arrow-js `Schema`: imports against it carry this `Schema`
- * object (and its fields' types). Made once per object (arrow-js schemas are
- * immutable).
+ * object (and its fields' types). Made once per object, and again only if
+ * one of its metadata maps changed (`schemaNodeOf`).
  */
 export function planOfSchema(schema: Schema): Plan {
-  let p = byArrow.get(schema);
-  if (p === undefined) byArrow.set(schema, (p = new Plan(schemaToNode(schema), false, schema, 'schema')));
-  return p;
+  return planOfArrow(schema, schema);
 }
 
 /** The plan of an arrow-js `DataType` or `Field`: imports carry its type as given. */
 export function planOfType(t: DataType | Field): Plan {
-  let p = byArrow.get(t);
-  if (p === undefined) byArrow.set(t, (p = new Plan(toSchemaNode(t), false, t instanceof Field ? t.type : t, 'schema')));
+  return planOfArrow(t, t instanceof Field ? t.type : t);
+}
+
+function planOfArrow(key: Schema | DataType | Field, given: Schema | DataType): Plan {
+  let p = byArrow.get(key);
+  if (p !== undefined && !madeFromArrow.has(p)) return p;
+  const node = schemaNodeOf(key);
+  if (p === undefined || p.node !== node) {
+    byArrow.set(key, (p = new Plan(node, false, given, 'schema')));
+    madeFromArrow.add(p);
+  }
   return p;
+}
+
+// --- the nodes of arrow-js schemas (for exports too) -------------------------------------------
+
+/** Anything that describes a type: arrow-js objects or a `SchemaNode`. */
+export type SchemaLike = Schema | Field | DataType | SchemaNode;
+
+/**
+ * A node made from an arrow-js object, with every metadata map it was made
+ * from and what each held: arrow-js schemas, fields and types are immutable
+ * but for the contents of their metadata maps, so the node is used again
+ * while those hold what they held.
+ */
+interface FromArrow {
+  readonly node: SchemaNode;
+  readonly maps: readonly ReadonlyMap<string, string>[];
+  readonly contents: readonly (readonly string[])[];
+}
+const nodesOfArrow = new WeakMap<object, FromArrow>();
+
+function fromArrow(key: object, maps: ReadonlyMap<string, string>[], make: () => SchemaNode): SchemaNode {
+  const hit = nodesOfArrow.get(key);
+  if (hit !== undefined && hit.maps.length === maps.length && hit.maps.every((m, i) => m === maps[i] && sameContents(m, hit.contents[i]!))) return hit.node;
+  const node = make();
+  nodesOfArrow.set(key, { node, maps, contents: maps.map(mapContents) });
+  return node;
+}
+
+/** The encodings of exported nodes (schema/export.ts `encodeSchema`), by node, for one pointer width. */
+const encodings = new WeakMap<SchemaNode, { ps: number; encoded: EncodedSchema }>();
+
+/** Writes the schema `s` into the `ArrowSchema` at `into` (schema/export.ts `writeSchemaNode`), encoded once per node. */
+export function writeSchema(mem: Memory, s: SchemaLike, into: Ptr): void {
+  const node = schemaNodeOf(s);
+  const ps = mem.target.pointerSize;
+  let e = encodings.get(node);
+  if (e === undefined || e.ps !== ps) encodings.set(node, (e = { ps, encoded: encodeSchema(node, ps, mem.layouts.ArrowSchema.size) }));
+  writeSchemaNode(mem, node, into, e.encoded);
+}
+
+/** The `SchemaNode` of any schema form (an arrow-js object's made once: see `FromArrow`). */
+export function schemaNodeOf(s: SchemaLike): SchemaNode {
+  if (!(s instanceof Schema || s instanceof Field || s instanceof DataType)) return s;
+  return fromArrow(s, metadataMaps(s), () => toSchemaNode(s));
+}
+
+/**
+ * The node of a record batch's schema as its data says (its struct type's
+ * fields, its schema's metadata): arrow-js can give a batch a `schema`
+ * that disagrees with its data where field names repeat (gold case
+ * duplicate_fieldnames). Made once per struct type.
+ */
+export function batchNodeOf(batch: { readonly data: { readonly type: DataType }; readonly schema: Schema }): SchemaNode {
+  const struct = batch.data.type as Struct;
+  const metadata = batch.schema.metadata;
+  return fromArrow(struct, [metadata, ...metadataMaps(struct)], () => toSchemaNode(new Schema(struct.children, metadata)));
+}
+
+/** Every metadata map a node of `s` is made from: its own (a schema's or a field's), its fields', theirs... */
+function metadataMaps(s: Schema | Field | DataType): ReadonlyMap<string, string>[] {
+  const out: ReadonlyMap<string, string>[] = [];
+  const ofType = (t: DataType): void => {
+    if (t instanceof Dictionary) return ofType(t.dictionary);
+    for (const f of (t.children ?? []) as Field[]) ofField(f);
+  };
+  const ofField = (f: Field): void => {
+    out.push(f.metadata);
+    ofType(f.type);
+  };
+  if (s instanceof Schema) {
+    out.push(s.metadata);
+    for (const f of s.fields) ofField(f);
+  } else if (s instanceof Field) ofField(s);
+  else ofType(s);
+  return out;
+}
+
+function mapContents(m: ReadonlyMap<string, string> | null | undefined): string[] {
+  const out: string[] = [];
+  if (m) for (const [k, v] of m) out.push(k, v);
+  return out;
+}
+
+function sameContents(m: ReadonlyMap<string, string> | null | undefined, c: readonly string[]): boolean {
+  if ((m?.size ?? 0) * 2 !== c.length) return false;
+  if (c.length === 0) return true;
+  let i = 0;
+  for (const [k, v] of m!) if (k !== c[i++] || v !== c[i++]) return false;
+  return true;
 }
 
 /**

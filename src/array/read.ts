@@ -65,7 +65,7 @@ import { liveCounters } from '../memory/accounting.js';
 import type { Memory } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 import { access, type Access } from '../abi/accessors.js';
-import { ChildRule, Kind, Role, specAt } from '../schema/layout.js';
+import { ChildRule, Kind, Role } from '../schema/layout.js';
 import { AddressSet, MAX_NESTING_DEPTH, visitOnce } from '../schema/node.js';
 import type { ImportOwner } from './owner.js';
 import { FullCheck, type Plan, type PlanNode } from './plan.js';
@@ -166,6 +166,8 @@ export class ImportRead {
   deferred: DeferredRead[] | null = null;
   /** Whether a buffer read on host memory has bytes (an import of only empty buffers holds nothing). */
   holds = false;
+  /** Whether a lazy Data of the import made a buffer its own property (release then takes them off: imported.ts). */
+  installed = false;
   /**
    * Whether the buffers will be viewed or copied into JS (every import but a
    * `DeviceArray`, which holds addresses): only then is a buffer JS cannot
@@ -241,28 +243,42 @@ function fieldsOf(mem: Memory): Fields {
   return f;
 }
 
-/** What every node of one read needs. */
+/** What every node of one read needs (one object, reused by the reads that follow: see `readArray`). */
 class Reader {
-  readonly raw: RawAccess;
-  readonly f: Fields;
+  raw: RawAccess;
+  f: Fields;
   /** The struct addresses read, in record order with their positions: checked for one reached twice. */
   readonly addrs: number[] = [];
   /** For a plan whose nodes are shared (a DAG made in JS): addresses checked as they are read, so a DAG costs its input, not its unfolding. */
-  readonly seen: AddressSet | null;
+  seen: AddressSet | null;
   /** The child indices from the root to the node being read (-1: a dictionary), for paths. */
   readonly trail: number[] = [];
   /** Whether the host reads the buffers' bytes at their addresses. */
-  readonly host: boolean;
+  host: boolean;
 
   constructor(
-    readonly read: ImportRead,
-    readonly device: DeviceReader | null,
+    public read: ImportRead,
+    public device: DeviceReader | null,
   ) {
     const mem = read.mem!;
     this.raw = rawOf(mem);
     this.f = fieldsOf(mem);
     this.host = device === null;
     this.seen = read.plan.shared ? AddressSet.shared() : null;
+  }
+
+  /** Sets the reader to another read. */
+  reset(read: ImportRead, device: DeviceReader | null): this {
+    const mem = read.mem!;
+    this.read = read;
+    this.device = device;
+    this.raw = rawOf(mem);
+    this.f = fieldsOf(mem);
+    this.host = device === null;
+    this.seen = read.plan.shared ? AddressSet.shared() : null;
+    this.addrs.length = 0;
+    this.trail.length = 0;
+    return this;
   }
 
   /** The place of the node being read. */
@@ -292,16 +308,31 @@ function pathOf(prefix: string, trail: readonly number[]): string {
  * stay deferred (`resolveDeferred`).
  */
 export function readArray(read: ImportRead, addr: Addr, device: DeviceReader | null = null): void {
-  const r = new Reader(read, device);
+  // Reading calls nothing that could start another read: one Reader serves them all, one after the other.
+  const r = idle !== null ? idle.reset(read, device) : new Reader(read, device);
+  idle = null;
   try {
     readNode(r, read.plan.root, addr, 0);
     if (r.seen === null) checkOnce(r);
-    if (!r.host && read.deferred !== null && read.level >= DEFAULT) resolveDeferred(read, device!);
-    if (read.level >= FULL) checkFull(read, device);
+  } catch (e) {
+    // An error that names no place (a bad address, say) is the node's being read: the trail is still its.
+    if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, r.path());
+    throw e;
   } finally {
     r.seen?.done();
+    // Nothing of this import stays in the idle reader (its record is the import's keep-alive token).
+    r.read = NO_READ;
+    r.device = null;
+    idle = r;
   }
+  if (!r.host && read.deferred !== null && read.level >= DEFAULT) resolveDeferred(read, device!);
+  if (read.level >= FULL) checkFull(read, device);
 }
+
+/** The Reader not in use (see readArray). */
+let idle: Reader | null = null;
+/** What an idle Reader reads: nothing. */
+const NO_READ = {} as ImportRead;
 
 /**
  * Refuses a struct reached a second time (schema/node.ts `visitOnce`): in a
@@ -352,7 +383,7 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
   const f = r.f;
   const wide = f.wide;
   const ps = f.ps;
-  try {
+  {
     const p = read.length;
     if (r.seen !== null) visitOnce(r.seen, addr, '');
     else r.addrs.push(addr, p);
@@ -360,7 +391,7 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
     const dv = staged.dv;
     // The fields, read in place: int64 counts below 2^32 (high word 0) are the common case.
     if ((wide ? dv.getUint32(at + f.release, true) + dv.getUint32(at + f.release + 4, true) : dv.getUint32(at + f.release, true)) === 0) {
-      throw new ArrowDeviceError('released', '', 'the struct is released (release is NULL)');
+      throw released();
     }
     const length = dv.getInt32(at + f.length + 4, true) === 0 ? dv.getUint32(at + f.length, true) : bigCount(r, dv, at, f.length, 'length');
     const offset = dv.getInt32(at + f.offset + 4, true) === 0 ? dv.getUint32(at + f.offset, true) : bigCount(r, dv, at, f.offset, 'offset');
@@ -428,34 +459,47 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
       const specs = l.buffers;
       for (let i = 0; i < nBuffers; i++) {
         const s = specs[i]!;
-        switch (s.role) {
-          case Role.Validity:
-            sizeValidity(r, p, i, end, length, nullCount);
-            break;
-          case Role.Bits:
-            if (end > MAX_BITMAP_BITS && nums[p + BUFFERS + 2 * i] !== 0) throw bitmapPastLimit(r, i, end, 'values');
-            sizeBuffer(r, p, i, Math.ceil(end / 8), s.what, false);
-            break;
-          case Role.Offsets: {
-            // offset + length + 1 offsets; an empty array may have a NULL offsets buffer, one with elements may not.
-            sizeBuffer(r, p, i, (end + 1) * s.width, s.what, length === 0);
-            if (nums[p + BUFFERS + 2 * i] === 0) {
-              childMin = applyOffsets(r.read, pn, p, i, 0, 0, r);
-            } else if (r.host) {
-              childMin = readOffsets(r, pn, p, i, offset, end, s.width === 8);
-            } else {
-              childMin = -1;
-              listRead = { kind: Deferred.Offsets, pn, p, i, child: -1, path: r.path() };
-              (read.deferred ??= []).push(listRead);
-              if (l.kind === Kind.Binary || l.kind === Kind.LargeBinary) nums[p + BUFFERS + 2 * (i + 1) + 1] = UNKNOWN;
-              i++; // the data buffer is sized when the offsets are read
-            }
+        const role = s.role;
+        let size: number;
+        let nullable = false;
+        switch (role) {
+          case Role.Validity: {
+            // CDataInterface.rst: the validity buffer MAY be NULL only if null_count is 0. A bitmap past
+            // the limit is refused before it is viewed or copied.
+            const ptr = nums[p + BUFFERS + 2 * i]!;
+            if (end > MAX_BITMAP_BITS && nullCount !== 0 && ptr !== 0) throw bitmapPastLimit(r, i, end, 'validity');
+            if (ptr === 0 && nullCount !== 0 && length > 0) throw invalid(`${r.path()}.buffers[${i}]`, `NULL validity buffer with null_count ${nullCount}`);
+            size = Math.ceil(end / 8);
+            nullable = true;
             break;
           }
+          case Role.Bits:
+            if (end > MAX_BITMAP_BITS && nums[p + BUFFERS + 2 * i] !== 0) throw bitmapPastLimit(r, i, end, 'values');
+            size = Math.ceil(end / 8);
+            break;
+          case Role.Offsets:
+            // offset + length + 1 offsets; an empty array may have a NULL offsets buffer, one with elements may not.
+            size = (end + 1) * s.width;
+            nullable = length === 0;
+            break;
           case Role.Data:
-            break; // sized by its offsets (applyOffsets)
+            continue; // sized by its offsets (applyOffsets)
           default:
-            sizeBuffer(r, p, i, end * s.width, s.what, false);
+            size = end * s.width;
+        }
+        sizeBuffer(r, p, i, size, s.what, nullable);
+        if (role !== Role.Offsets) continue;
+        // The first and last offsets size the data (binary types) or the child (lists).
+        if (nums[p + BUFFERS + 2 * i] === 0) {
+          childMin = applyOffsets(r.read, pn, p, i, 0, 0, r);
+        } else if (r.host) {
+          childMin = readOffsets(r, pn, p, i, offset, end, s.width === 8);
+        } else {
+          childMin = -1;
+          listRead = { kind: Deferred.Offsets, pn, p, i, child: -1, path: r.path() };
+          (read.deferred ??= []).push(listRead);
+          if (l.kind === Kind.Binary || l.kind === Kind.LargeBinary) nums[p + BUFFERS + 2 * (i + 1) + 1] = UNKNOWN;
+          i++; // the data buffer is sized when the offsets are read
         }
       }
     }
@@ -491,10 +535,11 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
       trail.pop();
     }
     return p;
-  } catch (e) {
-    if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, r.path());
-    throw e;
   }
+}
+
+function released(): ArrowDeviceError {
+  return new ArrowDeviceError('released', '', 'the struct is released (release is NULL)');
 }
 
 function shortChild(w: Where, k: number, length: number, min: number): ArrowDeviceError {

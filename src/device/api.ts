@@ -26,7 +26,7 @@
  * stream wait on it with `cudaStreamWaitEvent` (the `stream` option names
  * that stream; otherwise the library's own).
  */
-import { Data, RecordBatch, Schema, Struct, Vector } from 'apache-arrow';
+import { Data, RecordBatch, Schema, Vector } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
 import { ArrowSymbols, hasArrowMethod, isArrowExportable, type ArrowArrayExportable, type ArrowDeviceArrayExportable } from '../abi/protocol.js';
 import { exchangeOptions, importFromArrayHandles, type ExchangeImportOptions } from '../array/exchange.js';
@@ -36,7 +36,7 @@ import { exportSchema, releaseArrowSchema, toExportView, type ArrayImportOptions
 import { writeArrayView } from '../array/export.js';
 import { consume, importWith, planOf } from '../array/importer.js';
 import { ImportOwner } from '../array/owner.js';
-import type { Plan } from '../array/plan.js';
+import { batchNodeOf, type Plan } from '../array/plan.js';
 import type { ImportRead } from '../array/read.js';
 import { isReleased, moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import type { ArrayView } from '../array/view.js';
@@ -377,7 +377,7 @@ export function exportDeviceRecordBatch(
       throw e;
     }
   }
-  const schema = exportSchema(new Schema((batch.data.type as Struct).children, batch.schema.metadata), { memory: opts.memory, into: opts.schemaInto });
+  const schema = exportSchema(batchNodeOf(batch), { memory: opts.memory, into: opts.schemaInto });
   try {
     return { schema, array: exportDeviceArray(batch, opts) };
   } catch (e) {

@@ -10,9 +10,8 @@
  */
 import { DeviceType } from '../abi/constants.js';
 import type { ArrayView } from '../array/view.js';
-import { allocBytes, ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
+import { invalid, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import type { DeviceBackend, DeviceContext, ReadRange } from './backend.js';
 import { cudaRuntime, type CudaMemoryKind } from './cuda.js';
 import { writeDeviceFields, writeRawTree, type RawNode, type SharedResources } from './export.js';
 import type { DeviceArrayNode, DeviceBuffer } from './device-array.js';

@@ -484,12 +484,6 @@ function nativeRaw(
       if (n > max) throw noNul(addr, max);
       return n;
     },
-    sameCString(addr, z) {
-      check(addr, 1);
-      // `z` ends in its only NUL, so strncmp stops at the first difference, at the string's NUL, or at
-      // z's: it reads no byte past the string's end (no more than strnlen would), in one call.
-      return libc.strncmpBytes(addr, z, z.length) === 0;
-    },
   };
 }
 
@@ -505,7 +499,6 @@ interface LibC {
   memcpyIn(dst: bigint, src: Uint8Array, n: number): unknown;
   memcpyOut(dst: Uint8Array, src: bigint, n: number): unknown;
   strnlen(s: bigint | number, max: number): number | bigint;
-  strncmpBytes(s1: number, s2: Uint8Array, n: number): number;
 }
 
 /**
@@ -526,7 +519,6 @@ function loadLibC(k: Koffi): LibC {
     memcpyIn: self.func('void *memcpy(uintptr_t dst, const uint8_t *src, size_t n)') as LibC['memcpyIn'],
     memcpyOut: self.func('void *memcpy(uint8_t *dst, uintptr_t src, size_t n)') as LibC['memcpyOut'],
     strnlen: self.func('size_t strnlen(uintptr_t s, size_t maxlen)') as LibC['strnlen'],
-    strncmpBytes: self.func('int strncmp(uintptr_t s1, const uint8_t *s2, size_t n)') as LibC['strncmpBytes'],
     // void results: nothing to convert back (memcpy's pointer result would be).
     memcpyNum: self.func('void memcpy(uintptr_t dst, uintptr_t src, size_t n)') as LibC['memcpyNum'],
     memsetNum: self.func('void memset(uintptr_t dst, int c, size_t n)') as LibC['memsetNum'],

@@ -67,12 +67,6 @@ export interface RawAccess {
    * as `Memory.readCStringBytes` throws).
    */
   strlen(addr: Addr, max: number): number;
-  /**
-   * Whether the NUL-terminated string at `addr` is `z` (bytes ending in
-   * their only NUL), reading no byte past the string's NUL; optional (the
-   * caller uses `strlen` and a copy without it).
-   */
-  sameCString?(addr: Addr, z: Uint8Array): boolean;
 }
 
 const ARENA_BYTES = 64 * 1024;

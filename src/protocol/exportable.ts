@@ -12,7 +12,7 @@
  * This is the top layer: it imports from array/, stream/ and device/, and
  * nothing imports from it but src/index.ts.
  */
-import { Data, DataType, Field, RecordBatch, RecordBatchReader, Schema, Table, Vector, type Struct } from 'apache-arrow';
+import { Data, DataType, Field, RecordBatch, RecordBatchReader, Schema, Table, Vector } from 'apache-arrow';
 import {
   ArrowSymbols, isArrowExportable, type ArrowDeviceExportOptions, type ArrowExportable, type ArrowSchemaExportable,
 } from '../abi/protocol.js';
@@ -23,7 +23,7 @@ import type { ArrayView } from '../array/view.js';
 import { exportDeviceArray, exportDeviceRecordBatch } from '../device/api.js';
 import { invalid } from '../errors.js';
 import { ArrayExportHandles, type ExportHandle } from '../memory/handle.js';
-import { schemaToNode, toSchemaNode } from '../schema/export.js';
+import { batchNodeOf, schemaNodeOf } from '../array/plan.js';
 import type { SchemaNode } from '../schema/node.js';
 import { exportArrayStream, exportDeviceArrayStream, type RecordBatchSource, type StreamExportItem } from '../stream/export.js';
 
@@ -165,11 +165,11 @@ export function arrowExportable(x: unknown, opts: ExportableOptions = {}): Arrow
   if (x instanceof Table) {
     const first = x.batches[0];
     // The schema as the batches' data says (arrow-js can misreport table.schema when names repeat).
-    const node = schemaToNode(first ? new Schema((first.data.type as Struct).children, x.schema.metadata) : x.schema);
+    const node = first ? batchNodeOf({ data: first.data, schema: x.schema }) : schemaNodeOf(x.schema);
     return exportable(x, [schemaMethod(node, opts), ...streamMethods(node, () => x, { ...opts, schema: node }, 'table')]);
   }
   if (x instanceof RecordBatch) {
-    const node = schemaToNode(new Schema((x.data.type as Struct).children, x.schema.metadata));
+    const node = batchNodeOf(x);
     const mem = { memory: opts.memory };
     return exportable(x, [
       schemaMethod(node, opts),
@@ -192,22 +192,22 @@ export function arrowExportable(x: unknown, opts: ExportableOptions = {}): Arrow
     ]);
   }
   if (x instanceof Vector) {
-    const node = toSchemaNode(x.type);
+    const node = schemaNodeOf(x.type);
     const views = (): ArrayView[] => x.data.map((d) => dataToView(d, node));
     const methods: [symbol, Method][] = [schemaMethod(node, opts), ...streamMethods(node, views, { ...opts, schema: node }, 'vector')];
     if (x.data.length === 1) methods.push(...arrayMethods(node, x.data[0]!, opts, 'vector'));
     return exportable(x, methods);
   }
   if (x instanceof Data || isArrayView(x)) {
-    const node = x instanceof Data ? toSchemaNode(x.type) : x.schema;
+    const node = x instanceof Data ? schemaNodeOf(x.type) : x.schema;
     return exportable(x, [schemaMethod(node, opts), ...arrayMethods(node, x, opts, x instanceof Data ? 'data' : 'view')]);
   }
   if (x instanceof Schema || x instanceof Field || x instanceof DataType || isSchemaNode(x)) {
-    return exportable(x, [schemaMethod(toSchemaNode(x), opts)]);
+    return exportable(x, [schemaMethod(schemaNodeOf(x), opts)]);
   }
   if (x instanceof RecordBatchReader || (typeof x === 'object' && x !== null && typeof (x as Iterable<unknown>)[Symbol.iterator] === 'function')) {
     const given = opts.schema ?? (x instanceof RecordBatchReader && x.schema ? x.schema : undefined);
-    const node = given === undefined ? undefined : given instanceof Schema ? schemaToNode(given) : given;
+    const node = given === undefined ? undefined : schemaNodeOf(given);
     let handedOut = false;
     const once = (): RecordBatchSource => {
       // A reader, a generator: read once. Handing it out twice would give two consumers halves.

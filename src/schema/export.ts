@@ -135,22 +135,17 @@ const SCRATCH_TREE = 4096;
 const scratchTree = newArena(SCRATCH_TREE);
 const scratchRoot = newArena(256);
 
-/**
- * The encoded strings of a node's tree and the tree's size, made once per
- * node (nodes are immutable) and pointer width: a schema exported with
- * every batch (the exchange protocol's `c_array`, a driver's bind) encodes
- * its strings once.
- */
-const encodedTrees = new WeakMap<SchemaNode, { ps: number; encoded: Encoded[]; size: number }>();
+/** A schema tree encoded for `writeSchemaNode`: each node's strings and metadata, and the tree's size. */
+export interface EncodedSchema {
+  readonly encoded: readonly Encoded[];
+  readonly size: number;
+}
 
-function encodedTree(node: SchemaNode, ps: number, structSize: number): { encoded: Encoded[]; size: number } {
-  let e = encodedTrees.get(node);
-  if (e === undefined || e.ps !== ps) {
-    const encoded: Encoded[] = [];
-    const size = encodeTree(node, ps, structSize, encoded);
-    encodedTrees.set(node, (e = { ps, encoded, size }));
-  }
-  return e;
+/** Encodes `node`'s tree for `writeSchemaNode` on a target of `ps`-byte pointers and `structSize`-byte structs. */
+export function encodeSchema(node: SchemaNode, ps: number, structSize: number): EncodedSchema {
+  const encoded: Encoded[] = [];
+  const size = encodeTree(node, ps, structSize, encoded);
+  return { encoded, size };
 }
 
 interface WriteContext {
@@ -160,7 +155,7 @@ interface WriteContext {
   readonly base: Addr;
   readonly bytes: Uint8Array;
   readonly dv: DataView;
-  readonly encoded: Encoded[];
+  readonly encoded: readonly Encoded[];
   /** Next node to write in `encoded`, and next free byte of the tree. */
   node: number;
   next: number;
@@ -211,7 +206,9 @@ function writeNode(ctx: WriteContext, node: SchemaNode, s: DataView, off: number
 }
 
 /**
- * Writes `node` into the `ArrowSchema` at `into` (memory the caller owns).
+ * Writes `node` into the `ArrowSchema` at `into` (memory the caller owns);
+ * `schema`: its encoding (`encodeSchema`), which the plan of a schema keeps
+ * (src/array/plan.ts), so a schema exported again is not encoded again.
  * One allocation holds the whole tree below the root struct: every node's
  * children pointer array, its children's and dictionary's structs, its
  * metadata and strings, filled in JS and written with one copy (the root
@@ -219,12 +216,12 @@ function writeNode(ctx: WriteContext, node: SchemaNode, s: DataView, off: number
  * so a child can be moved out and released on its own; the allocation is
  * freed when the tree's last live node is released.
  */
-export function writeSchemaNode(mem: Memory, node: SchemaNode, into: Ptr): void {
+export function writeSchemaNode(mem: Memory, node: SchemaNode, into: Ptr, schema?: EncodedSchema): void {
   const A = access(mem.target).ArrowSchema;
   const ps = mem.target.pointerSize;
   const raw = rawOf(mem);
   mem.checkAddress(into, A.$size); // before anything is allocated or recorded
-  const { encoded, size } = encodedTree(node, ps, A.$size);
+  const { encoded, size } = schema ?? encodeSchema(node, ps, A.$size);
   const block = raw.alloc(size);
   const tree: Tree = { block, live: 0 };
   // Scratch space reused by every export (nothing runs between filling it and writing it out);
@@ -302,75 +299,10 @@ export function schemaToNode(schema: Schema): SchemaNode {
   };
 }
 
-/**
- * The nodes of arrow-js types and of fields without metadata, made once per
- * object: arrow-js types are immutable, and an import that is given one for
- * every array (`importData(ptr, new Int32())`) should not convert it each
- * time. (Metadata is a Map its owner may change, so fields with metadata
- * are converted each time, and a schema's node is checked against its maps'
- * contents: `schemaNodeOf`.)
- */
-const typeNodes = new WeakMap<DataType | Field, SchemaNode>();
-
-/**
- * The node of each arrow-js `Schema`, with every metadata map it was built
- * from and what each held: a schema is immutable but for the contents of
- * its (and its fields') metadata maps, so the node is reused while those
- * hold what they held, and built again when one changed.
- */
-const schemaNodes = new WeakMap<Schema, { node: SchemaNode; maps: ReadonlyMap<string, string>[]; contents: string[][] }>();
-
-/** Every metadata map a schema's node is built from: the schema's, its fields', their types' children's. */
-function metadataMaps(schema: Schema): ReadonlyMap<string, string>[] {
-  const out: ReadonlyMap<string, string>[] = [schema.metadata];
-  const ofType = (t: DataType): void => {
-    if (t.typeId === Type.Dictionary) return ofType((t as Dictionary).dictionary);
-    for (const f of (t.children ?? []) as Field[]) ofField(f);
-  };
-  const ofField = (f: Field): void => {
-    out.push(f.metadata);
-    ofType(f.type);
-  };
-  for (const f of schema.fields) ofField(f);
-  return out;
-}
-
-function mapContents(m: ReadonlyMap<string, string> | null | undefined): string[] {
-  const out: string[] = [];
-  if (m) for (const [k, v] of m) out.push(k, v);
-  return out;
-}
-
-function sameContents(m: ReadonlyMap<string, string> | null | undefined, c: readonly string[]): boolean {
-  if ((m?.size ?? 0) * 2 !== c.length) return false;
-  if (c.length === 0) return true;
-  let i = 0;
-  for (const [k, v] of m!) if (k !== c[i++] || v !== c[i++]) return false;
-  return true;
-}
-
-function schemaNodeOf(schema: Schema): SchemaNode {
-  const hit = schemaNodes.get(schema);
-  if (hit !== undefined && hit.maps.every((m, i) => sameContents(m, hit.contents[i]!))) return hit.node;
-  const node = schemaToNode(schema);
-  const maps = metadataMaps(schema);
-  schemaNodes.set(schema, { node, maps, contents: maps.map(mapContents) });
-  return node;
-}
-
-/** `SchemaNode` of any of the JS schema forms. */
+/** `SchemaNode` of any of the JS schema forms (converted each time: src/array/plan.ts keeps them). */
 export function toSchemaNode(s: Schema | Field | DataType | SchemaNode): SchemaNode {
-  if (s instanceof Schema) return schemaNodeOf(s);
-  if (s instanceof Field) {
-    if (s.metadata.size > 0) return fieldToNode(s);
-    let n = typeNodes.get(s);
-    if (n === undefined || n.metadata !== null) typeNodes.set(s, (n = fieldToNode(s)));
-    return n;
-  }
-  if (s instanceof DataType) {
-    let n = typeNodes.get(s);
-    if (n === undefined) typeNodes.set(s, (n = typeToNode(s, '', true, null)));
-    return n;
-  }
+  if (s instanceof Schema) return schemaToNode(s);
+  if (s instanceof Field) return fieldToNode(s);
+  if (s instanceof DataType) return typeToNode(s, '', true, null);
   return s;
 }

@@ -7,7 +7,7 @@ import { Flag, ALL_FLAGS } from '../abi/constants.js';
 import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { parseFormat, type TypeInfo } from './format.js';
-import { encodeMetadata, readMetadataAt, type Metadata } from './metadata.js';
+import { readMetadataAt, type Metadata } from './metadata.js';
 import { access, type Access } from '../abi/accessors.js';
 import { releaseStruct } from '../memory/cstruct.js';
 import { cString, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
@@ -155,161 +155,12 @@ export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema'): SchemaNo
   const raw = rawOf(mem);
   const wide = mem.target.pointerSize === 8;
   const A = access(mem.target).ArrowSchema;
-  const last = lastRead.get(raw);
-  if (last !== undefined && sameSchema(raw, A, wide, Number(ptr), last)) return last;
   const seen = AddressSet.shared();
-  let node: SchemaNode;
   try {
-    node = readNode({ raw, A, wide, ps: wide ? 8 : 4, seen }, Number(ptr), path, 0);
+    return readNode({ raw, A, wide, ps: wide ? 8 : 4, seen }, Number(ptr), path, 0);
   } finally {
     seen.done();
   }
-  lastRead.set(raw, node);
-  return node;
-}
-
-/**
- * The last schema read from each memory. A producer that hands a new
- * `ArrowSchema` with every array (the PyCapsule protocol's `c_array`, an
- * ADBC driver per query, a wasm module per call) describes the same schema
- * each time: its struct is compared with the last one read (`sameSchema`),
- * and when every byte that a read would take matches, that node is the
- * answer, with no string decoded, no format parsed and no node built. The
- * node is immutable, so sharing it is sharing what was built from it (the
- * importer's plans are cached per node).
- */
-const lastRead = new WeakMap<RawAccess, SchemaNode>();
-
-/** The bytes a struct must hold to equal a node read before: its strings as UTF-8, its metadata encoded. */
-interface Expected {
-  /** The strings' UTF-8 bytes and a NUL (which no string read from a C string holds elsewhere). */
-  readonly format: Uint8Array;
-  readonly name: Uint8Array | null;
-  readonly metadata: Uint8Array | null;
-}
-const expectedOf = new WeakMap<SchemaNode, Expected>();
-const utf8Encoder = new TextEncoder();
-
-function expected(node: SchemaNode): Expected {
-  let e = expectedOf.get(node);
-  if (e === undefined) {
-    // A node read from a blob with a repeated key or no pairs has a metadata map that does not encode
-    // back to the same bytes: such a node never matches (it is read every time), which is only slower.
-    e = {
-      format: utf8Encoder.encode(`${node.format}\0`),
-      name: node.name === null ? null : utf8Encoder.encode(`${node.name}\0`),
-      metadata: encodeMetadata(node.metadata),
-    };
-    expectedOf.set(node, e);
-  }
-  return e;
-}
-
-/**
- * Whether the `ArrowSchema` tree at `addr` holds exactly what `node` was
- * read from: every struct live (release set), the same format, name,
- * metadata bytes, flags and children (count and, recursively, content) and
- * dictionary, each struct reached once. It reads only what `readNode` would
- * read, in the same order, each length checked before it is followed, so
- * it touches no byte a read would not. Any difference, and any error
- * (a bad address, a string without its NUL where `node`'s ends), answers
- * false: the caller then reads the tree, which reports what is wrong.
- */
-function sameSchema(raw: RawAccess, A: Access['ArrowSchema'], wide: boolean, addr: Addr, node: SchemaNode): boolean {
-  const seen = AddressSet.shared();
-  try {
-    return sameNode(raw, A, wide, seen, addr, node);
-  } catch {
-    return false;
-  } finally {
-    seen.done();
-  }
-}
-
-function sameNode(raw: RawAccess, A: Access['ArrowSchema'], wide: boolean, seen: AddressSet, addr: Addr, node: SchemaNode): boolean {
-  // `node`'s depth is bounded (it was read), so the walk is too.
-  if (addr === 0 || !seen.add(addr)) return false;
-  const at = stage(raw, addr, A.$size);
-  const dv = staged.dv;
-  const n = node.children.length;
-  if (
-    A.release.get(dv, at) === 0 ||
-    dv.getUint32(at + A.flags.offset, true) !== node.flags ||
-    dv.getUint32(at + A.flags.offset + 4, true) !== 0 ||
-    A.n_children.get(dv, at) !== n
-  ) {
-    return false;
-  }
-  const e = expected(node);
-  if (!sameCString(raw, A.format.get(dv, at), e.format)) return false;
-  const namePtr = A.name.get(dv, at);
-  if (e.name === null ? namePtr !== 0 : !sameCString(raw, namePtr, e.name)) return false;
-  const metadataPtr = A.metadata.get(dv, at);
-  if (e.metadata === null ? metadataPtr !== 0 : !sameMetadata(raw, metadataPtr, e.metadata)) return false;
-  const childrenPtr = A.children.get(dv, at);
-  const dictPtr = A.dictionary.get(dv, at);
-  if (n > 0) {
-    if (childrenPtr === 0) return false;
-    const ps = wide ? 8 : 4;
-    const cat = stage(raw, childrenPtr, n * ps);
-    const cdv = staged.dv; // staged copies stay valid across later reads (src/memory/raw.ts)
-    for (let i = 0; i < n; i++) {
-      const cp = wide ? cdv.getUint32(cat + i * 8 + 4, true) * 4294967296 + cdv.getUint32(cat + i * 8, true) : cdv.getUint32(cat + i * 4, true);
-      if (!sameNode(raw, A, wide, seen, cp, node.children[i]!)) return false;
-    }
-  }
-  return node.dictionary === null ? dictPtr === 0 : sameNode(raw, A, wide, seen, dictPtr, node.dictionary);
-}
-
-/** Whether the string at `addr` is `z` (its bytes and NUL); no byte past the string's NUL is read through the FFI. */
-function sameCString(raw: RawAccess, addr: Addr, z: Uint8Array): boolean {
-  if (addr === 0) return false;
-  const n = z.length - 1;
-  // Memory JS reads in place is read here directly, NUL included: reading past a shorter string's
-  // NUL is safe there (bounds-checked JS memory), where through the FFI it might leave the page.
-  const m = raw.inPlace !== undefined ? raw.inPlace(addr, n + 1) : null;
-  if (m !== null) {
-    const u8 = m.u8;
-    const at = addr - m.addr;
-    for (let i = 0; i <= n; i++) if (u8[at + i] !== z[i]) return false;
-    return true;
-  }
-  // One call where the memory has it (strncmp), else the length and then the bytes.
-  if (raw.sameCString !== undefined) return raw.sameCString(addr, z);
-  // Throws (caught by sameSchema) when no NUL comes within the expected length: a longer string.
-  if (raw.strlen(addr, n) !== n) return false;
-  return sameBytes(raw, addr, z, 0, n);
-}
-
-/** Whether the `n` bytes at `addr` are `bytes[from, from + n)`. */
-function sameBytes(raw: RawAccess, addr: Addr, bytes: Uint8Array, from: number, n: number): boolean {
-  if (n === 0) return true;
-  const at = stage(raw, addr, n);
-  const u8 = staged.u8;
-  for (let i = 0; i < n; i++) if (u8[at + i] !== bytes[from + i]) return false;
-  return true;
-}
-
-/**
- * Whether the metadata blob at `addr` is `bytes` (an encoded blob), read as
- * `readMetadataAt` reads one: each length compared before the bytes it
- * announces are read, so a different blob is never read past its own end.
- */
-function sameMetadata(raw: RawAccess, addr: Addr, bytes: Uint8Array): boolean {
-  if (addr === 0) return false;
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (!sameBytes(raw, addr, bytes, 0, 4)) return false;
-  const count = dv.getInt32(0, true);
-  let pos = 4;
-  for (let i = 0; i < 2 * count; i++) {
-    // A key's or a value's length, then its bytes.
-    if (!sameBytes(raw, addr + pos, bytes, pos, 4)) return false;
-    const len = dv.getInt32(pos, true);
-    pos += 4;
-    if (!sameBytes(raw, addr + pos, bytes, pos, len)) return false;
-    pos += len;
-  }
-  return true;
 }
 
 /** What every node of one schema read needs. */

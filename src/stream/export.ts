@@ -13,7 +13,7 @@
  * lives in the stream's memory until the next callback or `release`. An
  * error is final: every later `get_next` returns it again.
  */
-import { RecordBatch, RecordBatchReader, Schema, Struct, Table } from 'apache-arrow';
+import { RecordBatch, RecordBatchReader, Schema, Table } from 'apache-arrow';
 import { DeviceType, Errno } from '../abi/constants.js';
 import { streamPtrArg } from '../args.js';
 import { dataToView } from '../array/arrowjs.js';
@@ -27,7 +27,7 @@ import { ExportHandle } from '../memory/handle.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
 import { access } from '../abi/accessors.js';
 import { arena, rawOf, reserve, writeField } from '../memory/raw.js';
-import { schemaToNode } from '../schema/export.js';
+import { batchNodeOf, schemaNodeOf } from '../array/plan.js';
 import type { SchemaNode } from '../schema/node.js';
 import { writeDeviceFields } from '../device/export.js';
 import { DeviceArray } from '../device/device-array.js';
@@ -127,11 +127,6 @@ function closeIterator(rec: StreamRecord): void {
   } catch {
     // The source's own cleanup failed; nothing in the C interface can report it.
   }
-}
-
-/** The schema of a batch as its data says (arrow-js can misreport `batch.schema` when names repeat). */
-function batchSchema(batch: RecordBatch): Schema {
-  return new Schema((batch.data.type as Struct).children, batch.schema.metadata);
 }
 
 /** The next item of the source, or undefined at its end. */
@@ -258,7 +253,7 @@ function writeEnd(mem: Memory, s: StreamStruct, out: Ptr, deviceType: number): v
 
 /** An item's schema node: a batch's as its data says, a view's or a device array's own. */
 function itemNode(item: StreamExportItem): SchemaNode {
-  return item instanceof RecordBatch ? schemaToNode(batchSchema(item)) : item.schema;
+  return item instanceof RecordBatch ? batchNodeOf(item) : item.schema;
 }
 
 function isArrayView(v: unknown): v is ArrayView {
@@ -314,10 +309,10 @@ function streamCallbacks(mem: Memory, s: StreamStruct): { getSchema: Ptr; getNex
 }
 
 /** The source's iterator and, where the source knows it, its schema. */
-function open(source: RecordBatchSource, path: string): { iterator: Iterator<StreamExportItem>; schema: Schema | undefined } {
+function open(source: RecordBatchSource, path: string): { iterator: Iterator<StreamExportItem>; schema: Schema | SchemaNode | undefined } {
   if (source instanceof Table) {
     const first = source.batches[0];
-    return { iterator: source.batches[Symbol.iterator](), schema: first ? batchSchema(first) : source.schema };
+    return { iterator: source.batches[Symbol.iterator](), schema: first ? batchNodeOf(first) : source.schema };
   }
   if (source instanceof RecordBatchReader) {
     if (source.isAsync()) throw asyncError(path, 'an async RecordBatchReader');
@@ -363,7 +358,7 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
   };
   try {
     const given = opts.schema ?? schema;
-    if (given) rec.node = given instanceof Schema ? schemaToNode(given) : given;
+    if (given) rec.node = schemaNodeOf(given);
     if (s.kind === 'device') {
       if (opts.deviceType !== undefined) rec.deviceType = opts.deviceType;
       else if (!(source instanceof Table) && !(source instanceof RecordBatchReader)) {

@@ -1,17 +1,17 @@
 /**
  * Schemas read again and exported again without being built again.
  *
- * Import: a producer that hands a new `ArrowSchema` with every array gets
- * the node read last from the same memory when its struct holds the same
- * bytes (src/schema/node.ts `sameSchema`). Each test below reads a schema
- * that differs from the last one read in one thing, and checks that the
- * outcome (the node, or the error) is the one a read with nothing to reuse
- * gives: were any difference missed, the primed read would return the
- * previous node and the two outcomes would differ.
+ * Import: a producer that hands a new `ArrowSchema` with every array gets,
+ * for a schema equal to one read before, that node (src/array/plan.ts
+ * `sharedNode`), and so its plan. Each test below reads a schema that
+ * differs from the last one read in one thing, and checks that the outcome
+ * (the node, or the error) is the one a read with nothing to reuse gives:
+ * were any difference missed, the primed read would return the previous
+ * node and the two outcomes would differ.
  *
- * Export: a schema's encoded tree is made once per node, and an arrow-js
+ * Export: a schema's encoding is made once per plan, and an arrow-js
  * Schema's node once while its metadata maps hold what they held
- * (src/schema/export.ts): changing a map must change what is exported.
+ * (src/array/plan.ts): changing a map must change what is exported.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

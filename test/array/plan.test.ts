@@ -1,0 +1,116 @@
+/**
+ * One plan per schema: whatever route the arrays take (one at a time, a
+ * table, a stream, an async task, a device array) and however the schema
+ * arrives (an arrow-js Schema given once, a pointer with every array), the
+ * plan of a schema is made once, then every array reads through it
+ * (src/array/plan.ts).
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Field, Int32, RecordBatch, Schema, Table, Utf8, vectorFromArray } from 'apache-arrow';
+import {
+  createAsyncDeviceStreamReader, exportArrayStream, exportDeviceArray, exportRecordBatch, exportSchema, exportTable, freeArrowArrayStream,
+  freeArrowSchema, freeDeviceArray, importArrayStream, importDeviceArray, importRecordBatch, importSchema, importTable,
+} from '../../src/index.js';
+import { planBuilds } from '../../src/array/plan.js';
+import { asyncPeer, peerMissing } from '../async/peer.js';
+
+let schemas = 0;
+/**
+ * A table of `n` one-row batches of a schema no test used before (its field
+ * names are new), each batch's data made on its own (its own struct type).
+ */
+function batches(n: number): Table {
+  const [i, s] = [`i${schemas}`, `s${schemas++}`];
+  const schema = new Schema([new Field(i, new Int32(), true), new Field(s, new Utf8(), true)]);
+  const bs = Array.from({ length: n }, (_, k) => {
+    const t = new Table({ [i]: vectorFromArray([k], new Int32()), [s]: vectorFromArray([`v${k}`], new Utf8()) });
+    return new RecordBatch(schema, t.batches[0]!.data);
+  });
+  return new Table(bs);
+}
+
+/** Plans made while `fn` runs. */
+async function plansMadeBy(fn: () => unknown): Promise<number> {
+  const before = planBuilds();
+  await fn();
+  return planBuilds() - before;
+}
+
+describe('one plan per schema', () => {
+  test('100 batches against one arrow-js Schema: one plan', async () => {
+    const t = batches(100);
+    const made = await plansMadeBy(() => {
+      for (const b of t.batches) {
+        const { schema, array } = exportRecordBatch(b);
+        freeArrowSchema(schema);
+        importRecordBatch(array, t.schema).release();
+      }
+    });
+    assert.equal(made, 1);
+  });
+
+  test('100 batches each with its own schema pointer (equal schemas): one plan', async () => {
+    const t = batches(100);
+    const made = await plansMadeBy(() => {
+      for (const b of t.batches) {
+        const { schema, array } = exportRecordBatch(b);
+        importRecordBatch(array, schema).release();
+      }
+    });
+    assert.equal(made, 1);
+  });
+
+  test('a table of 50 arrays, and its schema imported once for more: one plan', async () => {
+    const t = batches(50);
+    const made = await plansMadeBy(() => {
+      const { schema, arrays } = exportTable(t);
+      const imported = importSchema(exportSchema(t.schema));
+      importTable(arrays, schema).release();
+      const more = exportTable(t);
+      freeArrowSchema(more.schema);
+      importTable(more.arrays, imported).release();
+    });
+    assert.equal(made, 1);
+  });
+
+  test('a stream of 50 batches: one plan', async () => {
+    const t = batches(50);
+    const made = await plansMadeBy(() => {
+      const p = exportArrayStream(t);
+      const reader = importArrayStream(p);
+      let n = 0;
+      for (const b of reader) n += b.numRows;
+      assert.equal(n, 50);
+      freeArrowArrayStream(p);
+    });
+    assert.equal(made, 1);
+  });
+
+  test('20 device arrays of one schema: one plan', async () => {
+    const t = batches(20);
+    const made = await plansMadeBy(() => {
+      for (const b of t.batches) {
+        const p = exportDeviceArray(b);
+        importDeviceArray(p, t.schema).release();
+        freeDeviceArray(p);
+      }
+    });
+    assert.equal(made, 1);
+  });
+
+  test('an async stream of 30 tasks from a C producer thread: no plan after the first task', { skip: peerMissing }, async () => {
+    const peer = asyncPeer();
+    const reader = createAsyncDeviceStreamReader({ nativeRing: false, queueSize: 4 });
+    const p = peer.produce(reader.handler, 30, 10, -1);
+    let n = 0;
+    let afterFirst = -1;
+    for await (const task of reader.tasks()) {
+      n += (task.data as RecordBatch).numRows;
+      if (afterFirst < 0) afterFirst = planBuilds();
+    }
+    await peer.produceWait(p);
+    assert.equal(n, 300);
+    assert.equal(planBuilds() - afterFirst, 0, 'tasks 2 to 30 read through the plan the schema made');
+  });
+});
