@@ -23,7 +23,7 @@ import type { SchemaNode } from '../schema/node.js';
 import { dataToView } from './arrowjs.js';
 import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from './exchange.js';
 import { writeArrayView } from './export.js';
-import { forget, ImportedData, ImportedRecordBatch, ImportedVector, ownersOf } from './imported.js';
+import { ImportedData, ImportedRecordBatch, ImportedVector, ownersOf } from './imported.js';
 import { batchNodeOf, schemaNodeOf } from './plan.js';
 import type { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
@@ -122,7 +122,6 @@ function handOn(x: Handed, requested: unknown, want: ArrayHandleKind, path: stri
   const mem = owner?.mem ?? nativeMemory();
   const schema = schemaHandle(mem, node);
   try {
-    if (owner) forget(x); // moved: its Data read through their accessors, which say so
     return new ArrayExportHandles(schema, owner ? moveToHandle(owner, want) : viewToHandle(mem, viewOfImport(x, node, path), want));
   } catch (e) {
     schema[Symbol.dispose]();

@@ -11,14 +11,11 @@
  * The `Data` of a zero-copy import is lazy: its buffers (`values`,
  * `valueOffsets`, `nullBitmap`, `typeIds`, and the variadic buffers of view
  * types) are made on first read by accessors on the prototype, which view
- * the producer's memory then; from there on each is an own data property,
- * as on a `Data` arrow-js makes, so loops over imported data read plain
- * properties. Released means unreadable: release detaches every view (owner.ts)
- * and takes those properties off the `Data` reachable from the released
- * object, so a read goes through the accessor again, which throws an error
- * that says why. (A WebAssembly memory's views share the module's buffer,
- * which cannot be detached and is replaced when the memory grows: there the
- * accessors stay, and check both on every read.)
+ * the producer's memory then, and keep what they made in the import's
+ * record: building arrow-js objects over an import views nothing, and a
+ * Data keeps one shape for its whole life. Released means unreadable:
+ * release detaches every view (owner.ts), and every read through an
+ * accessor checks the release and throws an error that says why.
  *
  * arrow-js's offset convention differs from C's: a `Data`'s `offset` applies
  * to its bitmaps only; values, offsets and type ids are sliced to the first
@@ -96,7 +93,6 @@ export function releaseImport(x: object): void {
 export function releaseObject(x: object, reason: Parameters<ImportOwner['release']>[0]): void {
   const by = (x as Owned)[OWNERS];
   if (by === undefined) throw invalid('releaseImport', 'not an object returned by an import of this library');
-  forget(x);
   if (!Array.isArray(by)) (by as ImportOwner).release(reason);
   else {
     let first: unknown;
@@ -192,11 +188,11 @@ const EMPTY = new Uint8Array(0);
 const READ = Symbol('arrow-device.read');
 const AT = Symbol('arrow-device.at');
 const NODE = Symbol('arrow-device.node');
-/** The slots a WebAssembly import's Data made, checked on every read (its accessors stay). */
-const WASM = Symbol('arrow-device.wasm');
 
 type SlotKey = 'valueOffsets' | 'values' | 'nullBitmap' | 'typeIds' | 'variadicBuffers';
-const SLOTS: readonly SlotKey[] = ['valueOffsets', 'values', 'nullBitmap', 'typeIds'];
+const SLOT_INDEX: Record<SlotKey, number> = { valueOffsets: 0, values: 1, nullBitmap: 2, typeIds: 3, variadicBuffers: 4 };
+/** What a slot holds where the node's form has nothing for it (`typeIds` of a list). */
+const NO_SLOT = Symbol('arrow-device.no-slot');
 
 /**
  * A `Data` of an import whose buffers are made on first read (see the file
@@ -208,7 +204,6 @@ class LazyData extends ImportedData {
   declare [READ]: ImportRead;
   declare [AT]: number;
   declare [NODE]: PlanNode;
-  declare [WASM]: Partial<Record<SlotKey, unknown>> | undefined;
   constructor(read: ImportRead, pn: PlanNode, at: number, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined) {
     super(type, O, N, nullCount, undefined as never, children, dictionary);
     this[READ] = read;
@@ -220,7 +215,18 @@ class LazyData extends ImportedData {
 /** A `LazyData` of a view type: its variadic buffers are lazy too (only here, so the others keep a plain `variadicBuffers`). */
 class LazyViewData extends LazyData {}
 
+/**
+ * The accessor of a buffer slot. Its value is made once and kept in the
+ * record (`slots`, by node and slot), not on the Data: the Data keeps one
+ * shape for its whole life, so a loop over many of them is optimised once
+ * (a shape changed by the first read made such loops run their first passes
+ * unoptimised). Every read checks the release (released means unreadable,
+ * with the reason) and, on WebAssembly memory, that the memory has not grown
+ * since the view was made (which detaches it: a detached typed array reads
+ * as empty, and arrow-js would return wrong values silently).
+ */
 function lazySlot(key: SlotKey): PropertyDescriptor {
+  const index = SLOT_INDEX[key];
   return {
     configurable: true,
     get(this: LazyData) {
@@ -229,53 +235,44 @@ function lazySlot(key: SlotKey): PropertyDescriptor {
       if (read === undefined) return undefined;
       const owner = read.owner;
       if (owner !== null && owner.isReleased) owner.check(pathAt(read, this[AT]), 'a read');
-      if (read.mem?.viewsShareBuffer) return wasmSlot(this, read, key);
-      const v = slotOf(read, this[NODE], this[AT], key, this.offset, this.length, counted(this));
-      if (v !== undefined) {
-        Object.defineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true });
-        read.installed = true;
-      }
+      const slots = (read.slots ??= []);
+      const i = this[AT] * 5 + index;
+      let v = slots[i];
+      if (v === undefined) slots[i] = v = slotOf(read, this[NODE], this[AT], key, this.offset, this.length, counted(this)) ?? NO_SLOT;
+      if (v === NO_SLOT) return undefined;
+      if (read.mem?.viewsShareBuffer) checkAttached(read, this[AT], key, v);
       return v;
     },
     set(this: LazyData, v: unknown) {
-      // The Data constructor's assignments (before the record is set) are the record's to make.
+      // The Data constructor's assignments (before the record is set) are the record's to make;
+      // arrow-js's own (setValid's bitmap) replace the slot.
       const read = this[READ];
-      if (read === undefined) return;
-      Object.defineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true });
-      read.installed = true;
+      if (read !== undefined) (read.slots ??= [])[this[AT] * 5 + index] = v;
     },
   };
 }
 
-/**
- * A slot of a WebAssembly import: made once, and on every read checked
- * against a grown memory, which detaches the views made before (a detached
- * typed array reads as empty: arrow-js would return wrong values silently).
- */
-function wasmSlot(d: LazyData, read: ImportRead, key: SlotKey): unknown {
-  const made = (d[WASM] ??= {});
-  let v = made[key];
-  if (v === undefined) made[key] = v = slotOf(read, d[NODE], d[AT], key, d.offset, d.length, counted(d));
+function checkAttached(read: ImportRead, at: number, key: SlotKey, v: unknown): void {
   for (const x of Array.isArray(v) ? v : [v]) {
     if (ArrayBuffer.isView(x) && isDetached(x)) {
       throw new ArrowDeviceError(
         'memory',
-        `${pathAt(read, d[AT])}.${key}`,
+        `${pathAt(read, at)}.${key}`,
         "this buffer was viewed in a WebAssembly module's memory before the memory grew, which detached the view; " +
           'read the data after the module is done growing its memory, or import with { copy: true }',
       );
     }
   }
-  return v;
 }
+
+for (const key of ['valueOffsets', 'values', 'nullBitmap', 'typeIds'] as const) Object.defineProperty(LazyData.prototype, key, lazySlot(key));
+Object.defineProperty(LazyViewData.prototype, 'variadicBuffers', lazySlot('variadicBuffers'));
 
 /** Whether a Data's bitmap is used: the null count the builder gave it (0 where it has none). */
 function counted(d: Data): boolean {
   return (d as unknown as { _nullCount: number })._nullCount !== 0;
 }
 
-for (const key of SLOTS) Object.defineProperty(LazyData.prototype, key, lazySlot(key));
-Object.defineProperty(LazyViewData.prototype, 'variadicBuffers', lazySlot('variadicBuffers'));
 
 /**
  * `new LazyData(...)` (or `LazyViewData`) with its fields stored directly:
@@ -393,30 +390,6 @@ const FAST_DATA = ((): boolean => {
 const NewLazy: LazyCtor = FAST_DATA ? (FastLazy as unknown as LazyCtor) : classLazy(false);
 const NewLazyView: LazyCtor = FAST_DATA ? (FastLazyView as unknown as LazyCtor) : classLazy(true);
 const NewBatchData: BatchDataCtor = FAST_DATA ? (FastBatchData as unknown as BatchDataCtor) : classBatchData;
-
-/**
- * Takes the buffers made so far off every lazy `Data` under `x`, so that
- * reads go through the accessors, which throw once released. Only what
- * `x` reaches: the objects a release is asked of (a table's batches, a
- * batch's columns, their children and dictionaries).
- */
-export function forget(x: object): void {
-  if (x instanceof Table) for (const b of x.batches) forgetData(b.data);
-  else if (x instanceof RecordBatch) forgetData(x.data);
-  else if (x instanceof Vector) for (const d of x.data) forgetData(d);
-  else if (x instanceof Data) forgetData(x);
-}
-
-function forgetData(d: Data): void {
-  if (d instanceof LazyData) {
-    // Nothing made on this import's Data yet: nothing to take off (the read all its Data share).
-    if (!d[READ].installed) return;
-    for (const k of SLOTS) if (Object.hasOwn(d, k)) delete (d as unknown as Record<string, unknown>)[k];
-    if (d instanceof LazyViewData && Object.hasOwn(d, 'variadicBuffers')) delete (d as { variadicBuffers?: unknown }).variadicBuffers;
-  }
-  for (const c of d.children) forgetData(c);
-  if (d.dictionary) for (const c of d.dictionary.data) forgetData(c);
-}
 
 // --- slots -------------------------------------------------------------------------------
 

@@ -166,8 +166,8 @@ export class ImportRead {
   deferred: DeferredRead[] | null = null;
   /** Whether a buffer read on host memory has bytes (an import of only empty buffers holds nothing). */
   holds = false;
-  /** Whether a lazy Data of the import made a buffer its own property (release then takes them off: imported.ts). */
-  installed = false;
+  /** The buffer slots the import's lazy arrow-js Data made, by node position and slot (imported.ts). */
+  slots: unknown[] | undefined = undefined;
   /**
    * Whether the buffers will be viewed or copied into JS (every import but a
    * `DeviceArray`, which holds addresses): only then is a buffer JS cannot
@@ -822,7 +822,8 @@ export function bufferView(read: ImportRead, at: number, align: number, path: ()
   const made = read.views?.get(at);
   if (made !== undefined) return made;
   if (size === UNKNOWN) throw invalid(path(), 'a buffer size is unknown: resolve the sizes first');
-  let v = owner!.view(addr, size, path());
+  // Checked above: the place is needed only for an error.
+  let v = owner!.view(addr, size);
   if (v.byteOffset % align !== 0) {
     const copy = allocBytes(size, path());
     copy.set(v);
