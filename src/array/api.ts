@@ -37,7 +37,7 @@ import { dataToExportView, dataToView } from './arrowjs.js';
 import { exchangeOptions, importFromArrayHandles, importFromHandle, streamTableImporter, type ExchangeImportOptions } from './exchange.js';
 import { writeArrayView, arrayReleaseCallback } from './export.js';
 import './handoff.js'; // the exchange protocol's methods of imported objects
-import { consume, importWith, planOf, readSchemaPtr, type ImportCoreOptions, type SchemaLike } from './importer.js';
+import { consume, importWith, planOf, PlanOf, readSchemaPtr, type ImportCoreOptions, type SchemaLike } from './importer.js';
 import {
   importBatch, importData as dataOfRead, importedTable, importedVector, ownersOf, releaseImport,
   type ImportedData, type ImportedRecordBatch, type ImportedTable, type ImportedVector,
@@ -196,8 +196,9 @@ export function importArrayView(ptr: Ptr | ArrowArrayExportable, schema?: Schema
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importArrayView', (a, s, o) => importArrayView(a, s, o), releaseImport);
   const sch = schema as SchemaLike | Ptr;
   const m = mem(opts);
-  const { prepared: plan, level, staged, at } = consume(m, 'ArrowArray', ptr, sch, opts, 'array', () => planOf(m, sch, opts));
-  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), plan, opts, level, 'array', (read) => viewOf(read, plan.root, 0));
+  const c = consume(m, 'ArrowArray', ptr, sch, opts, 'array', PlanOf.Array);
+  const plan = c.plan!;
+  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', c.staged, c.at), plan, opts, c.level, 'array', (read) => viewOf(read, plan.root, 0));
 }
 
 /**
@@ -227,12 +228,8 @@ export function importData(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike 
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importData', (a, s, o) => importData(a, s, o), releaseImport);
   const sch = schema as SchemaLike | Ptr;
   const m = mem(opts);
-  const { prepared: plan, level, staged, at } = consume(m, 'ArrowArray', ptr, sch, opts, 'array', () => {
-    const plan = planOf(m, sch, opts);
-    plan.type('schema');
-    return plan;
-  });
-  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), plan, opts, level, 'array', dataOfRead);
+  const c = consume(m, 'ArrowArray', ptr, sch, opts, 'array', PlanOf.Data);
+  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', c.staged, c.at), c.plan!, opts, c.level, 'array', dataOfRead);
 }
 
 /**
@@ -273,8 +270,8 @@ export function importRecordBatch(ptr: Ptr | ArrowArrayExportable, schema?: Sche
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importRecordBatch', (a, s, o) => importRecordBatch(a, s, o), releaseImport);
   const sch = schema as Schema | SchemaNode | Ptr;
   const m = mem(opts);
-  const { prepared: plan, level, staged, at } = consume(m, 'ArrowArray', ptr, sch, opts, 'array', () => batchPlan(m, sch, opts));
-  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', staged, at), plan, opts, level, 'array', importBatch);
+  const c = consume(m, 'ArrowArray', ptr, sch, opts, 'array', PlanOf.Batch);
+  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', c.staged, c.at), c.plan!, opts, c.level, 'array', importBatch);
 }
 
 /**
@@ -320,8 +317,8 @@ export function importTable(
   const batches: ImportedRecordBatch[] = [];
   for (let i = 0; i < ptrs.length; i++) {
     try {
-      const { level, staged, at } = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, () => `arrays[${i}]`, () => undefined);
-      batches.push(importWith(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', staged, at), plan, opts, level, 'arrays', importBatch, null, i));
+      const c = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, 'arrays', PlanOf.None, i);
+      batches.push(importWith(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', c.staged, c.at), plan, opts, c.level, 'arrays', importBatch, null, i));
     } catch (e) {
       for (const b of batches) b.release();
       for (const p of ptrs.slice(i + 1)) if (typeof p === 'bigint') releaseStruct(m, 'ArrowArray', p);

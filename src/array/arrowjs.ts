@@ -90,6 +90,7 @@ export function dataToExportView(data: Data, schema?: SchemaNode): ArrayView {
 }
 
 const NONE: readonly never[] = Object.freeze([]);
+const EMPTY = new Uint8Array(0);
 
 function toView(data: Data, node: SchemaNode, asIs: boolean): ArrayView {
   const N = data.length;
@@ -110,24 +111,26 @@ function toView(data: Data, node: SchemaNode, asIs: boolean): ArrayView {
       dictionary: toView(dict, node.dictionary!, asIs),
     };
   }
-  // Each C buffer from the arrow-js buffer of its role.
-  const buffers: (Uint8Array | null)[] = [];
-  for (const s of layoutOf(node.type).buffers) {
-    switch (s.role) {
-      case Role.Validity: buffers.push(validity); break;
-      case Role.Bits: buffers.push(rebaseBitmap((data.values as Uint8Array | undefined) ?? new Uint8Array(0), data.offset, N)); break;
-      case Role.Offsets: case Role.UnionOffsets: buffers.push(bytes(data.valueOffsets as ArrayBufferView, asIs)); break;
-      case Role.Data: buffers.push(bytes(data.values as Uint8Array)); break;
-      case Role.TypeIds: buffers.push(bytes(data.typeIds as ArrayBufferView, asIs)); break;
-      case Role.Views:
-        // The views, then each variadic data buffer; the variadic sizes close the list.
-        buffers.push(bytes(data.values as Uint8Array));
-        for (const b of data.variadicBuffers) buffers.push(bytes(b));
+  // Each C buffer from the arrow-js buffer of its role (view types: the variadic buffers between).
+  const specs = layoutOf(node.type).buffers;
+  const variadic = type.typeId === Type.Utf8View || type.typeId === Type.BinaryView ? data.variadicBuffers : NONE;
+  const buffers: (Uint8Array | null)[] = new Array(specs.length + variadic.length);
+  let j = 0;
+  for (let i = 0; i < specs.length; i++) {
+    switch (specs[i]!.role) {
+      case Role.Validity: buffers[j++] = validity; break;
+      case Role.Bits: buffers[j++] = rebaseBitmap((data.values as Uint8Array | undefined) ?? EMPTY, data.offset, N); break;
+      case Role.Offsets: case Role.UnionOffsets: buffers[j++] = bytes(data.valueOffsets as ArrayBufferView, asIs); break;
+      case Role.Data: case Role.Views: buffers[j++] = bytes(data.values as Uint8Array); break;
+      case Role.TypeIds: buffers[j++] = bytes(data.typeIds as ArrayBufferView, asIs); break;
+      case Role.VariadicSizes: {
+        for (const b of variadic) buffers[j++] = bytes(b);
+        const sizes = new BigInt64Array(variadic.length);
+        for (let k = 0; k < variadic.length; k++) sizes[k] = BigInt(variadic[k]?.byteLength ?? 0);
+        buffers[j++] = bytes(sizes);
         break;
-      case Role.VariadicSizes:
-        buffers.push(bytes(new BigInt64Array(data.variadicBuffers.map((b) => BigInt(b?.byteLength ?? 0)))));
-        break;
-      default: buffers.push(bytes(data.values as ArrayBufferView, asIs));
+      }
+      default: buffers[j++] = bytes(data.values as ArrayBufferView, asIs);
     }
   }
   const n = data.children.length;

@@ -573,7 +573,7 @@ function asImportedData(d: Data): ImportedData {
 
 /** The arrow-js `Data` of a whole import: lazy over the producer's buffers (or over the copies, with `copy`). */
 export function importData(read: ImportRead): ImportedData {
-  read.plan.type(read.prefix);
+  read.plan.type();
   return dataOf(read, read.plan.root, 0, 0, -1, true) as ImportedData;
 }
 
@@ -582,7 +582,7 @@ export function importData(read: ImportRead): ImportedData {
  * struct's children in the struct's window, its schema the plan's.
  */
 export function importBatch(read: ImportRead): ImportedRecordBatch {
-  const { schema, struct } = read.plan.batch(read.prefix);
+  const { schema, struct } = read.plan.batch();
   const pn = read.plan.root;
   const nums = read.nums;
   const O = nums[OFFSET]!;

@@ -70,36 +70,68 @@ export function planOf(m: Memory, schema: SchemaLike | Ptr, opts: ToArrowOptions
   return planOfNode(schema as SchemaNode, opts);
 }
 
+/** What `consume` found: one object, filled anew by each call (read it at once). */
+export interface Consumed {
+  /** The plan of the schema (null when `consume` was given none to find). */
+  plan: Plan | null;
+  level: number;
+  /** Where the struct's bytes were staged (the move takes them from there). */
+  staged: Arena;
+  at: number;
+}
+const consumed: Consumed = { plan: null, level: 0, staged: staged, at: 0 };
+
+/** How `consume` finds the plan of a schema argument. */
+export const enum PlanOf {
+  /** The schema was read already (a table's arrays, a stream's items): find none. */
+  None,
+  /** An array's, read as it is (an `ArrayView`, a `DeviceArray`). */
+  Array,
+  /** An array's, its arrow-js type made (arrow-js `Data`). */
+  Data,
+  /** A record batch's: a struct, its arrow-js form made. */
+  Batch,
+}
+
 /**
- * Step 1: checks the struct at `ptr` and runs `prepare` (the schema and the
- * options). Import consumes: on any failure the array is released (unless
- * it was NULL or released already) and so is `schema` when it is a pointer
- * not read yet. Returns `prepare`'s result, the validation level, and where
- * the struct's bytes were staged (the move takes them from there).
+ * Step 1: checks the struct at `ptr` (its place: `path`, or `path[index]`)
+ * and finds the plan of `schema`. Import consumes: on any failure the array
+ * is released (unless it was NULL or released already) and so is `schema`
+ * when it is a pointer not read yet.
  */
-export function consume<T>(
+export function consume(
   m: Memory,
   kind: OwnedStruct,
   ptr: Ptr,
-  schema: unknown,
+  schema: SchemaLike | Ptr | undefined,
   opts: ImportCoreOptions,
-  path: string | (() => string),
-  prepare: () => T,
-): { prepared: T; level: number; staged: Arena; at: number } {
+  path: string,
+  plan: PlanOf,
+  index = -1,
+): Consumed {
   let schemaTaken = false;
-  const place = (): string => (typeof path === 'string' ? path : path());
   try {
     ptrArg(ptr, 'ptr', m, m.layouts[kind].size, `an ${kind}`);
-    if (ptr === 0n) throw invalid(place(), 'NULL pointer');
+    if (ptr === 0n) throw invalid(index < 0 ? path : `${path}[${index}]`, 'NULL pointer');
     const at = stage(rawOf(m), Number(ptr), m.layouts[kind].size);
     const from = staged;
     if (ptrAt(from.dv, at + releaseOffset(m, kind), m.target.pointerSize === 8) === 0) {
-      throw new ArrowDeviceError('released', place(), `the struct is released (${kind === 'ArrowArray' ? '' : 'array.'}release is NULL)`);
+      throw new ArrowDeviceError('released', index < 0 ? path : `${path}[${index}]`, `the struct is released (${kind === 'ArrowArray' ? '' : 'array.'}release is NULL)`);
     }
     const level = validationLevel(opts.validate);
     schemaTaken = true;
-    const prepared = prepare();
-    return { prepared, level, staged: from, at };
+    let p: Plan | null = null;
+    if (plan !== PlanOf.None) {
+      p = planOf(m, schema!, opts, plan === PlanOf.Batch);
+      // A type arrow-js lacks is refused here, while the array is still the caller's to consume.
+      if (plan === PlanOf.Batch) p.batch();
+      else if (plan === PlanOf.Data) p.type();
+    }
+    consumed.plan = p;
+    consumed.level = level;
+    consumed.staged = from;
+    consumed.at = at;
+    return consumed;
   } catch (e) {
     // Consume what can be consumed; a pointer that is itself the problem (bad address) must not
     // turn the error the caller needs into another one.

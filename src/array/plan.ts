@@ -306,8 +306,6 @@ const byNode = new WeakMap<SchemaNode, [Plan | undefined, Plan | undefined]>();
  * by the producer's node, also where `expand` changed the arrow-js form).
  */
 const byArrow = new WeakMap<Schema | DataType | Field, Plan>();
-/** The plans in `byArrow` that were made from their arrow-js object (and follow its metadata maps). */
-const madeFromArrow = new WeakSet<Plan>();
 
 /** The plan of a `SchemaNode` (a schema read from a producer, or one made in JS). */
 export function planOfNode(node: SchemaNode, opts: ToArrowOptions = {}, path = 'schema'): Plan {
@@ -321,8 +319,9 @@ export function planOfNode(node: SchemaNode, opts: ToArrowOptions = {}, path = '
 
 /**
  * The plan of an arrow-js `Schema`: imports against it carry this `Schema`
- * object (and its fields' types). Made once per object, and again only if
- * one of its metadata maps changed (`schemaNodeOf`).
+ * object (and its fields' types). Made once per object: arrays are read by
+ * its types, which never change (its metadata maps may, which only exports
+ * follow: `schemaNodeOf`).
  */
 export function planOfSchema(schema: Schema): Plan {
   return planOfArrow(schema, schema);
@@ -335,12 +334,7 @@ export function planOfType(t: DataType | Field): Plan {
 
 function planOfArrow(key: Schema | DataType | Field, given: Schema | DataType): Plan {
   let p = byArrow.get(key);
-  if (p !== undefined && !madeFromArrow.has(p)) return p;
-  const node = schemaNodeOf(key);
-  if (p === undefined || p.node !== node) {
-    byArrow.set(key, (p = new Plan(node, false, given, 'schema')));
-    madeFromArrow.add(p);
-  }
+  if (p === undefined) byArrow.set(key, (p = new Plan(schemaNodeOf(key), false, given, 'schema')));
   return p;
 }
 
@@ -362,12 +356,19 @@ interface FromArrow {
 }
 const nodesOfArrow = new WeakMap<object, FromArrow>();
 
-function fromArrow(key: object, maps: ReadonlyMap<string, string>[], make: () => SchemaNode): SchemaNode {
+function fromArrow(key: object, maps: () => ReadonlyMap<string, string>[], make: () => SchemaNode): SchemaNode {
   const hit = nodesOfArrow.get(key);
-  if (hit !== undefined && hit.maps.length === maps.length && hit.maps.every((m, i) => m === maps[i] && sameContents(m, hit.contents[i]!))) return hit.node;
+  if (hit !== undefined && fresh(hit)) return hit.node;
   const node = make();
-  nodesOfArrow.set(key, { node, maps, contents: maps.map(mapContents) });
+  const m = maps();
+  nodesOfArrow.set(key, { node, maps: m, contents: m.map(mapContents) });
   return node;
+}
+
+/** Whether the maps a node was made from hold what they held (the maps themselves are fixed: fields are immutable). */
+function fresh(f: FromArrow): boolean {
+  for (let i = 0; i < f.maps.length; i++) if (!sameContents(f.maps[i], f.contents[i]!)) return false;
+  return true;
 }
 
 /** The encodings of exported nodes (schema/export.ts `encodeSchema`), by node, for one pointer width. */
@@ -385,20 +386,27 @@ export function writeSchema(mem: Memory, s: SchemaLike, into: Ptr): void {
 /** The `SchemaNode` of any schema form (an arrow-js object's made once: see `FromArrow`). */
 export function schemaNodeOf(s: SchemaLike): SchemaNode {
   if (!(s instanceof Schema || s instanceof Field || s instanceof DataType)) return s;
-  return fromArrow(s, metadataMaps(s), () => toSchemaNode(s));
+  return fromArrow(s, () => metadataMaps(s), () => toSchemaNode(s));
 }
 
 /**
  * The node of a record batch's schema as its data says (its struct type's
  * fields, its schema's metadata): arrow-js can give a batch a `schema`
  * that disagrees with its data where field names repeat (gold case
- * duplicate_fieldnames). Made once per struct type.
+ * duplicate_fieldnames). Made once per struct type and schema metadata
+ * (compared by contents: the batches arrow-js makes have schemas of their own).
  */
 export function batchNodeOf(batch: { readonly data: { readonly type: DataType }; readonly schema: Schema }): SchemaNode {
   const struct = batch.data.type as Struct;
   const metadata = batch.schema.metadata;
-  return fromArrow(struct, [metadata, ...metadataMaps(struct)], () => toSchemaNode(new Schema(struct.children, metadata)));
+  const hit = batchNodes.get(struct);
+  if (hit !== undefined && sameContents(metadata, hit.metadata) && fresh(hit.fields)) return hit.fields.node;
+  const node = toSchemaNode(new Schema(struct.children, metadata));
+  const maps = metadataMaps(struct);
+  batchNodes.set(struct, { metadata: mapContents(metadata), fields: { node, maps, contents: maps.map(mapContents) } });
+  return node;
 }
+const batchNodes = new WeakMap<DataType, { metadata: readonly string[]; fields: FromArrow }>();
 
 /** Every metadata map a node of `s` is made from: its own (a schema's or a field's), its fields', theirs... */
 function metadataMaps(s: Schema | Field | DataType): ReadonlyMap<string, string>[] {

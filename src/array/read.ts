@@ -256,11 +256,15 @@ class Reader {
   /** Whether the host reads the buffers' bytes at their addresses. */
   host: boolean;
 
+  /** The memory `raw` and `f` are of. */
+  mem: Memory;
+
   constructor(
     public read: ImportRead,
     public device: DeviceReader | null,
   ) {
     const mem = read.mem!;
+    this.mem = mem;
     this.raw = rawOf(mem);
     this.f = fieldsOf(mem);
     this.host = device === null;
@@ -272,8 +276,11 @@ class Reader {
     const mem = read.mem!;
     this.read = read;
     this.device = device;
-    this.raw = rawOf(mem);
-    this.f = fieldsOf(mem);
+    if (mem !== this.mem) {
+      this.mem = mem;
+      this.raw = rawOf(mem);
+      this.f = fieldsOf(mem);
+    }
     this.host = device === null;
     this.seen = read.plan.shared ? AddressSet.shared() : null;
     this.addrs.length = 0;

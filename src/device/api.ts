@@ -34,7 +34,7 @@ import { importBatch, importData, owned, releaseImport, type ImportedData, type 
 import { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import { exportSchema, releaseArrowSchema, toExportView, type ArrayImportOptions, type MemoryOption, type SchemaLike } from '../array/api.js';
 import { writeArrayView } from '../array/export.js';
-import { consume, importWith, planOf } from '../array/importer.js';
+import { consume, importWith, PlanOf, quietly } from '../array/importer.js';
 import { ImportOwner } from '../array/owner.js';
 import { batchNodeOf, type Plan } from '../array/plan.js';
 import type { ImportRead } from '../array/read.js';
@@ -137,14 +137,18 @@ function readRelease(m: Memory, ptr: Ptr): Ptr {
  * device fields. Import consumes: on failure the array, and a schema given
  * as a pointer, are released.
  */
-function begin(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions, batch: boolean): { m: Memory; plan: Plan; fields: DeviceFields; level: number } {
+function begin(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions, form: PlanOf): { m: Memory; plan: Plan; fields: DeviceFields; level: number } {
   const m = mem(opts);
-  const { prepared, level } = consume(m, 'ArrowDeviceArray', ptr, schema, opts, 'device_array', () => {
-    const plan = planOf(m, schema, opts, batch);
-    if (batch) plan.batch('schema');
-    return { plan, fields: readDeviceFields(m, ptr) };
-  });
-  return { m, plan: prepared.plan, fields: prepared.fields, level };
+  const c = consume(m, 'ArrowDeviceArray', ptr, schema, opts, 'device_array', form);
+  const { plan, level } = c;
+  let fields: DeviceFields;
+  try {
+    fields = readDeviceFields(m, ptr);
+  } catch (e) {
+    quietly(() => releaseStruct(m, 'ArrowDeviceArray', ptr));
+    throw e;
+  }
+  return { m, plan: plan!, fields, level };
 }
 
 /** Whether the CPU can read the data in place (after the sync). */
@@ -161,10 +165,10 @@ function importDevice<T extends object>(
   ptr: Ptr,
   schema: SchemaLike | Ptr,
   opts: DeviceImportOptions,
-  batch: boolean,
+  form: PlanOf,
   build: (read: ImportRead) => T,
 ): T | DeviceArray {
-  const { m, plan, fields, level } = begin(ptr, schema, opts, batch);
+  const { m, plan, fields, level } = begin(ptr, schema, opts, form);
   if (readsInPlace(fields)) {
     try {
       backendFor(fields.deviceType)!.syncForHost({ mem: m, ...fields });
@@ -209,7 +213,7 @@ export function importDeviceArray(source: DeviceArraySource, opts?: DeviceExchan
 export function importDeviceArray(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): DeviceArray;
 export function importDeviceArray(ptr: Ptr | DeviceArraySource, schema?: SchemaLike | Ptr | DeviceExchangeOptions, opts: DeviceImportOptions = {}): DeviceArray {
   if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceArray', (p, s, o) => importDeviceArray(p, s, o));
-  const { m, plan, level } = begin(ptr, schema as SchemaLike | Ptr, opts, false);
+  const { m, plan, level } = begin(ptr, schema as SchemaLike | Ptr, opts, PlanOf.Array);
   return adoptDeviceArray(m, ptr, plan, 'device_array', level);
 }
 
@@ -228,7 +232,7 @@ export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: Devic
 export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): ImportedData | DeviceArray;
 export function importDeviceData(ptr: Ptr | DeviceArraySource, schema?: SchemaLike | Ptr | DeviceExchangeOptions, opts: DeviceImportOptions = {}): ImportedData | DeviceArray {
   if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceData', (p, s, o) => importDeviceData(p, s, o));
-  return importDevice(ptr, schema as SchemaLike | Ptr, opts, false, importData);
+  return importDevice(ptr, schema as SchemaLike | Ptr, opts, PlanOf.Data, importData);
 }
 
 /**
@@ -250,7 +254,7 @@ export function importDeviceRecordBatch(
   opts: DeviceImportOptions = {},
 ): ImportedRecordBatch | DeviceArray {
   if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceRecordBatch', (p, s, o) => importDeviceRecordBatch(p, s, o));
-  return importDevice(ptr, schema as Schema | SchemaNode | Ptr, opts, true, importBatch);
+  return importDevice(ptr, schema as Schema | SchemaNode | Ptr, opts, PlanOf.Batch, importBatch);
 }
 
 /**
@@ -262,7 +266,7 @@ export function importDeviceArrayView(source: DeviceArraySource, opts?: DeviceEx
 export function importDeviceArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): ArrayView | DeviceArray;
 export function importDeviceArrayView(ptr: Ptr | DeviceArraySource, schema?: SchemaLike | Ptr | DeviceExchangeOptions, opts: DeviceImportOptions = {}): ArrayView | DeviceArray {
   if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceArrayView', (p, s, o) => importDeviceArrayView(p, s, o));
-  return importDevice(ptr, schema as SchemaLike | Ptr, opts, false, (read) => viewOf(read, read.plan.root, 0));
+  return importDevice(ptr, schema as SchemaLike | Ptr, opts, PlanOf.Array, (read) => viewOf(read, read.plan.root, 0));
 }
 
 // --- export ------------------------------------------------------------------------------
