@@ -109,3 +109,23 @@ export function tsRunner(runtime) {
   }
   return `unknown runtime ${runtime} (known: ${RUNTIMES.join(', ')})`;
 }
+
+/**
+ * How to run a plain JavaScript file (compiled: the benchmarks) on `runtime`
+ * ('node' is the Node running this): { cmd, args (before the file) }, or a
+ * string saying why not. Printed as JSON by `node tools/runtimes.mjs js <runtime>`.
+ */
+export function jsRunner(runtime) {
+  try {
+    if (runtime === 'node') return { cmd: process.execPath, args: [] };
+    if (runtime === 'bun') return { cmd: bun(), args: [] };
+    if (runtime === 'deno') return { cmd: deno(), args: ['run', '-A'] };
+  } catch (e) {
+    return `cannot install ${runtime}: ${e.message}`;
+  }
+  return `no plain-JavaScript runner for ${runtime} (known: node, bun, deno)`;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === 'js') {
+  console.log(JSON.stringify(jsRunner(process.argv[3])));
+}
