@@ -4,8 +4,12 @@
  * rest goes.
  *
  *   npm run bench:async [-- --batches 5000] [-- --repeats 3] [-- --against <git ref>[,<git ref>...]] [-- --only <text>]
+ *                       [-- --runtimes node,bun,deno]
  *
  * `--only` measures the paths whose name contains the text (and the hops and export/import).
+ * `--runtimes` measures on each runtime named (Bun and Deno from the npm
+ * registry, tools/runtimes.mjs), every figure of a runtime in child processes
+ * of that runtime, one section each; the default is the Node running it.
  *
  * Paths (batches of 8 int32 rows, so the fixed cost per batch is what shows):
  * - a native producer thread (test/async/peer.c) into our reader, queue 1 and
@@ -49,6 +53,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Table, vectorFromArray, type RecordBatch } from 'apache-arrow';
 import type * as Current from '../src/index.js';
 import { asyncPeer, asyncPeerPath, peerMissing } from '../test/async/peer.js';
+import { Doorbell } from '../src/async/doorbell.js';
+import { runtimeName } from '../src/platform/node.js';
 
 type Lib = typeof Current;
 
@@ -73,6 +79,8 @@ interface Timing {
   all: number;
   /** Wake-ups of the JS thread per batch (the native ring and pump). */
   hopsPerBatch?: number;
+  /** The runtime a child ran on (`runtime`, the measurement of nothing). */
+  runtime?: string;
 }
 
 // --- what a child measures ---------------------------------------------------------------
@@ -95,6 +103,21 @@ const allCpu = (): number => {
   const u = process.cpuUsage();
   return u.user + u.system;
 };
+
+/**
+ * The smallest step the JS thread's CPU clock takes (a runtime's clock may tick coarsely: Deno's in
+ * 10 ms steps here): the CPU columns mean little below a few steps per run.
+ */
+function cpuClockStep(): number {
+  let step = Infinity;
+  for (let i = 0; i < 3; i++) {
+    const a = jsCpu();
+    let b = a;
+    while (b === a) b = jsCpu();
+    step = Math.min(step, b - a);
+  }
+  return step;
+}
 
 /** Wall time, JS thread CPU and process CPU per item (microseconds) of one run of `n` items. */
 async function timed(n: number, run: () => Promise<void> | void): Promise<Timing> {
@@ -214,8 +237,9 @@ async function blockingHop(n: number): Promise<void> {
 
 /**
  * n round trips through a doorbell pipe, the native ring's and pump's wake-up: JS signals a native
- * thread (a plain call), which writes a byte into a pipe that JS's event loop reads (a net.Socket), and
- * JS signals again. One round trip is what a queue-1 batch costs the ring or pump beyond its work.
+ * thread (a plain call), which writes a byte into a pipe that JS's event loop reads (the runtime's
+ * mechanism: src/async/doorbell.ts), and JS signals again. One round trip is what a queue-1 batch costs
+ * the ring or pump beyond its work.
  */
 async function doorbellRoundTrip(n: number): Promise<void> {
   const peer = koffi.load(asyncPeerPath());
@@ -224,18 +248,29 @@ async function doorbellRoundTrip(n: number): Promise<void> {
   const ping = peer.func('void peer_pingpong_ping(void *p)');
   const free = peer.func('void peer_pingpong_free(void *p)');
   const p = make() as unknown;
-  const { Socket } = await import('node:net');
-  const sock = new Socket({ fd: fd(p) as number, readable: true, writable: false });
-  let count = 0;
+  let pinged = 0;
+  let heard = 0;
+  let bell: Doorbell | undefined;
+  // The doorbell never keeps the process alive (the library's streams do, while they run): this does.
+  const keepAlive = setInterval(() => {}, 1 << 30);
   await new Promise<void>((resolve) => {
-    sock.on('data', (b: Buffer) => {
-      count += b.length;
-      if (count >= n) resolve();
-      else ping(p);
+    const signal = (): void => {
+      pinged++;
+      ping(p);
+    };
+    bell = new Doorbell({
+      fd: fd(p) as number,
+      what: 'the benchmark',
+      rung: () => pinged,
+      onRing: () => {
+        if (++heard >= n) resolve();
+        else signal();
+      },
     });
-    ping(p);
+    signal();
   });
-  sock.destroy();
+  clearInterval(keepAlive);
+  bell!.close();
   free(p);
 }
 
@@ -279,6 +314,12 @@ function exportImport(lib: Lib, n: number): void {
  */
 async function measure(lib: Lib, what: string): Promise<Timing> {
   lib.nativeMemory(); // first: the library sets koffi's async stack size before any library is loaded
+  if (what === 'runtime') {
+    const ring = lib.createAsyncDeviceStreamReader();
+    const how = ring.nativeRing ? 'native ring' : `no native ring: ${ring.nativeRingMissing}`;
+    ring.dispose();
+    return { us: 0, js: 0, all: 0, runtime: `${runtimeName} (${process.arch}; ${how}; JS CPU clock step ${f1(cpuClockStep())} us)` };
+  }
   let run: (n: number) => Promise<void> | void;
   if (what === 'hop:blocking') run = blockingHop;
   else if (what === 'hop:async') run = asyncCall;
@@ -300,6 +341,21 @@ async function measure(lib: Lib, what: string): Promise<Timing> {
     bells.push(ringDoorbells / N);
   }
   return { us: median(ts.map((t) => t.us)), js: median(ts.map((t) => t.js)), all: median(ts.map((t) => t.all)), hopsPerBatch: median(bells) };
+}
+
+/** How a child of a runtime starts: `cmd args... <file> ...`. */
+interface Runner {
+  readonly runtime: string;
+  readonly cmd: string;
+  readonly args: readonly string[];
+}
+
+/** Each runtime's runner (tools/runtimes.mjs, installing Bun or Deno on first use), or why there is none. */
+function runnerFor(runtime: string): Runner | string {
+  if (runtime === 'node') return { runtime, cmd: process.execPath, args: [] };
+  const r = spawnSync(process.execPath, [join(process.cwd(), 'tools', 'runtimes.mjs'), 'js', runtime], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const got = JSON.parse(r.stdout.trim() || '"tools/runtimes.mjs failed"') as { cmd: string; args: string[] } | string;
+  return typeof got === 'string' ? got : { runtime, cmd: got.cmd, args: got.args };
 }
 
 // --- the parent: runs every measurement in a child, interleaved ----------------------
@@ -331,13 +387,13 @@ function compileRef(ref: string): { name: string; index: string } {
   return { name: `${ref} (${sha})`, index };
 }
 
-function child(index: string, what: string): Timing {
-  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', index, what, '--batches', String(N)], {
+function measureIn(runner: Runner, index: string, what: string): Timing {
+  const r = spawnSync(runner.cmd, [...runner.args, fileURLToPath(import.meta.url), '--child', index, what, '--batches', String(N)], {
     encoding: 'utf8',
     env: { ...process.env, ARROW_DEVICE_ASYNC_PEER: asyncPeerPath() },
   });
   const line = r.stdout.trim().split('\n').pop() ?? '';
-  if (r.status !== 0 || !line.startsWith('{')) throw new Error(`measuring ${what} failed:\n${r.stdout}\n${r.stderr}`);
+  if (r.status !== 0 || !line.startsWith('{')) throw new Error(`measuring ${what} on ${runner.runtime} failed:\n${r.stdout}\n${r.stderr}`);
   return JSON.parse(line) as Timing;
 }
 
@@ -352,7 +408,21 @@ async function parent(): Promise<void> {
     ...(against ? against.split(',').map(compileRef) : []),
     { name: 'working tree', index: fileURLToPath(new URL('../src/index.js', import.meta.url)) },
   ];
-  console.log(`async device stream bench: ${N} batches of 8 int32 rows, ${R} repeats (medians), node ${process.version}`);
+  for (const runtime of (arg('runtimes') ?? 'node').split(',')) {
+    const runner = runnerFor(runtime);
+    if (typeof runner === 'string') {
+      console.log(`\n===== ${runtime}: not measured: ${runner}`);
+      continue;
+    }
+    await benchOn(runner, variants);
+  }
+}
+
+async function benchOn(runner: Runner, variants: { name: string; index: string }[]): Promise<void> {
+  const child = (index: string, what: string): Timing => measureIn(runner, index, what);
+  const version = measureIn(runner, variants.at(-1)!.index, 'runtime').runtime;
+  console.log(`\n===== ${version}`);
+  console.log(`async device stream bench: ${N} batches of 8 int32 rows, ${R} repeats (medians), ${version}`);
   console.log(`variants: ${variants.map((v) => v.name).join(', ')}`);
 
   const results = new Map<string, Timing[]>();

@@ -4,25 +4,32 @@
 //
 //   prebuilds/<platform>-<arch>/libarrow-device-async.<so|dylib>
 //
-// for the machine it runs on. `npm pack` runs it (prepack), so the package
-// carries a prebuilt library and users never compile anything; a release
-// that serves more platforms packs after gathering each platform's
-// prebuilds/ folder from a build on that platform. `npm test` runs it with
-// --optional (pretest): without a C compiler it says so and the reader
-// uses JS callbacks, which the tests then cover alone.
-//
 //   node tools/build-native.mjs [--optional] [--out DIR]
+//       the library for the machine it runs on, with its own cc. `npm test`
+//       runs it with --optional (pretest): without a C compiler it says so
+//       and the reader uses JS callbacks, which the tests then cover alone.
+//   node tools/build-native.mjs --release
+//       every shipped target (linux-x64 and linux-arm64, glibc; see
+//       tools/zig.mjs) with zig from PyPI, from any Linux x64 machine. `npm
+//       pack` runs it (prepack), so the tarball carries both and users never
+//       compile anything. Other platforms take the JS-callback path.
+//   node tools/build-native.mjs --target linux-arm64 [--out DIR]
+//       one shipped target, with zig.
 //
 // Plain JavaScript for any Node: it runs before with-node.mjs has a Node.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, existsSync, statSync } from 'node:fs';
+import { mkdirSync, existsSync, openSync, readSync, closeSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TARGETS, triple, zig, zigEnv } from './zig.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const optional = args.includes('--optional');
-const outArg = args.includes('--out') ? args[args.indexOf('--out') + 1] : undefined;
+const release = args.includes('--release');
+const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const outArg = option('--out');
+const targetArg = option('--target');
 
 /** The file name src/async/ring.ts loads on this platform. */
 export function libraryName(platform = process.platform) {
@@ -39,24 +46,71 @@ function fail(message, skippable = true) {
   process.exit(1);
 }
 
-if (process.platform === 'win32') fail('no Windows build yet');
 const source = join(root, 'native', 'async-ring.c');
-const outDir = outArg ? resolve(outArg) : join(root, 'prebuilds', `${process.platform}-${process.arch}`);
-const out = join(outDir, libraryName());
-
-// Up to date: nothing to do (the test runs call this every time).
-if (existsSync(out) && statSync(out).mtimeMs >= statSync(source).mtimeMs && statSync(out).mtimeMs >= statSync(fileURLToPath(import.meta.url)).mtimeMs) {
-  process.exit(0);
-}
-
-const cc = ['cc', 'clang', 'gcc'].find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
-if (!cc) fail('no C compiler (cc, clang or gcc) found');
-mkdirSync(outDir, { recursive: true });
 const flags = ['-std=c11', '-D_GNU_SOURCE', '-O2', '-shared', '-fPIC', '-pthread', '-fvisibility=default', '-Wall', '-Wextra'];
 // Never unloaded once loaded (DF_1_NODELETE): a producer thread still inside the handler while the
 // process exits must not run in unmapped code. macOS's linker has no such flag; there dlclose of a
 // library with live threads in it is left to the system.
-if (process.platform === 'linux') flags.push('-Wl,-z,nodelete');
-const r = spawnSync(cc, [...flags, '-o', out, source], { stdio: 'inherit' });
+const linuxFlags = ['-Wl,-z,nodelete'];
+
+/** The ELF machine of a built library (e_machine), to check a cross build made what was asked. */
+const ELF_MACHINE = { 'linux-x64': 0x3e, 'linux-arm64': 0xb7 };
+function elfMachine(file) {
+  const b = Buffer.alloc(20);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, b, 0, 20, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return b.readUInt16LE(18);
+}
+
+function upToDate(out) {
+  if (!existsSync(out)) return false;
+  const t = statSync(out).mtimeMs;
+  return [source, fileURLToPath(import.meta.url)].every((f) => t >= statSync(f).mtimeMs);
+}
+
+/** One shipped target with zig; always rebuilt (a release must not keep a library cc built). */
+function buildWithZig(target, outDir) {
+  const out = join(outDir ?? join(root, 'prebuilds', target), libraryName('linux'));
+  mkdirSync(dirname(out), { recursive: true });
+  let z;
+  try {
+    z = zig();
+  } catch (e) {
+    fail(`cannot install zig (the cross compiler, PyPI's ziglang): ${e.message}`, false);
+  }
+  // -s: no debug info in the shipped library.
+  const r = spawnSync(z, ['cc', '-target', triple(target), ...flags, ...linuxFlags, '-s', '-o', out, source], {
+    stdio: 'inherit',
+    env: { ...process.env, ...zigEnv() },
+  });
+  if (r.status !== 0) fail(`zig cc -target ${triple(target)} failed (exit ${r.status})`, false);
+  if (elfMachine(out) !== ELF_MACHINE[target]) fail(`${out} is not a ${target} library`, false);
+  console.log(`build-native: ${out} (zig ${triple(target)})`);
+}
+
+if (release || targetArg) {
+  const targets = release ? Object.keys(TARGETS) : [targetArg];
+  for (const t of targets) {
+    if (!TARGETS[t]) fail(`no shipped target ${t} (known: ${Object.keys(TARGETS).join(', ')})`, false);
+    buildWithZig(t, release ? undefined : outArg);
+  }
+  process.exit(0);
+}
+
+if (process.platform === 'win32') fail('no Windows build yet');
+const outDir = outArg ? resolve(outArg) : join(root, 'prebuilds', `${process.platform}-${process.arch}`);
+const out = join(outDir, libraryName());
+
+// Up to date: nothing to do (the test runs call this every time). A release build (zig) counts too.
+if (upToDate(out)) process.exit(0);
+
+const cc = ['cc', 'clang', 'gcc'].find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
+if (!cc) fail('no C compiler (cc, clang or gcc) found');
+mkdirSync(outDir, { recursive: true });
+const r = spawnSync(cc, [...flags, ...(process.platform === 'linux' ? linuxFlags : []), '-o', out, source], { stdio: 'inherit' });
 if (r.status !== 0) fail(`${cc} failed (exit ${r.status})`, false);
 console.log(`build-native: ${out}`);

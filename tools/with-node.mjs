@@ -60,7 +60,13 @@ function nodeBinDir() {
 
 const binDir = nodeBinDir();
 const sep = process.platform === 'win32' ? ';' : ':';
-const env = { ...process.env, PATH: `${binDir}${sep}${process.env.PATH ?? ''}` };
+// ARROW_DEVICE_LAUNCHER_NODE: the Node that ran this file, which the command's PATH may hide (a test
+// proves that the package refuses to load on a Node too old for it: test/platform/platform.test.ts).
+const env = {
+  ...process.env,
+  PATH: `${binDir}${sep}${process.env.PATH ?? ''}`,
+  ARROW_DEVICE_LAUNCHER_NODE: process.env.ARROW_DEVICE_LAUNCHER_NODE ?? process.execPath,
+};
 const r = spawnSync(cmd, args, { stdio: 'inherit', env, shell: process.platform === 'win32' });
 if (r.error) {
   console.error(`with-node: ${r.error.message}`);

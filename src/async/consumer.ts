@@ -45,8 +45,9 @@ import { ownersOf, releaseObject } from '../array/imported.js';
 import { readMetadata, type Metadata } from '../schema/metadata.js';
 import type { SchemaNode } from '../schema/node.js';
 import { CANCEL, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal } from './common.js';
-import { closeSync, Socket } from '../platform/node.js';
-import { asyncRing, EV_END, EV_ERROR, EV_RELEASE, EV_TASK, RING_EVENT_BYTES, type RingLib } from './ring.js';
+import { closeSync } from '../platform/node.js';
+import { Doorbell, type DoorbellMechanism } from './doorbell.js';
+import { asyncRing, asyncRingMissing, EV_END, EV_ERROR, EV_RELEASE, EV_TASK, RING_EVENT_BYTES, type RingLib } from './ring.js';
 
 /** An error the producer reported through `on_error`. */
 export class AsyncStreamError extends ArrowDeviceError {
@@ -190,16 +191,23 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
    * Whether the handler is the native ring (src/async/ring.ts): a native
    * producer's calls then wait for no hop. False where the prebuilt library
    * is not available (`asyncRingMissing` says why), for `{ nativeRing: false }`,
-   * and for memories other than the native one.
+   * and for memories other than the native one; `nativeRingMissing` says why.
    */
   readonly nativeRing: boolean;
+  /**
+   * Why `nativeRing` is false (undefined when it is true): turned off, a
+   * wasm memory, or the library's own reason (no prebuilt library for this
+   * platform, one that does not load, a doorbell found dead earlier).
+   */
+  readonly nativeRingMissing: string | undefined;
   private readonly ring: RingLib | null;
-  private bell: InstanceType<typeof Socket> | null = null;
+  private bell: Doorbell | null = null;
   /** Where ring events are taken into (JS memory, handed to the library). */
   private ringBuf: Uint8Array | null = null;
   private readonly id: number;
   private readonly queueSize: number;
-  private readonly keepAlive = new KeepAlive();
+  /** Started last in the constructor: a constructor that throws leaves no timer behind. */
+  private readonly keepAlive: KeepAlive;
   private readonly changed = new Signal();
   private readonly queue: QueuedTask[] = [];
   private node: SchemaNode | null = null;
@@ -235,23 +243,29 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     const H = access(this.mem.target).ArrowAsyncDeviceStreamHandler;
     this.id = readers.add(this);
     // The ring holds a queue's worth of tasks (a larger queue than MAX_RING_QUEUE uses JS callbacks).
-    const ring = opts.nativeRing !== false && isNativeMemory(this.mem) && this.queueSize <= MAX_RING_QUEUE ? asyncRing() : null;
+    let missing: string | undefined;
+    let ring: RingLib | null = null;
+    if (opts.nativeRing === false) missing = 'turned off ({ nativeRing: false })';
+    else if (!isNativeMemory(this.mem)) missing = "not the native memory (a wasm module's producer calls the handler on the JS thread)";
+    else if (this.queueSize > MAX_RING_QUEUE) missing = `queueSize ${this.queueSize} is above the ring's ${MAX_RING_QUEUE}`;
+    else if ((ring = asyncRing()) === null) missing = asyncRingMissing;
     // The ring's handler member comes first: its address is the handler's, its private_data our id.
     // The ring rings through its pipe: the producer's thread never waits for ours.
     let ringHandler = ring ? ring.ringNew(onSchemaCb(this.mem), BigInt(this.id), this.queueSize) : 0n;
+    if (ring && ringHandler === 0n) missing = 'ring_new failed (out of memory or pipes)';
     if (ring && ringHandler !== 0n) {
+      const handler = ringHandler;
+      const lib = ring;
+      const fd = lib.bellFd(handler);
       try {
-        // The pipe's read end as a socket of the event loop: each byte is a doorbell. The socket owns
-        // (and closes) the descriptor; it does not keep the loop alive (KeepAlive does, until the release).
-        const bell = new Socket({ fd: ring.bellFd(ringHandler), readable: true, writable: false });
-        bell.on('data', () => this.onDoorbell());
-        bell.on('error', () => {});
-        bell.unref();
-        this.bell = bell;
-      } catch {
-        // No socket for the pipe (out of descriptors, say): JS callbacks then. The read end is ours to close.
+        // Each byte in the pipe is a doorbell. The doorbell owns (and closes) the descriptor; the
+        // process is kept alive by KeepAlive until the release, not by it (src/async/doorbell.ts).
+        this.bell = new Doorbell({ fd, what: 'the native ring', onRing: () => this.onDoorbell(), rung: () => lib.doorbells(handler) });
+      } catch (e) {
+        // No watcher for the pipe (out of descriptors, say): JS callbacks then. The read end is ours to close.
+        missing = (e as Error).message;
         try {
-          closeSync(ring.bellFd(ringHandler));
+          closeSync(fd);
         } catch {
           // already closed
         }
@@ -261,6 +275,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     }
     this.ring = ringHandler !== 0n ? ring : null;
     this.nativeRing = this.ring !== null;
+    this.nativeRingMissing = this.nativeRing ? undefined : missing;
     if (this.ring) {
       this.handler = ringHandler;
       ringReaders.set(ringHandler, this);
@@ -276,6 +291,12 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
       });
     }
     liveCounters.liveExports++;
+    this.keepAlive = new KeepAlive();
+  }
+
+  /** @internal How the JS thread hears the ring's doorbell (null without the ring): for tests and benchmarks. */
+  get doorbellMechanism(): DoorbellMechanism | null {
+    return this.bell?.mechanism ?? null;
   }
 
   /** @internal The memory the handler lives in. */
@@ -412,8 +433,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
       // Every call of the producer is in our hands now: nothing calls the handler any more.
       this.finalDoorbells = this.ring.doorbells(this.handler);
       ringReaders.delete(this.handler);
-      this.bell?.destroy(); // closes the pipe's read end; the ring closes the write end
-      this.bell = null;
+      this.bell?.close(); // closes the pipe's read end; the ring closes the write end
       this.ring.free(this.handler);
     } else {
       this.mem.free(this.handler);

@@ -47,8 +47,9 @@ import type { SchemaNode } from '../schema/node.js';
 import type { ArrayView } from '../array/view.js';
 import { callRelease } from '../memory/registry.js';
 import { isNativeMemory } from '../memory/native.js';
-import { closeSync, Socket } from '../platform/node.js';
-import { asyncRing, CMD_END, CMD_ERROR, CMD_RELEASE, CMD_SCHEMA, CMD_TASK, PUMP_STATE_LENGTH, PumpState, type PumpLib } from './ring.js';
+import { closeSync } from '../platform/node.js';
+import { Doorbell } from './doorbell.js';
+import { asyncRing, asyncRingMissing, CMD_END, CMD_ERROR, CMD_RELEASE, CMD_SCHEMA, CMD_TASK, PUMP_STATE_LENGTH, PumpState, type PumpLib } from './ring.js';
 import {
   CANCEL, DIRECT_YIELD_EVERY, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal, yieldToEventLoop,
 } from './common.js';
@@ -93,6 +94,12 @@ export interface AsyncProduceResult {
    * is not available: `asyncRingMissing` says why).
    */
   readonly nativeRing: boolean;
+  /**
+   * Why `nativeRing` is false (undefined when it is true): our own reader's
+   * handler, turned off, a wasm memory, or the library's own reason (see
+   * `AsyncDeviceStreamReader.nativeRingMissing`).
+   */
+  readonly nativeRingMissing: string | undefined;
   /** Wake-ups of the JS thread the native pump rang over the stream (0 without it): for tests and benchmarks. */
   readonly doorbells: number;
 }
@@ -397,7 +404,9 @@ const FREED_BATCH = 64;
 class PumpChannel implements Channel {
   readonly nativeRing = true;
   private readonly st = new BigInt64Array(PUMP_STATE_LENGTH);
-  private readonly bell: InstanceType<typeof Socket>;
+  /** The watchdog's reads of the state (src/async/doorbell.ts), apart from production's. */
+  private readonly watched = new BigInt64Array(PUMP_STATE_LENGTH);
+  private bell!: Doorbell;
   private rung = false;
   private waiter: (() => void) | null = null;
   /** Where the exported batch is written before the pump moves it into a task. */
@@ -407,44 +416,61 @@ class PumpChannel implements Channel {
   private lingering = false;
   private freed = false;
 
-  /** A channel through the pump, or null where the pump cannot start (JS callbacks then). */
-  static open(mem: Memory, handler: Ptr, deviceType: number, md: Uint8Array | null): PumpChannel | null {
+  /**
+   * A channel through the pump, or why there is none (JS callbacks then):
+   * the library is missing, or the pump cannot start.
+   */
+  static open(mem: Memory, handler: Ptr, deviceType: number, md: Uint8Array | null): PumpChannel | string {
     const lib = asyncRing()?.pump;
-    if (!lib) return null;
+    if (!lib) return asyncRingMissing ?? 'no native pump';
     const pump = lib.pumpNew(handler, deviceType, md);
-    if (pump === 0n) return null;
-    let bell: InstanceType<typeof Socket>;
+    if (pump === 0n) return 'pump_new failed (out of memory, pipes or threads)';
+    const fd = lib.bellFd(pump);
+    const channel = new PumpChannel(mem, lib, pump);
     try {
-      bell = new Socket({ fd: lib.bellFd(pump), readable: true, writable: false });
-    } catch {
-      // No socket for the pipe: the pump cannot wake us. Nothing was queued; it ends with its release.
+      channel.watch(fd);
+    } catch (e) {
+      // The pump cannot wake us. Nothing was queued; it ends with its release.
       try {
-        closeSync(lib.bellFd(pump));
+        closeSync(fd);
       } catch {
         // already closed
       }
-      const message = "cannot watch the native pump's doorbell (out of file descriptors?)";
+      const message = (e as Error).message;
       lib.push(pump, CMD_ERROR, Errno.EIO, 0n, null, new TextEncoder().encode(message + '\0'));
       lib.push(pump, CMD_RELEASE, 0, 0n, null, null);
+      mem.free(channel.out);
+      mem.free(channel.freedBuf);
       throw new ArrowDeviceError('io', 'async producer', message, { errno: Errno.EIO });
     }
-    return new PumpChannel(mem, lib, pump, bell);
+    return channel;
   }
 
   private constructor(
     private readonly mem: Memory,
     private readonly lib: PumpLib,
     private readonly pump: Ptr,
-    bell: InstanceType<typeof Socket>,
   ) {
-    // The socket owns (and closes) the read end; it does not keep the loop alive (KeepAlive does while
-    // the stream runs; after it, the arrays the consumer still holds must not keep a process alive).
-    bell.on('data', () => this.onBell());
-    bell.on('error', () => {});
-    bell.unref();
-    this.bell = bell;
     this.out = mem.alloc(access(mem.target).ArrowDeviceArray.$size);
     this.freedBuf = mem.alloc(lib.arraySize * FREED_BATCH);
+  }
+
+  /**
+   * The doorbell owns (and closes) the read end; it does not keep the process alive (KeepAlive
+   * does while the stream runs; after it, the arrays the consumer still holds must not keep a
+   * process alive: see `release`).
+   */
+  private watch(fd: number): void {
+    const { lib, pump, watched } = this;
+    this.bell = new Doorbell({
+      fd,
+      what: 'the native pump',
+      onRing: () => this.onBell(),
+      rung: () => {
+        lib.state(pump, 0, 0, watched);
+        return Number(watched[PumpState.Doorbells]);
+      },
+    });
   }
 
   private onBell(): void {
@@ -567,6 +593,7 @@ class PumpChannel implements Channel {
     // The consumer may hold tasks and arrays long after the stream (a table built from it): the pump
     // lives until they come back, woken by them, without keeping the process alive.
     this.lingering = true;
+    this.bell.release();
     this.reap();
   }
 
@@ -581,7 +608,7 @@ class PumpChannel implements Channel {
     }
     this.freed = true;
     this.read(0, 0);
-    this.bell.destroy(); // closes the pipe's read end; pump_free closes the write end
+    this.bell.close(); // closes the pipe's read end; pump_free closes the write end
     const { mem, lib, pump, out, freedBuf } = this;
     mem.free(out);
     mem.free(freedBuf);
@@ -627,10 +654,16 @@ export async function produceAsyncDeviceStream(
   const ours = readerCallbacks(mem, handler);
   const deviceType = opts.deviceType ?? DeviceType.CPU;
   const md = encodeMetadata(opts.additionalMetadata ?? null);
-  const pumped = ours === null && opts.nativeRing !== false && isNativeMemory(mem) ? PumpChannel.open(mem, handler, deviceType, md) : null;
-  const channel: Channel = pumped ?? new JsChannel(mem, handler, ours, deviceType, md);
-  const keepAlive = new KeepAlive();
+  // Before anything is set up: a source that is not one throws here, leaving nothing running.
   const it = iterate(source);
+  let pumped: PumpChannel | string;
+  if (ours !== null) pumped = "our own reader's handler (its callbacks are called directly)";
+  else if (opts.nativeRing === false) pumped = 'turned off ({ nativeRing: false })';
+  else if (!isNativeMemory(mem)) pumped = "not the native memory (a wasm module's consumer is called on the JS thread)";
+  else pumped = PumpChannel.open(mem, handler, deviceType, md);
+  const channel: Channel = typeof pumped === 'string' ? new JsChannel(mem, handler, ours, deviceType, md) : pumped;
+  const nativeRingMissing = typeof pumped === 'string' ? pumped : undefined;
+  const keepAlive = new KeepAlive();
   let end: AsyncProduceResult['end'] = 'complete';
   let error: ArrowDeviceError | undefined;
   let cancelled = false;
@@ -751,5 +784,5 @@ export async function produceAsyncDeviceStream(
       error = late.error instanceof ArrowDeviceError ? late.error : new ArrowDeviceError('io', 'extract_data', message, { errno });
     }
   }
-  return { batches: channel.batches(), cancelled, end, error, nativeRing: channel.nativeRing, doorbells: channel.doorbells() };
+  return { batches: channel.batches(), cancelled, end, error, nativeRing: channel.nativeRing, nativeRingMissing, doorbells: channel.doorbells() };
 }

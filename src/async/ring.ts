@@ -16,12 +16,16 @@
  * callbacks.
  *
  * The library is found at `prebuilds/<platform>-<arch>/` of the package
- * (`npm pack` builds it: tools/build-native.mjs), or at the path
- * `ARROW_DEVICE_ASYNC_RING` names. It is never compiled on a user's machine.
+ * (`npm pack` builds linux-x64 and linux-arm64, glibc: tools/build-native.mjs),
+ * or at the path `ARROW_DEVICE_ASYNC_RING` names. It is never compiled on a
+ * user's machine. Elsewhere (another platform, a musl libc, a library that
+ * does not load, Deno without `--allow-read`), the reader and the producer
+ * use JS callbacks and `asyncRingMissing` says why.
  */
 import type { Ptr } from '../memory/memory.js';
 import { koffi } from '../memory/native.js';
-import { dirname, existsSync, fileURLToPath, join } from '../platform/node.js';
+import { dirname, envVar, existsSync, fileURLToPath, join, runtimeName } from '../platform/node.js';
+import { doorbellFailure } from './doorbell.js';
 
 /** What the JS side reads of one ring event (`struct ring_event`). */
 export const RING_EVENT_BYTES = 40;
@@ -103,53 +107,68 @@ function libraryName(): string {
   return `libarrow-device-async.${process.platform === 'darwin' ? 'dylib' : 'so'}`;
 }
 
-/** The prebuilt library for this platform: `prebuilds/<platform>-<arch>/` of the nearest folder up that has one. */
-function findLibrary(): string | undefined {
-  const env = typeof process !== 'undefined' ? process.env.ARROW_DEVICE_ASYNC_RING : undefined;
-  if (env && env !== '1') return env;
+/**
+ * The prebuilt library for this platform: `prebuilds/<platform>-<arch>/` of
+ * the nearest folder up that has one; or why there is none.
+ */
+function findLibrary(): { path: string } | { missing: string } {
+  const env = envVar('ARROW_DEVICE_ASYNC_RING');
+  if (env && env !== '1') return { path: env };
   let dir = dirname(fileURLToPath(import.meta.url));
   const rel = join('prebuilds', `${process.platform}-${process.arch}`, libraryName());
+  let denied: string | undefined;
   // src/async and dist/async are two levels below the package root; a compiled copy (.build/run/src/async) four.
   for (let i = 0; i < 6; i++) {
     const p = join(dir, rel);
-    if (existsSync(p)) return p;
+    try {
+      if (existsSync(p)) return { path: p };
+    } catch (e) {
+      // Deno throws NotCapable for a path outside its --allow-read: look further up, and say so if nothing is found.
+      denied ??= (e as Error).message;
+    }
     const up = dirname(dir);
     if (up === dir) break;
     dir = up;
   }
-  return undefined;
+  if (denied !== undefined) return { missing: `cannot look for the prebuilt library on ${runtimeName}: ${denied}` };
+  return { missing: `no prebuilt library for ${process.platform}-${process.arch} in this package` };
 }
 
 /**
  * The ring library, loaded once; null where it is not available (then
  * `asyncRingMissing` says why). Only for the native memory: a wasm
  * module's producer calls its handler on the JS thread, without hops.
+ * Null too once a doorbell was found dead in this process
+ * (src/async/doorbell.ts): new streams then use JS callbacks.
  */
 export function asyncRing(): RingLib | null {
-  if (loaded !== undefined) return loaded;
-  loaded = null;
-  if (typeof process === 'undefined' || process.env.ARROW_DEVICE_ASYNC_RING === '0') {
-    asyncRingMissing = 'turned off (ARROW_DEVICE_ASYNC_RING=0)';
+  if (loaded === undefined) loaded = loadRing();
+  const dead = doorbellFailure();
+  asyncRingMissing = dead ?? loadMissing;
+  return dead === undefined ? loaded : null;
+}
+
+/** Why the library did not load, when it did not. */
+let loadMissing: string | undefined;
+
+function loadRing(): RingLib | null {
+  if (envVar('ARROW_DEVICE_ASYNC_RING') === '0') {
+    loadMissing = 'turned off (ARROW_DEVICE_ASYNC_RING=0)';
     return null;
   }
-  let path: string | undefined;
-  try {
-    path = findLibrary();
-  } catch (e) {
-    asyncRingMissing = `cannot look for it here (${(e as Error).message})`;
+  const found = findLibrary();
+  if ('missing' in found) {
+    loadMissing = found.missing;
     return null;
   }
-  if (path === undefined) {
-    asyncRingMissing = `no prebuilt library for ${process.platform}-${process.arch} in this package`;
-    return null;
-  }
+  const path = found.path;
   try {
     const k = koffi();
     const l = k.load(path);
     const version = Number(l.func('int32_t ring_version(void)')() as number);
     const size = Number(l.func('int64_t ring_event_size(void)')() as number | bigint);
     if (version !== RING_VERSION || size !== RING_EVENT_BYTES) {
-      asyncRingMissing = `${path} is version ${version} with ${size}-byte events; this package reads version ${RING_VERSION}, ${RING_EVENT_BYTES} bytes`;
+      loadMissing = `${path} is version ${version} with ${size}-byte events; this package reads version ${RING_VERSION}, ${RING_EVENT_BYTES} bytes`;
       return null;
     }
     const ringNew = l.func('uintptr_t ring_new(uintptr_t on_schema, uintptr_t priv, int64_t capacity)');
@@ -171,7 +190,7 @@ export function asyncRing(): RingLib | null {
     const pumpTakeFreed = l.func('int64_t pump_take_freed(uintptr_t pump, uintptr_t out, int64_t max)');
     const pumpFree = l.func('void pump_free(uintptr_t pump)');
     const arraySize = Number(l.func('int64_t pump_array_size(void)')() as number | bigint);
-    loaded = {
+    return {
       path,
       ringNew: (s, p, c) => BigInt(ringNew(s, p, c) as number | bigint),
       take: (r, out, max, arm) => Number(take(r, out, max, arm) as number | bigint),
@@ -193,10 +212,9 @@ export function asyncRing(): RingLib | null {
         free: (p) => void pumpFree(p),
       },
     };
-    asyncRingMissing = undefined;
   } catch (e) {
-    asyncRingMissing = `${path} does not load: ${(e as Error).message}`;
-    loaded = null;
+    // A library for another libc or CPU, or a Deno without --allow-ffi: JS callbacks, and the reason.
+    loadMissing = `${path} does not load on ${runtimeName}: ${(e as Error).message}`;
+    return null;
   }
-  return loaded;
 }

@@ -18,7 +18,7 @@
  * through a small native scratch allocation, so the declarations stay plain
  * `uintptr_t`s and no koffi pointer types leak out.
  */
-import { existsSync, homedir, join, readdirSync } from '../platform/node.js';
+import { envVar, envVars, existsSync, homeDir, join, readdirSync } from '../platform/node.js';
 import { ArrowDeviceError, type ErrorKind } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { koffi, nativeMemory } from '../memory/native.js';
@@ -129,7 +129,9 @@ const DECLS: Record<keyof CudartFns, string> = {
 export type CudaMemoryKind = 'device' | 'host' | 'managed';
 
 /** The library candidates, in the order they are tried (see the file comment). */
-export function cudartCandidates(env: NodeJS.ProcessEnv = process.env): string[] {
+export function cudartCandidates(
+  env: NodeJS.ProcessEnv = envVars('ARROW_DEVICE_CUDART', 'CUDA_HOME', 'CUDA_PATH', 'CUDA_ROOT', 'VIRTUAL_ENV', 'CONDA_PREFIX'),
+): string[] {
   const override = env.ARROW_DEVICE_CUDART;
   if (override) return [override];
   const names =
@@ -151,7 +153,8 @@ export function cudartCandidates(env: NodeJS.ProcessEnv = process.env): string[]
 
 /** site-packages folders of the usual Python prefixes (a readdir each; nothing is imported). */
 function sitePackages(env: NodeJS.ProcessEnv): string[] {
-  const roots = ['/usr/lib', '/usr/local/lib', join(homedir(), '.local', 'lib')];
+  const home = homeDir();
+  const roots = ['/usr/lib', '/usr/local/lib', ...(home ? [join(home, '.local', 'lib')] : [])];
   const out: string[] = [];
   if (env.VIRTUAL_ENV) roots.unshift(join(env.VIRTUAL_ENV, 'lib'));
   if (env.CONDA_PREFIX) roots.unshift(join(env.CONDA_PREFIX, 'lib'));
@@ -397,7 +400,7 @@ export function cudaRuntime(): CudaRuntime {
       tried.push(/cannot open shared object file|No such file/i.test(why) ? c : `${c} (${why})`);
     }
   }
-  const override = process.env.ARROW_DEVICE_CUDART;
+  const override = envVar('ARROW_DEVICE_CUDART');
   failure = new ArrowDeviceError(
     'unsupported',
     '',

@@ -1,11 +1,79 @@
 /**
- * The Node.js builtins arrow-device uses (the native backend, CUDA). In
- * browser bundles, package.json's "browser" field swaps this file for
- * browser.ts, so the library bundles without Node builtins.
+ * The Node.js builtins arrow-device uses (the native backend, CUDA, the
+ * async ring), and what it asks of the runtime. Node.js, Bun and Deno load
+ * this file; in browser bundles, package.json's "browser" field swaps it
+ * for browser.ts, so the library bundles without Node builtins.
  */
+import { ArrowDeviceError } from '../errors.js';
+
 export { createRequire } from 'node:module';
 export { closeSync, existsSync, readdirSync } from 'node:fs';
-export { homedir } from 'node:os';
+import { homedir } from 'node:os';
 export { dirname, join } from 'node:path';
 export { fileURLToPath } from 'node:url';
 export { Socket } from 'node:net';
+
+/** The JavaScript runtime: Bun and Deno say so in `process.versions`. */
+export type Runtime = 'node' | 'bun' | 'deno';
+
+export const runtime: Runtime = process.versions.bun !== undefined ? 'bun' : process.versions.deno !== undefined ? 'deno' : 'node';
+
+/** The runtime and its version, for messages (`Node.js v22.12.0`, `Bun 1.4.5`, `Deno 2.9.6`). */
+export const runtimeName: string =
+  runtime === 'bun' ? `Bun ${process.versions.bun}` : runtime === 'deno' ? `Deno ${process.versions.deno}` : `Node.js ${process.version}`;
+
+/**
+ * An environment variable, or undefined where it is unset or may not be
+ * read: Deno throws `NotCapable` for a variable outside its `--allow-env`,
+ * and every variable arrow-device reads is an optional override, so a
+ * denied read means "use the default".
+ */
+export function envVar(name: string): string | undefined {
+  try {
+    return process.env[name];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Several variables, read as `envVar` reads one (a denied or unset one is absent). */
+export function envVars(...names: string[]): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const n of names) {
+    const v = envVar(n);
+    if (v !== undefined) out[n] = v;
+  }
+  return out;
+}
+
+/** The home directory, or undefined where it may not be read (Deno without --allow-env=HOME or --allow-sys). */
+export function homeDir(): string | undefined {
+  try {
+    return homedir();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Released means unreadable (DESIGN.md, "Ownership"): a release detaches
+ * every `ArrayBuffer` it handed out over foreign memory, with
+ * `ArrayBuffer.prototype.transfer`. A runtime without it (Node.js 20 and
+ * older) would leave a typed array that escaped before the release reading
+ * freed memory, and its only other ways to detach (structuredClone,
+ * postMessage) copy or refuse koffi's external buffers, so arrow-device
+ * refuses to load there, before anything is imported, rather than weaken
+ * that guarantee. Node.js 22+, Bun and Deno have it.
+ */
+export function requireDetach(proto: object = ArrayBuffer.prototype): void {
+  if (typeof (proto as { transfer?: unknown }).transfer !== 'function') {
+    throw new ArrowDeviceError(
+      'unsupported',
+      '',
+      `arrow-device needs ArrayBuffer.prototype.transfer, which ${runtimeName} lacks: a release detaches the views it handed ` +
+        'out so that none reads freed memory. Use Node.js 22 or newer, Bun or Deno.',
+    );
+  }
+}
+
+requireDetach();

@@ -3,12 +3,12 @@ import koffi from 'koffi';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
-import { run, tempDir, which } from '../helpers/tools.js';
+import { cCompiler, run, tempDir } from '../helpers/tools.js';
 
 // The C source next to this file, or under the working directory's test/ when this file runs compiled (benchmarks).
 const near = fileURLToPath(new URL('.', import.meta.url));
 const here = existsSync(join(near, 'peer.c')) ? near : join(process.cwd(), 'test', 'async');
-const cc = which('cc') ?? which('gcc');
+const cc = cCompiler();
 
 export const peerMissing: string | undefined = cc || process.env.ARROW_DEVICE_ASYNC_PEER ? undefined : 'no C compiler (cc/gcc) to build the async test peer';
 

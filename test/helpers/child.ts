@@ -1,10 +1,11 @@
 /**
- * Runs a snippet of TypeScript in a child Node process, so a test of
- * something that could crash the process (an abort, a segfault) fails one
- * test instead of killing the run.
+ * Runs a snippet of TypeScript in a child process of the runtime running
+ * the tests (Node.js through tsx, Bun, Deno), so a test of something that
+ * could crash the process (an abort, a segfault) fails one test instead of
+ * killing the run.
  */
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from './tools.js';
@@ -19,17 +20,47 @@ export interface ChildResult {
 }
 
 /**
+ * The arguments before a TypeScript file that make `process.execPath` run it:
+ * Node.js through tsx; Bun runs TypeScript itself; Deno with every
+ * permission (the suite's own, not the library's smallest set: README) and
+ * `.js` imports resolved to the `.ts` files (`--sloppy-imports`).
+ */
+export function runtimeArgs(): string[] {
+  if (process.versions.bun !== undefined) return [];
+  if (process.versions.deno !== undefined) return ['run', '-A', '--sloppy-imports', '--v8-flags=--expose-gc'];
+  return ['--import', 'tsx'];
+}
+
+/**
  * `code` is an ES module body; it can import from the repo with paths
  * relative to the repo root written as `@/src/...` (rewritten to absolute).
  */
-export function runChild(code: string, timeoutMs = 30_000): ChildResult {
-  const dir = tempDir('child');
+/**
+ * Why a test that starts a child process cannot run here, or false: an
+ * emulated process (tools/test-runtime.mjs node-arm64 sets
+ * ARROW_DEVICE_EMULATED) cannot start another without a binfmt
+ * registration, which the runner does not assume.
+ */
+export const childSkip: string | false = process.env.ARROW_DEVICE_EMULATED
+  ? `this ${process.env.ARROW_DEVICE_EMULATED} process is emulated and cannot start another`
+  : false;
+
+export function runChild(code: string, timeoutMs = 30_000, env: Record<string, string> = {}): ChildResult {
+  // Deno resolves bare imports (apache-arrow, koffi) through the package.json above the script: there
+  // the child lives inside the repository's ignored .build/.
+  if (process.versions.deno !== undefined) mkdirSync(join(repoRoot, '.build'), { recursive: true });
+  const dir = process.versions.deno !== undefined ? mkdtempSync(join(repoRoot, '.build', 'child-')) : tempDir('child');
   const file = join(dir, 'child.ts');
   writeFileSync(file, code.replaceAll('@/', repoRoot));
-  const r = spawnSync(process.execPath, ['--import', 'tsx', file], {
-    cwd: repoRoot,
-    encoding: 'utf8',
-    timeout: timeoutMs,
-  });
-  return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+  try {
+    const r = spawnSync(process.execPath, [...runtimeArgs(), file], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      timeout: timeoutMs,
+      env: { ...process.env, ...env },
+    });
+    return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

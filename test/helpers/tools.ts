@@ -11,6 +11,15 @@ export function which(name: string): string | undefined {
   return r.status === 0 && out ? out : undefined;
 }
 
+/**
+ * The C compiler the test peers are built with: `ARROW_DEVICE_CC` where a
+ * runner set one (tools/test-runtime.mjs arm64: zig's cross compiler for the
+ * emulated process), else cc or gcc on PATH.
+ */
+export function cCompiler(): string | undefined {
+  return process.env.ARROW_DEVICE_CC || which('cc') || which('gcc');
+}
+
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `arrow-device-${prefix}-`));
 }

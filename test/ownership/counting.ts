@@ -9,12 +9,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
 import { nativeMemory, type Ptr } from '../../src/index.js';
-import { run, tempDir, which } from '../helpers/tools.js';
+import { cCompiler, run, tempDir } from '../helpers/tools.js';
 
 // The C source next to this file, or under the working directory's test/ when this file runs compiled (benchmarks).
 const near = fileURLToPath(new URL('.', import.meta.url));
 const here = existsSync(join(near, 'counting.c')) ? near : join(process.cwd(), 'test', 'ownership');
-const cc = which('cc') ?? which('gcc');
+const cc = cCompiler();
 
 /** Why the fixture cannot be built here, or undefined when it can. */
 export const countingMissing: string | undefined = cc ? undefined : 'no C compiler (cc/gcc) to build the counting producer';

@@ -165,7 +165,11 @@ describe('package', { timeout: 120_000 }, () => {
     assert.ok(files.has('dist/index.js') && files.has('dist/index.d.ts') && files.has('src/index.ts'), 'dist and src are in the tarball');
     assert.ok(![...files].some((f) => f.startsWith('test/') || f.startsWith('.build/')), 'no tests or build outputs in the tarball');
     assert.ok(files.has('native/async-ring.c'), "the native ring's source is in the tarball");
-    if (existsSync(join(root, prebuilt))) assert.ok(files.has(prebuilt), `the prebuilt ${prebuilt} is in the tarball`);
+    // Every prebuilt library there is (the host's, or with `build-native.mjs --release` linux-x64 and linux-arm64) ships.
+    const prebuilds = join(root, 'prebuilds');
+    for (const target of existsSync(prebuilds) ? readdirSync(prebuilds) : []) {
+      for (const lib of readdirSync(join(prebuilds, target))) assert.ok(files.has(`prebuilds/${target}/${lib}`), `the prebuilt prebuilds/${target}/${lib} is in the tarball`);
+    }
     writeFileSync(join(project, 'package.json'), JSON.stringify({
       name: 'consumer',
       private: true,
