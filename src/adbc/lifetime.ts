@@ -104,7 +104,11 @@ export class Serial {
     const p = this.#tail.then(f).finally(() => {
       this.#running--;
     });
-    this.#tail = p.catch(() => undefined);
+    // The tail keeps no value: a resolved value held here would stay reachable until the next call.
+    this.#tail = p.then(
+      () => undefined,
+      () => undefined,
+    );
     return p;
   }
 

@@ -44,6 +44,8 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
   readonly #serial: Serial;
   readonly #cancel: () => void;
   #async: AsyncIterator<ImportedRecordBatch> | undefined;
+  /** Released by `release()` / `cancel()`: a loop still running over it ends instead of failing. */
+  #closed = false;
 
   /** @internal Made by `AdbcStatement.executeQuery` and the connection's readers. */
   constructor(inner: RecordBatchStreamImport<ImportedRecordBatch>, life: Lifetime, serial: Serial, cancel: () => void) {
@@ -117,6 +119,7 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
    * driver returns). The batch handed out before is released first unless kept.
    */
   next(): IteratorResult<ImportedRecordBatch, undefined> {
+    if (this.#closed) return { done: true, value: undefined };
     try {
       this.#serial.checkIdle('next', 'connection');
       return this.#inner.next();
@@ -131,7 +134,7 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
     const step = (f: () => Promise<IteratorResult<ImportedRecordBatch, undefined>>): Promise<IteratorResult<ImportedRecordBatch, undefined>> =>
       this.#serial.run(f).finally(() => this.#after());
     return {
-      next: () => step(() => it.next() as Promise<IteratorResult<ImportedRecordBatch, undefined>>),
+      next: () => (this.#closed ? Promise.resolve({ done: true as const, value: undefined }) : step(() => it.next() as Promise<IteratorResult<ImportedRecordBatch, undefined>>)),
       return: () => step(() => it.return!() as Promise<IteratorResult<ImportedRecordBatch, undefined>>),
       throw: () => step(() => it.return!() as Promise<IteratorResult<ImportedRecordBatch, undefined>>),
       [Symbol.asyncIterator]() {
@@ -209,6 +212,7 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
    * released too unless kept. Idempotent.
    */
   release(): void {
+    this.#closed = true;
     try {
       this.#inner.release();
     } finally {

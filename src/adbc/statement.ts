@@ -69,7 +69,8 @@ export class AdbcStatement {
   readonly #conn: ConnectionCore;
   readonly #ptr: Ptr;
   readonly #life: Lifetime;
-  #reader: AdbcRecordBatchReader | undefined;
+  /** The open result's place in the release order (not the reader: a statement kept must not keep its reader from the collector). */
+  #result: Lifetime | undefined;
 
   /** @internal Use `AdbcConnection.createStatement()`. */
   constructor(conn: ConnectionCore, ptr: Ptr) {
@@ -218,7 +219,7 @@ export class AdbcStatement {
    */
   async executeQuery(options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
     const p = this.#queued('executeQuery');
-    if (this.#reader && !this.#reader.released) {
+    if (this.#result && !this.#result.released) {
       throw new AdbcError('executeQuery', { status: AdbcStatus.INVALID_STATE, message: "executeQuery: the statement's previous result is still open: read it to the end or release it first" });
     }
     const { driver, serial } = this.#conn;
@@ -236,8 +237,8 @@ export class AdbcStatement {
       stream.close();
       throw e;
     }
-    this.#reader = new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel());
-    return this.#reader;
+    this.#result = stream;
+    return new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel());
   }
 
   /**
