@@ -8,12 +8,10 @@ import { RecordBatch, Table, type Schema } from 'apache-arrow';
 import { importArrayStreamFrom, importSchemaFrom, NULL, type ImportedTable, type Ptr } from '../index.js';
 import { allocNative, freeNative, u32Array, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
-import { Lifetime, Serial } from './lifetime.js';
+import { Closable, Lifetime, Serial } from './lifetime.js';
 import type { AdbcRecordBatchReader } from './reader.js';
 import { AdbcStatement, collect, isAsyncSource, type AsyncBatchSource, type BindSource, type ConnectionCore, type QueryOptions } from './statement.js';
 import { IngestMode, ObjectDepth, type GetObjectsOptions, type InfoCode, type IngestOptions } from './types.js';
-
-const registry = new FinalizationRegistry<Lifetime>((life) => life.close());
 
 /**
  * One connection to a database (`AdbcConnection`), from `AdbcDatabase.connect()`.
@@ -27,13 +25,12 @@ const registry = new FinalizationRegistry<Lifetime>((life) => life.close());
  * console.log(table.getChild('answer')?.get(0));
  * table.release();
  */
-export class AdbcConnection {
+export class AdbcConnection extends Closable {
   readonly #core: ConnectionCore;
   readonly #ptr: Ptr;
 
   /** @internal Use `AdbcDatabase.connect()`. */
   constructor(driver: Driver, ptr: Ptr, parent: Lifetime) {
-    this.#ptr = ptr;
     const life = new Lifetime('connection', parent, () => {
       try {
         driver.call('ConnectionRelease', ptr);
@@ -41,6 +38,8 @@ export class AdbcConnection {
         freeNative(ptr);
       }
     });
+    super(life);
+    this.#ptr = ptr;
     this.#core = {
       driver,
       serial: new Serial(),
@@ -50,12 +49,6 @@ export class AdbcConnection {
         return ptr;
       },
     };
-    registry.register(this, life, this);
-  }
-
-  /** Whether `AdbcConnectionRelease` has run. */
-  get released(): boolean {
-    return this.#core.life.released;
   }
 
   #sync(op: string): Ptr {
@@ -349,31 +342,6 @@ export class AdbcConnection {
     }
   }
 
-  /**
-   * Releases the connection (`AdbcConnectionRelease`), or, while statements
-   * or readers of it are open, once they are released. Idempotent.
-   *
-   * @example
-   * await conn.close();
-   */
-  async close(): Promise<void> {
-    this.closeSync();
-  }
-
-  /** `close()`, synchronously (for `using`). */
-  closeSync(): void {
-    registry.unregister(this);
-    const err = this.#core.life.close();
-    if (err !== undefined) throw err;
-  }
-
-  [Symbol.dispose](): void {
-    this.closeSync();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    this.closeSync();
-  }
 }
 
 /** @internal `AdbcConnectionNew` + `AdbcConnectionInit` (the latter on a worker thread: it may connect over the network). */

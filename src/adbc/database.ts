@@ -5,12 +5,10 @@
 import { allocHandle, Driver, freeNative, loadLibrary } from './driver.js';
 import { defaultEntrypoint, findDriver, resolveOptions } from './discovery.js';
 import { AdbcError, AdbcStatus } from './error.js';
-import { Lifetime, Serial } from './lifetime.js';
+import { Closable, Lifetime, Serial } from './lifetime.js';
 import { openConnection, type AdbcConnection } from './connection.js';
 import { LoadFlags, type ConnectOptions } from './types.js';
 import type { Ptr } from '../index.js';
-
-const registry = new FinalizationRegistry<Lifetime>((life) => life.close());
 
 /** Where a database's driver came from (`AdbcDatabase.driverInfo`). */
 export interface DriverInfo {
@@ -41,7 +39,7 @@ export interface DriverInfo {
  * await using conn = await db.connect();
  * const table = await conn.query('SELECT 1 AS one');
  */
-export class AdbcDatabase {
+export class AdbcDatabase extends Closable {
   /** Where the driver came from, and the ADBC version it speaks. */
   readonly driverInfo: DriverInfo;
   readonly #driver: Driver;
@@ -50,6 +48,29 @@ export class AdbcDatabase {
   readonly #serial = new Serial();
 
   constructor(options: ConnectOptions) {
+    const opened = openDatabase(options);
+    super(opened.life);
+    this.driverInfo = opened.info;
+    this.#driver = opened.driver;
+    this.#ptr = opened.ptr;
+    this.#life = opened.life;
+  }
+
+  /**
+   * Opens a connection (`AdbcConnectionNew`, `AdbcConnectionInit` on a worker thread).
+   *
+   * @example
+   * await using conn = await db.connect();
+   */
+  async connect(): Promise<AdbcConnection> {
+    this.#life.check('connect');
+    return this.#serial.run(() => openConnection(this.#driver, this.#ptr, this.#life));
+  }
+}
+
+/** Finds and loads the driver, and makes and initialises its database: what the constructor does before the object exists. */
+function openDatabase(options: ConnectOptions): { info: DriverInfo; driver: Driver; ptr: Ptr; life: Lifetime } {
+  {
     const { driver: name, options: dbOptions, profile } = resolveOptions(options);
     const flags = options.loadFlags ?? LoadFlags.Default;
     let lib: ReturnType<typeof loadLibrary> | undefined;
@@ -84,8 +105,6 @@ export class AdbcDatabase {
         message: `driver ${where.library} has no init function: ${missing.join('; ')} (give the entrypoint option)`,
       });
     }
-    this.#driver = driver;
-    this.driverInfo = info;
     const d = driver;
     const driverLife = new Lifetime('driver', null, () => d.release());
     const p = allocHandle();
@@ -118,8 +137,7 @@ export class AdbcDatabase {
       }
       throw e;
     }
-    this.#ptr = p;
-    this.#life = new Lifetime('database', driverLife, () => {
+    const life = new Lifetime('database', driverLife, () => {
       try {
         d.call('DatabaseRelease', p);
       } finally {
@@ -128,48 +146,6 @@ export class AdbcDatabase {
     });
     // The driver goes when its database does.
     driverLife.close();
-    registry.register(this, this.#life, this);
-  }
-
-  /** Whether `AdbcDatabaseRelease` has run (and the driver's `release`). */
-  get released(): boolean {
-    return this.#life.released;
-  }
-
-  /**
-   * Opens a connection (`AdbcConnectionNew`, `AdbcConnectionInit` on a worker thread).
-   *
-   * @example
-   * await using conn = await db.connect();
-   */
-  async connect(): Promise<AdbcConnection> {
-    this.#life.check('connect');
-    return this.#serial.run(() => openConnection(this.#driver, this.#ptr, this.#life));
-  }
-
-  /**
-   * Releases the database (`AdbcDatabaseRelease`) and the driver, or, while
-   * connections of it are open, once they are released. Idempotent.
-   *
-   * @example
-   * await db.close();
-   */
-  async close(): Promise<void> {
-    this.closeSync();
-  }
-
-  /** `close()`, synchronously (for `using`). */
-  closeSync(): void {
-    registry.unregister(this);
-    const err = this.#life.close();
-    if (err !== undefined) throw err;
-  }
-
-  [Symbol.dispose](): void {
-    this.closeSync();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    this.closeSync();
+    return { info, driver: d, ptr: p, life };
   }
 }

@@ -122,3 +122,56 @@ export class Serial {
     }
   }
 }
+
+const closables = new FinalizationRegistry<Lifetime>((life) => life.close());
+
+/**
+ * What a database, a connection and a statement share: `close()` (and
+ * `using` / `await using`) asks their `Lifetime` for the release, and the
+ * garbage collector does when one is dropped open.
+ */
+export class Closable {
+  readonly #life: Lifetime;
+
+  constructor(life: Lifetime) {
+    this.#life = life;
+    closables.register(this, life, this);
+  }
+
+  /** Whether the ADBC object has been released (after everything under it). */
+  get released(): boolean {
+    return this.#life.released;
+  }
+
+  /**
+   * Releases the ADBC object, or, while objects under it are open (a
+   * statement's reader, a connection's statements, a database's
+   * connections), once they are released. Idempotent.
+   *
+   * @example
+   * await conn.close();
+   */
+  async close(): Promise<void> {
+    this.closeSync();
+  }
+
+  /**
+   * `close()`, synchronously (what `using` calls).
+   *
+   * @example
+   * stmt.closeSync();
+   */
+  closeSync(): void {
+    closables.unregister(this);
+    const err = this.#life.close();
+    if (err !== undefined) throw err;
+  }
+
+  [Symbol.dispose](): void {
+    this.closeSync();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.closeSync();
+  }
+}

@@ -12,7 +12,7 @@ import {
 } from '../index.js';
 import { allocNative, freeNative, readI64, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
-import { Lifetime, type Serial } from './lifetime.js';
+import { Closable, Lifetime, type Serial } from './lifetime.js';
 import { AdbcRecordBatchReader } from './reader.js';
 
 /** Options of the readers of query results: arrow-device's stream import options (validation, `keep`, ...). */
@@ -36,8 +36,6 @@ export interface ConnectionCore {
   readonly life: Lifetime;
   ptr(op: string): Ptr;
 }
-
-const registry = new FinalizationRegistry<Lifetime>((life) => life.close());
 
 export function isAsyncSource(data: unknown): data is AsyncBatchSource {
   if (typeof data !== 'object' || data === null) return false;
@@ -65,7 +63,7 @@ export async function collect(data: AsyncBatchSource): Promise<{ batches: Record
  * const reader = await stmt.executeQuery();
  * for await (const batch of reader) console.log(batch.numRows);
  */
-export class AdbcStatement {
+export class AdbcStatement extends Closable {
   readonly #conn: ConnectionCore;
   readonly #ptr: Ptr;
   readonly #life: Lifetime;
@@ -74,17 +72,18 @@ export class AdbcStatement {
 
   /** @internal Use `AdbcConnection.createStatement()`. */
   constructor(conn: ConnectionCore, ptr: Ptr) {
-    this.#conn = conn;
-    this.#ptr = ptr;
     const { driver } = conn;
-    this.#life = new Lifetime('statement', conn.life, () => {
+    const life = new Lifetime('statement', conn.life, () => {
       try {
         driver.call('StatementRelease', ptr);
       } finally {
         freeNative(ptr);
       }
     });
-    registry.register(this, this.#life, this);
+    super(life);
+    this.#conn = conn;
+    this.#ptr = ptr;
+    this.#life = life;
   }
 
   /** @internal A new statement on `conn`: `AdbcStatementNew`. */
@@ -111,11 +110,6 @@ export class AdbcStatement {
   #queued(op: string): Ptr {
     this.#life.check(op);
     return this.#ptr;
-  }
-
-  /** Whether `AdbcStatementRelease` has run. */
-  get released(): boolean {
-    return this.#life.released;
   }
 
   /**
@@ -287,31 +281,6 @@ export class AdbcStatement {
     }
   }
 
-  /**
-   * Releases the statement (`AdbcStatementRelease`), or, while its result
-   * is being read, as soon as the reader is released. Idempotent.
-   *
-   * @example
-   * await stmt.close();
-   */
-  async close(): Promise<void> {
-    this.closeSync();
-  }
-
-  /** `close()`, synchronously (for `using`). */
-  closeSync(): void {
-    registry.unregister(this);
-    const err = this.#life.close();
-    if (err !== undefined) throw err;
-  }
-
-  [Symbol.dispose](): void {
-    this.closeSync();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    this.closeSync();
-  }
 }
 
 /** `AdbcStatementBindStream` of `data` on statement `p`. */
