@@ -15,7 +15,17 @@ import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, type Serial } from './lifetime.js';
 import { AdbcRecordBatchReader } from './reader.js';
 
-/** Options of the readers of query results: arrow-device's stream import options (validation, `keep`, ...). */
+/**
+ * Options of the readers of query results: arrow-device's stream import
+ * options (validation, `keep`, ...). `offThread` is true unless given: each
+ * `get_next` of `for await`, `toTableAsync` and `query` runs on a worker
+ * thread, and the event loop turns meanwhile. `{ offThread: false }` reads
+ * on the JS thread instead, one thread hop less per batch (what it saves is
+ * printed by `npm run bench:adbc`), while the event loop waits for the
+ * whole read: only for an in-process driver whose `get_next` computes and
+ * returns (DuckDB's, SQLite's), never for one that waits on the network or
+ * reads data bound from JavaScript during `get_next`.
+ */
 export type QueryOptions = Omit<StreamImportOptions, 'view' | 'memory'>;
 
 /**

@@ -149,6 +149,28 @@ for (const spec of DRIVERS) {
       assert.equal(reader.released, true, 'the stream is released at its end');
     });
 
+    test('{ offThread: false }: every get_next on the JS thread (no timer runs during the read), the same values', async () => {
+      const { conn } = await open();
+      const n = 50_000;
+      const reader = await conn.queryStream(`WITH s AS (${spec.series(n)}) SELECT i FROM s ORDER BY i`, undefined, { offThread: false });
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 0);
+      let table;
+      try {
+        table = await reader.toTableAsync();
+      } finally {
+        clearInterval(timer);
+      }
+      try {
+        assert.equal(ticks, 0, 'the event loop did not turn while the stream was read');
+        assert.equal(table.numRows, n);
+        assert.deepEqual(values(table.getChild('i')), Array.from({ length: n }, (_, i) => i));
+      } finally {
+        table.release();
+      }
+      assert.equal(reader.released, true);
+    });
+
     test('bound parameters: a Table of parameters with query and execute', async () => {
       const { conn } = await open();
       const t = unique('params');
