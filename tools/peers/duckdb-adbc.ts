@@ -163,16 +163,6 @@ export class DuckDBAdbc {
     );
   }
 
-  /** Runs a statement that returns no rows. */
-  run(sql: string): Promise<void> {
-    return this.#exclusive(() =>
-      this.#withStatement(async (stmt) => {
-        this.#driver.call('StatementSetSqlQuery', stmt, sql);
-        await this.#driver.callAsync('StatementExecuteQuery', stmt, NULL, NULL);
-      }),
-    );
-  }
-
   /** Rows of `sql`, every value cast to text by DuckDB (`COLUMNS(*)::VARCHAR`), null for SQL NULL. */
   queryText(sql: string): Promise<(string | null)[][]> {
     return this.query(`SELECT COLUMNS(*)::VARCHAR FROM (${sql})`, (stream) => {
