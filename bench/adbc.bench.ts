@@ -10,8 +10,9 @@
  * before. Time: one child per driver runs every query route (then one runs
  * every ingest route) round-robin, `BENCH_REPS` rounds after a warm-up, so
  * that each route sees the same machine (routes timed in separate processes
- * at separate moments differed by up to 1.9x on a loaded machine); medians
- * printed, then the one-row query the same way, 200 rounds.
+ * at separate moments differed by up to 1.9x on a loaded machine), with no
+ * forced collection between runs; medians printed, then the one-row query
+ * the same way, 200 rounds.
  *
  * - query: `SELECT *` of 1M rows (int64, float64, text) into an arrow-js
  *   Table, from a table in a database file (DuckDB, SQLite) or on the server
@@ -446,9 +447,10 @@ async function child(a: ChildArgs): Promise<ChildResult> {
     try {
       const names = Object.keys(QUERY_ROUTES) as QueryRouteName[];
       for (const n of names) await QUERY_ROUTES[n](o, SELECT);
+      // No forced collection between runs: a full collection discards V8's optimised code of the
+      // import (its weak-object deoptimisation, see bench:wasm), and an application's queries do not run after one.
       for (let r = 0; r < REPS; r++) {
         for (const n of names) {
-          gc();
           add(n, await clock(() => QUERY_ROUTES[n](o, SELECT)));
         }
       }
@@ -472,7 +474,6 @@ async function child(a: ChildArgs): Promise<ChildResult> {
     for (let r = -1; r < REPS; r++) {
       for (const n of names) {
         const table = `bench_in_${k++}`;
-        gc();
         const t = await INGEST_ROUTES[n](o, data, table, a.replay);
         if (r >= 0) add(n, t);
         // Through the connection that ingested: in memory, the raw one and the module's are two databases.
