@@ -28,9 +28,8 @@ import { Field, Float64, Int32, makeData, RecordBatch, Schema, Struct, Table, Ut
 import { accounting, createAsyncDeviceStreamReader, exportArrayStream, freeArrowArrayStream, importArrayStream } from '../src/index.js';
 import { counting, countingMissing } from '../test/ownership/counting.js';
 import { asyncPeer, peerMissing } from '../test/async/peer.js';
-import { AdbcDriver } from '../examples/adbc/adbc.js';
-import { SQLITE } from '../examples/adbc/drivers.js';
-import { squaresSql } from '../examples/adbc/query.js';
+import { AdbcDatabase } from '../src/adbc/index.js';
+import { SQLITE } from '../test/adbc/drivers.js';
 
 const quick = process.argv.includes('--quick');
 
@@ -256,16 +255,16 @@ async function offThread(): Promise<void> {
     return;
   }
   const rows = 1_000_000;
-  const driver = AdbcDriver.load(SQLITE.path, SQLITE.entrypoint);
+  const db = new AdbcDatabase(SQLITE.options());
+  const conn = await db.connect();
   try {
-    using db = driver.open(SQLITE.memoryOptions);
-    using conn = db.connect();
     console.log(`event loop while SQLite's ADBC driver streams ${rows.toLocaleString('en')} rows (i, i*i, 'row ' || i), a 1 ms timer's longest wait:`);
     for (const batchRows of [1024, 100_000]) {
       for (const off of [false, true]) {
-        using stmt = conn.statement(squaresSql(SQLITE, rows));
+        await using stmt = await conn.createStatement();
+        await stmt.setSqlQuery(`WITH s AS (${SQLITE.series(rows)}) SELECT i, i * i AS square, 'row ' || i AS label FROM s ORDER BY i`);
         stmt.setOption('adbc.sqlite.query.batch_rows', String(batchRows));
-        const reader = await stmt.query({ offThread: off });
+        const reader = await stmt.executeQuery({ offThread: off });
         let maxGap = 0;
         let ticks = 0;
         let last = performance.now();
@@ -295,7 +294,8 @@ async function offThread(): Promise<void> {
       }
     }
   } finally {
-    driver.release();
+    await conn.close();
+    await db.close();
   }
 }
 

@@ -122,9 +122,19 @@ function toTable(c: CaseData): Tabular {
   };
 }
 
-export async function settle(): Promise<string | undefined> {
-  const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0, 100);
-  return ok ? undefined : `leak: ${JSON.stringify(accounting())}`;
+/**
+ * Waits (collecting garbage) until nothing of ours is live: no import (every
+ * struct a peer gave us released by us) and no export beyond those the peer
+ * says it holds (`Peer.heldExports`: structs of ours it took and never
+ * released, its own leaks). Returns the leak otherwise, saying whose.
+ */
+export async function settle(peer?: Peer): Promise<string | undefined> {
+  const held = (): number => peer?.heldExports?.() ?? 0;
+  const ok = await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === held(), 100);
+  if (ok) return undefined;
+  const a = accounting();
+  const theirs = held() > 0 ? ` (${peer!.name} holds ${held()} of them, its own leak)` : '';
+  return `leak: ${a.liveImports} imports and ${a.liveExports} exports live${theirs}: ${JSON.stringify(a)}`;
 }
 
 /**
@@ -263,7 +273,14 @@ function transportSkip(_e: unknown): string | undefined {
   return undefined;
 }
 
-export async function runCase(peer: Peer, name: string, files: string[]): Promise<{ status: 'pass' | 'fail' | 'skip'; detail: string }> {
+/** A case's outcome; `peerLeak`: structs of ours the peer took during the case and never released. */
+export interface CaseResult {
+  status: 'pass' | 'fail' | 'skip';
+  detail: string;
+  peerLeak?: number;
+}
+
+export async function runCase(peer: Peer, name: string, files: string[]): Promise<CaseResult> {
   let data: CaseData & { source: string };
   try {
     data = { ...load(files), files };
@@ -276,6 +293,7 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
   if (via !== 'array' && !peer.supports) return { status: 'skip', detail: `${peer.name} takes only ArrowArray (--via array)` };
   if (via === 'cuda' && peer.name !== 'self') return { status: 'skip', detail: `--via cuda: ${peer.name} does not read CUDA memory here` };
   const notes: string[] = [data.source];
+  const heldBefore = peer.heldExports?.() ?? 0;
   // Direction 1: ours first.
   try {
     const d = await (async () => {
@@ -283,11 +301,11 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
       return diffCases(data, back.data, peer.exactTypes) ?? (back.note ? (notes.push(back.note), undefined) : undefined);
     })();
     if (d) return { status: 'fail', detail: `ours first: ${d}` };
-    const leak = await settle();
+    const leak = await settle(peer);
     if (leak) return { status: 'fail', detail: `ours first: ${leak}` };
   } catch (e) {
     const skip = peer.skipReason?.(e) ?? transportSkip(e);
-    if (skip) return { status: 'skip', detail: skip };
+    if (skip) return skipped(peer, 'ours first', skip);
     return { status: 'fail', detail: `ours first: ${(e as Error).stack ?? String(e)}` };
   }
   // Direction 2: peer first.
@@ -300,15 +318,27 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
             return exportCase(c);
           });
     if (d) return { status: 'fail', detail: `peer first: ${d}` };
-    const leak = await settle();
+    const leak = await settle(peer);
     if (leak) return { status: 'fail', detail: `peer first: ${leak}` };
   } catch (e) {
     const skip = peer.skipReason?.(e) ?? transportSkip(e);
-    if (skip) return { status: 'skip', detail: skip };
+    if (skip) return skipped(peer, 'peer first', skip);
     return { status: 'fail', detail: `peer first: ${(e as Error).stack ?? String(e)}` };
   }
   void name;
-  return { status: 'pass', detail: notes.join('; ') };
+  const held = (peer.heldExports?.() ?? 0) - heldBefore;
+  if (held > 0) notes.push(`${peer.name} did not release ${held} of the structs we exported to it (its leak, not ours)`);
+  return { status: 'pass', detail: notes.join('; '), ...(held > 0 ? { peerLeak: held } : {}) };
+}
+
+/**
+ * A case the peer refused part way (its own "not supported"): what was
+ * exchanged before the refusal must still be released, so the accounting
+ * is checked here too (else a leak would be blamed on the next case).
+ */
+async function skipped(peer: Peer, direction: string, why: string): Promise<CaseResult> {
+  const leak = await settle(peer);
+  return leak ? { status: 'fail', detail: `${direction}: ${why}, then ${leak}` } : { status: 'skip', detail: why };
 }
 
 

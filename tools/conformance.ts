@@ -10,7 +10,9 @@
  * -> we import -> compare with the original. Direction "peer first": the
  * peer exports -> we import -> we export -> the peer imports and compares
  * with its own copy. After each case the accounting must be back to zero
- * (every import released, every export released by its consumer).
+ * (every import released, every export released by its consumer), except
+ * for exports a peer measured as taken and never released by itself (its
+ * own leaks: `Peer.heldExports`), which are reported as the peer's.
  *
  * `--via cuda` runs on a real GPU when a CUDA runtime that sees one is
  * found, else on the simulated CUDA runtime (test/device/cuda/sim), and
@@ -81,9 +83,11 @@ async function main(): Promise<void> {
     else if (r.status === 'fail') failed++;
     else skipped++;
     const label = r.status === 'pass' ? 'PASS' : r.status === 'fail' ? 'FAIL' : 'SKIP';
-    console.log(`${label} ${name} (${ms} ms)${r.status !== 'pass' || o.verbose ? `: ${r.detail}` : ''}`);
+    console.log(`${label} ${name} (${ms} ms)${r.status !== 'pass' || o.verbose || r.peerLeak ? `: ${r.detail}` : ''}`);
   }
+  const held = peer.heldExports?.() ?? 0;
   await peer.close();
+  if (peer.heldExports) console.log(`${peer.name} leaks: ${held} of our exported structs taken and never released by it over the run (not ours: our side is checked at zero after every case)`);
   if (cuda?.mode === 'sim') {
     // The simulator counts what is still allocated: with the runtime's own cache let go, nothing may be.
     cuda.runtime.releaseCached();

@@ -115,6 +115,44 @@ for (const [from, to] of [[a, b], [b, a]]) {
 console.log('two copies ok');
 `;
 
+/**
+ * arrow-device/adbc from ESM: a missing driver is an AdbcError naming the
+ * places tried; with the SQLite driver (its path in ADBC_SQLITE_DRIVER) a
+ * real query and a zero-copy ingest.
+ */
+const ADBC_ESM_CONSUMER = `
+import assert from 'node:assert/strict';
+import { tableFromArrays } from 'apache-arrow';
+import { AdbcDatabase, AdbcError, LoadFlags } from 'arrow-device/adbc';
+import { accounting } from 'arrow-device';
+assert.throws(() => new AdbcDatabase({ driver: 'nosuchdriver', loadFlags: LoadFlags.Default }), (e) => e instanceof AdbcError && e.code === 'NotFound');
+const driver = process.env.ADBC_SQLITE_DRIVER;
+if (driver) {
+  const db = new AdbcDatabase({ driver, databaseOptions: { uri: ':memory:' } });
+  const conn = await db.connect();
+  assert.equal(await conn.ingest('t', tableFromArrays({ x: Int32Array.of(1, 2, 3) })), 3);
+  const t = await conn.query('SELECT SUM(x) AS s FROM t');
+  assert.equal(Number(t.getChild('s').get(0)), 6);
+  t.release();
+  await conn.close();
+  await db.close();
+  assert.equal(db.released, true);
+}
+assert.equal(accounting().liveImports, 0);
+console.log('adbc esm ok');
+`;
+
+/** arrow-device/adbc from CommonJS: the same module instance as import's. */
+const ADBC_CJS_CONSUMER = `
+const assert = require('node:assert/strict');
+const adbc = require('arrow-device/adbc');
+assert.throws(() => new adbc.AdbcDatabase({ driver: 'nosuchdriver' }), (e) => e instanceof adbc.AdbcError && e.status === adbc.AdbcStatus.NOT_FOUND);
+import('arrow-device/adbc').then((esm) => {
+  assert.equal(esm.AdbcDatabase, adbc.AdbcDatabase);
+  console.log('adbc cjs ok');
+});
+`;
+
 /** Type-checked only: the public types as a consumer spells them. */
 const TS_CONSUMER = `
 import { Table, tableFromArrays, type RecordBatch } from 'apache-arrow';
@@ -133,6 +171,15 @@ const options: Pick<WasmMemoryOptions, 'memory'> = { memory: linear };
 export function fromExports(exports: object): Memory { return wasmMemoryFromExports(exports); }
 export function describe(e: unknown): string { return e instanceof ArrowDeviceError ? e.kind + ' ' + e.path : String(e); }
 export { table, mem, options };
+import { AdbcDatabase, AdbcError, IngestMode, type AdbcConnection, type ConnectOptions } from 'arrow-device/adbc';
+export async function adbcCount(options: ConnectOptions, sql: string): Promise<number> {
+  await using db = new AdbcDatabase(options);
+  await using conn: AdbcConnection = await db.connect();
+  await conn.ingest('t', batch, { mode: IngestMode.CreateAppend });
+  const result: Table = await conn.query(sql);
+  return result.numRows;
+}
+export function adbcStatus(e: unknown): number | undefined { return e instanceof AdbcError ? e.status : undefined; }
 `;
 
 /** The native ring's prebuilt library for this platform, as tools/build-native.mjs names it. */
@@ -163,6 +210,7 @@ describe('package', { timeout: 120_000 }, () => {
     const info = packed[0]!;
     const files = new Set(info.files.map((f) => f.path));
     assert.ok(files.has('dist/index.js') && files.has('dist/index.d.ts') && files.has('src/index.ts'), 'dist and src are in the tarball');
+    assert.ok(files.has('dist/adbc/index.js') && files.has('dist/adbc/index.d.ts'), 'the arrow-device/adbc subpath is in the tarball');
     assert.ok(![...files].some((f) => f.startsWith('test/') || f.startsWith('.build/')), 'no tests or build outputs in the tarball');
     assert.ok(files.has('native/async-ring.c'), "the native ring's source is in the tarball");
     // Every prebuilt library there is (the host's, or with `build-native.mjs --release` linux-x64 and linux-arm64) ships.
@@ -208,6 +256,15 @@ describe('package', { timeout: 120_000 }, () => {
   test('requires from CommonJS (require(esm)): one module instance', { skip: requireEsm ? false : `Node ${process.version} has no require(esm) (needs ^20.19 or >= 22.12)` }, () => {
     writeFileSync(join(project, 'cjs.cjs'), CJS_CONSUMER);
     assert.equal(sh(process.execPath, ['cjs.cjs'], project).trim(), 'cjs ok');
+  });
+
+  test('arrow-device/adbc imports as ESM and requires from CommonJS', { skip: requireEsm ? false : `Node ${process.version} has no require(esm)` }, () => {
+    writeFileSync(join(project, 'adbc.mjs'), ADBC_ESM_CONSUMER);
+    writeFileSync(join(project, 'adbc.cjs'), ADBC_CJS_CONSUMER);
+    const sqlite = join(root, '.build/adbc-sqlite/libadbc_driver_sqlite.so');
+    const env = existsSync(sqlite) ? { ADBC_SQLITE_DRIVER: sqlite } : {};
+    assert.equal(execFileSync(process.execPath, ['adbc.mjs'], { cwd: project, encoding: 'utf8', env: { ...process.env, ...env } }).trim(), 'adbc esm ok');
+    assert.equal(sh(process.execPath, ['adbc.cjs'], project).trim(), 'adbc cjs ok');
   });
 
   test("two copies of the package in one process work side by side and read each other's exports", () => {

@@ -5,8 +5,8 @@
  * `streamPtr`, ...), C consumers for what they export (`nativeLib.consume`,
  * `nativeLib.consume_stream`), and the async C peer's producer thread and
  * consumer (`nativeLib.start_producing`, `nativeConsumerHandler`).
- * The ADBC block gets the example binding (examples/adbc/adbc.ts) as `adbc`
- * and the SQLite driver's path as `sqliteDriverPath`; without the driver
+ * A block may import from 'arrow-device/adbc' (src/adbc); the ADBC block
+ * gets the SQLite driver's path as `sqliteDriverPath`; without the driver
  * (`npm run setup:adbc`) that block skips with the reason, unless
  * ADBC_REQUIRED=1.
  *
@@ -25,8 +25,8 @@ import * as Lib from '../../src/index.js';
 import { asyncPeer, peerMissing } from '../async/peer.js';
 import { collectUntil } from '../helpers/gc.js';
 import { counting, countingMissing } from '../ownership/counting.js';
-import * as adbc from '../../examples/adbc/adbc.js';
-import { SQLITE } from '../../examples/adbc/drivers.js';
+import * as Adbc from '../../src/adbc/index.js';
+import { SQLITE } from '../adbc/drivers.js';
 
 const README = new URL('../../README.md', import.meta.url);
 
@@ -55,8 +55,8 @@ const IMPORT = /^import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*'([^']+)';?\s*$/gm;
 /** Removes the import lines of a block, checking that every name it imports exists in its module. */
 function resolveImports(code: string, line: number): string {
   return code.replace(IMPORT, (_all, names: string, from: string) => {
-    const mod: Record<string, unknown> = from === 'arrow-device' ? Lib : from === 'apache-arrow' ? Arrow : {};
-    if (from !== 'arrow-device' && from !== 'apache-arrow') throw new Error(`README line ${line}: import from '${from}' is not available to examples`);
+    const mod: Record<string, unknown> = from === 'arrow-device' ? Lib : from === 'apache-arrow' ? Arrow : from === 'arrow-device/adbc' ? Adbc : {};
+    if (from !== 'arrow-device' && from !== 'apache-arrow' && from !== 'arrow-device/adbc') throw new Error(`README line ${line}: import from '${from}' is not available to examples`);
     for (const raw of names.split(',')) {
       const name = raw.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!.trim();
       if (name && !(name in mod) && !raw.trim().startsWith('type ')) {
@@ -76,7 +76,7 @@ describe('every TypeScript block of the README runs', { skip }, () => {
   });
 
   for (const block of blocks) {
-    const needsAdbc = /\badbc\./.test(block.code);
+    const needsAdbc = block.code.includes("'arrow-device/adbc'");
     const blockSkip = needsAdbc && SQLITE.missing && process.env.ADBC_REQUIRED !== '1' ? SQLITE.missing : undefined;
     test(`README block at line ${block.line}`, { skip: blockSkip }, async () => {
       const c = counting();
@@ -88,6 +88,7 @@ describe('every TypeScript block of the README runs', { skip }, () => {
       const scope: Record<string, unknown> = {
         ...Arrow,
         ...Lib,
+        ...(needsAdbc ? Adbc : {}),
         console: { log: (...a: unknown[]) => logged.push(a), error: (...a: unknown[]) => logged.push(a) },
         // What a native producer filled.
         schemaPtr: c.schema(),
@@ -105,9 +106,8 @@ describe('every TypeScript block of the README runs', { skip }, () => {
           make_stream: c.lib.make_stream,
           start_producing: (handler: bigint) => void producers.push(p.produce(handler, 5, 4, -1)),
         },
-        // The ADBC example binding and a driver it runs (a real database, not a stand-in).
-        adbc,
-        sqliteDriverPath: SQLITE.path,
+        // A driver arrow-device/adbc runs (a real database, not a stand-in).
+        sqliteDriverPath: SQLITE.library,
       };
       // A native consumer's handler, only for the blocks that hand data to one (it runs a thread).
       if (block.code.includes('nativeConsumerHandler')) scope.nativeConsumerHandler = consumerHandler = p.consumer(2, -1, false);

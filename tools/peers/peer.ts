@@ -37,6 +37,13 @@ export interface Peer {
   asyncRoundTrip?(original: CaseData): Promise<{ data: CaseData; note?: string }>;
   /** `--via async`, peer first: the peer produces into our handler, we produce back, the peer compares. */
   asyncPeerFirst?(original: CaseData): Promise<string | undefined>;
+  /**
+   * How many structs of ours (exports) the peer has taken and not released
+   * after it was done with them: its own leaks, measured by the peer around
+   * each hand-over, so the accounting can tell them apart from ours. Absent:
+   * none (every export must come back).
+   */
+  heldExports?(): number;
   /** A reason to skip when the peer threw this error (its own "not supported"), or undefined: a failure. */
   skipReason?(e: unknown): string | undefined;
   /**

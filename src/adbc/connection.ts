@@ -1,0 +1,373 @@
+/**
+ * `AdbcConnection`: one ADBC connection, with the official driver manager's
+ * conveniences (query, queryStream, execute, ingest, ingestStream, metadata,
+ * transactions). Every call that may block (execution, `get_next`,
+ * metadata, commit) runs on a worker thread, one at a time per connection.
+ */
+import { RecordBatch, Table, type Schema } from 'apache-arrow';
+import { importArrayStreamFrom, importSchemaFrom, NULL, type ImportedTable, type Ptr } from '../index.js';
+import { allocNative, freeNative, u32Array, type Driver } from './driver.js';
+import { AdbcError, AdbcStatus } from './error.js';
+import { Closable, Lifetime, Serial } from './lifetime.js';
+import type { AdbcRecordBatchReader } from './reader.js';
+import { AdbcStatement, collect, isAsyncSource, type AsyncBatchSource, type BindSource, type ConnectionCore, type QueryOptions } from './statement.js';
+import { IngestMode, ObjectDepth, type GetObjectsOptions, type InfoCode, type IngestOptions } from './types.js';
+
+/**
+ * One connection to a database (`AdbcConnection`), from `AdbcDatabase.connect()`.
+ * Results are zero-copy imports of the driver's streams; ingested data
+ * leaves as zero-copy exports. `close()` (or `await using`) releases it,
+ * after every statement and reader of it.
+ *
+ * @example
+ * await using conn = await db.connect();
+ * const table = await conn.query('SELECT 42 AS answer');
+ * console.log(table.getChild('answer')?.get(0));
+ * table.release();
+ */
+export class AdbcConnection extends Closable {
+  readonly #core: ConnectionCore;
+  readonly #ptr: Ptr;
+
+  /** @internal Use `AdbcDatabase.connect()`. */
+  constructor(driver: Driver, ptr: Ptr, parent: Lifetime) {
+    const life = new Lifetime('connection', parent, () => {
+      try {
+        driver.call('ConnectionRelease', ptr);
+      } finally {
+        freeNative(ptr);
+      }
+    });
+    super(life);
+    this.#ptr = ptr;
+    this.#core = {
+      driver,
+      serial: new Serial(),
+      life,
+      ptr: (op) => {
+        life.check(op);
+        return ptr;
+      },
+    };
+  }
+
+  #sync(op: string): Ptr {
+    const p = this.#core.ptr(op);
+    this.#core.serial.checkIdle(op, 'connection');
+    return p;
+  }
+
+  /** Runs `f` on the connection's queue, the connection marked busy (its release waits). */
+  #run<T>(op: string, f: (p: Ptr) => Promise<T> | T): Promise<T> {
+    const p = this.#core.ptr(op);
+    return this.#core.serial.run(async () => {
+      const leave = this.#core.life.enter();
+      try {
+        return await f(p);
+      } finally {
+        leave();
+      }
+    });
+  }
+
+  /**
+   * A new statement (`AdbcStatementNew`).
+   *
+   * @example
+   * await using stmt = await conn.createStatement();
+   */
+  async createStatement(): Promise<AdbcStatement> {
+    this.#core.ptr('createStatement');
+    return this.#core.serial.run(() => AdbcStatement.create(this.#core));
+  }
+
+  /**
+   * Sets a connection option (`AdbcConnectionSetOption`).
+   *
+   * @example
+   * conn.setOption('adbc.connection.autocommit', 'false');
+   */
+  setOption(key: string, value: string): void {
+    this.#core.driver.call('ConnectionSetOption', this.#sync('setOption'), key, value);
+  }
+
+  /**
+   * Turns autocommit on or off (`adbc.connection.autocommit`).
+   *
+   * @example
+   * conn.setAutoCommit(false);
+   */
+  setAutoCommit(enabled: boolean): void {
+    this.setOption('adbc.connection.autocommit', enabled ? 'true' : 'false');
+  }
+
+  /**
+   * Makes the connection read-only or not (`adbc.connection.readonly`).
+   *
+   * @example
+   * conn.setReadOnly(true);
+   */
+  setReadOnly(enabled: boolean): void {
+    this.setOption('adbc.connection.readonly', enabled ? 'true' : 'false');
+  }
+
+  /** A metadata call's stream, read whole into a Table. */
+  #metadata(op: string, call: (p: Ptr, out: Ptr) => Promise<void>): Promise<ImportedTable> {
+    const { driver } = this.#core;
+    return this.#run(op, async (p) => {
+      const reader = await importArrayStreamFrom((out) => call(p, out), {
+        offThread: true,
+        onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
+      });
+      return reader.toTableAsync();
+    });
+  }
+
+  /**
+   * Catalogs, schemas, tables and columns (`AdbcConnectionGetObjects`), as
+   * the nested Table adbc.h describes.
+   *
+   * @example
+   * const objects = await conn.getObjects({ depth: ObjectDepth.Tables, tableName: 'people' });
+   */
+  async getObjects(options: GetObjectsOptions = {}): Promise<ImportedTable> {
+    const { driver } = this.#core;
+    return this.#metadata('getObjects', (p, out) =>
+      driver.callAsync('ConnectionGetObjects', p, options.depth ?? ObjectDepth.All, options.catalog, options.dbSchema, options.tableName,
+        { list: options.tableType }, options.columnName, out),
+    );
+  }
+
+  /**
+   * Driver and database information (`AdbcConnectionGetInfo`): rows of
+   * `info_name` (an `InfoCode`) and a union `info_value`.
+   *
+   * @example
+   * const info = await conn.getInfo([InfoCode.VendorName]);
+   */
+  async getInfo(infoCodes?: InfoCode[]): Promise<ImportedTable> {
+    const { driver } = this.#core;
+    return this.#metadata('getInfo', async (p, out) => {
+      const codes = infoCodes === undefined ? NULL : u32Array(infoCodes);
+      try {
+        await driver.callAsync('ConnectionGetInfo', p, codes, infoCodes?.length ?? 0, out);
+      } finally {
+        freeNative(codes);
+      }
+    });
+  }
+
+  /**
+   * The table types the database has (`AdbcConnectionGetTableTypes`): one column `table_type`.
+   *
+   * @example
+   * const types = await conn.getTableTypes();
+   */
+  async getTableTypes(): Promise<ImportedTable> {
+    const { driver } = this.#core;
+    return this.#metadata('getTableTypes', (p, out) => driver.callAsync('ConnectionGetTableTypes', p, out));
+  }
+
+  /**
+   * The Arrow schema of a table (`AdbcConnectionGetTableSchema`).
+   *
+   * @example
+   * const schema = await conn.getTableSchema({ tableName: 'people' });
+   */
+  async getTableSchema(options: { catalog?: string; dbSchema?: string; tableName: string }): Promise<Schema> {
+    const { driver } = this.#core;
+    return this.#run('getTableSchema', (p) =>
+      importSchemaFrom((out) => driver.callAsync('ConnectionGetTableSchema', p, options.catalog, options.dbSchema, options.tableName, out)),
+    );
+  }
+
+  /**
+   * Runs a query and returns its result as a zero-copy arrow-js Table
+   * (`table.release()` gives the driver's memory back; the garbage
+   * collector does otherwise). `params` are bound first (`bind`).
+   *
+   * @example
+   * const t = await conn.query('SELECT * FROM people WHERE id = ?', tableFromArrays({ id: Int32Array.of(1) }));
+   */
+  async query(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<ImportedTable> {
+    const reader = await this.queryStream(sql, params, options);
+    try {
+      return await reader.toTableAsync();
+    } finally {
+      reader.release();
+    }
+  }
+
+  /**
+   * Runs a query and returns a reader of its result, batch by batch
+   * (bounded memory: one batch alive at a time unless kept). The statement
+   * is closed at once and released after the reader.
+   *
+   * @example
+   * for await (const batch of await conn.queryStream('SELECT * FROM big')) console.log(batch.numRows);
+   */
+  async queryStream(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
+    const stmt = await this.createStatement();
+    try {
+      await stmt.setSqlQuery(sql);
+      if (params !== undefined) await stmt.bind(params);
+      return await stmt.executeQuery(options);
+    } finally {
+      stmt.closeSync();
+    }
+  }
+
+  /**
+   * Runs a statement that returns no rows (DDL, INSERT, UPDATE, DELETE);
+   * resolves to the rows affected (-1: unknown).
+   *
+   * @example
+   * await conn.execute('CREATE TABLE t (x INTEGER)');
+   */
+  async execute(sql: string, params?: BindSource | AsyncBatchSource): Promise<number> {
+    const stmt = await this.createStatement();
+    try {
+      await stmt.setSqlQuery(sql);
+      if (params !== undefined) await stmt.bind(params);
+      return await stmt.executeUpdate();
+    } finally {
+      stmt.closeSync();
+    }
+  }
+
+  #ingestOptions(tableName: string, options: IngestOptions, mode: string): Record<string, string> {
+    const o: Record<string, string> = { 'adbc.ingest.target_table': tableName, 'adbc.ingest.mode': mode };
+    if (options.catalog !== undefined) o['adbc.ingest.target_catalog'] = options.catalog;
+    if (options.dbSchema !== undefined) o['adbc.ingest.target_db_schema'] = options.dbSchema;
+    if (options.temporary === true) o['adbc.ingest.temporary'] = 'true';
+    return o;
+  }
+
+  async #ingestOnce(tableName: string, data: BindSource, options: IngestOptions, mode: string): Promise<number> {
+    const stmt = await this.createStatement();
+    try {
+      await stmt.setOptions(this.#ingestOptions(tableName, options, mode));
+      await stmt.bindStream(data);
+      return await stmt.executeUpdate();
+    } finally {
+      stmt.closeSync();
+    }
+  }
+
+  /**
+   * Bulk ingestion (`adbc.ingest.*` options, `AdbcStatementBindStream`,
+   * `AdbcStatementExecuteQuery`): the data leaves zero-copy as an
+   * `ArrowArrayStream` that the driver reads while it ingests. Resolves to
+   * the rows ingested (-1: unknown).
+   *
+   * @example
+   * await conn.ingest('people', tableFromArrays({ id: Int32Array.of(1, 2) }), { mode: IngestMode.Create });
+   */
+  async ingest(tableName: string, data: BindSource | AsyncBatchSource, options: IngestOptions = {}): Promise<number> {
+    return this.ingestStream(tableName, data, options);
+  }
+
+  /**
+   * Ingestion from a stream of batches. A synchronous source (an arrow-js
+   * `RecordBatchReader` over IPC bytes, an `AdbcRecordBatchReader` of
+   * another connection, any iterable) is read by the driver batch by batch,
+   * in one execution. An async source cannot be read from a C stream (its
+   * `get_next` cannot wait for a promise), so its batches are ingested as
+   * they arrive, one execution each: the first with `options.mode`, the
+   * rest appended (not atomic unless autocommit is off).
+   *
+   * @example
+   * await conn.ingestStream('events', RecordBatchReader.from(ipcBytes));
+   */
+  async ingestStream(tableName: string, reader: BindSource | AsyncBatchSource, options: IngestOptions = {}): Promise<number> {
+    this.#core.ptr('ingestStream');
+    const mode = options.mode ?? IngestMode.Create;
+    if (!isAsyncSource(reader)) return this.#ingestOnce(tableName, reader, options, mode);
+    let total = 0;
+    let first = true;
+    const add = (n: number): void => {
+      total = total < 0 || n < 0 ? -1 : total + n;
+    };
+    for await (const batch of reader) {
+      if (!(batch instanceof RecordBatch)) {
+        throw new AdbcError('ingestStream', { status: AdbcStatus.INVALID_ARGUMENT, message: 'ingestStream: the async source yielded something that is not a RecordBatch' });
+      }
+      add(await this.#ingestOnce(tableName, batch, options, first ? mode : IngestMode.Append));
+      first = false;
+    }
+    if (first) {
+      // No batch: the table is still created (or replaced) with the source's schema, as a synchronous source would.
+      const { schema } = await collect(reader);
+      if (!schema) throw new AdbcError('ingestStream', { status: AdbcStatus.INVALID_ARGUMENT, message: 'ingestStream: the async source yielded no batch and has no schema' });
+      if (mode !== IngestMode.Append) add(await this.#ingestOnce(tableName, new Table(schema), options, mode));
+    }
+    return total;
+  }
+
+  /**
+   * Commits the transaction (autocommit off).
+   *
+   * @example
+   * conn.setAutoCommit(false); await conn.execute('INSERT ...'); await conn.commit();
+   */
+  async commit(): Promise<void> {
+    await this.#run('commit', (p) => this.#core.driver.callAsync('ConnectionCommit', p));
+  }
+
+  /**
+   * Rolls the transaction back (autocommit off).
+   *
+   * @example
+   * await conn.rollback();
+   */
+  async rollback(): Promise<void> {
+    await this.#run('rollback', (p) => this.#core.driver.callAsync('ConnectionRollback', p));
+  }
+
+  /**
+   * Asks the driver to stop what runs on the connection (`AdbcConnectionCancel`,
+   * thread-safe in ADBC); returns whether it was asked (false where the driver lacks it).
+   *
+   * @example
+   * setTimeout(() => conn.cancel(), 5000);
+   */
+  cancel(): boolean {
+    const { driver, life } = this.#core;
+    if (life.released || !driver.has('ConnectionCancel')) return false;
+    try {
+      driver.call('ConnectionCancel', this.#ptr);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+}
+
+/** @internal `AdbcConnectionNew` + `AdbcConnectionInit` (the latter on a worker thread: it may connect over the network). */
+export async function openConnection(driver: Driver, db: Ptr, parent: Lifetime): Promise<AdbcConnection> {
+  const p = allocNative(16);
+  try {
+    driver.call('ConnectionNew', p);
+  } catch (e) {
+    freeNative(p);
+    throw e;
+  }
+  // The database stays (its release waits) until the connection is made and counted under it.
+  const leave = parent.enter();
+  try {
+    await driver.callAsync('ConnectionInit', p, db);
+    return new AdbcConnection(driver, p, parent);
+  } catch (e) {
+    try {
+      driver.call('ConnectionRelease', p);
+    } catch {
+      // The first error is the one to report.
+    } finally {
+      freeNative(p);
+    }
+    throw e;
+  } finally {
+    leave();
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * `AdbcDatabase`: a driver found and loaded as the ADBC driver manager does
+ * (discovery.ts), and one `AdbcDatabase` of it, initialised with its options.
+ */
+import { allocHandle, Driver, freeNative, loadLibrary } from './driver.js';
+import { defaultEntrypoint, findDriver, resolveOptions } from './discovery.js';
+import { AdbcError, AdbcStatus } from './error.js';
+import { Closable, Lifetime, Serial } from './lifetime.js';
+import { openConnection, type AdbcConnection } from './connection.js';
+import { LoadFlags, type ConnectOptions } from './types.js';
+import type { Ptr } from '../index.js';
+
+/** Where a database's driver came from (`AdbcDatabase.driverInfo`). */
+export interface DriverInfo {
+  /** The shared library loaded. */
+  library: string;
+  /** Its init function. */
+  entrypoint: string;
+  /** The manifest that named it, if one did. */
+  manifest: string | undefined;
+  /** The connection profile applied, if one was. */
+  profile: string | undefined;
+  /** The ADBC version the driver accepted: 1001000 (1.1.0) or 1000000 (1.0.0). */
+  adbcVersion: number;
+}
+
+/**
+ * A database (`AdbcDatabase`) through an ADBC driver, found as the ADBC
+ * driver manager finds drivers: a short name through manifests, a path, a
+ * URI naming the driver, or a connection profile (see `ConnectOptions`).
+ * The constructor loads the driver and initialises the database
+ * synchronously, and throws an `AdbcError` naming every place it looked
+ * when the driver cannot be found. The same API as the official
+ * `@apache-arrow/adbc-driver-manager`: switch by changing the import.
+ *
+ * @example
+ * import { AdbcDatabase } from 'arrow-device/adbc';
+ * await using db = new AdbcDatabase({ driver: 'sqlite', databaseOptions: { uri: ':memory:' } });
+ * await using conn = await db.connect();
+ * const table = await conn.query('SELECT 1 AS one');
+ */
+export class AdbcDatabase extends Closable {
+  /** Where the driver came from, and the ADBC version it speaks. */
+  readonly driverInfo: DriverInfo;
+  readonly #driver: Driver;
+  readonly #ptr: Ptr;
+  readonly #life: Lifetime;
+  readonly #serial = new Serial();
+
+  constructor(options: ConnectOptions) {
+    const opened = openDatabase(options);
+    super(opened.life);
+    this.driverInfo = opened.info;
+    this.#driver = opened.driver;
+    this.#ptr = opened.ptr;
+    this.#life = opened.life;
+  }
+
+  /**
+   * Opens a connection (`AdbcConnectionNew`, `AdbcConnectionInit` on a worker thread).
+   *
+   * @example
+   * await using conn = await db.connect();
+   */
+  async connect(): Promise<AdbcConnection> {
+    this.#life.check('connect');
+    return this.#serial.run(() => openConnection(this.#driver, this.#ptr, this.#life));
+  }
+}
+
+/** Finds and loads the driver, and makes and initialises its database: what the constructor does before the object exists. */
+function openDatabase(options: ConnectOptions): { info: DriverInfo; driver: Driver; ptr: Ptr; life: Lifetime } {
+  {
+    const { driver: name, options: dbOptions, profile } = resolveOptions(options);
+    const flags = options.loadFlags ?? LoadFlags.Default;
+    let lib: ReturnType<typeof loadLibrary> | undefined;
+    const where = findDriver(name, flags, options.manifestSearchPaths ?? [], (library) => {
+      try {
+        lib = loadLibrary(library);
+        return undefined;
+      } catch (e) {
+        return (e as Error).message;
+      }
+    });
+    const candidates = options.entrypoint ? [options.entrypoint] : where.entrypoint ? [where.entrypoint] : [defaultEntrypoint(where.library), 'AdbcDriverInit'];
+    let driver: Driver | undefined;
+    let info: DriverInfo | undefined;
+    const missing: string[] = [];
+    for (const entrypoint of candidates) {
+      let found = true;
+      try {
+        lib!.func(entrypoint, 'uint8_t', ['int', 'uintptr_t', 'uintptr_t']);
+      } catch (e) {
+        found = false;
+        missing.push(`${entrypoint}: ${(e as Error).message}`);
+      }
+      if (!found) continue;
+      driver = Driver.init(lib!, entrypoint, `${where.library}, ${entrypoint}`);
+      info = { library: where.library, entrypoint, manifest: where.manifest, profile, adbcVersion: driver.version };
+      break;
+    }
+    if (!driver || !info) {
+      throw new AdbcError('AdbcDatabase', {
+        status: AdbcStatus.NOT_FOUND,
+        message: `driver ${where.library} has no init function: ${missing.join('; ')} (give the entrypoint option)`,
+      });
+    }
+    const d = driver;
+    const driverLife = new Lifetime('driver', null, () => d.release());
+    const p = allocHandle();
+    try {
+      d.call('DatabaseNew', p);
+    } catch (e) {
+      freeNative(p);
+      driverLife.close();
+      throw e;
+    }
+    try {
+      for (const [k, v] of dbOptions.strings) d.call('DatabaseSetOption', p, k, v);
+      for (const [k, v] of dbOptions.ints) {
+        if (d.has('DatabaseSetOptionInt')) d.call('DatabaseSetOptionInt', p, k, v);
+        else d.call('DatabaseSetOption', p, k, String(v));
+      }
+      for (const [k, v] of dbOptions.doubles) {
+        if (d.has('DatabaseSetOptionDouble')) d.call('DatabaseSetOptionDouble', p, k, v);
+        else d.call('DatabaseSetOption', p, k, String(v));
+      }
+      d.call('DatabaseInit', p);
+    } catch (e) {
+      try {
+        d.call('DatabaseRelease', p);
+      } catch {
+        // The first error is the one to report.
+      } finally {
+        freeNative(p);
+        driverLife.close();
+      }
+      throw e;
+    }
+    const life = new Lifetime('database', driverLife, () => {
+      try {
+        d.call('DatabaseRelease', p);
+      } finally {
+        freeNative(p);
+      }
+    });
+    // The driver goes when its database does.
+    driverLife.close();
+    return { info, driver: d, ptr: p, life };
+  }
+}

@@ -1,0 +1,368 @@
+/**
+ * An ADBC driver loaded from its shared library: its `struct AdbcDriver`
+ * function table, filled by its init function (`AdbcDriverInitFunc`), and
+ * the calls through it (adbc.h, ADBC 1.1.0; a 1.0.0 driver works without
+ * the 1.1.0 entries). The struct layouts are written here from adbc.h
+ * (field order as there, 64-bit); nothing of the header is copied.
+ *
+ * Libraries are loaded once per path and never unloaded: the release
+ * callbacks of every array a driver produced live in its library, and an
+ * imported batch may outlive the database it came from (the ADBC driver
+ * manager does not unload drivers either).
+ */
+import koffi, { type LibraryHandle } from 'koffi';
+import { nativeMemory, NULL, type Ptr, type StreamProducerError } from '../index.js';
+import { AdbcError, AdbcStatus, type AdbcErrorInit } from './error.js';
+
+// arrow-device's native memory first: it raises koffi's async stack size (DuckDB needs more than
+// koffi's 128 KiB on its worker threads), which koffi only allows before the first library loads.
+const mem = nativeMemory();
+
+export const ADBC_VERSION_1_0_0 = 1_000_000;
+export const ADBC_VERSION_1_1_0 = 1_001_000;
+
+/** `ADBC_ERROR_VENDOR_CODE_PRIVATE_DATA`: a 1.1.0 `AdbcError` whose `private_data` the driver may use. */
+const VENDOR_CODE_PRIVATE_DATA = -0x8000_0000;
+
+/** `struct AdbcError { char* message; int32_t vendor_code; char sqlstate[5]; void (*release)(struct AdbcError*); void* private_data; struct AdbcDriver* private_driver; }` */
+const ERROR = { message: 0n, vendor_code: 8n, sqlstate: 12n, release: 24n, size: 48 } as const;
+/** `struct AdbcDatabase`, `AdbcConnection`, `AdbcStatement`: `{ void* private_data; struct AdbcDriver* private_driver; }` */
+export const HANDLE_SIZE = 16;
+/** `struct AdbcErrorDetail { const char* key; const uint8_t* value; size_t value_length; }`, returned by value. */
+const ErrorDetail = koffi.struct({ key: 'uintptr_t', value: 'uintptr_t', value_length: 'size_t' });
+
+/** `struct AdbcDriver`: `private_data`, `private_manager`, then function pointers in adbc.h's order (1.0.0 ends at `StatementSetSubstraitPlan`). */
+const DRIVER_FIELDS = [
+  'private_data', 'private_manager', 'release',
+  'DatabaseInit', 'DatabaseNew', 'DatabaseSetOption', 'DatabaseRelease',
+  'ConnectionCommit', 'ConnectionGetInfo', 'ConnectionGetObjects', 'ConnectionGetTableSchema', 'ConnectionGetTableTypes',
+  'ConnectionInit', 'ConnectionNew', 'ConnectionSetOption', 'ConnectionReadPartition', 'ConnectionRelease', 'ConnectionRollback',
+  'StatementBind', 'StatementBindStream', 'StatementExecuteQuery', 'StatementExecutePartitions', 'StatementGetParameterSchema',
+  'StatementNew', 'StatementPrepare', 'StatementRelease', 'StatementSetOption', 'StatementSetSqlQuery', 'StatementSetSubstraitPlan',
+  // ADBC 1.1.0
+  'ErrorGetDetailCount', 'ErrorGetDetail', 'ErrorFromArrayStream',
+  'DatabaseGetOption', 'DatabaseGetOptionBytes', 'DatabaseGetOptionDouble', 'DatabaseGetOptionInt',
+  'DatabaseSetOptionBytes', 'DatabaseSetOptionDouble', 'DatabaseSetOptionInt',
+  'ConnectionCancel', 'ConnectionGetOption', 'ConnectionGetOptionBytes', 'ConnectionGetOptionDouble', 'ConnectionGetOptionInt',
+  'ConnectionGetStatistics', 'ConnectionGetStatisticNames', 'ConnectionSetOptionBytes', 'ConnectionSetOptionDouble',
+  'ConnectionSetOptionInt',
+  'StatementCancel', 'StatementExecuteSchema', 'StatementGetOption', 'StatementGetOptionBytes', 'StatementGetOptionDouble',
+  'StatementGetOptionInt', 'StatementSetOptionBytes', 'StatementSetOptionDouble', 'StatementSetOptionInt',
+] as const;
+type DriverField = (typeof DRIVER_FIELDS)[number];
+const DRIVER_SIZE = DRIVER_FIELDS.length * 8;
+const driverOffset = (f: DriverField): bigint => BigInt(DRIVER_FIELDS.indexOf(f) * 8);
+
+// The C signatures of the entries called. Pointers (strings included: they are allocated here) travel as uintptr_t.
+const P = 'uintptr_t';
+const PROTOS = {
+  release: koffi.proto('uint8_t', [P, P]),
+  DatabaseNew: koffi.proto('uint8_t', [P, P]),
+  DatabaseSetOption: koffi.proto('uint8_t', [P, P, P, P]),
+  DatabaseSetOptionInt: koffi.proto('uint8_t', [P, P, 'int64_t', P]),
+  DatabaseSetOptionDouble: koffi.proto('uint8_t', [P, P, 'double', P]),
+  DatabaseInit: koffi.proto('uint8_t', [P, P]),
+  DatabaseRelease: koffi.proto('uint8_t', [P, P]),
+  ConnectionNew: koffi.proto('uint8_t', [P, P]),
+  ConnectionInit: koffi.proto('uint8_t', [P, P, P]),
+  ConnectionSetOption: koffi.proto('uint8_t', [P, P, P, P]),
+  ConnectionCommit: koffi.proto('uint8_t', [P, P]),
+  ConnectionRollback: koffi.proto('uint8_t', [P, P]),
+  ConnectionCancel: koffi.proto('uint8_t', [P, P]),
+  ConnectionGetInfo: koffi.proto('uint8_t', [P, P, 'size_t', P, P]),
+  ConnectionGetObjects: koffi.proto('uint8_t', [P, 'int', P, P, P, P, P, P, P]),
+  ConnectionGetTableSchema: koffi.proto('uint8_t', [P, P, P, P, P, P]),
+  ConnectionGetTableTypes: koffi.proto('uint8_t', [P, P, P]),
+  ConnectionRelease: koffi.proto('uint8_t', [P, P]),
+  StatementNew: koffi.proto('uint8_t', [P, P, P]),
+  StatementSetSqlQuery: koffi.proto('uint8_t', [P, P, P]),
+  StatementSetOption: koffi.proto('uint8_t', [P, P, P, P]),
+  StatementPrepare: koffi.proto('uint8_t', [P, P]),
+  StatementBindStream: koffi.proto('uint8_t', [P, P, P]),
+  StatementExecuteQuery: koffi.proto('uint8_t', [P, P, P, P]),
+  StatementExecuteSchema: koffi.proto('uint8_t', [P, P, P]),
+  StatementCancel: koffi.proto('uint8_t', [P, P]),
+  StatementRelease: koffi.proto('uint8_t', [P, P]),
+  ErrorGetDetailCount: koffi.proto('int', [P]),
+  ErrorGetDetail: koffi.proto(ErrorDetail, [P, 'int']),
+  ErrorFromArrayStream: koffi.proto(P, [P, P]),
+  ErrorRelease: koffi.proto('void', [P]),
+} as const;
+export type Called = keyof typeof PROTOS;
+
+/** An argument of a call: a pointer, a number, or a string (copied into C memory for the call; null is NULL). */
+export type CArg = bigint | number | string | null | undefined | { list: readonly string[] | undefined };
+
+/** A C function through koffi: callable, and `.async(...args, callback)` on a worker thread. */
+type CFunction = ((...args: unknown[]) => unknown) & { async: (...args: unknown[]) => void };
+
+function cFunction(addr: Ptr, proto: Called): CFunction {
+  return koffi.decode(addr, PROTOS[proto]) as CFunction;
+}
+
+/** Libraries loaded, by the path given to the loader: loaded once, never unloaded (see the file comment). */
+const libraries = new Map<string, LibraryHandle>();
+
+/**
+ * Loads a shared library (cached). Throws koffi's error (the `dlopen`
+ * message) when it cannot.
+ */
+export function loadLibrary(path: string): LibraryHandle {
+  let lib = libraries.get(path);
+  if (!lib) {
+    lib = koffi.load(path);
+    libraries.set(path, lib);
+  }
+  return lib;
+}
+
+/** C strings for the duration of a call: allocated on demand, freed together. */
+class CStrings {
+  readonly #ptrs: Ptr[] = [];
+
+  str(s: string | null | undefined): Ptr {
+    if (s === null || s === undefined) return NULL;
+    const bytes = new TextEncoder().encode(s);
+    if (bytes.includes(0)) throw new AdbcError('argument', { status: AdbcStatus.INVALID_ARGUMENT, message: `a string passed to the driver contains a NUL byte: ${JSON.stringify(s)}` });
+    const p = mem.alloc(bytes.byteLength + 1); // zeroed: the NUL is there
+    mem.copyIn(p, bytes);
+    this.#ptrs.push(p);
+    return p;
+  }
+
+  /** A NULL-terminated `const char**`, or NULL for undefined. */
+  list(items: readonly string[] | undefined): Ptr {
+    if (items === undefined) return NULL;
+    const p = mem.alloc((items.length + 1) * 8);
+    this.#ptrs.push(p);
+    items.forEach((s, i) => mem.writePtr(p + BigInt(i * 8), this.str(s)));
+    return p;
+  }
+
+  free(): void {
+    for (const p of this.#ptrs.splice(0)) mem.free(p);
+  }
+}
+
+function args(strings: CStrings, a: readonly CArg[]): unknown[] {
+  return a.map((v) => (typeof v === 'object' && v !== null ? strings.list(v.list) : typeof v === 'string' || v === null || v === undefined ? strings.str(v) : v));
+}
+
+/**
+ * A driver's function table. `call` and `callAsync` turn every non-OK status
+ * into an `AdbcError` carrying the driver's message, SQLSTATE, vendor code
+ * and details.
+ */
+export class Driver {
+  /** The ADBC version the driver accepted (`ADBC_VERSION_1_1_0` or `ADBC_VERSION_1_0_0`). */
+  readonly version: number;
+  /** The library's path and init function, for messages. */
+  readonly label: string;
+  readonly #table: Ptr;
+  readonly #fns = new Map<DriverField, CFunction | null>();
+  #released = false;
+
+  private constructor(table: Ptr, version: number, label: string) {
+    this.#table = table;
+    this.version = version;
+    this.label = label;
+  }
+
+  /**
+   * Calls the init function at `init` (of the library at `path`) for ADBC
+   * 1.1.0, then 1.0.0; throws the driver's `AdbcError` when neither is accepted.
+   */
+  static init(lib: LibraryHandle, entrypoint: string, label: string): Driver {
+    const init = lib.func(entrypoint, 'uint8_t', ['int', P, P]) as CFunction;
+    let last: AdbcError | undefined;
+    for (const version of [ADBC_VERSION_1_1_0, ADBC_VERSION_1_0_0]) {
+      const table = mem.alloc(DRIVER_SIZE);
+      const err = newError();
+      try {
+        const status = (init(version, table, err) as number) & 0xff;
+        if (status === AdbcStatus.OK) return new Driver(table, version, label);
+        last = new AdbcError(`${entrypoint}(version ${version})`, takeError(err, status, null));
+      } finally {
+        mem.free(err);
+      }
+      mem.free(table);
+    }
+    throw last!;
+  }
+
+  /** The table entry `f`, or null when the driver leaves it NULL (or its version lacks it). */
+  fn(f: DriverField): CFunction | null {
+    if (this.#released) throw new AdbcError(f, { status: AdbcStatus.INVALID_STATE, message: `the ADBC driver (${this.label}) is released` });
+    let fn = this.#fns.get(f);
+    if (fn === undefined) {
+      const at = driverOffset(f);
+      const addr = this.version < ADBC_VERSION_1_1_0 && at >= driverOffset('ErrorGetDetailCount') ? NULL : mem.readPtr(this.#table + at);
+      fn = addr === NULL ? null : cFunction(addr, f as Called);
+      this.#fns.set(f, fn);
+    }
+    return fn;
+  }
+
+  has(f: Called): boolean {
+    return this.fn(f as DriverField) !== null;
+  }
+
+  #entry(f: Called): CFunction {
+    const fn = this.fn(f as DriverField);
+    if (!fn) throw new AdbcError(`Adbc${f}`, { status: AdbcStatus.NOT_IMPLEMENTED, message: `Adbc${f}: the driver (${this.label}) does not implement it` });
+    return fn;
+  }
+
+  /** Calls entry `f` synchronously (quick calls: options, new, release); throws an `AdbcError` unless it returns OK. */
+  call(f: Called, ...a: CArg[]): void {
+    const fn = this.#entry(f);
+    const strings = new CStrings();
+    const err = newError();
+    try {
+      const status = (fn(...args(strings, a), err) as number) & 0xff;
+      if (status !== AdbcStatus.OK) throw new AdbcError(`Adbc${f}`, takeError(err, status, this));
+    } finally {
+      mem.free(err);
+      strings.free();
+    }
+  }
+
+  /**
+   * Calls entry `f` on a koffi worker thread: the JS thread stays free (and
+   * callbacks the driver makes into JS meanwhile, such as a bound stream's
+   * `get_next`, can run). Rejects with an `AdbcError` unless it returns OK.
+   */
+  callAsync(f: Called, ...a: CArg[]): Promise<void> {
+    let fn: CFunction;
+    const strings = new CStrings();
+    let argv: unknown[];
+    try {
+      fn = this.#entry(f);
+      argv = args(strings, a);
+    } catch (e) {
+      strings.free();
+      return Promise.reject(e);
+    }
+    const err = newError();
+    return new Promise<void>((resolve, reject) => {
+      fn.async(...argv, err, (e: unknown, status: number) => {
+        try {
+          if (e) reject(e instanceof Error ? e : new Error(String(e)));
+          else if ((status & 0xff) !== AdbcStatus.OK) reject(new AdbcError(`Adbc${f}`, takeError(err, status & 0xff, this)));
+          else resolve();
+        } catch (x) {
+          reject(x);
+        } finally {
+          mem.free(err);
+          strings.free();
+        }
+      });
+    });
+  }
+
+  /**
+   * `AdbcErrorFromArrayStream(stream, &status)` on a live stream the driver
+   * made: an `AdbcError` with the driver's status, message, SQLSTATE, vendor
+   * code and details (`cause`: the stream error), or undefined when the
+   * driver does not implement it or has nothing for this stream. The shape
+   * of an `onProducerError` hook.
+   */
+  errorFromArrayStream(stream: Ptr, cause?: StreamProducerError): AdbcError | undefined {
+    const fn = this.fn('ErrorFromArrayStream');
+    if (!fn) return undefined;
+    const statusSlot = mem.alloc(8);
+    try {
+      const errPtr = BigInt(fn(stream, statusSlot) as bigint | number);
+      if (errPtr === NULL) return undefined;
+      // The error belongs to the stream (adbc.h: "The caller MUST NOT release the error").
+      return new AdbcError('AdbcErrorFromArrayStream', readError(errPtr, mem.readU8(statusSlot), this), { cause });
+    } finally {
+      mem.free(statusSlot);
+    }
+  }
+
+  /** Calls the driver's `release`, if it has one. The driver is unusable after. Idempotent. */
+  release(): void {
+    if (this.#released) return;
+    try {
+      if (this.fn('release')) this.call('release', this.#table);
+    } finally {
+      this.#released = true;
+      mem.free(this.#table);
+    }
+  }
+}
+
+/** A zeroed `AdbcError` marked as ADBC 1.1.0 (so the driver may attach details). */
+function newError(): Ptr {
+  const e = mem.alloc(ERROR.size);
+  mem.writeI32(e + ERROR.vendor_code, VENDOR_CODE_PRIVATE_DATA);
+  return e;
+}
+
+/** Copies an error we own, then releases it (its `release`, if set). */
+function takeError(e: Ptr, status: number, d: Driver | null): AdbcErrorInit {
+  try {
+    return readError(e, status, d);
+  } finally {
+    const release = mem.readPtr(e + ERROR.release);
+    if (release !== NULL) cFunction(release, 'ErrorRelease')(e);
+  }
+}
+
+const lenient = new TextDecoder('utf-8', { fatal: false });
+
+/** Copies an `AdbcError` into JS: the message, vendor code, SQLSTATE, and 1.1.0 details when the driver gives them. */
+function readError(e: Ptr, status: number, d: Driver | null): AdbcErrorInit {
+  const msg = mem.readPtr(e + ERROR.message);
+  const message = msg === NULL ? null : lenient.decode(mem.readCStringBytes(msg, 1 << 20));
+  const code = mem.readI32(e + ERROR.vendor_code);
+  const state = lenient.decode(mem.read(e + ERROR.sqlstate, 5)).replace(/\0+$/, '');
+  const details = new Map<string, Uint8Array>();
+  if (code === VENDOR_CODE_PRIVATE_DATA && d) {
+    const count = d.fn('ErrorGetDetailCount');
+    const get = d.fn('ErrorGetDetail');
+    const n = count ? (count(e) as number) : 0;
+    for (let i = 0; get && i < n; i++) {
+      const det = get(e, i) as { key: bigint | number; value: bigint | number; value_length: bigint | number };
+      const key = BigInt(det.key);
+      if (key === NULL) continue;
+      const len = Number(det.value_length);
+      details.set(lenient.decode(mem.readCStringBytes(key, 1 << 16)), len > 0 ? mem.copyOut(BigInt(det.value), len) : new Uint8Array());
+    }
+  }
+  return {
+    status,
+    message,
+    vendorCode: code === 0 || code === VENDOR_CODE_PRIVATE_DATA ? undefined : code,
+    sqlState: state === '' || state === '00000' ? undefined : state,
+    details,
+  };
+}
+
+/** Allocates a zeroed ADBC handle struct (`AdbcDatabase`, `AdbcConnection`, `AdbcStatement`). */
+export function allocHandle(): Ptr {
+  return mem.alloc(HANDLE_SIZE);
+}
+
+/** Frees a handle struct or any allocation of this module's memory. */
+export function freeNative(p: Ptr): void {
+  mem.free(p);
+}
+
+/** Reads an int64 out-parameter. */
+export function readI64(p: Ptr): bigint {
+  return mem.readI64(p);
+}
+
+/** Allocates `n` zeroed bytes. */
+export function allocNative(n: number): Ptr {
+  return mem.alloc(n);
+}
+
+/** Writes a `uint32_t` array (for `AdbcConnectionGetInfo`'s codes) into new memory. */
+export function u32Array(values: readonly number[]): Ptr {
+  const p = mem.alloc(Math.max(4, values.length * 4));
+  values.forEach((v, i) => mem.writeU32(p + BigInt(i * 4), v));
+  return p;
+}

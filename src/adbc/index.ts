@@ -1,0 +1,19 @@
+/**
+ * arrow-device/adbc: an ADBC driver manager for JavaScript over the Arrow C
+ * Data Interface. Its API is the official `@apache-arrow/adbc-driver-manager`'s
+ * (switch by changing the import); results are zero-copy imports of the
+ * driver's `ArrowArrayStream`, ingested data leaves as a zero-copy
+ * `exportArrayStream`, and every call that may block runs off the JS thread.
+ *
+ * This file is the subpath's public API, listed by hand (as src/index.ts is).
+ */
+export { AdbcDatabase, type DriverInfo } from './database.js';
+export { AdbcConnection } from './connection.js';
+export { AdbcStatement, type QueryOptions, type BindSource, type AsyncBatchSource } from './statement.js';
+export { AdbcRecordBatchReader } from './reader.js';
+export { AdbcError, AdbcStatus, type AdbcErrorCode, type AdbcErrorInit } from './error.js';
+export {
+  LoadFlags, ObjectDepth, InfoCode, IngestMode,
+  type ConnectOptions, type ConnectOptionsBase, type IngestOptions, type GetObjectsOptions,
+} from './types.js';
+export { defaultEntrypoint, platformTuple } from './discovery.js';

@@ -1,0 +1,235 @@
+/**
+ * The reader of a query's result: the driver's `ArrowArrayStream` imported
+ * by arrow-device (zero-copy batches, one alive at a time unless kept,
+ * `get_next` off the JS thread under `for await`), tied into the ADBC
+ * release order: its stream is a `Lifetime` under the statement that made
+ * it, so the statement is released only after the stream.
+ */
+import type { Schema } from 'apache-arrow';
+import { ArrowSymbols, type ExportHandle, type ImportedRecordBatch, type ImportedTable, type RecordBatchStreamImport, type SchemaNode } from '../index.js';
+import type { Lifetime, Serial } from './lifetime.js';
+
+/** A registry entry: what to release when a reader is collected unreleased. */
+interface Held {
+  inner: RecordBatchStreamImport<ImportedRecordBatch>;
+  life: Lifetime;
+}
+
+const registry = new FinalizationRegistry<Held>(({ inner, life }) => {
+  try {
+    inner.release();
+  } finally {
+    if (inner.released) life.close();
+  }
+});
+
+/**
+ * A query result, read batch by batch: `for await (const batch of reader)`
+ * (each `get_next` on a worker thread, the event loop free), `for (const
+ * batch of reader)` (on the JS thread), `toTable()` / `toTableAsync()`,
+ * `readAll()`, `reader.schema`. Batches are arrow-js `RecordBatch`es over
+ * the driver's memory (zero-copy); the reader keeps one alive at a time
+ * (the one handed out last) unless kept (`keep(batch)`, `readAll`, `toTable`).
+ * The driver's stream is released at its end, on an error, on `break`,
+ * `release()`, `cancel()` or `using`, or by the garbage collector; its
+ * statement after it.
+ *
+ * @example
+ * const reader = await conn.queryStream('SELECT * FROM events');
+ * for await (const batch of reader) total += batch.numRows;
+ */
+export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBatch>, AsyncIterable<ImportedRecordBatch> {
+  readonly #inner: RecordBatchStreamImport<ImportedRecordBatch>;
+  readonly #life: Lifetime;
+  readonly #serial: Serial;
+  readonly #cancel: () => void;
+  #async: AsyncIterator<ImportedRecordBatch> | undefined;
+  /** Released by `release()` / `cancel()`: a loop still running over it ends instead of failing. */
+  #closed = false;
+
+  /** @internal Made by `AdbcStatement.executeQuery` and the connection's readers. */
+  constructor(inner: RecordBatchStreamImport<ImportedRecordBatch>, life: Lifetime, serial: Serial, cancel: () => void) {
+    this.#inner = inner;
+    this.#life = life;
+    this.#serial = serial;
+    this.#cancel = cancel;
+    registry.register(this, { inner, life }, this);
+  }
+
+  /** The result's schema (from the stream's `get_schema`). */
+  get schema(): Schema {
+    return this.#inner.schema;
+  }
+
+  /** The same schema with every type of the Arrow spec (arrow-js lacks a few). */
+  get schemaNode(): SchemaNode {
+    return this.#inner.schemaNode;
+  }
+
+  /** Whether the driver's stream has been released (ended, failed, cancelled or released). */
+  get released(): boolean {
+    return this.#inner.released;
+  }
+
+  /** arrow-js `RecordBatchReader` spelling of `released`. */
+  get closed(): boolean {
+    return this.#inner.released;
+  }
+
+  /** How many batches have been read. */
+  get batchesRead(): number {
+    return this.#inner.batchesRead;
+  }
+
+  /** arrow-js `RecordBatchReader.open()`: the reader is open already. */
+  open(): this {
+    return this;
+  }
+
+  isSync(): true {
+    return true;
+  }
+
+  isAsync(): false {
+    return false;
+  }
+
+  isStream(): true {
+    return true;
+  }
+
+  isFile(): false {
+    return false;
+  }
+
+  /** After every step: a stream that is released releases its place in the order (and its statement, if that was closed). */
+  #after(): void {
+    if (this.#inner.released) {
+      registry.unregister(this);
+      this.#life.close();
+    }
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+
+  /**
+   * The next batch, with `get_next` on the JS thread (it blocks until the
+   * driver returns). The batch handed out before is released first unless kept.
+   */
+  next(): IteratorResult<ImportedRecordBatch, undefined> {
+    if (this.#closed) return { done: true, value: undefined };
+    try {
+      this.#serial.checkIdle('next', 'connection');
+      return this.#inner.next();
+    } finally {
+      this.#after();
+    }
+  }
+
+  /** Batches with each `get_next` on a worker thread: the event loop runs while the driver works. */
+  [Symbol.asyncIterator](): AsyncIterableIterator<ImportedRecordBatch> {
+    const it = (this.#async ??= this.#inner[Symbol.asyncIterator]());
+    const step = (f: () => Promise<IteratorResult<ImportedRecordBatch, undefined>>): Promise<IteratorResult<ImportedRecordBatch, undefined>> =>
+      this.#serial.run(f).finally(() => this.#after());
+    return {
+      next: () => (this.#closed ? Promise.resolve({ done: true as const, value: undefined }) : step(() => it.next() as Promise<IteratorResult<ImportedRecordBatch, undefined>>)),
+      return: () => step(() => it.return!() as Promise<IteratorResult<ImportedRecordBatch, undefined>>),
+      throw: () => step(() => it.return!() as Promise<IteratorResult<ImportedRecordBatch, undefined>>),
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+  }
+
+  /** Keeps `batch` (one this reader returned) alive past the next step: it is the caller's (`batch.release()`). */
+  keep<U extends ImportedRecordBatch>(batch: U): U {
+    return this.#inner.keep(batch);
+  }
+
+  /** Leaves the iteration: releases the stream. */
+  return(): IteratorResult<ImportedRecordBatch, undefined> {
+    this.release();
+    return { done: true, value: undefined };
+  }
+
+  /** As `return()`. */
+  throw(): IteratorResult<ImportedRecordBatch, undefined> {
+    return this.return();
+  }
+
+  /** Reads every remaining batch on the JS thread and keeps them all. */
+  readAll(): ImportedRecordBatch[] {
+    try {
+      this.#serial.checkIdle('readAll', 'connection');
+      return this.#inner.readAll();
+    } finally {
+      this.#after();
+    }
+  }
+
+  /** Reads every remaining batch on the JS thread into a zero-copy `Table` (`table.release()` gives the memory back). */
+  toTable(): ImportedTable {
+    try {
+      this.#serial.checkIdle('toTable', 'connection');
+      return this.#inner.toTable();
+    } finally {
+      this.#after();
+    }
+  }
+
+  /** `readAll()` with every `get_next` on a worker thread. */
+  async readAllAsync(): Promise<ImportedRecordBatch[]> {
+    const out: ImportedRecordBatch[] = [];
+    try {
+      for await (const b of this) out.push(this.keep(b));
+    } catch (e) {
+      for (const b of out) b.release();
+      throw e;
+    }
+    return out;
+  }
+
+  /** `toTable()` with every `get_next` on a worker thread. */
+  async toTableAsync(): Promise<ImportedTable> {
+    return this.#serial.run(() => this.#inner.toTableAsync()).finally(() => this.#after());
+  }
+
+  /**
+   * Stops the query: asks the driver to cancel what runs (`AdbcStatementCancel`,
+   * where it has it) and releases the stream (after a `get_next` that runs
+   * on a worker thread returns). Idempotent.
+   */
+  cancel(): void {
+    if (!this.#inner.released) this.#cancel();
+    this.release();
+  }
+
+  /**
+   * Releases the driver's stream now (or when a running `get_next` returns),
+   * then the statement if it was closed; the batch handed out last is
+   * released too unless kept. Idempotent.
+   */
+  release(): void {
+    this.#closed = true;
+    try {
+      this.#inner.release();
+    } finally {
+      this.#after();
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.release();
+  }
+
+  /** Exchange protocol: the result's schema as an owned `ArrowSchema` handle. */
+  [ArrowSymbols.schema](): ExportHandle {
+    return this.#inner[ArrowSymbols.schema]();
+  }
+}

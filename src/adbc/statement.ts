@@ -1,0 +1,322 @@
+/**
+ * `AdbcStatement`: one ADBC statement, and what binds data to it: an
+ * arrow-js source leaves as an `exportArrayStream` (zero-copy, the JS
+ * callbacks run on the JS thread while the driver reads it from the worker
+ * thread that runs the execution), an object of the exchange protocol as
+ * its own stream, moved to the driver.
+ */
+import { RecordBatch, RecordBatchReader, Table, type Schema } from 'apache-arrow';
+import {
+  ArrowSymbols, exportArrayStream, freeArrowArrayStream, importArrayStreamFrom, importSchemaFrom, isArrowExportable, NULL,
+  type ArrowStreamExportable, type Ptr, type RecordBatchSource, type StreamImportOptions,
+} from '../index.js';
+import { allocNative, freeNative, readI64, type Driver } from './driver.js';
+import { AdbcError, AdbcStatus } from './error.js';
+import { Closable, Lifetime, type Serial } from './lifetime.js';
+import { AdbcRecordBatchReader } from './reader.js';
+
+/**
+ * Options of the readers of query results: arrow-device's stream import
+ * options (validation, `keep`, ...). `offThread` is true unless given: each
+ * `get_next` of `for await`, `toTableAsync` and `query` runs on a worker
+ * thread, and the event loop turns meanwhile. `{ offThread: false }` reads
+ * on the JS thread instead, one thread hop less per batch (what it saves is
+ * printed by `npm run bench:adbc`), while the event loop waits for the
+ * whole read: only for an in-process driver whose `get_next` computes and
+ * returns (DuckDB's, SQLite's), never for one that waits on the network or
+ * reads data bound from JavaScript during `get_next`.
+ */
+export type QueryOptions = Omit<StreamImportOptions, 'view' | 'memory'>;
+
+/**
+ * What can be bound to a statement or ingested: an arrow-js `Table`,
+ * `RecordBatch`, synchronous `RecordBatchReader` or iterable of batches
+ * (exported zero-copy), or any object of the exchange protocol with
+ * `arrow.c_stream` (its stream is moved to the driver).
+ */
+export type BindSource = RecordBatchSource | RecordBatch | ArrowStreamExportable;
+
+/** What `ingestStream` and `bindStream` take besides a `BindSource`: an async source (an async arrow-js reader, an async iterable of batches). */
+export type AsyncBatchSource = AsyncIterable<RecordBatch> & { schema?: Schema };
+
+/** @internal What a statement shares with its connection. */
+export interface ConnectionCore {
+  readonly driver: Driver;
+  readonly serial: Serial;
+  readonly life: Lifetime;
+  ptr(op: string): Ptr;
+}
+
+export function isAsyncSource(data: unknown): data is AsyncBatchSource {
+  if (typeof data !== 'object' || data === null) return false;
+  if (data instanceof RecordBatchReader) return data.isAsync();
+  return Symbol.asyncIterator in data && !(Symbol.iterator in data) && !isArrowExportable(data);
+}
+
+/** Reads an async source into batches (the schema from the source when it yields none). */
+export async function collect(data: AsyncBatchSource): Promise<{ batches: RecordBatch[]; schema: Schema | undefined }> {
+  if (data instanceof RecordBatchReader) await data.open();
+  const batches: RecordBatch[] = [];
+  for await (const b of data) batches.push(b);
+  return { batches, schema: (data as { schema?: Schema }).schema ?? batches[0]?.schema };
+}
+
+/**
+ * One ADBC statement (`AdbcStatement`) of a connection: SQL, options,
+ * bound data, execution. Results are read from an `AdbcRecordBatchReader`;
+ * the statement is released after its reader (`close()` may come first).
+ *
+ * @example
+ * await using stmt = await conn.createStatement();
+ * await stmt.setSqlQuery('SELECT * FROM t WHERE id = ?');
+ * await stmt.bind(tableFromArrays({ id: Int32Array.of(42) }));
+ * const reader = await stmt.executeQuery();
+ * for await (const batch of reader) console.log(batch.numRows);
+ */
+export class AdbcStatement extends Closable {
+  readonly #conn: ConnectionCore;
+  readonly #ptr: Ptr;
+  readonly #life: Lifetime;
+  /** The open result's place in the release order (not the reader: a statement kept must not keep its reader from the collector). */
+  #result: Lifetime | undefined;
+
+  /** @internal Use `AdbcConnection.createStatement()`. */
+  constructor(conn: ConnectionCore, ptr: Ptr) {
+    const { driver } = conn;
+    const life = new Lifetime('statement', conn.life, () => {
+      try {
+        driver.call('StatementRelease', ptr);
+      } finally {
+        freeNative(ptr);
+      }
+    });
+    super(life);
+    this.#conn = conn;
+    this.#ptr = ptr;
+    this.#life = life;
+  }
+
+  /** @internal A new statement on `conn`: `AdbcStatementNew`. */
+  static create(conn: ConnectionCore): AdbcStatement {
+    const cptr = conn.ptr('createStatement');
+    const p = allocNative(16);
+    try {
+      conn.driver.call('StatementNew', cptr, p);
+    } catch (e) {
+      freeNative(p);
+      throw e;
+    }
+    return new AdbcStatement(conn, p);
+  }
+
+  /** The statement for a synchronous call: open, and no async call of its connection running. */
+  #use(op: string): Ptr {
+    this.#life.check(op);
+    this.#conn.serial.checkIdle(op, 'connection');
+    return this.#ptr;
+  }
+
+  /** The statement for an async call (queued behind the connection's running calls). */
+  #queued(op: string): Ptr {
+    this.#life.check(op);
+    return this.#ptr;
+  }
+
+  /**
+   * Sets the SQL (`AdbcStatementSetSqlQuery`).
+   *
+   * @example
+   * await stmt.setSqlQuery('SELECT 1 AS one');
+   */
+  async setSqlQuery(query: string): Promise<void> {
+    const p = this.#queued('setSqlQuery');
+    await this.#conn.serial.run(() => this.#conn.driver.call('StatementSetSqlQuery', p, query));
+  }
+
+  /**
+   * Sets an option (`AdbcStatementSetOption`): `adbc.ingest.target_table`, a driver's own keys.
+   *
+   * @example
+   * stmt.setOption('adbc.sqlite.query.batch_rows', '65536');
+   */
+  setOption(key: string, value: string): void {
+    this.#conn.driver.call('StatementSetOption', this.#use('setOption'), key, value);
+  }
+
+  /**
+   * Sets several options on the connection's queue (after the calls running
+   * on it), where `setOption` refuses to run beside them.
+   *
+   * @example
+   * await stmt.setOptions({ 'adbc.ingest.target_table': 't', 'adbc.ingest.mode': IngestMode.Append });
+   */
+  async setOptions(options: Record<string, string>): Promise<void> {
+    const p = this.#queued('setOptions');
+    await this.#conn.serial.run(() => {
+      for (const [k, v] of Object.entries(options)) this.#conn.driver.call('StatementSetOption', p, k, v);
+    });
+  }
+
+  /**
+   * Prepares the statement (`AdbcStatementPrepare`), for repeated execution with bound parameters.
+   *
+   * @example
+   * await stmt.prepare();
+   */
+  async prepare(): Promise<void> {
+    const p = this.#queued('prepare');
+    await this.#run(() => this.#conn.driver.callAsync('StatementPrepare', p));
+  }
+
+  /**
+   * Binds data as parameters, or as rows to ingest (with the ingestion
+   * options set): `AdbcStatementBindStream`. Zero-copy: the data leaves as
+   * an `ArrowArrayStream` that the driver reads during execution. An async
+   * source is read first.
+   *
+   * @example
+   * await stmt.bind(tableFromArrays({ id: Int32Array.of(1, 2) }));
+   */
+  async bind(data: BindSource | AsyncBatchSource): Promise<void> {
+    return this.bindStream(data);
+  }
+
+  /**
+   * `bind` under the official package's name for streams: any `BindSource`
+   * (a synchronous reader is read by the driver batch by batch, while it
+   * executes), or an async source (read into memory first: a C stream's
+   * `get_next` cannot wait for a promise).
+   *
+   * @example
+   * await stmt.bindStream(RecordBatchReader.from(ipcBytes));
+   */
+  async bindStream(data: BindSource | AsyncBatchSource): Promise<void> {
+    this.#life.check('bindStream');
+    if (isAsyncSource(data)) {
+      const { batches, schema } = await collect(data);
+      return this.bindStream(schema ? new Table(schema, batches) : batches);
+    }
+    const p = this.#queued('bindStream');
+    await this.#conn.serial.run(() => bindTo(this.#conn.driver, p, data));
+  }
+
+  async #run<T>(f: () => Promise<T>): Promise<T> {
+    return this.#conn.serial.run(async () => {
+      const leave = this.#life.enter();
+      try {
+        return await f();
+      } finally {
+        leave();
+      }
+    });
+  }
+
+  /**
+   * Executes the statement and returns its result (`AdbcStatementExecuteQuery`
+   * on a worker thread): a reader of the driver's stream, zero-copy.
+   * A statement has one result open at a time: release (or read to the
+   * end) the reader before executing again.
+   *
+   * @example
+   * const reader = await stmt.executeQuery();
+   * const table = await reader.toTableAsync();
+   */
+  async executeQuery(options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
+    const p = this.#queued('executeQuery');
+    if (this.#result && !this.#result.released) {
+      throw new AdbcError('executeQuery', { status: AdbcStatus.INVALID_STATE, message: "executeQuery: the statement's previous result is still open: read it to the end or release it first" });
+    }
+    const { driver, serial } = this.#conn;
+    const stream = new Lifetime('result stream', this.#life, () => undefined);
+    let inner;
+    try {
+      inner = await this.#run(() =>
+        importArrayStreamFrom((out) => driver.callAsync('StatementExecuteQuery', p, out, NULL), {
+          offThread: true,
+          onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
+          ...options,
+        }),
+      );
+    } catch (e) {
+      stream.close();
+      throw e;
+    }
+    this.#result = stream;
+    return new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel());
+  }
+
+  /**
+   * Executes a statement that returns no rows (DDL, DML, ingestion) on a
+   * worker thread; resolves to the rows affected (-1: unknown).
+   *
+   * @example
+   * const n = await stmt.executeUpdate();
+   */
+  async executeUpdate(): Promise<number> {
+    const p = this.#queued('executeUpdate');
+    const rows = allocNative(8);
+    try {
+      await this.#run(() => this.#conn.driver.callAsync('StatementExecuteQuery', p, NULL, rows));
+      return Number(readI64(rows));
+    } finally {
+      freeNative(rows);
+    }
+  }
+
+  /**
+   * The schema the result would have, without executing (`AdbcStatementExecuteSchema`, ADBC 1.1.0; NOT_IMPLEMENTED where the driver lacks it).
+   *
+   * @example
+   * const schema = await stmt.executeSchema();
+   */
+  async executeSchema(): Promise<Schema> {
+    const p = this.#queued('executeSchema');
+    return this.#run(() => importSchemaFrom((out) => this.#conn.driver.callAsync('StatementExecuteSchema', p, out)));
+  }
+
+  /**
+   * Asks the driver to stop what runs on this statement (`AdbcStatementCancel`,
+   * thread-safe in ADBC; nothing where the driver lacks it). Returns whether it was asked.
+   *
+   * @example
+   * setTimeout(() => stmt.cancel(), 1000);
+   */
+  cancel(): boolean {
+    if (this.#life.released || !this.#conn.driver.has('StatementCancel')) return false;
+    try {
+      this.#conn.driver.call('StatementCancel', this.#ptr);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+}
+
+/** `AdbcStatementBindStream` of `data` on statement `p`. */
+function bindTo(driver: Driver, p: Ptr, data: BindSource): void {
+  if (data instanceof RecordBatch) data = [data];
+  const exportable = data instanceof Table || data instanceof RecordBatchReader || (typeof data === 'object' && data !== null && Symbol.iterator in data);
+  if (!exportable && isArrowExportable(data) && ArrowSymbols.stream in data) {
+    const h = (data as ArrowStreamExportable)[ArrowSymbols.stream]();
+    try {
+      if (h.memory !== undefined) throw new AdbcError('bindStream', { status: AdbcStatus.INVALID_ARGUMENT, message: 'bindStream: the stream lives in a WebAssembly memory; a native driver cannot read it' });
+      driver.call('StatementBindStream', p, h.address); // moves the stream out: the dispose then only frees the handle
+    } finally {
+      h[Symbol.dispose]();
+    }
+    return;
+  }
+  if (!exportable) {
+    throw new AdbcError('bindStream', {
+      status: AdbcStatus.INVALID_ARGUMENT,
+      message: `bindStream: expected a Table, RecordBatch, RecordBatchReader, an iterable or async iterable of RecordBatch, or an arrow.c_stream object; got ${data === null ? 'null' : typeof data}`,
+    });
+  }
+  const stream = exportArrayStream(data as RecordBatchSource);
+  try {
+    driver.call('StatementBindStream', p, stream);
+  } finally {
+    freeArrowArrayStream(stream); // moved out by the driver: this frees our struct (or releases it, if the bind failed)
+  }
+}

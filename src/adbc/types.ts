@@ -1,0 +1,176 @@
+/**
+ * The constants and option types of `arrow-device/adbc`, under the names
+ * and values of the official JavaScript driver manager
+ * (`@apache-arrow/adbc-driver-manager`, whose values are adbc.h's), so that
+ * code written against it compiles against this module unchanged.
+ */
+
+/**
+ * How a driver name is resolved (`ADBC_LOAD_FLAG_*` of adbc_driver_manager.h);
+ * combine with `|`. `LoadFlags.Default` (every flag) applies when
+ * `loadFlags` is not given.
+ *
+ * @example
+ * // Only the directories given in manifestSearchPaths and $ADBC_DRIVER_PATH:
+ * const db = new AdbcDatabase({ driver: 'sqlite', manifestSearchPaths: ['/opt/drivers'], loadFlags: LoadFlags.SearchEnv });
+ */
+export const LoadFlags = {
+  /** Search the directories of `ADBC_DRIVER_PATH` (colon-separated). */
+  SearchEnv: 1 << 1,
+  /** Search the user's configuration directory (`$XDG_CONFIG_HOME/adbc/drivers`, else `~/.config/adbc/drivers`). */
+  SearchUser: 1 << 2,
+  /** Search the system configuration directory (`/etc/adbc/drivers`). */
+  SearchSystem: 1 << 3,
+  /** Allow a relative path as the driver name (resolved against the working directory). */
+  AllowRelativePaths: 1 << 4,
+  /** Every flag: the default. */
+  Default: (1 << 1) | (1 << 2) | (1 << 3) | (1 << 4),
+} as const;
+/** A `LoadFlags` value. */
+export type LoadFlags = (typeof LoadFlags)[keyof typeof LoadFlags];
+
+/**
+ * How deep `getObjects` goes (`ADBC_OBJECT_DEPTH_*`).
+ *
+ * @example
+ * const catalogs = await conn.getObjects({ depth: ObjectDepth.Catalogs });
+ */
+export const ObjectDepth = {
+  /** Catalogs, schemas, tables and columns (the default). */
+  All: 0,
+  /** Catalogs only. */
+  Catalogs: 1,
+  /** Catalogs and schemas. */
+  Schemas: 2,
+  /** Catalogs, schemas and tables. */
+  Tables: 3,
+} as const;
+/** An `ObjectDepth` value. */
+export type ObjectDepth = (typeof ObjectDepth)[keyof typeof ObjectDepth];
+
+/**
+ * What `getInfo` can ask for (`ADBC_INFO_*`).
+ *
+ * @example
+ * const info = await conn.getInfo([InfoCode.VendorName, InfoCode.DriverVersion]);
+ */
+export const InfoCode = {
+  VendorName: 0,
+  VendorVersion: 1,
+  VendorArrowVersion: 2,
+  VendorSql: 3,
+  VendorSubstrait: 4,
+  VendorSubstraitMinVersion: 5,
+  VendorSubstraitMaxVersion: 6,
+  DriverName: 100,
+  DriverVersion: 101,
+  DriverArrowVersion: 102,
+  /** The ADBC version the driver implements (ADBC 1.1.0). */
+  DriverAdbcVersion: 103,
+} as const;
+/** An `InfoCode` value. */
+export type InfoCode = (typeof InfoCode)[keyof typeof InfoCode];
+
+/**
+ * What bulk ingestion does with an existing table (`adbc.ingest.mode.*`).
+ *
+ * @example
+ * await conn.ingest('events', table, { mode: IngestMode.Append });
+ */
+export const IngestMode = {
+  /** Append to an existing table; fails if it does not exist. */
+  Append: 'adbc.ingest.mode.append',
+  /** Create the table; fails if it exists (the default). */
+  Create: 'adbc.ingest.mode.create',
+  /** Create the table if it does not exist, then append. */
+  CreateAppend: 'adbc.ingest.mode.create_append',
+  /** Drop the table if it exists, create it, insert. */
+  Replace: 'adbc.ingest.mode.replace',
+} as const;
+/** An `IngestMode` value. */
+export type IngestMode = (typeof IngestMode)[keyof typeof IngestMode];
+
+/** The options of `new AdbcDatabase(...)` besides the driver and its database options. */
+export interface ConnectOptionsBase {
+  /**
+   * The driver's init function (`AdbcDriverInitFunc`). Default: the
+   * manifest's `Driver.entrypoint`, else the name derived from the library's
+   * file name as the ADBC driver manager does (`libadbc_driver_sqlite.so` ->
+   * `AdbcDriverSqliteInit`), else `AdbcDriverInit`.
+   */
+  entrypoint?: string;
+  /** Directories searched for driver manifests (`<name>.toml`) and libraries, after `ADBC_DRIVER_PATH` and before the user and system directories. */
+  manifestSearchPaths?: string[];
+  /** Directories searched for connection profiles (`<name>.toml`), before `ADBC_PROFILE_PATH` and the user directory. */
+  profileSearchPaths?: string[];
+  /** Where to search (`LoadFlags`); default `LoadFlags.Default`. */
+  loadFlags?: number;
+}
+
+/**
+ * The options of `new AdbcDatabase(...)`: a driver, or a URI or profile in
+ * `databaseOptions` that names one.
+ *
+ * `driver` takes every form the ADBC driver manager takes:
+ * - a short name (`'sqlite'`, `'postgresql'`): `<name>.toml` manifests in
+ *   the search directories, then the library path (`lib<name>.so`);
+ * - an absolute path to a shared library, or to a manifest (with or
+ *   without `.toml`); a relative one with `LoadFlags.AllowRelativePaths`;
+ * - a URI whose scheme names the driver: `'sqlite:file::memory:'`
+ *   (driver `sqlite`, uri `file::memory:`), `'postgresql://user@host/db'`
+ *   (driver `postgresql`, the whole string as uri);
+ * - a connection profile: `'profile://name'` (a `name.toml` in the
+ *   profile search directories, or an absolute path to one).
+ *
+ * @example
+ * new AdbcDatabase({ driver: 'sqlite', databaseOptions: { uri: ':memory:' } });
+ * new AdbcDatabase({ driver: '/opt/adbc/libadbc_driver_postgresql.so', databaseOptions: { uri: 'postgresql://localhost/db' } });
+ * new AdbcDatabase({ databaseOptions: { uri: 'postgresql://localhost/db' } }); // driver from the scheme
+ * new AdbcDatabase({ driver: 'profile://warehouse', profileSearchPaths: ['./profiles'] });
+ */
+export type ConnectOptions =
+  | (ConnectOptionsBase & {
+      /** The driver: a short name, a path, a URI naming it, or `profile://name`. */
+      driver: string;
+      /** Database options (`AdbcDatabaseSetOption`): `uri`, `username`, driver-specific keys. */
+      databaseOptions?: Record<string, string>;
+    })
+  | (ConnectOptionsBase & {
+      driver?: undefined;
+      /** Without `driver`: a `uri` whose scheme names the driver, or a `profile` that does. */
+      databaseOptions: ({ uri: string } | { profile: string }) & Record<string, string>;
+    });
+
+/**
+ * Options of `ingest` and `ingestStream`.
+ *
+ * @example
+ * await conn.ingest('t', table, { mode: IngestMode.Replace, temporary: true });
+ */
+export interface IngestOptions {
+  /** What to do with an existing table; default `IngestMode.Create`. */
+  mode?: IngestMode;
+  /** The target table's catalog (`adbc.ingest.target_catalog`). */
+  catalog?: string;
+  /** The target table's schema (`adbc.ingest.target_db_schema`). */
+  dbSchema?: string;
+  /** Ingest into a temporary table (`adbc.ingest.temporary`). */
+  temporary?: boolean;
+}
+
+/**
+ * Filters of `getObjects` (`AdbcConnectionGetObjects`); name filters are SQL `LIKE` patterns.
+ *
+ * @example
+ * const tables = await conn.getObjects({ depth: ObjectDepth.Tables, tableName: 'order%' });
+ */
+export interface GetObjectsOptions {
+  /** How deep to go; default `ObjectDepth.All`. */
+  depth?: ObjectDepth;
+  catalog?: string;
+  dbSchema?: string;
+  tableName?: string;
+  /** Only tables of these types (`'table'`, `'view'`, as `getTableTypes` lists them). */
+  tableType?: string[];
+  columnName?: string;
+}
