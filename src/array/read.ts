@@ -200,12 +200,47 @@ export class ImportRead {
   }
 }
 
-/** How the reader gets at the bytes of the buffers (the structs are always in CPU memory). */
+/** A read of device bytes into JS memory. */
+export interface Range {
+  readonly src: Addr;
+  readonly size: number;
+  readonly dst: Uint8Array;
+}
+
+/**
+ * How the reader gets at the bytes of the buffers (the structs are always
+ * in CPU memory): in batches, each one synchronisation. A device whose
+ * reads complete later (WebGPU's `mapAsync`) returns a promise: its arrays
+ * are read with `readArrayAsync`.
+ */
 export interface DeviceReader {
-  /** Reads each range into its `dst`, in one batch (one synchronisation); errors name no place. */
-  readBatch(ranges: readonly { src: Addr; size: number; dst: Uint8Array }[]): void;
+  /** Reads each range into its `dst`, in one batch; errors name no place. */
+  readBatch(ranges: readonly Range[]): void | Promise<void>;
   /** Why the bytes cannot be read, or null when `readBatch` works. */
   readonly unreadable: string | null;
+}
+
+/** A batch of device reads and what to do with their bytes once read. */
+interface Batch {
+  readonly ranges: Range[];
+  apply(): void;
+  /** Places an error of the read names no place of. */
+  readonly place: string;
+}
+
+/** Runs `batch` through `device`: synchronously, or (a device that reads later) after its promise. */
+function runBatch(batch: Batch, device: DeviceReader): void | Promise<void> {
+  const placed = (e: unknown): never => {
+    throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, batch.place) : e;
+  };
+  let r: void | Promise<void>;
+  try {
+    r = batch.ranges.length > 0 ? device.readBatch(batch.ranges) : undefined;
+  } catch (e) {
+    return placed(e);
+  }
+  if (r instanceof Promise) return r.then(() => batch.apply(), placed);
+  batch.apply();
 }
 
 // --- reading -----------------------------------------------------------------------------
@@ -315,6 +350,18 @@ function pathOf(prefix: string, trail: readonly number[]): string {
  * stay deferred (`resolveDeferred`).
  */
 export function readArray(read: ImportRead, addr: Addr, device: DeviceReader | null = null): void {
+  readTree(read, addr, device);
+  if (device !== null && read.deferred !== null && read.level >= DEFAULT) {
+    if (runBatch(deferredBatch(read, device), device) instanceof Promise) throw asyncDevice(read);
+  }
+  if (read.level >= FULL) {
+    if (device === null) checkFull(read, null);
+    else if (runBatch(fullBatch(read, device), device) instanceof Promise) throw asyncDevice(read);
+  }
+}
+
+/** Reads the struct tree into the record, with the checks the structs alone allow (and, on host memory, the values). */
+function readTree(read: ImportRead, addr: Addr, device: DeviceReader | null): void {
   // Reading calls nothing that could start another read: one Reader serves them all, one after the other.
   const r = idle !== null ? idle.reset(read, device) : new Reader(read, device);
   idle = null;
@@ -332,8 +379,21 @@ export function readArray(read: ImportRead, addr: Addr, device: DeviceReader | n
     r.device = null;
     idle = r;
   }
-  if (!r.host && read.deferred !== null && read.level >= DEFAULT) resolveDeferred(read, device!);
-  if (read.level >= FULL) checkFull(read, device);
+}
+
+/**
+ * `readArray` for a device whose reads complete later: the structs now, then
+ * the level's device reads (one batch for the values that size buffers, one
+ * for what `full` checks), each awaited.
+ */
+export async function readArrayAsync(read: ImportRead, addr: Addr, device: DeviceReader): Promise<void> {
+  readTree(read, addr, device);
+  if (read.deferred !== null && read.level >= DEFAULT) await runBatch(deferredBatch(read, device), device);
+  if (read.level >= FULL) await runBatch(fullBatch(read, device), device);
+}
+
+function asyncDevice(read: ImportRead): ArrowDeviceError {
+  return new ArrowDeviceError('unsupported', read.prefix, 'this device reads its bytes asynchronously: use the asynchronous import (or validate: "minimal")');
 }
 
 /** The Reader not in use (see readArray). */
@@ -762,8 +822,18 @@ function applyVariadic(read: ImportRead, p: number, bytes: Uint8Array, w: Where)
  * (sizes, and the `default` checks of the values read).
  */
 export function resolveDeferred(read: ImportRead, device: DeviceReader): void {
-  const list = read.deferred;
-  if (list === null || list.length === 0) return;
+  if (read.deferred === null) return;
+  if (runBatch(deferredBatch(read, device), device) instanceof Promise) throw asyncDevice(read);
+}
+
+/** `resolveDeferred` for a device whose reads complete later. */
+export async function resolveDeferredAsync(read: ImportRead, device: DeviceReader): Promise<void> {
+  if (read.deferred !== null) await runBatch(deferredBatch(read, device), device);
+}
+
+/** The batch of the deferred reads of `read`, and how their values apply (sizes, and the `default` checks). */
+function deferredBatch(read: ImportRead, device: DeviceReader): Batch {
+  const list = read.deferred!;
   if (device.unreadable !== null) {
     throw new ArrowDeviceError(
       'unsupported',
@@ -773,7 +843,7 @@ export function resolveDeferred(read: ImportRead, device: DeviceReader): void {
     );
   }
   const nums = read.nums;
-  const ranges: { src: Addr; size: number; dst: Uint8Array }[] = [];
+  const ranges: Range[] = [];
   for (const d of list) {
     const addr = nums[d.p + BUFFERS + 2 * d.i]!;
     if (d.kind === Deferred.Offsets) {
@@ -785,25 +855,26 @@ export function resolveDeferred(read: ImportRead, device: DeviceReader): void {
       ranges.push({ src: addr, size: n, dst: new Uint8Array(n) });
     }
   }
-  try {
-    device.readBatch(ranges);
-  } catch (e) {
-    // One batch: name the first buffer it read.
-    throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, `${list[0]!.path}.buffers[${list[0]!.i}]`) : e;
-  }
-  let j = 0;
-  for (const d of list) {
-    if (d.kind === Deferred.Offsets) {
-      const wide = d.pn.layout.buffers[d.i]!.width === 8;
-      const first = offsetAt(ranges[j++]!.dst, 0, wide, 0, 0, d.path, d.i);
-      const last = offsetAt(ranges[j++]!.dst, 0, wide, 0, 0, d.path, d.i);
-      const min = applyOffsets(read, d.pn, d.p, d.i, first, last, d.path);
-      if (d.child >= 0 && nums[d.child + LENGTH]! < min) throw shortChild(d.path, 0, nums[d.child + LENGTH]!, min);
-    } else {
-      applyVariadic(read, d.p, ranges[j++]!.dst, d.path);
-    }
-  }
-  read.deferred = null;
+  return {
+    ranges,
+    // One batch: an error of the read names the first buffer it read.
+    place: `${list[0]!.path}.buffers[${list[0]!.i}]`,
+    apply(): void {
+      let j = 0;
+      for (const d of list) {
+        if (d.kind === Deferred.Offsets) {
+          const wide = d.pn.layout.buffers[d.i]!.width === 8;
+          const first = offsetAt(ranges[j++]!.dst, 0, wide, 0, 0, d.path, d.i);
+          const last = offsetAt(ranges[j++]!.dst, 0, wide, 0, 0, d.path, d.i);
+          const min = applyOffsets(read, d.pn, d.p, d.i, first, last, d.path);
+          if (d.child >= 0 && nums[d.child + LENGTH]! < min) throw shortChild(d.path, 0, nums[d.child + LENGTH]!, min);
+        } else {
+          applyVariadic(read, d.p, ranges[j++]!.dst, d.path);
+        }
+      }
+      read.deferred = null;
+    },
+  };
 }
 
 // --- views -------------------------------------------------------------------------------
@@ -896,39 +967,46 @@ type Bytes = (at: number) => Uint8Array | null;
  * copy holds), or on device memory copies read in one batch.
  */
 export function checkFull(read: ImportRead, device: DeviceReader | null): void {
-  const nums = read.nums;
-  let bytes: Bytes;
   if (device === null) {
-    bytes = (at) => bufferView(read, at, 1, () => '');
-  } else {
-    const copies = new Map<number, Uint8Array>();
-    const ranges: { src: Addr; size: number; dst: Uint8Array }[] = [];
-    let first = -1;
-    visitNodes(read, (pn, p) => {
-      if (pn.full === 0) return;
-      for (const at of checkedBuffers(read, pn, p)) {
-        const size = nums[at + 1]!;
-        if (nums[at] === 0 || size <= 0 || copies.has(at)) continue;
-        if (first < 0) first = p;
-        const dst = allocBytes(size, pathAt(read, p));
-        copies.set(at, dst);
-        ranges.push({ src: nums[at]!, size, dst });
-      }
-    });
-    if (ranges.length > 0 && device.unreadable !== null) {
-      throw new ArrowDeviceError(
-        'unsupported',
-        pathAt(read, first),
-        `validation "full" reads the offsets, type ids, views and values it checks, but ${device.unreadable}; import with { validate: "minimal" } to pass it on unread`,
-      );
-    }
-    try {
-      if (ranges.length > 0) device.readBatch(ranges);
-    } catch (e) {
-      throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, read.prefix) : e;
-    }
-    bytes = (at) => (nums[at] === 0 ? null : (copies.get(at) ?? EMPTY));
+    runChecks(read, (at) => bufferView(read, at, 1, () => ''));
+  } else if (runBatch(fullBatch(read, device), device) instanceof Promise) {
+    throw asyncDevice(read);
   }
+}
+
+/** The batch of device reads `full` checks, and the checks over the copies. */
+function fullBatch(read: ImportRead, device: DeviceReader): Batch {
+  const nums = read.nums;
+  const copies = new Map<number, Uint8Array>();
+  const ranges: Range[] = [];
+  let first = -1;
+  visitNodes(read, (pn, p) => {
+    if (pn.full === 0) return;
+    for (const at of checkedBuffers(read, pn, p)) {
+      const size = nums[at + 1]!;
+      if (nums[at] === 0 || size <= 0 || copies.has(at)) continue;
+      if (first < 0) first = p;
+      const dst = allocBytes(size, pathAt(read, p));
+      copies.set(at, dst);
+      ranges.push({ src: nums[at]!, size, dst });
+    }
+  });
+  if (ranges.length > 0 && device.unreadable !== null) {
+    throw new ArrowDeviceError(
+      'unsupported',
+      pathAt(read, first),
+      `validation "full" reads the offsets, type ids, views and values it checks, but ${device.unreadable}; import with { validate: "minimal" } to pass it on unread`,
+    );
+  }
+  return {
+    ranges,
+    place: read.prefix,
+    apply: () => runChecks(read, (at) => (nums[at] === 0 ? null : (copies.get(at) ?? EMPTY))),
+  };
+}
+
+/** Runs the checks of `full` at every node that has some, on the bytes `bytes` gives. */
+function runChecks(read: ImportRead, bytes: Bytes): void {
   visitNodes(read, (pn, p) => {
     if (pn.full !== 0) fullCheck(read, pn, p, bytes);
   });
