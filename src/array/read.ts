@@ -1240,14 +1240,32 @@ function checkIndices(values: Uint8Array | null, t: PlanNode['schema']['type'], 
     return;
   }
   // Read as unsigned: a signed index is inside exactly when its unsigned reading is below
-  // min(dictLength, 2^(bits-1)).
+  // min(dictLength, 2^(bits-1)). One monomorphic scan per width (a loop over several typed array
+  // kinds runs several times slower: a 4 GiB index buffer must scan in seconds).
   const bits = t.bitWidth;
   const bound = t.signed ? Math.min(dictLength, 2 ** (bits - 1)) : dictLength;
   if (bound >= 2 ** bits) return;
   const ix = bits === 8 ? elements(Uint8Array, values) : bits === 16 ? elements(Uint16Array, values) : elements(Uint32Array, values);
-  for (let k = offset; k < end; k++) {
+  const scan = bits === 8 ? firstAtLeast8 : bits === 16 ? firstAtLeast16 : firstAtLeast32;
+  for (let k = scan(ix as never, offset, end, bound); k >= 0; k = scan(ix as never, k + 1, end, bound)) {
+    if (isNull(validity, k)) continue;
     const u = ix[k]!;
-    if (u < bound || isNull(validity, k)) continue;
     throw bad(k, t.signed && u >= 2 ** (bits - 1) ? u - 2 ** bits : u);
   }
+}
+
+/** The first `k` in [from, to) with `a[k] >= bound`, or -1. */
+function firstAtLeast8(a: Uint8Array, from: number, to: number, bound: number): number {
+  for (let k = from; k < to; k++) if (a[k]! >= bound) return k;
+  return -1;
+}
+
+function firstAtLeast16(a: Uint16Array, from: number, to: number, bound: number): number {
+  for (let k = from; k < to; k++) if (a[k]! >= bound) return k;
+  return -1;
+}
+
+function firstAtLeast32(a: Uint32Array, from: number, to: number, bound: number): number {
+  for (let k = from; k < to; k++) if (a[k]! >= bound) return k;
+  return -1;
 }
