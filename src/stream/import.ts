@@ -238,7 +238,10 @@ const registry = new FinalizationRegistry<StreamHandle>((h) => {
  * `ArrowDeviceError` whose path starts `stream.batches[i]`. After an error,
  * the end of the stream, `return()`/`throw()` or `release()`, the producer
  * has been released (exactly once) and any further `next()` throws an
- * `ArrowDeviceError` of kind `released`.
+ * `ArrowDeviceError` of kind `released`, with one exception: the step right
+ * after a `release()` that came while reading (after a batch was handed
+ * out) ends the iteration, so a loop that releases its own reader (a
+ * cancel button, a row limit) simply ends.
  *
  * @example
  * const reader = importArrayStream(streamPtr);
@@ -293,6 +296,12 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   #inFlight = false;
   /** Why to release the stream when the running off-thread `get_next` returns (a `release()` came meanwhile). */
   #closeWhenDone: string | null = null;
+  /**
+   * `release()` came after a step handed out a batch: the one step after it
+   * ends the iteration (so a loop that releases its reader inside ends)
+   * instead of throwing; every later step throws.
+   */
+  #endNextStep = false;
   /** The off-thread `next()` calls, one after the other. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -436,6 +445,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     if (this.#inFlight) {
       throw invalid(this.#h.s.path, 'a get_next is running off the JS thread (offThread): await the pending next() of the async iterator first');
     }
+    if (this.#endNextStep) return this.#endedByRelease();
     const out = this.#begin();
     const h = this.#h;
     let rc: number;
@@ -462,6 +472,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
    * until the call returns.
    */
   async #nextOffThread(): Promise<IteratorResult<T, undefined>> {
+    if (this.#endNextStep) return this.#endedByRelease();
     const out = this.#begin();
     const h = this.#h;
     const m = h.mem;
@@ -490,6 +501,11 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
       return { done: true, value: undefined };
     }
     return this.#finish(out, rc);
+  }
+
+  #endedByRelease(): IteratorResult<T, undefined> {
+    this.#endNextStep = false;
+    return { done: true, value: undefined };
   }
 
   /** The start of a step: the stream must be live; the batch handed out before is released; a zeroed struct for `get_next`. */
@@ -580,9 +596,12 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
 
   /**
    * Releases the producer's stream now, and the batch handed out last unless
-   * it was kept; kept batches stay valid. Idempotent.
+   * it was kept; kept batches stay valid. Idempotent. After a batch was
+   * handed out, the next step returns `{ done: true }` (a loop releasing
+   * its own reader ends); steps after that throw.
    */
   release(): void {
+    if (this.#count > 0 && !this.#h.released && !this.#inFlight) this.#endNextStep = true;
     this.#end('it was released');
   }
 

@@ -1,19 +1,15 @@
 /**
  * A stream reader released inside the loop that reads it: the loop's next
- * step should see the end of the stream, as it does when `release()` comes
- * while an off-thread `get_next` runs (src/stream/import.ts returns `done`
- * then). Today `RecordBatchStreamImport`'s next step throws "the stream is
- * released (it was released)" instead, so a consumer that stops a read
- * from inside its loop (a cancel button, a row limit) must catch that or
- * keep a flag of its own (arrow-device/adbc's reader does:
- * src/adbc/reader.ts, `#closed`). Marked todo for the core (the import
- * layer is not this issue's to change); each test fails today and passes
- * once the next step after `release()` ends the iteration.
+ * step sees the end of the stream, as it does when `release()` comes while
+ * an off-thread `get_next` runs, so a consumer that stops a read from inside
+ * its loop (a cancel button, a row limit) needs no flag of its own. Only
+ * that one step ends: a step after it, or after a `release()` before any
+ * batch was read, throws (test/stream/stream.test.ts).
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Int32, makeData, RecordBatch, Schema, Field, Struct } from 'apache-arrow';
-import { accounting, exportArrayStream, freeArrowArrayStream, importArrayStream } from '../../src/index.js';
+import { accounting, ArrowDeviceError, exportArrayStream, freeArrowArrayStream, importArrayStream } from '../../src/index.js';
 import { collectUntil } from '../helpers/gc.js';
 
 const schema = new Schema([new Field('x', new Int32(), false)]);
@@ -36,8 +32,6 @@ async function nothingLive(): Promise<void> {
   await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0);
   assert.deepEqual({ imports: accounting().liveImports, exports: accounting().liveExports }, { imports: 0, exports: 0 });
 }
-
-const TODO = 'core: RecordBatchStreamImport (src/stream/import.ts) throws "the stream is released" on the step after release() instead of ending the loop';
 
 /** Reads `r` with the loop `how`, releasing it inside the loop after the first batch: the rows the loop saw. */
 async function readReleasingInside(r: ReturnType<typeof importArrayStream>, how: 'for...of' | 'for await'): Promise<number> {
@@ -63,10 +57,13 @@ describe('a stream reader released inside its own loop', () => {
     { how: 'for await', offThread: true },
   ] as const;
   for (const { how, offThread } of cases) {
-    test(`${how}${offThread ? ' (offThread)' : ''} ends after release()`, { todo: TODO }, async () => {
+    test(`${how}${offThread ? ' (offThread)' : ''} ends after release()`, async () => {
       const r = reader(offThread);
       try {
         assert.equal(await readReleasingInside(r, how), 2, 'one batch read, then the loop ended');
+        assert.equal(r.released, true);
+        if (how === 'for...of') assert.throws(() => r.next(), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'released', 'only the one step after release() ends');
+        else await assert.rejects(r[Symbol.asyncIterator]().next(), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'released', 'only the one step after release() ends');
       } finally {
         r.release();
         await nothingLive();
