@@ -8,6 +8,7 @@
  * name and whose message says what was expected and what came.
  */
 import { DataType, Field, Schema } from 'apache-arrow';
+import { isArrowType } from './schema/arrowjs.js';
 import { ArrowDeviceError, invalid } from './errors.js';
 import type { Memory, Ptr } from './memory/memory.js';
 import { MIN_VALID_ADDRESS } from './memory/native.js';
@@ -94,7 +95,7 @@ export function batchSchemaArg(value: unknown, param: string, m: Memory, schemaS
  * `Field` or `DataType`, a `SchemaNode`, or an `ArrowSchema` pointer.
  */
 export function schemaLikeArg(value: unknown, param: string, m: Memory, schemaSize: number): Schema | Field | DataType | SchemaNode | Ptr {
-  if (value instanceof Schema || value instanceof Field || value instanceof DataType || isSchemaNode(value)) return value;
+  if (value instanceof Schema || value instanceof Field || isArrowType(value) || isSchemaNode(value)) return value;
   if (typeof value === 'bigint') return ptrArg(value, param, m, schemaSize, 'an ArrowSchema');
   throw invalid(
     param,

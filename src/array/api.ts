@@ -391,7 +391,8 @@ export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: Ex
  */
 export function toExportView(x: Data | Vector | RecordBatch | ArrayView, forWriter = false): ArrayView {
   const toView = forWriter ? dataToExportView : dataToView;
-  if (x instanceof RecordBatch) return toView(x.data, batchNodeOf(x));
+  // A batch's struct type is its node for the writer (it reads no names); as a view, its schema's.
+  if (x instanceof RecordBatch) return forWriter ? dataToExportView(x.data) : dataToView(x.data, batchNodeOf(x));
   if (x instanceof Vector) {
     if (x.data.length !== 1) {
       throw invalid('array', `a Vector of ${x.data.length} chunks is not one array: export each chunk, or a Table as a stream`);

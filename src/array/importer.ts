@@ -18,7 +18,7 @@ import { ArrowDeviceError, invalid } from '../errors.js';
 import { isReleased, releaseOffset, releaseStruct, type CStructKind } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Arena } from '../memory/raw.js';
-import type { ToArrowOptions } from '../schema/arrowjs.js';
+import { isArrowType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { readSchemaNode, type SchemaNode } from '../schema/node.js';
 import { owned } from './imported.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
@@ -66,7 +66,7 @@ export function planOf(m: Memory, schema: SchemaLike | Ptr, opts: ToArrowOptions
   if (schema instanceof Schema) return planOfSchema(schema);
   if (batch) batchSchemaArg(schema, 'schema', m, m.layouts.ArrowSchema.size);
   else schemaLikeArg(schema, 'schema', m, m.layouts.ArrowSchema.size);
-  if (schema instanceof DataType || schema instanceof Field) return planOfType(schema);
+  if (isArrowType(schema) || schema instanceof Field) return planOfType(schema);
   return planOfNode(schema as SchemaNode, opts);
 }
 

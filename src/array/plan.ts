@@ -20,7 +20,7 @@
  */
 import { Data, DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
 import { invalid } from '../errors.js';
-import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
+import { isArrowType, nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { encodeSchema, toSchemaNode, writeSchemaNode, type EncodedSchema } from '../schema/export.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
@@ -385,8 +385,18 @@ export function writeSchema(mem: Memory, s: SchemaLike, into: Ptr): void {
 
 /** The `SchemaNode` of any schema form (an arrow-js object's made once: see `FromArrow`). */
 export function schemaNodeOf(s: SchemaLike): SchemaNode {
-  if (!(s instanceof Schema || s instanceof Field || s instanceof DataType)) return s;
+  if (!(s instanceof Schema || s instanceof Field || isArrowType(s))) return s;
   return fromArrow(s, () => metadataMaps(s), () => toSchemaNode(s));
+}
+
+/**
+ * The node of an arrow-js type for its layout alone: the export writer
+ * (src/array/export.ts) reads only types, never names or metadata, and types
+ * are immutable, so a node made before serves even if a metadata map in it
+ * changed since.
+ */
+export function layoutNodeOf(t: DataType): SchemaNode {
+  return nodesOfArrow.get(t)?.node ?? schemaNodeOf(t);
 }
 
 /**
@@ -412,7 +422,7 @@ const batchNodes = new WeakMap<DataType, { metadata: readonly string[]; fields: 
 function metadataMaps(s: Schema | Field | DataType): ReadonlyMap<string, string>[] {
   const out: ReadonlyMap<string, string>[] = [];
   const ofType = (t: DataType): void => {
-    if (t instanceof Dictionary) return ofType(t.dictionary);
+    if (DataType.isDictionary(t)) return ofType(t.dictionary);
     for (const f of (t.children ?? []) as Field[]) ofField(f);
   };
   const ofField = (f: Field): void => {

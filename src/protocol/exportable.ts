@@ -13,6 +13,7 @@
  * nothing imports from it but src/index.ts.
  */
 import { Data, DataType, Field, RecordBatch, RecordBatchReader, Schema, Table, Vector } from 'apache-arrow';
+import { isArrowType } from '../schema/arrowjs.js';
 import {
   ArrowSymbols, isArrowExportable, type ArrowDeviceExportOptions, type ArrowExportable, type ArrowSchemaExportable,
 } from '../abi/protocol.js';
@@ -202,7 +203,7 @@ export function arrowExportable(x: unknown, opts: ExportableOptions = {}): Arrow
     const node = x instanceof Data ? schemaNodeOf(x.type) : x.schema;
     return exportable(x, [schemaMethod(node, opts), ...arrayMethods(node, x, opts, x instanceof Data ? 'data' : 'view')]);
   }
-  if (x instanceof Schema || x instanceof Field || x instanceof DataType || isSchemaNode(x)) {
+  if (x instanceof Schema || x instanceof Field || isArrowType(x) || isSchemaNode(x)) {
     return exportable(x, [schemaMethod(schemaNodeOf(x), opts)]);
   }
   if (x instanceof RecordBatchReader || (typeof x === 'object' && x !== null && typeof (x as Iterable<unknown>)[Symbol.iterator] === 'function')) {

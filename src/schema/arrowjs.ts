@@ -100,6 +100,17 @@ function baseType(node: SchemaNode, path: string, opts: ToArrowOptions, ids: Dic
 }
 
 /** The arrow-js type of `node`, a `Dictionary` when it has a dictionary. */
+/**
+ * Whether `v` is an arrow-js `DataType` of this copy of arrow-js or of
+ * another (a CommonJS consumer's `require('apache-arrow')` loads a second
+ * copy): arrow-js's `Schema`, `Field`, `Data` and `RecordBatch` answer
+ * `instanceof` for any copy, its `DataType` does not, so a type is known by
+ * its `typeId`, as arrow-js's own `DataType.is*` do.
+ */
+export function isArrowType(v: unknown): v is DataType {
+  return v instanceof DataType || (typeof v === 'object' && v !== null && typeof (v as DataType).typeId === 'number' && !('format' in v));
+}
+
 export function nodeToType(node: SchemaNode, path = 'schema', opts: ToArrowOptions = {}, ids: DictionaryIds = { next: 0 }): DataType {
   const base = baseType(node, path, opts, ids);
   if (!node.dictionary) return base;

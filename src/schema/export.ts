@@ -15,7 +15,7 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { callRelease, defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
 import { access, type Access } from '../abi/accessors.js';
 import { newArena, rawOf, stage, staged, type Addr, type Arena } from '../memory/raw.js';
-import { typeInfoOf } from './arrowjs.js';
+import { isArrowType, typeInfoOf } from './arrowjs.js';
 import { formatOf } from './format.js';
 import { encodeMetadata } from './metadata.js';
 import type { SchemaNode } from './node.js';
@@ -303,6 +303,6 @@ export function schemaToNode(schema: Schema): SchemaNode {
 export function toSchemaNode(s: Schema | Field | DataType | SchemaNode): SchemaNode {
   if (s instanceof Schema) return schemaToNode(s);
   if (s instanceof Field) return fieldToNode(s);
-  if (s instanceof DataType) return typeToNode(s, '', true, null);
+  if (isArrowType(s)) return typeToNode(s, '', true, null);
   return s;
 }

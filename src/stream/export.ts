@@ -16,7 +16,6 @@
 import { RecordBatch, RecordBatchReader, Schema, Table } from 'apache-arrow';
 import { DeviceType, Errno } from '../abi/constants.js';
 import { streamPtrArg } from '../args.js';
-import { dataToView } from '../array/arrowjs.js';
 import { exportArray, exportSchema, type MemoryOption } from '../array/api.js';
 import { ArrowDeviceError, invalid, toErrno, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -231,7 +230,8 @@ function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
       if (rec.deviceType !== DeviceType.CPU) {
         throw invalid('', 'host data in a stream of device memory: export DeviceArrays of the stream\'s device (or copy them there)');
       }
-      exportArray(item instanceof RecordBatch ? dataToView(item.data, node) : item, { memory: mem, into: out });
+      // Its layout is the stream's (checked above): exported as it is.
+      exportArray(item, { memory: mem, into: out });
       if (s.kind === 'device') writeDeviceFields(mem, out, DeviceType.CPU, -1, 0n);
     }
     rec.batches++;

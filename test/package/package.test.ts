@@ -80,6 +80,14 @@ freeArrowSchema(schema);
 assert.ok(back instanceof RecordBatch);
 assert.deepEqual([...back.getChild('id')], [1, 2, 3]);
 assert.equal(require('arrow-device'), ad);
+// The CommonJS copy of arrow-js is not the package's (ESM) copy: its Data and DataType export still.
+const { exportArray, importVector, exportSchema } = ad;
+const idData = batch.getChild('id').data[0];
+const idSchema = exportSchema(idData.type);
+const v = importVector(exportArray(idData), idSchema);
+assert.deepEqual(Array.from(v.toArray()), [1, 2, 3]);
+v.release();
+freeArrowSchema(idSchema);
 import('arrow-device').then((esm) => {
   // One module instance for require and import: one registry of exports, one accounting.
   assert.equal(esm.importRecordBatch, importRecordBatch);
