@@ -66,7 +66,7 @@ import type { Memory } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 import { access, type Access } from '../abi/accessors.js';
 import { ChildRule, Kind, Role } from '../schema/layout.js';
-import { AddressSet, MAX_NESTING_DEPTH, visitOnce } from '../schema/node.js';
+import { AddressSet, MAX_NESTING_DEPTH, reachedTwice, visitOnce } from '../schema/node.js';
 import type { ImportOwner } from './owner.js';
 import { FullCheck, type Plan, type PlanNode } from './plan.js';
 
@@ -282,9 +282,9 @@ function fieldsOf(mem: Memory): Fields {
 class Reader {
   raw: RawAccess;
   f: Fields;
-  /** The struct addresses read, in record order with their positions: checked for one reached twice. */
+  /** The struct addresses read so far, while they are few (`firstVisit`). */
   readonly addrs: number[] = [];
-  /** For a plan whose nodes are shared (a DAG made in JS): addresses checked as they are read, so a DAG costs its input, not its unfolding. */
+  /** The addresses read, once they are many or the plan's nodes are shared (a DAG made in JS: it costs its input, not its unfolding). */
   seen: AddressSet | null;
   /** The child indices from the root to the node being read (-1: a dictionary), for paths. */
   readonly trail: number[] = [];
@@ -367,7 +367,6 @@ function readTree(read: ImportRead, addr: Addr, device: DeviceReader | null): vo
   idle = null;
   try {
     readNode(r, read.plan.root, addr, 0);
-    if (r.seen === null) checkOnce(r);
   } catch (e) {
     // An error that names no place (a bad address, say) is the node's being read: the trail is still its.
     if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, r.path());
@@ -402,28 +401,25 @@ let idle: Reader | null = null;
 const NO_READ = {} as ImportRead;
 
 /**
- * Refuses a struct reached a second time (schema/node.ts `visitOnce`): in a
- * tree plan the reader reads each place once, so the check waits for the
- * end (a pairwise look at a small tree, the address set for a large one).
+ * Refuses a struct reached a second time (schema/node.ts `visitOnce`)
+ * before anything of it is read: read again under another plan node, its
+ * buffers would be sized (and, with `copy` or at `default`, read) by
+ * another type. A small tree is checked by a scan of the addresses read so
+ * far; past SMALL_TREE structs they move to an address set.
  */
-function checkOnce(r: Reader): void {
+function firstVisit(r: Reader, addr: Addr): void {
   const a = r.addrs;
-  const n = a.length / 2;
-  if (n <= 32) {
-    for (let i = 1; i < n; i++) for (let j = 0; j < i; j++) if (a[2 * i] === a[2 * j]) throw twice(r, a[2 * i]!, a[2 * i + 1]!);
+  const n = a.length;
+  if (n < SMALL_TREE) {
+    for (let j = 0; j < n; j++) if (a[j] === addr) throw reachedTwice(addr, '');
+    a.push(addr);
     return;
   }
-  const seen = AddressSet.shared();
-  try {
-    for (let i = 0; i < n; i++) if (!seen.add(a[2 * i]!)) throw twice(r, a[2 * i]!, a[2 * i + 1]!);
-  } finally {
-    seen.done();
-  }
+  const seen = (r.seen = AddressSet.shared());
+  for (let j = 0; j < n; j++) seen.add(a[j]!);
+  visitOnce(seen, addr, '');
 }
-
-function twice(r: Reader, addr: Addr, p: number): ArrowDeviceError {
-  return invalid(pathAt(r.read, p), `the struct at 0x${addr.toString(16)} is reached a second time: every child must be owned by one parent`);
-}
+const SMALL_TREE = 32;
 
 /** An int64 count of the struct staged at `at` with a non-zero high word: refused with its exact value. */
 function bigCount(r: Reader, dv: DataView, at: number, o: number, what: string): number {
@@ -453,7 +449,7 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
   {
     const p = read.length;
     if (r.seen !== null) visitOnce(r.seen, addr, '');
-    else r.addrs.push(addr, p);
+    else firstVisit(r, addr);
     const at = stage(r.raw, addr, f.size);
     const dv = staged.dv;
     // The fields, read in place: int64 counts below 2^32 (high word 0) are the common case.

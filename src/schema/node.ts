@@ -37,10 +37,12 @@ export const MAX_NESTING_DEPTH = 64;
  * holds. Shared by the schema, array and device tree readers.
  */
 export function visitOnce<A extends bigint | number>(seen: Set<A> | AddressSet, ptr: A, path: string): void {
-  if (seen instanceof AddressSet ? !seen.add(ptr as number) : seen.has(ptr)) {
-    throw invalid(path, `the struct at 0x${ptr.toString(16)} is reached a second time: every child must be owned by one parent`);
-  }
+  if (seen instanceof AddressSet ? !seen.add(ptr as number) : seen.has(ptr)) throw reachedTwice(ptr, path);
   if (!(seen instanceof AddressSet)) seen.add(ptr);
+}
+
+export function reachedTwice(ptr: bigint | number, path: string): ArrowDeviceError {
+  return invalid(path, `the struct at 0x${ptr.toString(16)} is reached a second time: every child must be owned by one parent`);
 }
 
 /**
