@@ -65,6 +65,8 @@ interface Producer {
   make(n: number, rows: number): bigint;
   fillSchema(out: bigint): void;
   free(all: bigint, n: number): void;
+  /** Nothing: a use of the library that keeps it from being collected (and unloaded) before here. */
+  keepLoaded(): void;
 }
 
 function producer(path: string): Producer {
@@ -72,7 +74,7 @@ function producer(path: string): Producer {
   const make = lib.func('uintptr_t cold_make(int64_t n, int64_t rows)');
   const fill = lib.func('void cold_fill_schema(uintptr_t out)');
   const free = lib.func('void cold_free(uintptr_t all, int64_t n)');
-  return { make: (n, rows) => BigInt(make(n, rows)), fillSchema: (p) => fill(p), free: (p, n) => free(p, n) };
+  return { make: (n, rows) => BigInt(make(n, rows)), fillSchema: (p) => fill(p), free: (p, n) => free(p, n), keepLoaded: () => void lib };
 }
 
 /** One import of the producer's result into a table (`timed`: the import alone). */
@@ -143,6 +145,9 @@ function childRead(lib: string, side: 'ours' | 'arrow-js', how: 'values' | 'get'
     if (i === 0) check = s;
     else if (s !== check) throw new Error('the sums differ');
   }
+  // Released while the producer's library is loaded (koffi unloads a library it collects).
+  if (side === 'ours') (table as unknown as { release(): void }).release();
+  p.keepLoaded();
   console.log(JSON.stringify({ passes }));
 }
 

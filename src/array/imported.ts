@@ -188,6 +188,8 @@ const EMPTY = new Uint8Array(0);
 const READ = Symbol('arrow-device.read');
 const AT = Symbol('arrow-device.at');
 const NODE = Symbol('arrow-device.node');
+/** Where the Data's slots start in the record's `slots` (5 per Data, in the order the Data were made). */
+const SLOT = Symbol('arrow-device.slot');
 
 type SlotKey = 'valueOffsets' | 'values' | 'nullBitmap' | 'typeIds' | 'variadicBuffers';
 const SLOT_INDEX: Record<SlotKey, number> = { valueOffsets: 0, values: 1, nullBitmap: 2, typeIds: 3, variadicBuffers: 4 };
@@ -204,11 +206,13 @@ class LazyData extends ImportedData {
   declare [READ]: ImportRead;
   declare [AT]: number;
   declare [NODE]: PlanNode;
+  declare [SLOT]: number;
   constructor(read: ImportRead, pn: PlanNode, at: number, type: DataType, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined) {
     super(type, O, N, nullCount, undefined as never, children, dictionary);
     this[READ] = read;
     this[AT] = at;
     this[NODE] = pn;
+    this[SLOT] = read.nData++ * 5;
   }
 }
 
@@ -236,7 +240,7 @@ function lazySlot(key: SlotKey): PropertyDescriptor {
       const owner = read.owner;
       if (owner !== null && owner.isReleased) owner.check(pathAt(read, this[AT]), 'a read');
       const slots = (read.slots ??= []);
-      const i = this[AT] * 5 + index;
+      const i = this[SLOT] + index;
       let v = slots[i];
       if (v === undefined) slots[i] = v = slotOf(read, this[NODE], this[AT], key, this.offset, this.length, counted(this)) ?? NO_SLOT;
       if (v === NO_SLOT) return undefined;
@@ -247,7 +251,7 @@ function lazySlot(key: SlotKey): PropertyDescriptor {
       // The Data constructor's assignments (before the record is set) are the record's to make;
       // arrow-js's own (setValid's bitmap) replace the slot.
       const read = this[READ];
-      if (read !== undefined) (read.slots ??= [])[this[AT] * 5 + index] = v;
+      if (read !== undefined) (read.slots ??= [])[this[SLOT] + index] = v;
     },
   };
 }
@@ -296,6 +300,7 @@ interface LazyFields {
   [READ]: ImportRead;
   [AT]: number;
   [NODE]: PlanNode;
+  [SLOT]: number;
 }
 function FastLazy(this: LazyFields, read: ImportRead, pn: PlanNode, at: number, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined): void {
   this.type = pn.type!;
@@ -309,6 +314,7 @@ function FastLazy(this: LazyFields, read: ImportRead, pn: PlanNode, at: number, 
   this[READ] = read;
   this[AT] = at;
   this[NODE] = pn;
+  this[SLOT] = read.nData++ * 5;
 }
 FastLazy.prototype = LazyData.prototype;
 /** The view types' (no own `variadicBuffers`: theirs is lazy). */
@@ -323,6 +329,7 @@ function FastLazyView(this: Omit<LazyFields, 'variadicBuffers'>, read: ImportRea
   this[READ] = read;
   this[AT] = at;
   this[NODE] = pn;
+  this[SLOT] = read.nData++ * 5;
 }
 FastLazyView.prototype = LazyViewData.prototype;
 type LazyCtor = new (read: ImportRead, pn: PlanNode, at: number, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined) => LazyData;
@@ -395,15 +402,22 @@ const NewBatchData: BatchDataCtor = FAST_DATA ? (FastBatchData as unknown as Bat
 
 /** A typed array over the bytes of `b` (zero-copy; the reader aligns what it views). */
 function typed<C extends TypedArrayCtor>(Ctor: C, b: Uint8Array | null): InstanceType<C> {
-  if (!b || b.byteLength === 0) return new Ctor(0) as InstanceType<C>;
-  return new Ctor(b.buffer as ArrayBuffer, b.byteOffset, Math.floor(b.byteLength / Ctor.BYTES_PER_ELEMENT)) as InstanceType<C>;
+  return typedAt(Ctor, b, 0, Infinity);
+}
+
+/** `typed(Ctor, b).subarray(start, start + n)`, made as one typed array. */
+function typedAt<C extends TypedArrayCtor>(Ctor: C, b: Uint8Array | null, start: number, n: number): InstanceType<C> {
+  const all = b === null ? 0 : Math.floor(b.byteLength / Ctor.BYTES_PER_ELEMENT);
+  const from = Math.min(start, all);
+  if (all === 0) return new Ctor(0) as InstanceType<C>;
+  return new Ctor(b!.buffer as ArrayBuffer, b!.byteOffset + from * Ctor.BYTES_PER_ELEMENT, Math.min(n, all - from)) as InstanceType<C>;
 }
 
 /** C buffer `k` of the node at `p`: viewed (or the copy made at import). */
 function buf(read: ImportRead, pn: PlanNode, p: number, k: number): Uint8Array | null {
   const nb = read.nums[p + N_BUFFERS]!;
   if (k >= nb) return null;
-  return bufferView(read, p + BUFFERS + 2 * k, specAt(pn.layout, k, nb).align, () => `${pathAt(read, p)}.buffers[${k}]`);
+  return bufferView(read, p + BUFFERS + 2 * k, specAt(pn.layout, k, nb).align, () => `${pathAt(read, p)}.buffers[${k}]`, read.copy);
 }
 
 /**
@@ -420,12 +434,12 @@ function slotOf(read: ImportRead, pn: PlanNode, p: number, key: SlotKey, O: numb
     case Form.Bits:
       return key === 'values' ? (b(1) ?? EMPTY) : undefined;
     case Form.Fixed:
-      return key === 'values' ? typed(pn.Ctor!, b(1)).subarray(O * pn.stride, (O + N) * pn.stride) : undefined;
+      return key === 'values' ? typedAt(pn.Ctor!, b(1), O * pn.stride, N * pn.stride) : undefined;
     case Form.Indices:
-      return key === 'values' ? typed(pn.Ctor!, b(1)).subarray(O, O + N) : undefined;
+      return key === 'values' ? typedAt(pn.Ctor!, b(1), O, N) : undefined;
     case Form.Offsets32: case Form.Offsets64:
       if (key === 'valueOffsets') {
-        const o = typed(pn.form === Form.Offsets32 ? Int32Array : BigInt64Array, b(1)).subarray(O, O + N + 1);
+        const o = typedAt(pn.form === Form.Offsets32 ? Int32Array : BigInt64Array, b(1), O, N + 1);
         return o.length ? o : pn.form === Form.Offsets32 ? new Int32Array(1) : new BigInt64Array(1);
       }
       // binary/utf8 have their data in buffer 2; lists and maps have none.
@@ -440,10 +454,10 @@ function slotOf(read: ImportRead, pn: PlanNode, p: number, key: SlotKey, O: numb
       }
       return undefined;
     case Form.Sparse:
-      return key === 'typeIds' ? typed(Int8Array, b(0)).subarray(O, O + N) : undefined;
+      return key === 'typeIds' ? typedAt(Int8Array, b(0), O, N) : undefined;
     case Form.Dense:
-      if (key === 'typeIds') return typed(Int8Array, b(0)).subarray(O, O + N);
-      return key === 'valueOffsets' ? typed(Int32Array, b(1)).subarray(O, O + N) : undefined;
+      if (key === 'typeIds') return typedAt(Int8Array, b(0), O, N);
+      return key === 'valueOffsets' ? typedAt(Int32Array, b(1), O, N) : undefined;
     default:
       return undefined;
   }

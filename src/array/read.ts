@@ -166,8 +166,10 @@ export class ImportRead {
   deferred: DeferredRead[] | null = null;
   /** Whether a buffer read on host memory has bytes (an import of only empty buffers holds nothing). */
   holds = false;
-  /** The buffer slots the import's lazy arrow-js Data made, by node position and slot (imported.ts). */
+  /** The buffer slots the import's lazy arrow-js Data made, 5 per Data in the order the Data were made (imported.ts). */
   slots: unknown[] | undefined = undefined;
+  /** How many lazy Data were made over this record (imported.ts). */
+  nData = 0;
   /**
    * Whether the buffers will be viewed or copied into JS (every import but a
    * `DeviceArray`, which holds addresses): only then is a buffer JS cannot
@@ -880,12 +882,13 @@ const EMPTY = new Uint8Array(0);
 /**
  * Buffer `at` (the record index of its address) of an import, from its
  * start to the end of what the array uses: null for a NULL buffer; viewed
- * now (zero-copy) unless a view or copy was made before. Throws once the
+ * now (zero-copy) unless a view or copy was made before (kept for the next
+ * read unless `keep` is false: a lazy Data keeps what it made itself). Throws once the
  * import is released. `align`: the JS element size the view must be
  * aligned to (a wasm memory's views start at the buffer's address; a
  * misaligned one is copied, and counted).
  */
-export function bufferView(read: ImportRead, at: number, align: number, path: () => string): Uint8Array | null {
+export function bufferView(read: ImportRead, at: number, align: number, path: () => string, keep = true): Uint8Array | null {
   const nums = read.nums;
   const addr = nums[at]!;
   if (addr === 0) return null;
@@ -905,7 +908,7 @@ export function bufferView(read: ImportRead, at: number, align: number, path: ()
     liveCounters.copiedBuffers++;
     liveCounters.copiedBytes += size;
   }
-  (read.views ??= new Map()).set(at, v);
+  if (keep) (read.views ??= new Map()).set(at, v);
   return v;
 }
 
