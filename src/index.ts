@@ -51,7 +51,7 @@ export {
 
 // --- device arrays (ArrowDeviceArray) --------------------------------------------------------------
 export {
-  importDeviceArray, importDeviceData, importDeviceRecordBatch, importDeviceArrayView,
+  importDeviceArray, importDeviceArrayAsync, importDeviceData, importDeviceRecordBatch, importDeviceArrayView,
   exportDeviceArray, exportDeviceRecordBatch,
   allocArrowDeviceArray, releaseArrowDeviceArray, freeArrowDeviceArray, moveArrowDeviceArray,
   allocDeviceArray, releaseDeviceArray, freeDeviceArray, moveDeviceArray,
@@ -60,6 +60,9 @@ export {
 export { DeviceArray, type DeviceSpec, type DeviceCopyOptions, type ToHostOptions } from './device/device-array.js';
 export type { DeviceArrayNode, DeviceBuffer } from './device/device-array.js';
 export { cudaAvailable, CudaError, type CudaMemoryKind } from './device/cuda.js';
+export {
+  webgpuBufferAt, webgpuRegistry, BufferUsage, type WebGPUBuffer, type WebGPUDevice, type WebGPURegion, type WebGPURegistry,
+} from './device/webgpu.js';
 
 // --- streams (ArrowArrayStream, ArrowDeviceArrayStream) -------------------------------------------
 export {

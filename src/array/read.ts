@@ -220,6 +220,8 @@ export interface DeviceReader {
   readBatch(ranges: readonly Range[]): void | Promise<void>;
   /** Why the bytes cannot be read, or null when `readBatch` works. */
   readonly unreadable: string | null;
+  /** Whether `readBatch` completes later: the synchronous reads refuse such a device before reading. */
+  readonly async?: boolean;
 }
 
 /** A batch of device reads and what to do with their bytes once read. */
@@ -353,6 +355,9 @@ function pathOf(prefix: string, trail: readonly number[]): string {
  */
 export function readArray(read: ImportRead, addr: Addr, device: DeviceReader | null = null): void {
   readTree(read, addr, device);
+  if (device?.async === true && device.unreadable === null && ((read.deferred !== null && read.level >= DEFAULT) || read.level >= FULL)) {
+    throw asyncDevice(read);
+  }
   if (device !== null && read.deferred !== null && read.level >= DEFAULT) {
     if (runBatch(deferredBatch(read, device), device) instanceof Promise) throw asyncDevice(read);
   }
@@ -388,13 +393,28 @@ function readTree(read: ImportRead, addr: Addr, device: DeviceReader | null): vo
  * for what `full` checks), each awaited.
  */
 export async function readArrayAsync(read: ImportRead, addr: Addr, device: DeviceReader): Promise<void> {
+  readStructs(read, addr, device);
+  await checkLevelAsync(read, device);
+}
+
+/** The first half of `readArrayAsync`: the structs, with the checks they alone allow (synchronous: it moves nothing). */
+export function readStructs(read: ImportRead, addr: Addr, device: DeviceReader): void {
   readTree(read, addr, device);
+}
+
+/** The second half of `readArrayAsync`: the device reads of the level, awaited. */
+export async function checkLevelAsync(read: ImportRead, device: DeviceReader): Promise<void> {
   if (read.deferred !== null && read.level >= DEFAULT) await runBatch(deferredBatch(read, device), device);
   if (read.level >= FULL) await runBatch(fullBatch(read, device), device);
 }
 
 function asyncDevice(read: ImportRead): ArrowDeviceError {
-  return new ArrowDeviceError('unsupported', read.prefix, 'this device reads its bytes asynchronously: use the asynchronous import (or validate: "minimal")');
+  return new ArrowDeviceError(
+    'unsupported',
+    read.prefix,
+    `this device reads its bytes asynchronously, and validation "${LEVEL_NAMES[read.level]}" reads some: ` +
+      'use the asynchronous import (importDeviceArrayAsync, resolveBufferSizesAsync), or { validate: "minimal" } to pass it on unread',
+  );
 }
 
 /** The Reader not in use (see readArray). */
@@ -821,6 +841,7 @@ function applyVariadic(read: ImportRead, p: number, bytes: Uint8Array, w: Where)
  */
 export function resolveDeferred(read: ImportRead, device: DeviceReader): void {
   if (read.deferred === null) return;
+  if (device.async === true && device.unreadable === null) throw asyncDevice(read);
   if (runBatch(deferredBatch(read, device), device) instanceof Promise) throw asyncDevice(read);
 }
 

@@ -52,6 +52,7 @@ import { backendFor } from './backend.js';
 import { hostTree, writeCudaCopy } from './copy.js';
 import { adoptDeviceArray, DeviceArray } from './device-array.js';
 import { writeDeviceFields } from './export.js';
+import { writeWebGPUCopy, type WebGPUDevice } from './webgpu.js';
 
 export interface DeviceImportOptions extends ArrayImportOptions {
   /**
@@ -83,6 +84,10 @@ export interface DeviceExportOptions extends MemoryOption {
    * copies are complete when the call returns and `sync_event` is NULL.
    */
   stream?: Ptr;
+  /** WebGPU (`deviceType: DeviceType.WEBGPU`): the `GPUDevice` the buffers are made on (required there). */
+  gpuDevice?: WebGPUDevice;
+  /** WebGPU: usages added to `STORAGE | COPY_SRC | COPY_DST` (`BufferUsage.VERTEX`, ...). */
+  gpuUsage?: number;
 }
 
 /** The fields an `ArrowDeviceArray` adds to its `ArrowArray`. */
@@ -218,6 +223,36 @@ export function importDeviceArray(ptr: Ptr | DeviceArraySource, schema?: SchemaL
 }
 
 /**
+ * `importDeviceArray` for devices whose bytes are read asynchronously
+ * (WebGPU's `mapAsync`), and for every other device: the struct is moved
+ * at once (as by `importDeviceArray`: the call consumes it), then the reads
+ * its validation level needs are done in one batch each and awaited. On a
+ * failure of those reads the array is released and the promise rejects.
+ *
+ * @example
+ * const dev = await importDeviceArrayAsync(ptr, schemaPtr); // WebGPU memory
+ * const { buffer, offset } = dev.children[0].buffers[1].webgpu!;
+ * const data = await dev.toHostAsync();
+ * dev.release();
+ */
+export function importDeviceArrayAsync(source: DeviceArraySource, opts?: DeviceExchangeOptions): Promise<DeviceArray>;
+export function importDeviceArrayAsync(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): Promise<DeviceArray>;
+export async function importDeviceArrayAsync(
+  ptr: Ptr | DeviceArraySource,
+  schema?: SchemaLike | Ptr | DeviceExchangeOptions,
+  opts: DeviceImportOptions = {},
+): Promise<DeviceArray> {
+  // Everything up to the first await runs now: the struct is consumed by this call, as by the synchronous import.
+  const later = (p: Ptr, s: SchemaLike | Ptr, o: DeviceImportOptions): DeviceArray => {
+    const { m, plan, level } = begin(p, s, o, PlanOf.Array);
+    return adoptDeviceArray(m, p, plan, 'device_array', level, true);
+  };
+  const dev = isArrowExportable(ptr) ? viaDeviceArray(ptr, schema, 'importDeviceArrayAsync', later) : later(ptr, schema as SchemaLike | Ptr, opts);
+  await dev.checkLevel();
+  return dev;
+}
+
+/**
  * Imports an `ArrowDeviceArray` as arrow-js `Data` when the CPU can read it
  * (CPU: zero-copy; CUDA_HOST and CUDA_MANAGED: zero-copy after waiting on
  * the event), else as a `DeviceArray` (or, with `toHost`, a host copy).
@@ -282,6 +317,11 @@ export function importDeviceArrayView(ptr: Ptr | DeviceArraySource, schema?: Sch
  * - CUDA, CUDA_HOST, CUDA_MANAGED: the buffers are copied into one new
  *   allocation of that kind on `deviceId`; with `stream`, an event recorded
  *   on it after the copies is the `sync_event` (see `DeviceExportOptions`).
+ * - WEBGPU: the buffers are uploaded into one new `GPUBuffer` of
+ *   `gpuDevice` (usage `STORAGE | COPY_SRC | COPY_DST`, each Arrow buffer at a
+ *   256-byte boundary), addressed through the realm's WebGPU registry; the
+ *   `sync_event` is a handle to `queue.onSubmittedWorkDone()` after the
+ *   upload; the release destroys the buffer (PROTOCOL.md, "WebGPU device arrays").
  * - A `DeviceArray` is moved on unchanged (`exportTo`); the handle is released.
  *
  * @example
@@ -342,6 +382,18 @@ export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | D
       if (opts.into === undefined) m.free(into);
       // An error that names no place (no CUDA runtime, a memory CUDA cannot read from) is the copy's that options.deviceType asked for.
       throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'options.deviceType') : e;
+    }
+    return into;
+  }
+  if (deviceType === DeviceType.WEBGPU) {
+    if (opts.stream !== undefined) throw invalid('options.stream', 'a WebGPU export has no stream (its event is a promise: PROTOCOL.md)');
+    if (opts.deviceId !== undefined) throw invalid('options.deviceId', "a WebGPU export's device_id is its gpuDevice's number in the realm's registry: pass gpuDevice");
+    const into = opts.into ?? m.alloc(m.layouts.ArrowDeviceArray.size);
+    try {
+      writeWebGPUCopy(m, view, into, { gpuDevice: opts.gpuDevice!, usage: opts.gpuUsage });
+    } catch (e) {
+      if (opts.into === undefined) m.free(into);
+      throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'options.gpuDevice') : e;
     }
     return into;
   }

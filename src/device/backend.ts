@@ -16,6 +16,7 @@ import { DeviceType } from '../abi/constants.js';
 import { ArrowDeviceError, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { cudaRuntime } from './cuda.js';
+import { webgpuBackend } from './webgpu.js';
 
 /** A copy from a device (or host) address into JS memory. */
 export interface ReadRange {
@@ -46,7 +47,9 @@ export interface DeviceBackend {
    * one synchronisation for the whole batch. `small` ranges (offsets, sizes)
    * may go through a staging buffer.
    */
-  readBatch(ctx: DeviceContext, ranges: readonly ReadRange[], small: boolean): void;
+  readBatch(ctx: DeviceContext, ranges: readonly ReadRange[], small: boolean): void | Promise<void>;
+  /** Whether `readBatch` completes later (returns a promise): arrays of it are read by the asynchronous imports. */
+  readonly async?: boolean;
 }
 
 export const cpuBackend: DeviceBackend = {
@@ -131,6 +134,7 @@ const backends = new Map<number, DeviceBackend>([
   [DeviceType.CUDA, cudaBackend],
   [DeviceType.CUDA_HOST, cudaBackend],
   [DeviceType.CUDA_MANAGED, cudaBackend],
+  [DeviceType.WEBGPU, webgpuBackend],
 ]);
 
 /** The backend of a device type; undefined for the opaque types. */

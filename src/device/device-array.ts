@@ -25,7 +25,7 @@ import { writeArrayView } from '../array/export.js';
 import type { ArrayView } from '../array/view.js';
 import { viewOf } from '../array/view.js';
 import {
-  BUFFERS, checkBufferSize, checkFull, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, readArray, recordCopy, resolveDeferred, skip, UNKNOWN,
+  BUFFERS, checkBufferSize, checkFull, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, readArray, recordCopy, resolveDeferred, resolveDeferredAsync, skip, UNKNOWN, readStructs, checkLevelAsync,
   validationLevel, type DeviceReader, type ValidationLevel,
 } from '../array/read.js';
 import { planOfNode, type Plan, type PlanNode } from '../array/plan.js';
@@ -37,6 +37,7 @@ import type { SchemaNode } from '../schema/node.js';
 import { backendFor, requireBackend, type DeviceBackend, type DeviceContext, type ReadRange } from './backend.js';
 import { writeCudaCopy } from './copy.js';
 import { writeDeviceFields } from './export.js';
+import { webgpuBufferAt, type WebGPURegion } from './webgpu.js';
 
 /** What identifies a device: its type (`DeviceType.CUDA`) and id (-1 where the type has no ids). */
 export interface DeviceSpec {
@@ -72,6 +73,12 @@ export interface DeviceBuffer {
    * have not been read yet (see `DeviceArray.resolveBufferSizes`).
    */
   readonly size: number | undefined;
+  /**
+   * WebGPU arrays: the `GPUBuffer` the address is in and the byte offset
+   * inside it (`webgpuBufferAt`); undefined where no live buffer of the
+   * realm has the address (a NULL or zero-length buffer may have none).
+   */
+  readonly webgpu?: WebGPURegion;
 }
 
 /** A node of a device array: what its structs say, with buffers as device addresses. */
@@ -95,6 +102,8 @@ class DeviceNode implements DeviceArrayNode {
     private readonly read: ImportRead,
     private readonly pn: PlanNode,
     private readonly at: number,
+    /** Whether the addresses are WebGPU's (each buffer then says which GPUBuffer it is in). */
+    private readonly gpu: boolean,
   ) {}
 
   get schema(): SchemaNode { return this.pn.schema; }
@@ -111,7 +120,9 @@ class DeviceNode implements DeviceArrayNode {
       for (let k = 0; k < n; k++) {
         const at = this.at + BUFFERS + 2 * k;
         const size = nums[at + 1]!;
-        out.push({ address: this.read.exact?.get(at) ?? BigInt(nums[at]!), size: size === UNKNOWN ? undefined : size });
+        const address = this.read.exact?.get(at) ?? BigInt(nums[at]!);
+        const buffer: DeviceBuffer = { address, size: size === UNKNOWN ? undefined : size };
+        out.push(this.gpu && address !== 0n ? { ...buffer, webgpu: webgpuBufferAt(address) } : buffer);
       }
       this.#buffers = out;
     }
@@ -122,7 +133,7 @@ class DeviceNode implements DeviceArrayNode {
     if (this.#children === null) {
       let q = this.at + BUFFERS + 2 * this.read.nums[this.at + N_BUFFERS]!;
       this.#children = this.pn.children.map((c) => {
-        const node = new DeviceNode(this.read, c, q);
+        const node = new DeviceNode(this.read, c, q, this.gpu);
         q = skip(this.read, c, q);
         return node;
       });
@@ -134,7 +145,7 @@ class DeviceNode implements DeviceArrayNode {
     if (this.pn.dictionary === null) return null;
     let q = this.at + BUFFERS + 2 * this.read.nums[this.at + N_BUFFERS]!;
     for (const c of this.pn.children) q = skip(this.read, c, q);
-    return new DeviceNode(this.read, this.pn.dictionary, q);
+    return new DeviceNode(this.read, this.pn.dictionary, q, this.gpu);
   }
 }
 
@@ -147,14 +158,17 @@ export function deviceReader(ctx: DeviceContext, backend: DeviceBackend | undefi
   const name = deviceTypeName(ctx.deviceType) ?? String(ctx.deviceType);
   return {
     unreadable: backend === undefined ? `the bytes of ${name} memory (device type ${ctx.deviceType}) cannot be read by this library` : null,
+    async: backend?.async === true,
     readBatch(ranges) {
       const work: ReadRange[] = ranges.map((r) => ({ src: BigInt(r.src), size: r.size, dst: r.dst }));
       // A backend that reads device addresses as host addresses: refuse a bad one with a typed error first.
       if (backend!.hostReadable(ctx.deviceType)) for (const r of work) if (r.size > 0) ctx.mem.checkAddress(r.src, r.size);
-      backend!.readBatch(ctx, work, true);
+      return backend!.readBatch(ctx, work, true);
     },
   };
 }
+
+const PENDING = Symbol('pending device reads');
 
 export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, ArrowArrayExportable, ArrowDeviceArrayExportable {
   readonly #owner: ImportOwner;
@@ -170,11 +184,30 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
    */
   readonly syncEvent: Ptr;
 
+  /** @internal The reader of the level's device reads still to do (`adoptDeviceArray`'s `later`). */
+  [PENDING]: DeviceReader | null = null;
+
+  /**
+   * @internal Runs the device reads of the import's level left for later
+   * (asynchronous devices, `importDeviceArrayAsync`); releases the array when they fail.
+   */
+  async checkLevel(): Promise<void> {
+    const device = this[PENDING];
+    if (device === null) return;
+    this[PENDING] = null;
+    try {
+      await checkLevelAsync(this.#read, device);
+    } catch (e) {
+      this.release();
+      throw e;
+    }
+  }
+
   /** @internal Use `importDeviceArray`. */
   constructor(owner: ImportOwner, read: ImportRead, deviceType: number, deviceId: number, syncEvent: Ptr) {
     this.#owner = owner;
     this.#read = read;
-    this.#root = new DeviceNode(read, read.plan.root, 0);
+    this.#root = new DeviceNode(read, read.plan.root, 0, deviceType === DeviceType.WEBGPU);
     this.deviceType = deviceType;
     this.deviceId = deviceId;
     this.syncEvent = syncEvent;
@@ -243,6 +276,22 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
   }
 
   /**
+   * The same, for a device whose reads complete later (WebGPU) or any other:
+   * one batched read of the values the sizes depend on, awaited.
+   *
+   * @example
+   * const dev = importDeviceArray(ptr, schema, { validate: 'minimal' }); // WebGPU
+   * await dev.resolveBufferSizesAsync();
+   */
+  async resolveBufferSizesAsync(opts: DeviceCopyOptions = {}): Promise<this> {
+    this.live('resolveBufferSizesAsync');
+    if (this.#read.deferred === null) return this;
+    const backend = requireBackend(this.deviceType, this.deviceTypeName, 'device_array');
+    await resolveDeferredAsync(this.#read, deviceReader(this.context(opts), backend));
+    return this;
+  }
+
+  /**
    * A record of the whole tree copied into JS memory: one batched read of
    * the sizes it still needs, then one batch of buffer copies. A buffer JS
    * cannot hold, or (read as host memory) at a bad address, is refused with
@@ -251,7 +300,39 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
   #copyToHost(opts: ToHostOptions): ImportRead {
     this.live('toHostView');
     const backend = requireBackend(this.deviceType, this.deviceTypeName, 'device_array');
+    if (backend.async === true) {
+      throw unsupported('device_array', `${this.deviceTypeName} memory is read asynchronously: use toHostAsync, toHostRecordBatchAsync or toHostViewAsync`);
+    }
     this.resolveBufferSizes(opts);
+    const { copy, ranges, ctx } = this.#hostCopyPlan(opts, backend);
+    try {
+      backend.readBatch(ctx, ranges, false);
+    } catch (e) {
+      throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
+    }
+    if (validationLevel(opts.validate) >= 3 && this.#read.level < 3) checkFull(copy, null);
+    return copy;
+  }
+
+  /** `#copyToHost` for any device, awaiting its reads (and the producer's event). */
+  async #copyToHostAsync(opts: ToHostOptions): Promise<ImportRead> {
+    this.live('toHostViewAsync');
+    const backend = requireBackend(this.deviceType, this.deviceTypeName, 'device_array');
+    await this.resolveBufferSizesAsync(opts);
+    const { copy, ranges, ctx } = this.#hostCopyPlan(opts, backend);
+    try {
+      await backend.readBatch(ctx, ranges, false);
+    } catch (e) {
+      throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
+    }
+    // The array may have been released while its bytes were read: they are copies, but the handle said so first.
+    this.live('toHostViewAsync');
+    if (validationLevel(opts.validate) >= 3 && this.#read.level < 3) checkFull(copy, null);
+    return copy;
+  }
+
+  /** The host record of a copy (its buffers allocated, each checked) and the reads that fill it. */
+  #hostCopyPlan(opts: ToHostOptions, backend: DeviceBackend): { copy: ImportRead; ranges: ReadRange[]; ctx: DeviceContext } {
     const read = this.#read;
     const nums = read.nums;
     const copy = recordCopy(read);
@@ -282,13 +363,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
       views.set(at, dst);
       if (dst.byteLength > 0) ranges.push({ src: read.exact?.get(at) ?? BigInt(nums[at]!), size: dst.byteLength, dst });
     });
-    try {
-      backend.readBatch(ctx, ranges, false);
-    } catch (e) {
-      throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
-    }
-    if (validationLevel(opts.validate) >= 3 && read.level < 3) checkFull(copy, null);
-    return copy;
+    return { copy, ranges, ctx };
   }
 
   /**
@@ -311,6 +386,37 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
   toHost(opts: ToHostOptions = {}): Data {
     const copy = this.#copyToHost(opts);
     return importData(retarget(copy, planOfNode(this.schema, opts)));
+  }
+
+  /**
+   * `toHostView` for every device, WebGPU included (whose reads are
+   * `mapAsync`): the producer's event awaited, one batched read of the
+   * sizes still unknown, one of the buffers.
+   */
+  async toHostViewAsync(opts: ToHostOptions = {}): Promise<ArrayView> {
+    const copy = await this.#copyToHostAsync(opts);
+    return viewOf(copy, copy.plan.root, 0);
+  }
+
+  /**
+   * `toHost` for every device, WebGPU included.
+   *
+   * @example
+   * const dev = await importDeviceArrayAsync(ptr, schemaPtr); // WebGPU memory
+   * const data = await dev.toHostAsync();
+   * dev.release();
+   */
+  async toHostAsync(opts: ToHostOptions = {}): Promise<Data> {
+    const copy = await this.#copyToHostAsync(opts);
+    return importData(retarget(copy, planOfNode(this.schema, opts)));
+  }
+
+  /** `toHostRecordBatch` for every device, WebGPU included. */
+  async toHostRecordBatchAsync(opts: ToHostOptions = {}): Promise<RecordBatch> {
+    if (this.schema.type.id !== 'struct') throw invalid('schema.format', `a record batch needs a struct ("+s"), got "${this.schema.format}"`);
+    const plan = planOfNode(this.schema, opts);
+    plan.batch();
+    return importBatch(retarget(await this.#copyToHostAsync(opts), plan));
   }
 
   /** Copies a struct array to the host as an arrow-js `RecordBatch`. */
@@ -454,7 +560,7 @@ function retarget(copy: ImportRead, plan: Plan): ImportRead {
  * caller's struct is marked released. On failure the producer's release
  * has been called.
  */
-export function adoptDeviceArray(mem: Memory, ptr: Ptr, plan: Plan, path: string, level: number): DeviceArray {
+export function adoptDeviceArray(mem: Memory, ptr: Ptr, plan: Plan, path: string, level: number, later = false): DeviceArray {
   const L = mem.layouts.ArrowDeviceArray;
   const owner = ImportOwner.move(mem, ptr, 'ArrowDeviceArray');
   owner.schema = plan.node;
@@ -468,8 +574,13 @@ export function adoptDeviceArray(mem: Memory, ptr: Ptr, plan: Plan, path: string
     read.viewed = false;
     // CPU memory is read in place; every other device through its backend, after its event.
     const device = deviceType === DeviceType.CPU ? null : deviceReader({ mem, deviceType, deviceId, syncEvent }, backendFor(deviceType));
-    readArray(read, owner.arrayAddr, device);
-    return new DeviceArray(owner, read, deviceType, deviceId, syncEvent);
+    // `later`: a device that reads asynchronously has its level's reads done by `checkLevel`, awaited.
+    const pending = later && device !== null && device.async === true;
+    if (pending) readStructs(read, owner.arrayAddr, device);
+    else readArray(read, owner.arrayAddr, device);
+    const dev = new DeviceArray(owner, read, deviceType, deviceId, syncEvent);
+    if (pending) dev[PENDING] = device;
+    return dev;
   } catch (e) {
     owner.release('failed');
     throw e;

@@ -1,6 +1,6 @@
 /** The device layer's public surface (src/index.ts re-exports it). */
 export {
-  importDeviceArray, importDeviceData, importDeviceRecordBatch, importDeviceArrayView, readDeviceFields,
+  importDeviceArray, importDeviceArrayAsync, importDeviceData, importDeviceRecordBatch, importDeviceArrayView, readDeviceFields,
   exportDeviceArray, exportDeviceRecordBatch, allocDeviceArray, releaseDeviceArray, freeDeviceArray, moveDeviceArray,
   allocArrowDeviceArray, releaseArrowDeviceArray, freeArrowDeviceArray, moveArrowDeviceArray,
   type DeviceImportOptions, type DeviceExportOptions, type DeviceFields,

@@ -21,7 +21,7 @@ import { collectUntil } from '../helpers/gc.js';
 import { arrayRelease, readDeviceFieldsRaw, structBytes, wrapDevice } from './helpers.js';
 
 const mem = nativeMemory();
-const OPAQUE: DeviceTypeName[] = ['OPENCL', 'VULKAN', 'METAL', 'VPI', 'ROCM', 'ROCM_HOST', 'EXT_DEV', 'ONEAPI', 'WEBGPU', 'HEXAGON'];
+const OPAQUE: DeviceTypeName[] = ['OPENCL', 'VULKAN', 'METAL', 'VPI', 'ROCM', 'ROCM_HOST', 'EXT_DEV', 'ONEAPI', 'HEXAGON'];
 const SYNC_EVENT = 0xdead0000n; // never dereferenced
 
 const schema = new Schema([
