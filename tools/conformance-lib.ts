@@ -11,8 +11,8 @@ import { freeArrowSchema } from '../src/array/api.js';
 import {
   accounting, ArrowDeviceError, createAsyncDeviceStreamReader, dataToView, DeviceArray, exportArray, exportArrayStream,
   exportDeviceArray, exportDeviceArrayStream, freeDeviceArray, exportSchema, importArrayStream, importArrayView, importDeviceArrayStream,
-  importDeviceArrayView, importSchemaNode, produceAsyncDeviceStream, type ArrayView, type MemoryOption, type Ptr,
-  type SchemaNode,
+  importDeviceArrayAsync, importDeviceArrayView, importSchemaNode, produceAsyncDeviceStream, type ArrayView, type MemoryOption, type Ptr,
+  type SchemaNode, type WebGPUDevice,
 } from '../src/index.js';
 import { nodeToSchema } from '../src/schema/arrowjs.js';
 import { schemaToNode } from '../src/schema/export.js';
@@ -144,10 +144,20 @@ export async function settle(peer?: Peer): Promise<string | undefined> {
  * (ArrowAsyncDeviceStreamHandler, see `produceCase`/`readCase`), `cuda`
  * (ArrowDeviceArray in CUDA device memory: every batch is copied to the
  * device on export and imported as a `DeviceArray`, then copied back to the
- * host; a real GPU or the simulated runtime, see tools/conformance.ts).
+ * host; a real GPU or the simulated runtime, see tools/conformance.ts),
+ * `webgpu` (ArrowDeviceArray in WebGPU buffers: every batch uploaded to a
+ * GPUDevice on export, imported with `importDeviceArrayAsync` at `full`,
+ * which reads what it checks from the GPU, then copied back with
+ * `toHostViewAsync`; Dawn for Node, see tools/conformance.ts).
  */
-export type Via = 'array' | 'device' | 'stream' | 'device-stream' | 'async' | 'cuda';
-export const VIAS: readonly Via[] = ['array', 'device', 'stream', 'device-stream', 'async', 'cuda'];
+export type Via = 'array' | 'device' | 'stream' | 'device-stream' | 'async' | 'cuda' | 'webgpu';
+export const VIAS: readonly Via[] = ['array', 'device', 'stream', 'device-stream', 'async', 'cuda', 'webgpu'];
+
+let gpuDevice: WebGPUDevice | undefined;
+/** The GPUDevice of `--via webgpu`. */
+export function setGpuDevice(d: WebGPUDevice): void {
+  gpuDevice = d;
+}
 
 let via: Via = 'array';
 /** Sets the transport of `exportCase`/`importCase` for the run. */
@@ -174,11 +184,13 @@ export function exportCase(c: CaseData, opts: MemoryOption = {}, through: Via = 
       const schema = exportSchema(c.schema, opts);
       return { schema, arrays: c.batches.map((b) => exportDeviceArray(b, opts)) };
     }
-    case 'cuda': {
+    case 'cuda':
+    case 'webgpu': {
       const schema = exportSchema(c.schema, opts);
       const arrays: Ptr[] = [];
+      const to = through === 'cuda' ? { deviceType: DeviceType.CUDA, deviceId: 0 } : { deviceType: DeviceType.WEBGPU, gpuDevice };
       try {
-        for (const b of c.batches) arrays.push(exportDeviceArray(b, { ...opts, deviceType: DeviceType.CUDA, deviceId: 0 }));
+        for (const b of c.batches) arrays.push(exportDeviceArray(b, { ...opts, ...to }));
       } catch (e) {
         // A failed copy to the device: what was exported so far is released, nothing leaks.
         for (const a of arrays) freeDeviceArray(a, opts);
@@ -239,6 +251,34 @@ export function importCase(ptrs: CasePtrs, free: (p: bigint) => void, opts: Memo
   }
 }
 
+/**
+ * `importCase` for every transport, `webgpu` included (whose imports and
+ * copies back are asynchronous: the structs are still consumed at once).
+ */
+export async function importCaseAsync(ptrs: CasePtrs, free: (p: bigint) => void, opts: MemoryOption = {}, through: Via = via): Promise<CaseData> {
+  if (through !== 'webgpu') return importCase(ptrs, free, opts, through);
+  const full = { ...opts, validate: 'full' as const };
+  const devs: DeviceArray[] = [];
+  let schema: SchemaNode;
+  try {
+    schema = importSchemaNode(ptrs.schema, opts);
+    // Every struct moved now (the imports run synchronously up to their device reads), then awaited.
+    const pending = ptrs.arrays.map((p) => importDeviceArrayAsync(p, schema, full));
+    const settled = await Promise.allSettled(pending);
+    for (const r of settled) if (r.status === 'fulfilled') devs.push(r.value);
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    for (const d of devs) if (d.deviceType !== DeviceType.WEBGPU) throw new Error('--via webgpu: the batch did not come back as WebGPU memory');
+    const batches: ArrayView[] = [];
+    for (const d of devs) batches.push(await d.toHostViewAsync(full));
+    return { schema, batches };
+  } finally {
+    for (const d of devs) d.release();
+    free(ptrs.schema);
+    for (const p of ptrs.arrays) free(p);
+  }
+}
+
 /** Async transport, our producer side: pushes the case into a consumer's handler until it releases it. */
 export async function produceCase(c: CaseData, handler: Ptr): Promise<void> {
   const r = await produceAsyncDeviceStream(c.batches, handler, { schema: c.schema });
@@ -292,6 +332,7 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
   if (via === 'async' && (!peer.asyncRoundTrip || !peer.asyncPeerFirst)) return { status: 'skip', detail: `${peer.name} has no async interface` };
   if (via !== 'array' && !peer.supports) return { status: 'skip', detail: `${peer.name} takes only ArrowArray (--via array)` };
   if (via === 'cuda' && peer.name !== 'self') return { status: 'skip', detail: `--via cuda: ${peer.name} does not read CUDA memory here` };
+  if (via === 'webgpu' && peer.name !== 'self') return { status: 'skip', detail: `--via webgpu: ${peer.name} does not read WebGPU memory` };
   const notes: string[] = [data.source];
   const heldBefore = peer.heldExports?.() ?? 0;
   // Direction 1: ours first.
@@ -314,7 +355,7 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
       via === 'async'
         ? await peer.asyncPeerFirst!(data)
         : await peer.peerFirst(data, async (ptrs, free) => {
-            const c = importCase(ptrs, free, { memory: peer.memory });
+            const c = await importCaseAsync(ptrs, free, { memory: peer.memory });
             return exportCase(c);
           });
     if (d) return { status: 'fail', detail: `peer first: ${d}` };

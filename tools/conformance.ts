@@ -4,7 +4,7 @@
  * the C Data Interface, in both directions, and compares types and values
  * with the original.
  *
- *   npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--via array|device|stream|device-stream|async|cuda] [--verbose] <files or folders>
+ *   npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--via array|device|stream|device-stream|async|cuda|webgpu] [--verbose] <files or folders>
  *
  * Direction "ours first": we export -> the peer imports -> the peer exports
  * -> we import -> compare with the original. Direction "peer first": the
@@ -16,12 +16,14 @@
  *
  * `--via cuda` runs on a real GPU when a CUDA runtime that sees one is
  * found, else on the simulated CUDA runtime (test/device/cuda/sim), and
- * says which.
+ * says which. `--via webgpu` runs on the WebGPU adapter Dawn for Node finds
+ * (SwiftShader where there is no GPU: test/webgpu/gpu.ts) and prints it.
  *
  * Prints one line per case and a final `N passed, N failed, N skipped`;
  * exits non-zero on any failure.
  */
-import { discover, runCase, setVia, VIAS, type Via } from './conformance-lib.js';
+import { discover, runCase, setGpuDevice, setVia, VIAS, type Via } from './conformance-lib.js';
+import { openGpu, type Gpu } from '../test/webgpu/gpu.js';
 import { duckdbPeer } from './peers/duckdb.js';
 import { selfPeer } from './peers/self.js';
 import { wasmPeer } from './peers/wasm.js';
@@ -49,7 +51,7 @@ function parseArgs(argv: string[]): Options {
     }
     else if (a === '--verbose' || a === '-v') o.verbose = true;
     else if (a === '--help' || a === '-h') {
-      console.log('usage: npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--via array|device|stream|device-stream|async|cuda] [--verbose] <files or folders>');
+      console.log('usage: npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--via array|device|stream|device-stream|async|cuda|webgpu] [--verbose] <files or folders>');
       process.exit(0);
     } else o.paths.push(a);
   }
@@ -67,6 +69,14 @@ async function main(): Promise<void> {
     cuda = setupCuda();
     console.log(`conformance --via cuda: ${cuda.describe}`);
     if (cuda.mode === 'none') throw new Error(`--via cuda needs CUDA: ${cuda.reason}`);
+  }
+  let gpu: Gpu | undefined;
+  if (o.via === 'webgpu') {
+    const g = await openGpu();
+    if (typeof g === 'string') throw new Error(`--via webgpu needs a WebGPU adapter: ${g}`);
+    gpu = g;
+    setGpuDevice(g.device);
+    console.log(`conformance --via webgpu: adapter ${g.adapter}`);
   }
   const peer = await make();
   setVia(o.via);
@@ -98,6 +108,7 @@ async function main(): Promise<void> {
       failed++;
     } else console.log('simulated CUDA: no allocation, stream, event or queued op left');
   }
+  gpu?.device.destroy();
   console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
   process.exitCode = failed > 0 ? 1 : 0;
 }

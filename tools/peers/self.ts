@@ -4,7 +4,7 @@
  * (duckdb, arrow-cpp) prove they agree with the rest of the world.
  */
 import { nativeMemory } from '../../src/index.js';
-import { diffCases, exportCase, importCase, produceCase, readCase } from '../conformance-lib.js';
+import { diffCases, exportCase, importCaseAsync, produceCase, readCase } from '../conformance-lib.js';
 import type { Peer } from './peer.js';
 
 /** Frees struct memory we allocated (import has already consumed the struct). */
@@ -27,14 +27,14 @@ export async function selfPeer(): Promise<Peer> {
     },
     async roundTrip(_original, ptrs) {
       // The "peer" imports ours and exports its own.
-      const mid = importCase(ptrs, free);
+      const mid = await importCaseAsync(ptrs, free);
       const again = exportCase(mid);
-      return { data: importCase(again, free) };
+      return { data: await importCaseAsync(again, free) };
     },
     async peerFirst(original, through) {
       const theirs = exportCase(original);
       const ours = await through(theirs, free);
-      const back = importCase(ours, free);
+      const back = await importCaseAsync(ours, free);
       return diffCases(original, back, true);
     },
     async close() {},
