@@ -29,7 +29,8 @@
 import type { Schema } from 'apache-arrow';
 import { errnoName, Errno } from '../abi/constants.js';
 import { importSchemaNode } from '../array/api.js';
-import { importDeviceArrayView, importDeviceRecordBatch, type DeviceImportOptions } from '../device/api.js';
+import { importDeviceArrayLater, importDeviceArrayView, importDeviceRecordBatch, settleDeviceItem, type DeviceImportOptions } from '../device/api.js';
+import { readsAsync } from '../device/backend.js';
 import type { ImportedRecordBatch } from '../array/imported.js';
 import type { ArrayView } from '../array/view.js';
 import { DeviceArray } from '../device/device-array.js';
@@ -645,8 +646,14 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         throw new ArrowDeviceError('producer', 'extract_data', `${errnoName(rc)} (the producer reports details through on_error)`, { errno: rc });
       }
       // The one import path, against the node the producer sent (never the converted schema, which `expand` changed).
+      // A device read asynchronously (WebGPU) is taken now and checked, awaited, by `next` (settleDeviceItem).
+      const later = this.deviceType !== undefined && readsAsync(this.deviceType);
       const data = (
-        this.opts.view ? importDeviceArrayView(out, this.node!, this.opts) : importDeviceRecordBatch(out, this.node!, this.opts)
+        later
+          ? importDeviceArrayLater(out, this.node!, this.opts)
+          : this.opts.view
+            ? importDeviceArrayView(out, this.node!, this.opts)
+            : importDeviceRecordBatch(out, this.node!, this.opts)
       ) as T;
       if (data instanceof DeviceArray && this.deviceType !== undefined && data.deviceType !== this.deviceType) {
         data.release();
@@ -690,7 +697,8 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         // take turns). Still at most queueSize tasks queued or requested: its on_next_task reaches this
         // thread only after this extraction.
         if (!this.ended) this.credit(1);
-        const r = this.extract(q);
+        let r = this.extract(q);
+        if (r.data instanceof DeviceArray && readsAsync(r.data.deviceType)) r = { data: (await settleDeviceItem(r.data, this.opts)) as T, metadata: r.metadata };
         if (!this.opts.keep) this.current = r.data;
         return r;
       }

@@ -243,13 +243,35 @@ export async function importDeviceArrayAsync(
   opts: DeviceImportOptions = {},
 ): Promise<DeviceArray> {
   // Everything up to the first await runs now: the struct is consumed by this call, as by the synchronous import.
-  const later = (p: Ptr, s: SchemaLike | Ptr, o: DeviceImportOptions): DeviceArray => {
-    const { m, plan, level } = begin(p, s, o, PlanOf.Array);
-    return adoptDeviceArray(m, p, plan, 'device_array', level, true);
-  };
-  const dev = isArrowExportable(ptr) ? viaDeviceArray(ptr, schema, 'importDeviceArrayAsync', later) : later(ptr, schema as SchemaLike | Ptr, opts);
+  const dev = isArrowExportable(ptr)
+    ? viaDeviceArray(ptr, schema, 'importDeviceArrayAsync', importDeviceArrayLater)
+    : importDeviceArrayLater(ptr, schema as SchemaLike | Ptr, opts);
   await dev.checkLevel();
   return dev;
+}
+
+/**
+ * @internal The synchronous half of `importDeviceArrayAsync` (streams and the
+ * async reader take their items with it, then await `checkLevel()`).
+ */
+export function importDeviceArrayLater(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions): DeviceArray {
+  const { m, plan, level } = begin(ptr, schema, opts, PlanOf.Array);
+  return adoptDeviceArray(m, ptr, plan, 'device_array', level, true);
+}
+
+/**
+ * @internal Finishes an item imported with `importDeviceArrayLater`: the
+ * level's device reads awaited, then, with `toHost`, the host copy (the
+ * `DeviceArray` released) as a record batch or, with `view`, an `ArrayView`.
+ */
+export async function settleDeviceItem(dev: DeviceArray, opts: DeviceImportOptions & { view?: boolean }): Promise<DeviceArray | ImportedRecordBatch | ArrayView> {
+  await dev.checkLevel();
+  if (!opts.toHost) return dev;
+  try {
+    return opts.view ? await dev.toHostViewAsync(opts) : owned((await dev.toHostRecordBatchAsync(opts)) as ImportedRecordBatch, []);
+  } finally {
+    dev.release();
+  }
 }
 
 /**

@@ -142,6 +142,11 @@ export function backendFor(deviceType: number): DeviceBackend | undefined {
   return backends.get(deviceType);
 }
 
+/** Whether the device type's bytes are read asynchronously (WebGPU): its arrays are imported as `DeviceArray`s, checked by an awaited step. */
+export function readsAsync(deviceType: number): boolean {
+  return backends.get(deviceType)?.async === true;
+}
+
 /** The backend of a device type, or the typed error saying its bytes cannot be read. */
 export function requireBackend(deviceType: number, typeName: string, path: string): DeviceBackend {
   const b = backends.get(deviceType);

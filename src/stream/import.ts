@@ -38,7 +38,8 @@ import { batchSchemaOf, planOfNode, type Plan } from '../array/plan.js';
 import { validationLevel, type ImportRead } from '../array/read.js';
 import { viewOf } from '../array/view.js';
 import type { ArrayView } from '../array/view.js';
-import { importDeviceArrayView, importDeviceRecordBatch, readDeviceFields } from '../device/api.js';
+import { importDeviceArrayLater, importDeviceArrayView, importDeviceRecordBatch, readDeviceFields, settleDeviceItem } from '../device/api.js';
+import { readsAsync } from '../device/backend.js';
 import { DeviceArray } from '../device/device-array.js';
 import { importedTable, type ImportedRecordBatch, type ImportedTable } from '../array/imported.js';
 import { ImportOwner } from '../array/owner.js';
@@ -402,8 +403,8 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   [Symbol.asyncIterator](): AsyncIterableIterator<T> {
     const off = this.#opts.offThread === true;
     const next = off
-      ? (): Promise<IteratorResult<T, undefined>> => this.#enqueue(() => this.#nextOffThread())
-      : async (): Promise<IteratorResult<T, undefined>> => this.next();
+      ? (): Promise<IteratorResult<T, undefined>> => this.#enqueue(async () => this.#settle(await this.#nextOffThread()))
+      : async (): Promise<IteratorResult<T, undefined>> => this.#settle(this.#step(true));
     const end = off
       ? (): Promise<IteratorResult<T, undefined>> => this.#enqueue(async () => this.return())
       : async (): Promise<IteratorResult<T, undefined>> => this.return();
@@ -442,6 +443,15 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
    * batch returned before is released first unless it was kept.
    */
   next(): IteratorResult<T, undefined> {
+    return this.#step(false);
+  }
+
+  /**
+   * A step of `next()`. `later`: a step of the async iterator, where an item
+   * of a device read asynchronously (WebGPU) is taken now and checked by
+   * `#settle`; the synchronous `next()` refuses a level that must read one.
+   */
+  #step(later: boolean): IteratorResult<T, undefined> {
     if (this.#inFlight) {
       throw invalid(this.#h.s.path, 'a get_next is running off the JS thread (offThread): await the pending next() of the async iterator first');
     }
@@ -456,8 +466,32 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
       h.release('it failed');
       throw e;
     }
-    return this.#finish(out, rc);
+    return this.#finish(out, rc, later);
   }
+
+  /**
+   * The asynchronous end of an async iterator's step: an item taken for
+   * later (`#step(true)`) gets its level's device reads, awaited, and with
+   * `toHost` becomes its host copy. On failure the item and the stream are
+   * released.
+   */
+  async #settle(r: IteratorResult<T, undefined>): Promise<IteratorResult<T, undefined>> {
+    const b = r.value;
+    if (r.done || !(b instanceof DeviceArray) || !this.#later.delete(b)) return r;
+    let value: T;
+    try {
+      value = (await settleDeviceItem(b, this.#opts)) as T;
+    } catch (e) {
+      if (this.#current === b) this.#current = null;
+      this.#h.release('it failed');
+      throw e;
+    }
+    if (this.#current === b) this.#current = value;
+    return { done: false, value };
+  }
+
+  /** Items taken for later (`#step(true)`) whose level is not checked yet. */
+  readonly #later = new WeakSet<object>();
 
   /** Runs `op` after every off-thread step queued before it (calls on a stream are never concurrent). */
   #enqueue<R>(op: () => Promise<R>): Promise<R> {
@@ -500,7 +534,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
       }
       return { done: true, value: undefined };
     }
-    return this.#finish(out, rc);
+    return this.#finish(out, rc, true);
   }
 
   #endedByRelease(): IteratorResult<T, undefined> {
@@ -518,7 +552,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   }
 
   /** The end of a step: what `get_next` returned (`rc`) and put in `out` becomes the next item, the end, or an error. */
-  #finish(out: Ptr, rc: number): IteratorResult<T, undefined> {
+  #finish(out: Ptr, rc: number, later: boolean): IteratorResult<T, undefined> {
     const h = this.#h;
     const s = h.s;
     const m = h.mem;
@@ -544,7 +578,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     }
     let batch: T;
     try {
-      batch = this.#importItem(m, out, kind, path);
+      batch = this.#importItem(m, out, kind, path, later);
     } catch (e) {
       h.release('it failed');
       throw e;
@@ -561,7 +595,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
    * others as a `DeviceArray`), which move it out of `out`. On failure the
    * array has been released and `out` freed.
    */
-  #importItem(m: Memory, out: Ptr, kind: 'ArrowArray' | 'ArrowDeviceArray', path: string): T {
+  #importItem(m: Memory, out: Ptr, kind: 'ArrowArray' | 'ArrowDeviceArray', path: string, later: boolean): T {
     const opts = this.#opts;
     if (this.deviceType === undefined || this.deviceType === DeviceType.CPU) {
       const owner = new ImportOwner(m, out, kind);
@@ -570,6 +604,11 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
       return importWith(owner, plan, opts, this.#level, path, build) as T;
     }
     try {
+      if (later && readsAsync(this.deviceType)) {
+        const dev = importDeviceArrayLater(out, this.schemaNode, opts);
+        this.#later.add(dev);
+        return dev as T;
+      }
       return (opts.view ? importDeviceArrayView(out, this.schemaNode, opts) : importDeviceRecordBatch(out, this.schemaNode, opts)) as T;
     } catch (e) {
       throw prefixPath(e, path);

@@ -15,6 +15,7 @@ import { exportSchema, freeArrowSchema } from '../../src/array/api.js';
 import {
   DeviceArray, exportDeviceArray, exportDeviceRecordBatch, freeDeviceArray, importDeviceArray, importDeviceArrayAsync,
 } from '../../src/device/index.js';
+import { createAsyncDeviceStreamReader, exportDeviceArrayStream, freeArrowArrayStream, importDeviceArrayStream, produceAsyncDeviceStream } from '../../src/index.js';
 import { BufferUsage, webgpuBufferAt, webgpuRegistry } from '../../src/device/webgpu.js';
 import { ArrowDeviceError } from '../../src/errors.js';
 import { accounting } from '../../src/memory/index.js';
@@ -272,6 +273,61 @@ describe('WebGPU device arrays', { skip }, () => {
     reg.unregister(bc);
     a.destroy();
     c.destroy();
+  });
+
+  /** `n` batches of utf8 (so that a level reads offsets from the GPU), each uploaded and imported as a DeviceArray. */
+  const gpuBatches = async (n: number): Promise<{ host: RecordBatch[]; devs: DeviceArray[] }> => {
+    const host: RecordBatch[] = [];
+    const devs: DeviceArray[] = [];
+    for (let k = 0; k < n; k++) {
+      const b = utf8Batch([0, k + 1, 2 * k + 3]);
+      host.push(b);
+      const { schema, array } = exportDeviceRecordBatch(b, { deviceType: DeviceType.WEBGPU, gpuDevice: device });
+      devs.push(await importDeviceArrayAsync(array, schema));
+      freeArrowSchema(schema);
+      freeDeviceArray(array);
+    }
+    return { host, devs };
+  };
+
+  test('a device stream carries WebGPU arrays: for await checks each on the GPU; toHost copies back; next() refuses to read', async () => {
+    const { host, devs } = await gpuBatches(3);
+    const ptr = exportDeviceArrayStream(devs, { schema: host[0]!.schema });
+    assert.ok(devs.every((d) => !d.released), 'moved out only as the stream is read');
+    const reader = importDeviceArrayStream(ptr);
+    assert.equal(reader.deviceType, DeviceType.WEBGPU);
+    const got: string[] = [];
+    for await (const item of reader) {
+      assert.ok(item instanceof DeviceArray && item.sizesKnown, 'a DeviceArray whose level was checked on the GPU');
+      got.push(...((await item.toHostRecordBatchAsync()).getChild('s')!.toArray() as string[]));
+    }
+    assert.deepEqual(got, host.flatMap((b) => b.getChild('s')!.toArray() as string[]));
+    freeArrowArrayStream(ptr);
+
+    const again = await gpuBatches(2);
+    const p2 = exportDeviceArrayStream(again.devs, { schema: again.host[0]!.schema });
+    const copies = await importDeviceArrayStream(p2, { toHost: true }).readAllAsync();
+    assert.deepEqual(copies.flatMap((b) => (b as RecordBatch).getChild('s')!.toArray() as string[]), again.host.flatMap((b) => b.getChild('s')!.toArray() as string[]));
+    for (const c of copies) (c as { release?: () => void }).release?.();
+    freeArrowArrayStream(p2);
+
+    const third = await gpuBatches(1);
+    const p3 = exportDeviceArrayStream(third.devs, { schema: third.host[0]!.schema });
+    const r3 = importDeviceArrayStream(p3);
+    assert.throws(() => r3.next(), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'unsupported' && /asynchronous/.test(e.message));
+    r3.release();
+    freeArrowArrayStream(p3);
+  });
+
+  test('the async reader carries WebGPU arrays as it carries CUDA\'s: each checked on the GPU before it is handed out', async () => {
+    const { host, devs } = await gpuBatches(4);
+    const reader = createAsyncDeviceStreamReader({ toHost: true });
+    const producing = produceAsyncDeviceStream(devs, reader.handler, { schema: host[0]!.schema, deviceType: DeviceType.WEBGPU });
+    const got: string[] = [];
+    for await (const b of reader) got.push(...((b as RecordBatch).getChild('s')!.toArray() as string[]));
+    const r = await producing;
+    assert.equal(r.end, 'complete');
+    assert.deepEqual(got, host.flatMap((b) => b.getChild('s')!.toArray() as string[]));
   });
 
   test('DeviceArray of WebGPU is a DeviceArray', async () => {
