@@ -39,17 +39,25 @@ export interface WebGPUBuffer {
   unmap(): void;
 }
 
-/** The part of a `GPUDevice` this library uses. */
+/** A `GPUCommandBuffer`, as far as this library sees one. */
+export interface WebGPUCommandBuffer {
+  readonly label: string;
+}
+
+/**
+ * The part of a `GPUDevice` this library uses: the WebGPU types of
+ * `@webgpu/types` (and of Dawn's `webgpu` package) are assignable to it.
+ */
 export interface WebGPUDevice {
   readonly queue: {
-    submit(commandBuffers: readonly unknown[]): void;
-    onSubmittedWorkDone(): Promise<void>;
+    submit(commandBuffers: Iterable<WebGPUCommandBuffer>): void;
+    onSubmittedWorkDone(): Promise<unknown>;
   };
   readonly limits?: { readonly minStorageBufferOffsetAlignment?: number };
   createBuffer(descriptor: { size: number; usage: number; mappedAtCreation?: boolean; label?: string }): WebGPUBuffer;
   createCommandEncoder(): {
     copyBufferToBuffer(source: WebGPUBuffer, sourceOffset: number, destination: WebGPUBuffer, destinationOffset: number, size: number): void;
-    finish(): unknown;
+    finish(): WebGPUCommandBuffer;
   };
 }
 

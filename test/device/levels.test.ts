@@ -4,7 +4,9 @@
  * the host (importArrayView), in place as CPU device memory
  * (importDeviceRecordBatch), through the device reader as CPU memory
  * (importDeviceArray), or through a backend's batched reads as memory the
- * host cannot read (EXT_DEV with a backend that copies, as a GPU's would).
+ * host cannot read (EXT_DEV with a backend that copies, as a GPU's would),
+ * and through importDeviceArrayAsync where those reads complete later (as
+ * WebGPU's mapAsync does).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -15,7 +17,7 @@ import { DeviceType } from '../../src/abi/constants.js';
 import { exportArray, exportSchema, freeArrowArray, freeArrowSchema, importArrayView } from '../../src/array/api.js';
 import { releaseImport } from '../../src/array/imported.js';
 import { cpuBackend, setDeviceBackend, type DeviceBackend } from '../../src/device/backend.js';
-import { exportDeviceArray, freeDeviceArray, importDeviceArray, importDeviceRecordBatch, DeviceArray } from '../../src/device/index.js';
+import { exportDeviceArray, freeDeviceArray, importDeviceArray, importDeviceArrayAsync, importDeviceRecordBatch, DeviceArray } from '../../src/device/index.js';
 import { ArrowDeviceError } from '../../src/errors.js';
 import { accounting } from '../../src/memory/index.js';
 import { collectUntil } from '../helpers/gc.js';
@@ -29,12 +31,28 @@ const copying: DeviceBackend = {
   },
   readBatch: (ctx, ranges, small) => cpuBackend.readBatch(ctx, ranges, small),
 };
+/** The same copies completing later, as WebGPU's mapAsync does: its arrays go through importDeviceArrayAsync. */
+const copyingLater: DeviceBackend = {
+  name: 'test-copying-later',
+  async: true,
+  hostReadable: () => false,
+  syncForHost: () => {
+    throw new Error('never read in place');
+  },
+  readBatch: async (ctx, ranges, small) => {
+    await new Promise((resolve) => setImmediate(resolve));
+    await cpuBackend.readBatch(ctx, ranges, small);
+  },
+};
 let previous: DeviceBackend | undefined;
+let previousLater: DeviceBackend | undefined;
 before(() => {
   previous = setDeviceBackend(DeviceType.EXT_DEV, copying);
+  previousLater = setDeviceBackend(DeviceType.ONEAPI, copyingLater);
 });
 after(() => {
   setDeviceBackend(DeviceType.EXT_DEV, previous);
+  setDeviceBackend(DeviceType.ONEAPI, previousLater);
 });
 
 const utf8 = (offsets: number[], data = 'abcdefghijklmnop'): Data =>
@@ -106,13 +124,27 @@ const cases: Case[] = [
   },
 ];
 
-type Route = (batch: RecordBatch, level: 'minimal' | 'default' | 'full') => string | null;
+type Route = (batch: RecordBatch, level: 'minimal' | 'default' | 'full') => string | null | Promise<string | null>;
 
 /** The verdict of an import: its error without the root's place, or null. */
 function verdict(prefix: string, fn: () => { release(): void }): string | null {
   let x: { release(): void };
   try {
     x = fn();
+  } catch (e) {
+    assert.ok(e instanceof ArrowDeviceError, String(e));
+    assert.ok(e.message.startsWith(prefix), e.message);
+    return e.message.slice(prefix.length);
+  }
+  x.release();
+  return null;
+}
+
+/** `verdict` of an asynchronous import. */
+async function verdictAsync(prefix: string, fn: () => Promise<{ release(): void }>): Promise<string | null> {
+  let x: { release(): void };
+  try {
+    x = await fn();
   } catch (e) {
     assert.ok(e instanceof ArrowDeviceError, String(e));
     assert.ok(e.message.startsWith(prefix), e.message);
@@ -165,14 +197,27 @@ const routes: Record<string, Route> = {
       freeDeviceArray(p);
     }
   },
+  'memory read asynchronously, batched reads awaited (importDeviceArrayAsync of a device like WebGPU)': async (batch, validate) => {
+    const p = exportDeviceArray(batch);
+    writeDeviceFieldsRaw(p, { deviceType: DeviceType.ONEAPI, deviceId: 0 });
+    try {
+      return await verdictAsync('device_array.array', async () => {
+        const d = await importDeviceArrayAsync(p, batch.schema, { validate });
+        assert.ok(d instanceof DeviceArray);
+        return d;
+      });
+    } finally {
+      freeDeviceArray(p);
+    }
+  },
 };
 
 describe('validation levels give the same verdict on every memory', () => {
   for (const c of cases) {
     for (const level of ['minimal', 'default', 'full'] as const) {
-      test(`${c.name}, ${level}`, () => {
+      test(`${c.name}, ${level}`, async () => {
         for (const [route, fn] of Object.entries(routes)) {
-          assert.equal(fn(c.batch(), level), c[level], `${route} at ${level}`);
+          assert.equal(await fn(c.batch(), level), c[level], `${route} at ${level}`);
         }
       });
     }
