@@ -12,6 +12,11 @@
  *   with `gc` exposed, e.g. chromium `--js-flags=--expose-gc`; otherwise it
  *   happens whenever the browser collects).
  *
+ * Then (webgpu.ts) the table goes to the GPU through the C Device Data
+ * Interface (`DeviceType.WEBGPU`), a compute shader aggregates an Int32
+ * column where it is, and the batches come back; skipped, with the reason
+ * shown, where the browser has no WebGPU.
+ *
  * Query parameters: `file` (a URL, default `sample.parquet`), `rows` (rows
  * shown, default 10), `batchSize` (parquet-wasm's read batch size).
  *
@@ -20,6 +25,7 @@
 import initParquetWasm, * as pw from 'parquet-wasm/esm';
 import type { Table } from 'apache-arrow';
 import { importTable, wasmMemoryFromExports, type WasmMemory, type WasmTable } from '../../src/index.js';
+import { runWebGPUStep } from './webgpu.js';
 
 const params = new URLSearchParams(location.search);
 const SHOW_ROWS = Number(params.get('rows') ?? 10);
@@ -210,6 +216,11 @@ async function run(L: Loaded, bytes: Uint8Array, source: string): Promise<void> 
   }
   const explicitOk = releasedNow === n && (t3.numRows === 0 || (threw && before !== ''));
   verdict('release-explicit', explicitOk, `${releasedNow} of ${n} batches at release(); a read after it ${threw ? 'throws' : 'does not throw'}`);
+
+  // 4. WebGPU (webgpu.ts): the copy's batches to the GPU and back, the structs in a wasm memory of the
+  // page's own (parquet-wasm's function table cannot grow: nothing can be exported into its memory).
+  // Reported on its own (body[data-webgpu], #webgpu-*): a browser without WebGPU skips it.
+  await runWebGPUStep({ table: copied, countingTable, valuesOf });
 
   const ok = same && zeroSchema === 1 && copySchema === 1 && copyArrays === n && (!hasGc || zeroArrays === n) && explicitOk;
   setStatus(ok ? 'done' : 'error', ok ? `done: ${source}` : `checks failed for ${source}`);

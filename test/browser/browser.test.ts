@@ -5,7 +5,12 @@
  * chromium, driven by playwright-core, loads it. The page reads a Parquet
  * file with parquet-wasm, imports the FFI structs from parquet-wasm's memory
  * with arrow-device and renders them; the test checks the rendered schema,
- * values and release counts, and takes a screenshot.
+ * values and release counts, and takes a screenshot. The page then moves the
+ * table to the GPU (WebGPU, Chromium's --enable-unsafe-webgpu: SwiftShader
+ * where there is no GPU) through the C Device Data Interface, runs a compute
+ * shader on a column and copies the batches back; the test prints the
+ * adapter and checks the results. Without WebGPU that test skips with the
+ * reason, and fails under ARROW_DEVICE_BROWSER_REQUIRED=1 or WEBGPU_REQUIRED=1.
  *
  * Needs /usr/bin/chromium (Debian package `chromium`; another binary with
  * ARROW_DEVICE_CHROMIUM) and playwright-core; skips with the reason otherwise.
@@ -45,7 +50,12 @@ const FLAGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
   '--js-flags=--expose-gc', // lets the page prove the zero-copy batches are released once collected
+  '--enable-unsafe-webgpu', // WebGPU on Linux (SwiftShader where there is no GPU, even with --disable-gpu); needs a secure context: http://127.0.0.1
 ];
+
+const on = (v: string | undefined): boolean => v !== undefined && v !== '' && v !== '0';
+/** A browser without WebGPU fails the WebGPU test instead of skipping it. */
+const WEBGPU_REQUIRED = on(process.env.ARROW_DEVICE_BROWSER_REQUIRED) || on(process.env.WEBGPU_REQUIRED);
 
 describe('browser example: parquet-wasm → arrow-device in headless Chromium', { skip, timeout: 180_000 }, () => {
   let tmp: string;
@@ -159,6 +169,40 @@ describe('browser example: parquet-wasm → arrow-device in headless Chromium', 
     assert.equal(await text('#num-batches'), '1');
     assert.equal(await text('#release-zero-copy'), '0 at import, 1 of 1 batches after collection');
     assert.deepEqual(problems, []);
+  });
+
+  test('WebGPU: the batches go to the GPU (structs in wasm memory), a compute shader aggregates a column where it is, they come back, all released', async (t) => {
+    await page.goto(`${server.url}index.html?batchSize=${BATCH_SIZE}&rows=3`);
+    assert.equal(await finished(), 'done', await text('#status'));
+    const state = await page.locator('body').getAttribute('data-webgpu');
+    const status = await text('#webgpu-status');
+    if (state === 'skipped') {
+      const gpu = await page.evaluate(() => ({ gpu: 'gpu' in navigator, secure: isSecureContext }));
+      const reason = `${status} (navigator.gpu ${gpu.gpu ? 'present' : 'missing'}, secure context: ${gpu.secure})`;
+      if (WEBGPU_REQUIRED) assert.fail(`WebGPU is required (ARROW_DEVICE_BROWSER_REQUIRED or WEBGPU_REQUIRED) but the page says: ${reason}`);
+      console.log(`# WebGPU part skipped: ${reason}`);
+      t.skip(reason);
+      return;
+    }
+    const adapter = await text('#webgpu-adapter');
+    console.log(`# WebGPU adapter (Chromium): ${adapter}`);
+    for (const id of ['webgpu-column', 'webgpu-result', 'webgpu-roundtrip', 'webgpu-release', 'webgpu-accounting']) console.log(`# ${id}: ${await text(`#${id}`)}`);
+    assert.equal(state, 'done', status);
+    assert.deepEqual(problems, []);
+
+    // The sample's id column, 0..SAMPLE_ROWS-1, every value valid: the shader's count and sums, computed here.
+    const ids = Array.from({ length: SAMPLE_ROWS }, (_, i) => Number(sampleRow(i).id));
+    const by3 = ids.filter((v) => v % 3 === 0);
+    const sum = (xs: number[]): number => xs.reduce((a, b) => (a + b) | 0, 0);
+    assert.equal(await text('#webgpu-column'), `id (Int32), ${BATCHES} batches, structs in the page's own wasm memory (webgpu-structs)`);
+    assert.equal(await text('#webgpu-result'), `GPU: ${ids.length} valid, sum ${sum(ids)}; ${by3.length} with id % 3 == 0, sum ${sum(by3)} (JS: the same)`);
+    assert.equal(await text('#webgpu-roundtrip'), `yes (${SAMPLE_ROWS} rows compared)`);
+    assert.equal(await text('#webgpu-release'), `${BATCHES} of ${BATCHES} releases through the function table; ${BATCHES} GPUBuffers destroyed; ${BATCHES} address ranges ended`);
+    // Everything of the page's earlier steps is released by then too (the zero-copy batches after collection): all zero.
+    assert.equal(await text('#webgpu-accounting'), 'liveExports 0, liveImports 0, liveHandles 0, pinnedBytes 0');
+    for (const id of ['webgpu-result', 'webgpu-roundtrip', 'webgpu-release', 'webgpu-accounting', 'webgpu-status']) {
+      assert.equal(await page.locator(`#${id}`).getAttribute('class'), 'ok', id);
+    }
   });
 
   test('a missing file is reported on the page', async () => {
