@@ -330,6 +330,47 @@ describe('WebGPU device arrays', { skip }, () => {
     assert.deepEqual(got, host.flatMap((b) => b.getChild('s')!.toArray() as string[]));
   });
 
+  test('sizes and checks are one readback each per array; each GPUBuffer is destroyed exactly when its array is released', async () => {
+    // Counts what the library asks of the device: staging buffers (one per readback) and destroys.
+    let stagings = 0;
+    const destroyed = new Map<unknown, number>();
+    // Every member the library uses, bound to the real device (Dawn's methods refuse another receiver).
+    const counting: TestDevice = Object.create(device, {
+      queue: { value: device.queue },
+      limits: { value: device.limits },
+      createCommandEncoder: { value: () => device.createCommandEncoder() },
+      createBuffer: {
+        value: (d: Parameters<TestDevice['createBuffer']>[0]) => {
+          const b = device.createBuffer(d);
+          if ((d.usage & BufferUsage.MAP_READ) !== 0) stagings++;
+          const destroy = b.destroy.bind(b);
+          Object.defineProperty(b, 'destroy', { value: () => (destroyed.set(b, (destroyed.get(b) ?? 0) + 1), destroy()) });
+          return b;
+        },
+      },
+    }) as TestDevice;
+    const b = batch();
+    for (const [validate, reads] of [['minimal', 0], ['default', 1], ['full', 2]] as const) {
+      const { schema, array } = exportDeviceRecordBatch(b, { deviceType: DeviceType.WEBGPU, gpuDevice: counting });
+      const before = stagings;
+      const dev = await importDeviceArrayAsync(array, schema, { validate });
+      freeArrowSchema(schema);
+      freeDeviceArray(array);
+      assert.equal(stagings - before, reads, `${validate}: ${reads} readbacks for a batch of 5 columns, 3 of them variable-length`);
+      const gpuBuffer = dev.children[0]!.buffers[1]!.webgpu!.buffer;
+      const staged = [...destroyed.keys()].filter((x) => x !== gpuBuffer);
+      assert.ok(staged.every((x) => destroyed.get(x) === 1), 'every staging buffer destroyed once');
+      assert.equal(destroyed.get(gpuBuffer), undefined, 'the data stays while the array lives');
+      const moved = await importDeviceArrayAsync(dev);
+      assert.equal(destroyed.get(gpuBuffer), undefined, 'a hand-on destroys nothing');
+      moved.release();
+      assert.equal(destroyed.get(gpuBuffer), 1, 'destroyed by the release');
+      moved.release();
+      dev.release();
+      assert.equal(destroyed.get(gpuBuffer), 1, 'and only once');
+    }
+  });
+
   test('DeviceArray of WebGPU is a DeviceArray', async () => {
     const { schema, array } = exportDeviceRecordBatch(utf8Batch([0, 2]), { deviceType: DeviceType.WEBGPU, gpuDevice: device });
     const dev = await importDeviceArrayAsync(array, schema);
