@@ -99,7 +99,7 @@ export interface DeviceFields {
 
 const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-const CUDA_NUMBERED = new Set<number>([DeviceType.CUDA, DeviceType.CUDA_MANAGED]);
+const CUDA_NUMBERED = new Set<number>([DeviceType.CUDA, DeviceType.CUDA_MANAGED, DeviceType.WEBGPU]);
 
 /**
  * Reads and validates the device fields of the `ArrowDeviceArray` at `ptr`,

@@ -522,7 +522,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     const path = 'device_array[arrow.c_array]';
     this.live('a hand-on');
     if (!this.hostReadable) {
-      throw unsupported(path, `${this.deviceTypeName} memory the CPU cannot read: hand it on with arrow.c_device_array, or copy it (toHostRecordBatch())`);
+      throw unsupported(path, `${this.deviceTypeName} memory the CPU cannot read: hand it on with arrow.c_device_array, or copy it (toHostRecordBatch(), or toHostRecordBatchAsync() for memory read asynchronously)`);
     }
     return this.#handOn(requestedSchema, 'ArrowArray', path, () => backendFor(this.deviceType)!.syncForHost(this.context({})));
   }

@@ -264,6 +264,9 @@ export function writeWebGPUCopy(mem: Memory, view: ArrayView, into: Ptr, opts: W
   const placed: [Uint8Array, number][] = [];
   let total = 0;
   const place = (b: Uint8Array): number => {
+    // An empty buffer points at the start of the allocation: inside its own range, never past its end
+    // (where the next registered buffer may begin).
+    if (b.byteLength === 0) return 0;
     total = Math.ceil(total / align) * align;
     const at = total;
     placed.push([b, at]);
@@ -356,9 +359,13 @@ async function readWebGPU(ctx: DeviceContext, ranges: readonly ReadRange[]): Pro
     if ((region.buffer.usage & BufferUsage.COPY_SRC) === 0) {
       throw unsupported('', 'a GPUBuffer without COPY_SRC usage cannot be read by the host');
     }
-    // copyBufferToBuffer moves whole 4-byte words.
+    // copyBufferToBuffer moves whole 4-byte words, at offsets that are multiples of 4: the last bytes of a
+    // buffer whose size is not a multiple of 4 cannot be copied out.
     const start = Math.floor(region.offset / 4) * 4;
-    const end = Math.min(Math.ceil((region.offset + r.size) / 4) * 4, region.buffer.size);
+    const end = Math.ceil((region.offset + r.size) / 4) * 4;
+    if (end > region.buffer.size) {
+      throw unsupported('', `the last ${region.buffer.size % 4} bytes of a GPUBuffer of ${region.buffer.size} bytes (not a multiple of 4) cannot be copied to the host`);
+    }
     let list = byDevice.get(region.device);
     if (list === undefined) byDevice.set(region.device, (list = []));
     list.push({ region, start, end, r });

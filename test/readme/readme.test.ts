@@ -8,7 +8,9 @@
  * A block may import from 'arrow-device/adbc' (src/adbc); the ADBC block
  * gets the SQLite driver's path as `sqliteDriverPath`; without the driver
  * (`npm run setup:adbc`) that block skips with the reason, unless
- * ADBC_REQUIRED=1.
+ * ADBC_REQUIRED=1. A block that uses `gpuDevice` gets a WebGPU device (test/webgpu/gpu.ts:
+ * Dawn for Node, over SwiftShader without a GPU); where Dawn finds no adapter that block skips
+ * with the reason, unless WEBGPU_REQUIRED=1.
  *
  * A block may import from 'arrow-device' (the names must be public: this
  * test fails on a name src/index.ts does not export) and from
@@ -27,6 +29,7 @@ import { collectUntil } from '../helpers/gc.js';
 import { counting, countingMissing } from '../ownership/counting.js';
 import * as Adbc from '../../src/adbc/index.js';
 import { SQLITE } from '../adbc/drivers.js';
+import { openGpu } from '../webgpu/gpu.js';
 
 const README = new URL('../../README.md', import.meta.url);
 
@@ -69,6 +72,8 @@ function resolveImports(code: string, line: number): string {
 
 const blocks = tsBlocks(readFileSync(README, 'utf8'));
 const skip = countingMissing ?? peerMissing;
+// A WebGPU device for the blocks that use one (opened once; the result keeps Dawn's instance and adapter reachable).
+const gpu = blocks.some((b) => b.code.includes('gpuDevice')) ? await openGpu() : null;
 
 describe('every TypeScript block of the README runs', { skip }, () => {
   test('the README has code blocks to run', () => {
@@ -77,8 +82,11 @@ describe('every TypeScript block of the README runs', { skip }, () => {
 
   for (const block of blocks) {
     const needsAdbc = block.code.includes("'arrow-device/adbc'");
-    const blockSkip = needsAdbc && SQLITE.missing && process.env.ADBC_REQUIRED !== '1' ? SQLITE.missing : undefined;
+    const needsGpu = block.code.includes('gpuDevice');
+    const blockSkip = needsAdbc && SQLITE.missing && process.env.ADBC_REQUIRED !== '1' ? SQLITE.missing
+      : needsGpu && typeof gpu === 'string' && process.env.WEBGPU_REQUIRED !== '1' ? gpu : undefined;
     test(`README block at line ${block.line}`, { skip: blockSkip }, async () => {
+      if (needsGpu && typeof gpu === 'string') throw new Error(`WEBGPU_REQUIRED=1, but ${gpu}`);
       const c = counting();
       const p = asyncPeer();
       const before = { out: c.outstanding(), dbl: c.doubleReleases(), live: Lib.accounting().liveImports, exp: Lib.accounting().liveExports };
@@ -108,6 +116,8 @@ describe('every TypeScript block of the README runs', { skip }, () => {
         },
         // A driver arrow-device/adbc runs (a real database, not a stand-in).
         sqliteDriverPath: SQLITE.library,
+        // A GPUDevice (Dawn for Node), for the WebGPU block.
+        gpuDevice: gpu !== null && typeof gpu === 'object' ? gpu.device : undefined,
       };
       // A native consumer's handler, only for the blocks that hand data to one (it runs a thread).
       if (block.code.includes('nativeConsumerHandler')) scope.nativeConsumerHandler = consumerHandler = p.consumer(2, -1, false);

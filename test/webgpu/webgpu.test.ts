@@ -371,6 +371,27 @@ describe('WebGPU device arrays', { skip }, () => {
     }
   });
 
+  test('the tail of a GPUBuffer whose size is not a multiple of 4 cannot be copied out: refused, not a WebGPU validation error', async () => {
+    const reg = webgpuRegistry();
+    const odd = device.createBuffer({ size: 10, usage: BufferUsage.STORAGE | BufferUsage.COPY_SRC });
+    const base = reg.register(odd, device);
+    const b = new Builder();
+    try {
+      const built = b.array({ length: 10, nullCount: 0, buffers: [null, BigInt(base)] });
+      const ptr = wrapDevice(b, built, { deviceType: DeviceType.WEBGPU, deviceId: reg.deviceId(device) });
+      const schema = exportSchema(new Int8());
+      const dev = await importDeviceArrayAsync(ptr, schema);
+      freeArrowSchema(schema);
+      await assert.rejects(dev.toHostAsync(), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'unsupported' && /not a multiple of 4/.test(e.message));
+      dev.release();
+      assert.equal(built.root.calls, 1);
+    } finally {
+      reg.unregister(base);
+      odd.destroy();
+      b.freeAll();
+    }
+  });
+
   test('DeviceArray of WebGPU is a DeviceArray', async () => {
     const { schema, array } = exportDeviceRecordBatch(utf8Batch([0, 2]), { deviceType: DeviceType.WEBGPU, gpuDevice: device });
     const dev = await importDeviceArrayAsync(array, schema);
