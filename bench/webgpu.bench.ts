@@ -37,7 +37,7 @@ import { DeviceType } from '../src/abi/constants.js';
 import { exportDeviceArray, freeDeviceArray, importDeviceArrayAsync, type DeviceArray } from '../src/device/index.js';
 import { BufferUsage, webgpuBufferAt } from '../src/device/webgpu.js';
 import { accounting } from '../src/memory/index.js';
-import { openGpu } from '../test/webgpu/gpu.js';
+import { openDawn } from '../test/webgpu/gpu.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, dflt: number): number => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
@@ -49,13 +49,13 @@ const WORKGROUP = 256;
 const ROWS_PER_INVOCATION = arg('--rows-per-invocation', 8);
 const MAP_READ = 0x1;
 
-const opened = await openGpu();
+const opened = await openDawn();
 if (typeof opened === 'string') {
   console.log(`webgpu bench skipped: ${opened}`);
   process.exit(0);
 }
-const device = opened.device as unknown as GPUDevice;
-const swiftshader = /swiftshader/i.test(opened.adapter);
+const device = opened.device;
+const swiftshader = opened.swiftshader;
 console.log(`WebGPU adapter: ${opened.adapter}${swiftshader ? ' (SwiftShader: a CPU emulation of a GPU; the shader/js ratios say nothing about a real GPU)' : ''}`);
 console.log(`load average: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 

@@ -27,7 +27,6 @@
  * chromium package ships it): its timings say nothing about real GPUs.
  * Where no adapter is found the demo says why and exits 0.
  */
-import { existsSync } from 'node:fs';
 import { Float32, Uint32, type Data, type Table } from 'apache-arrow';
 import {
   accounting, allocArrowDeviceArray, BufferUsage, DeviceType, exportDeviceRecordBatch, freeArrowDeviceArray, freeArrowSchema,
@@ -35,44 +34,14 @@ import {
 } from '../src/index.js'; // in an application: from 'arrow-device'
 import { AdbcDatabase } from '../src/adbc/index.js'; // in an application: from 'arrow-device/adbc'
 import { DUCKDB } from '../test/adbc/drivers.js';
+import { openDawn } from '../test/webgpu/gpu.js'; // Dawn for Node's device, on SwiftShader where there is no GPU
 
 const ROWS = 4_000_000;
 const WORKGROUP = 256;
 const BINS = 10;
 /** Rows per invocation: fewer, fuller workgroups (SwiftShader pays per workgroup: 1 row each made the compute ~7x slower there). */
 const ROWS_PER_INVOCATION = 8;
-const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
 const ms = (t: number): string => `${t.toFixed(1)} ms`;
-
-// --- a WebGPU device from Dawn ------------------------------------------------------------------
-
-interface Gpu {
-  device: GPUDevice;
-  adapter: string;
-  swiftshader: boolean;
-  /** Dawn's instance and adapter: Dawn tears the device down (and crashes on submit) once they are collected. */
-  keep: unknown[];
-}
-
-async function openGpu(): Promise<Gpu | string> {
-  if (process.env.VK_ICD_FILENAMES === undefined && existsSync(SWIFTSHADER_ICD)) process.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;
-  let webgpu: { create(flags: string[]): GPU; globals: object };
-  try {
-    webgpu = (await import('webgpu')) as unknown as typeof webgpu;
-  } catch (e) {
-    return `the webgpu package (Dawn for Node) does not load here: ${(e as Error).message}`;
-  }
-  Object.assign(globalThis, webgpu.globals);
-  const instance = webgpu.create([]);
-  const adapter = await instance.requestAdapter();
-  if (adapter === null) {
-    return "Dawn found no WebGPU adapter (no GPU, and no SwiftShader: install Debian's chromium and libvulkan1, or set VK_ICD_FILENAMES)";
-  }
-  const device = await adapter.requestDevice();
-  const i = adapter.info;
-  const name = [i.vendor, i.architecture, i.device, i.description].filter((x) => x).join(' ') || 'unknown adapter';
-  return { device, adapter: name, swiftshader: /swiftshader/i.test(name), keep: [instance, adapter] };
-}
 
 // --- the shader -----------------------------------------------------------------------------
 
@@ -204,7 +173,7 @@ async function main(): Promise<void> {
     console.log(`skipped: ${DUCKDB.missing}`);
     return;
   }
-  const opened = await openGpu();
+  const opened = await openDawn();
   if (typeof opened === 'string') {
     console.log(`skipped: ${opened}`);
     return;

@@ -367,8 +367,12 @@ export function readArray(read: ImportRead, addr: Addr, device: DeviceReader | n
   }
 }
 
-/** Reads the struct tree into the record, with the checks the structs alone allow (and, on host memory, the values). */
-function readTree(read: ImportRead, addr: Addr, device: DeviceReader | null): void {
+/**
+ * Reads the struct tree into the record, with the checks the structs alone
+ * allow (and, on host memory, the values): the synchronous first half of
+ * `readArrayAsync`, whose second half is `checkLevelAsync`.
+ */
+export function readTree(read: ImportRead, addr: Addr, device: DeviceReader | null): void {
   // Reading calls nothing that could start another read: one Reader serves them all, one after the other.
   const r = idle !== null ? idle.reset(read, device) : new Reader(read, device);
   idle = null;
@@ -393,13 +397,8 @@ function readTree(read: ImportRead, addr: Addr, device: DeviceReader | null): vo
  * for what `full` checks), each awaited.
  */
 export async function readArrayAsync(read: ImportRead, addr: Addr, device: DeviceReader): Promise<void> {
-  readStructs(read, addr, device);
-  await checkLevelAsync(read, device);
-}
-
-/** The first half of `readArrayAsync`: the structs, with the checks they alone allow (synchronous: it moves nothing). */
-export function readStructs(read: ImportRead, addr: Addr, device: DeviceReader): void {
   readTree(read, addr, device);
+  await checkLevelAsync(read, device);
 }
 
 /** The second half of `readArrayAsync`: the device reads of the level, awaited. */

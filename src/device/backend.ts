@@ -75,8 +75,13 @@ function placed<T>(fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
+    throw atDeviceArray(e);
   }
+}
+
+/** An error of a device operation that names no place, placed at the device array. */
+export function atDeviceArray(e: unknown): unknown {
+  return e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
 }
 
 export const cudaBackend: DeviceBackend = {

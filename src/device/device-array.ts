@@ -25,7 +25,7 @@ import { writeArrayView } from '../array/export.js';
 import type { ArrayView } from '../array/view.js';
 import { viewOf } from '../array/view.js';
 import {
-  BUFFERS, checkBufferSize, checkFull, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, readArray, recordCopy, resolveDeferred, resolveDeferredAsync, skip, UNKNOWN, readStructs, checkLevelAsync,
+  BUFFERS, checkBufferSize, checkFull, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, readArray, recordCopy, resolveDeferred, resolveDeferredAsync, skip, UNKNOWN, readTree, checkLevelAsync,
   validationLevel, type DeviceReader, type ValidationLevel,
 } from '../array/read.js';
 import { planOfNode, type Plan, type PlanNode } from '../array/plan.js';
@@ -34,7 +34,7 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { ImportOwner } from '../array/owner.js';
 import type { ToArrowOptions } from '../schema/arrowjs.js';
 import type { SchemaNode } from '../schema/node.js';
-import { backendFor, requireBackend, type DeviceBackend, type DeviceContext, type ReadRange } from './backend.js';
+import { atDeviceArray, backendFor, requireBackend, type DeviceBackend, type DeviceContext, type ReadRange } from './backend.js';
 import { writeCudaCopy } from './copy.js';
 import { writeDeviceFields } from './export.js';
 import { webgpuBufferAt, type WebGPURegion } from './webgpu.js';
@@ -308,8 +308,13 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     try {
       backend.readBatch(ctx, ranges, false);
     } catch (e) {
-      throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
+      throw atDeviceArray(e);
     }
+    return this.#checkCopy(copy, opts);
+  }
+
+  /** A host copy, with the `full` checks its options ask for and its import did not run. */
+  #checkCopy(copy: ImportRead, opts: ToHostOptions): ImportRead {
     if (validationLevel(opts.validate) >= 3 && this.#read.level < 3) checkFull(copy, null);
     return copy;
   }
@@ -323,12 +328,11 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     try {
       await backend.readBatch(ctx, ranges, false);
     } catch (e) {
-      throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, 'device_array') : e;
+      throw atDeviceArray(e);
     }
     // The array may have been released while its bytes were read: they are copies, but the handle said so first.
     this.live('toHostViewAsync');
-    if (validationLevel(opts.validate) >= 3 && this.#read.level < 3) checkFull(copy, null);
-    return copy;
+    return this.#checkCopy(copy, opts);
   }
 
   /** The host record of a copy (its buffers allocated, each checked) and the reads that fill it. */
@@ -576,7 +580,7 @@ export function adoptDeviceArray(mem: Memory, ptr: Ptr, plan: Plan, path: string
     const device = deviceType === DeviceType.CPU ? null : deviceReader({ mem, deviceType, deviceId, syncEvent }, backendFor(deviceType));
     // `later`: a device that reads asynchronously has its level's reads done by `checkLevel`, awaited.
     const pending = later && device !== null && device.async === true;
-    if (pending) readStructs(read, owner.arrayAddr, device);
+    if (pending) readTree(read, owner.arrayAddr, device);
     else readArray(read, owner.arrayAddr, device);
     const dev = new DeviceArray(owner, read, deviceType, deviceId, syncEvent);
     if (pending) dev[PENDING] = device;

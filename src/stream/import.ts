@@ -475,9 +475,14 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
    * `toHost` becomes its host copy. On failure the item and the stream are
    * released.
    */
-  async #settle(r: IteratorResult<T, undefined>): Promise<IteratorResult<T, undefined>> {
+  #settle(r: IteratorResult<T, undefined>): IteratorResult<T, undefined> | Promise<IteratorResult<T, undefined>> {
     const b = r.value;
-    if (r.done || !(b instanceof DeviceArray) || !this.#later.delete(b)) return r;
+    // Only a stream of a device read asynchronously takes its items for later (#importItem).
+    if (r.done || !(b instanceof DeviceArray) || this.deviceType === undefined || !readsAsync(this.deviceType)) return r;
+    return this.#settleDevice(b);
+  }
+
+  async #settleDevice(b: DeviceArray): Promise<IteratorResult<T, undefined>> {
     let value: T;
     try {
       value = (await settleDeviceItem(b, this.#opts)) as T;
@@ -489,9 +494,6 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     if (this.#current === b) this.#current = value;
     return { done: false, value };
   }
-
-  /** Items taken for later (`#step(true)`) whose level is not checked yet. */
-  readonly #later = new WeakSet<object>();
 
   /** Runs `op` after every off-thread step queued before it (calls on a stream are never concurrent). */
   #enqueue<R>(op: () => Promise<R>): Promise<R> {
@@ -605,9 +607,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     }
     try {
       if (later && readsAsync(this.deviceType)) {
-        const dev = importDeviceArrayLater(out, this.schemaNode, opts);
-        this.#later.add(dev);
-        return dev as T;
+        return importDeviceArrayLater(out, this.schemaNode, opts) as T;
       }
       return (opts.view ? importDeviceArrayView(out, this.schemaNode, opts) : importDeviceRecordBatch(out, this.schemaNode, opts)) as T;
     } catch (e) {

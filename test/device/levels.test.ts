@@ -124,24 +124,10 @@ const cases: Case[] = [
   },
 ];
 
-type Route = (batch: RecordBatch, level: 'minimal' | 'default' | 'full') => string | null | Promise<string | null>;
+type Route = (batch: RecordBatch, level: 'minimal' | 'default' | 'full') => Promise<string | null>;
 
-/** The verdict of an import: its error without the root's place, or null. */
-function verdict(prefix: string, fn: () => { release(): void }): string | null {
-  let x: { release(): void };
-  try {
-    x = fn();
-  } catch (e) {
-    assert.ok(e instanceof ArrowDeviceError, String(e));
-    assert.ok(e.message.startsWith(prefix), e.message);
-    return e.message.slice(prefix.length);
-  }
-  x.release();
-  return null;
-}
-
-/** `verdict` of an asynchronous import. */
-async function verdictAsync(prefix: string, fn: () => Promise<{ release(): void }>): Promise<string | null> {
+/** The verdict of an import (synchronous or not): its error without the root's place, or null. */
+async function verdict(prefix: string, fn: () => { release(): void } | Promise<{ release(): void }>): Promise<string | null> {
   let x: { release(): void };
   try {
     x = await fn();
@@ -155,11 +141,11 @@ async function verdictAsync(prefix: string, fn: () => Promise<{ release(): void 
 }
 
 const routes: Record<string, Route> = {
-  'host (importArrayView)': (batch, validate) => {
+  'host (importArrayView)': async (batch, validate) => {
     const schema = exportSchema(batch.schema);
     const p = exportArray(batch);
     try {
-      return verdict('array', () => {
+      return await verdict('array', () => {
         const v = importArrayView(p, schema, { validate });
         return { release: () => releaseImport(v) };
       });
@@ -168,27 +154,27 @@ const routes: Record<string, Route> = {
       freeArrowSchema(schema);
     }
   },
-  'CPU device memory in place (importDeviceRecordBatch)': (batch, validate) => {
+  'CPU device memory in place (importDeviceRecordBatch)': async (batch, validate) => {
     const p = exportDeviceArray(batch);
     try {
-      return verdict('device_array.array', () => importDeviceRecordBatch(p, batch.schema, { validate }) as { release(): void });
+      return await verdict('device_array.array', () => importDeviceRecordBatch(p, batch.schema, { validate }) as { release(): void });
     } finally {
       freeDeviceArray(p);
     }
   },
-  'CPU device memory (importDeviceArray)': (batch, validate) => {
+  'CPU device memory (importDeviceArray)': async (batch, validate) => {
     const p = exportDeviceArray(batch);
     try {
-      return verdict('device_array.array', () => importDeviceArray(p, batch.schema, { validate }));
+      return await verdict('device_array.array', () => importDeviceArray(p, batch.schema, { validate }));
     } finally {
       freeDeviceArray(p);
     }
   },
-  'memory the host cannot read, batched reads (importDeviceArray of EXT_DEV)': (batch, validate) => {
+  'memory the host cannot read, batched reads (importDeviceArray of EXT_DEV)': async (batch, validate) => {
     const p = exportDeviceArray(batch);
     writeDeviceFieldsRaw(p, { deviceType: DeviceType.EXT_DEV, deviceId: 0 });
     try {
-      return verdict('device_array.array', () => {
+      return await verdict('device_array.array', () => {
         const d = importDeviceArray(p, batch.schema, { validate });
         assert.ok(d instanceof DeviceArray);
         return d;
@@ -201,7 +187,7 @@ const routes: Record<string, Route> = {
     const p = exportDeviceArray(batch);
     writeDeviceFieldsRaw(p, { deviceType: DeviceType.ONEAPI, deviceId: 0 });
     try {
-      return await verdictAsync('device_array.array', async () => {
+      return await verdict('device_array.array', async () => {
         const d = await importDeviceArrayAsync(p, batch.schema, { validate });
         assert.ok(d instanceof DeviceArray);
         return d;

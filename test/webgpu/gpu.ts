@@ -23,35 +23,41 @@ export interface TestDevice extends WebGPUDevice {
   destroy(): void;
 }
 
-export interface Gpu {
-  device: TestDevice;
-  /** "vendor architecture description" of the adapter. */
+export interface Gpu<D = TestDevice> {
+  device: D;
+  /** "vendor architecture device description" of the adapter. */
   adapter: string;
-  /** Dawn's instance and adapter, kept reachable: Dawn tears the device down when they are collected. */
+  /** Whether the adapter is SwiftShader, a CPU emulation (its timings say nothing about a GPU). */
+  swiftshader: boolean;
+  /** Dawn's instance and adapter, kept reachable: Dawn tears the device down (a submit then crashes) when they are collected. */
   keep: unknown[];
 }
 
-/** A device, or the reason there is none. */
-export async function openGpu(): Promise<Gpu | string> {
+/** A device of Dawn for Node with the standard WebGPU types (the demo's and bench's), or the reason there is none. */
+export async function openDawn(): Promise<Gpu<GPUDevice> | string> {
   if (process.env.VK_ICD_FILENAMES === undefined && existsSync(SWIFTSHADER_ICD)) process.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;
-  let mod: { create(flags: string[]): { requestAdapter(): Promise<unknown> }; globals: object };
+  let webgpu: { create(flags: string[]): GPU; globals: object };
   try {
-    mod = (await import('webgpu')) as unknown as typeof mod;
+    webgpu = (await import('webgpu')) as unknown as typeof webgpu;
   } catch (e) {
     return `the webgpu package (Dawn for Node) does not load here: ${(e as Error).message}`;
   }
-  Object.assign(globalThis, mod.globals);
-  const gpu = mod.create([]);
-  const adapter = (await gpu.requestAdapter()) as {
-    info?: { vendor?: string; architecture?: string; description?: string };
-    requestDevice(): Promise<TestDevice>;
-  } | null;
+  Object.assign(globalThis, webgpu.globals);
+  const instance = webgpu.create([]);
+  const adapter = await instance.requestAdapter();
   if (adapter === null) {
-    return 'Dawn found no WebGPU adapter (no GPU, and no SwiftShader: install Debian\'s chromium and libvulkan1, or set VK_ICD_FILENAMES)';
+    return "Dawn found no WebGPU adapter (no GPU, and no SwiftShader: install Debian's chromium and libvulkan1, or set VK_ICD_FILENAMES)";
   }
   const device = await adapter.requestDevice();
-  const i = adapter.info ?? {};
-  return { device, adapter: [i.vendor, i.architecture, i.description].filter((x) => x).join(' ') || 'unknown adapter', keep: [gpu, adapter] };
+  const i = adapter.info;
+  const name = [i.vendor, i.architecture, i.device, i.description].filter((x) => x).join(' ') || 'unknown adapter';
+  return { device, adapter: name, swiftshader: /swiftshader/i.test(name), keep: [instance, adapter] };
+}
+
+/** `openDawn`, its device seen through the few members the tests use. */
+export async function openGpu(): Promise<Gpu | string> {
+  const g = await openDawn();
+  return typeof g === 'string' ? g : { ...g, device: g.device as unknown as TestDevice };
 }
 
 /** Skips with the reason, or fails where a WebGPU device is required. */
