@@ -2,8 +2,10 @@
  * Device benchmark (GPU only): copying about 1 GiB of CUDA device memory to
  * the host through a `DeviceArray` (`toHost`: one batched read of the last
  * offsets, then one batch of buffer copies into JS memory), against plain
- * `cudaMemcpy` of the same bytes in the same run, into pageable JS memory
- * and into pinned memory (`cudaMallocHost`).
+ * `cudaMemcpy` of the same bytes in the same run: into pageable JS memory
+ * already touched, into new JS memory (what every host copy pays: the copy
+ * faults its pages in; `toHost` returns new memory) and into pinned memory
+ * (`cudaMallocHost`). `toHost/new` is the library's own cost.
  *
  *   node --import tsx bench/device.bench.ts [--mib 1024] [--reps 5]
  *
@@ -71,6 +73,15 @@ for (const t of [table, sTable]) {
       at += b.size!;
     }
   });
+  // What any host copy pays: new memory, whose pages the copy touches first (toHost returns new memory too).
+  const plainFresh = time(() => {
+    const fresh = new Uint8Array(bytes);
+    let at = 0;
+    for (const b of addrs) {
+      rt.memcpy(mem.addressOf(fresh.subarray(at, at + b.size!))!, b.address, b.size!, MemcpyKind.DeviceToHost);
+      at += b.size!;
+    }
+  });
   const plainPinned = time(() => {
     let at = 0;
     for (const b of addrs) {
@@ -84,5 +95,6 @@ for (const t of [table, sTable]) {
   console.log(`${batch.schema.fields.map((f) => `${f.name}: ${f.type}`).join(', ')}: ${gib.toFixed(3)} GiB device -> host`);
   console.log(`  DeviceArray.toHost()        ${viaToHost.toFixed(1)} ms  ${gbps(viaToHost)}`);
   console.log(`  cudaMemcpy, pageable JS     ${plainPageable.toFixed(1)} ms  ${gbps(plainPageable)}  ratio toHost/plain ${(viaToHost / plainPageable).toFixed(2)}`);
+  console.log(`  cudaMemcpy, new JS memory   ${plainFresh.toFixed(1)} ms  ${gbps(plainFresh)}  ratio toHost/new ${(viaToHost / plainFresh).toFixed(2)}`);
   console.log(`  cudaMemcpy, pinned          ${plainPinned.toFixed(1)} ms  ${gbps(plainPinned)}  ratio toHost/pinned ${(viaToHost / plainPinned).toFixed(2)}`);
 }

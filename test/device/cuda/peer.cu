@@ -177,6 +177,9 @@ extern "C" int peer_export(int64_t n, int32_t device_type, struct ArrowSchema* s
     return -1;
 
   int threads = 256;
+  // CUDA keeps one last error per host thread, set by any earlier failed call in it (the JS side's own, in the same
+  // thread): clear it, so that the check after the launches reports theirs.
+  (void)cudaGetLastError();
   if (n > 0) {
     fill_values<<<(unsigned)((n + threads - 1) / threads), threads, 0, stream>>>(
         n, (int32_t*)i_vals, (int32_t*)s_offs, (char*)s_data, (int64_t*)a_vals, (double*)b_vals);
@@ -351,6 +354,7 @@ extern "C" int64_t peer_check(int64_t n, struct ArrowDeviceArray* in) {
     cudaError_t e = cudaMallocManaged((void**)&bad, sizeof(*bad), cudaMemAttachGlobal);
     if (e == cudaSuccess) e = cudaMemsetAsync(bad, 0, sizeof(*bad), stream);
     if (e == cudaSuccess && n > 0) {
+      (void)cudaGetLastError();  // an earlier failure in this thread, not the launch's (see peer_export)
       check_values<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(c, bad);
       e = cudaGetLastError();
     }
