@@ -23,7 +23,6 @@
  * are sliced to the parent's window. The builder applies it (`dataOf`).
  */
 import { Data, Decimal, Field, FixedSizeBinary, Int32, RecordBatch, Schema, Struct, Table, Utf8, Utf8View, Vector, type DataType, type TypeMap } from 'apache-arrow';
-import { sameOwnFields } from './same-object.js';
 import { ArrowSymbols, type ArrowDeviceExportOptions, type ArrowSchemaExportable } from '../abi/protocol.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -278,125 +277,6 @@ function counted(d: Data): boolean {
 }
 
 
-/**
- * `new LazyData(...)` (or `LazyViewData`) with its fields stored directly:
- * arrow-js's constructor clamps its integer arguments (no-ops on an
- * import's), computes the stride through a `typeId` read that is
- * megamorphic in a program of several types (the plan has it), and makes a
- * `variadicBuffers` array per Data (here one frozen empty array, which
- * arrow-js only reads). Run cold, the constructor was most of a first
- * import (bench:cold). `FAST_DATA` checks once, against this arrow-js,
- * that both make the same object; otherwise the constructors are used.
- */
-interface LazyFields {
-  type: DataType;
-  children: Data[];
-  dictionary: Vector | undefined;
-  offset: number;
-  length: number;
-  _nullCount: number;
-  stride: number;
-  variadicBuffers: readonly never[];
-  [READ]: ImportRead;
-  [AT]: number;
-  [NODE]: PlanNode;
-  [SLOT]: number;
-}
-function FastLazy(this: LazyFields, read: ImportRead, pn: PlanNode, at: number, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined): void {
-  this.type = pn.type!;
-  this.children = children;
-  this.dictionary = dictionary;
-  this.offset = O;
-  this.length = N;
-  this._nullCount = nullCount;
-  this.stride = pn.dataStride;
-  this.variadicBuffers = NONE;
-  this[READ] = read;
-  this[AT] = at;
-  this[NODE] = pn;
-  this[SLOT] = read.nData++ * 5;
-}
-FastLazy.prototype = LazyData.prototype;
-/** The view types' (no own `variadicBuffers`: theirs is lazy). */
-function FastLazyView(this: Omit<LazyFields, 'variadicBuffers'>, read: ImportRead, pn: PlanNode, at: number, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined): void {
-  this.type = pn.type!;
-  this.children = children;
-  this.dictionary = dictionary;
-  this.offset = O;
-  this.length = N;
-  this._nullCount = nullCount;
-  this.stride = pn.dataStride;
-  this[READ] = read;
-  this[AT] = at;
-  this[NODE] = pn;
-  this[SLOT] = read.nData++ * 5;
-}
-FastLazyView.prototype = LazyViewData.prototype;
-type LazyCtor = new (read: ImportRead, pn: PlanNode, at: number, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined) => LazyData;
-
-function classLazy(view: boolean): LazyCtor {
-  const C = view ? LazyViewData : LazyData;
-  return class {
-    constructor(read: ImportRead, pn: PlanNode, at: number, O: number, N: number, nullCount: number, children: Data[], dictionary: Vector | undefined) {
-      return new C(read, pn, at, pn.type!, O, N, nullCount, children, dictionary);
-    }
-  } as unknown as LazyCtor;
-}
-
-/**
- * The batch's struct `Data` as `new Data(struct, 0, N, 0, [, , EMPTY], children)`
- * makes it, its fields stored directly (the same reasons; `FAST_DATA` checks it too).
- */
-interface BatchDataFields {
-  type: Struct;
-  children: Data[];
-  dictionary: undefined;
-  offset: number;
-  length: number;
-  _nullCount: number;
-  stride: number;
-  nullBitmap: Uint8Array;
-  variadicBuffers: readonly never[];
-}
-function FastBatchData(this: BatchDataFields, struct: Struct, N: number, children: Data[]): void {
-  this.type = struct;
-  this.children = children;
-  this.dictionary = undefined;
-  this.offset = 0;
-  this.length = N;
-  this._nullCount = 0;
-  this.stride = 1;
-  this.nullBitmap = EMPTY;
-  this.variadicBuffers = NONE;
-}
-FastBatchData.prototype = Data.prototype;
-type BatchDataCtor = new (struct: Struct, N: number, children: Data[]) => Data<Struct>;
-const classBatchData = function (struct: Struct, N: number, children: Data[]): Data<Struct> {
-  return new Data(struct, 0, N, 0, [undefined, undefined, EMPTY] as never, children) as Data<Struct>;
-} as unknown as BatchDataCtor;
-
-/** Whether the fast constructors make what arrow-js's make, for a type of each stride rule. */
-const FAST_DATA = ((): boolean => {
-  try {
-    const types: DataType[] = [new Int32(), new Decimal(2, 38, 128), new FixedSizeBinary(5), new Utf8(), new Utf8View()];
-    const read = new ImportRead(null as never, null, null, '', 0, false);
-    for (const type of types) {
-      const pn = { type, dataStride: new Data(type, 0, 0, 0).stride } as PlanNode;
-      const view = type instanceof Utf8View;
-      const slow = new (classLazy(view))(read, pn, 1, 1, 3, -1, NONE as never, undefined);
-      const fast = new ((view ? FastLazyView : FastLazy) as unknown as LazyCtor)(read, pn, 1, 1, 3, -1, NONE as never, undefined);
-      if (!sameOwnFields(slow, fast)) return false;
-    }
-    const struct = new Struct([new Field('x', new Int32(), true)]);
-    const kids = [new Data(new Int32(), 0, 2, 0)];
-    return sameOwnFields(new classBatchData(struct, 2, kids), new (FastBatchData as unknown as BatchDataCtor)(struct, 2, kids));
-  } catch {
-    return false;
-  }
-})();
-const NewLazy: LazyCtor = FAST_DATA ? (FastLazy as unknown as LazyCtor) : classLazy(false);
-const NewLazyView: LazyCtor = FAST_DATA ? (FastLazyView as unknown as LazyCtor) : classLazy(true);
-const NewBatchData: BatchDataCtor = FAST_DATA ? (FastBatchData as unknown as BatchDataCtor) : classBatchData;
 
 // --- slots -------------------------------------------------------------------------------
 
@@ -523,7 +403,7 @@ function dataOf(read: ImportRead, pn: PlanNode, p: number, add: number, len: num
     q = after;
   }
   after = q;
-  if (!read.copy) return new (pn.form === Form.Views ? NewLazyView : NewLazy)(read, pn, p, O, N, nullCount, children, dictionary);
+  if (!read.copy) return new (pn.form === Form.Views ? LazyViewData : LazyData)(read, pn, p, pn.type!, O, N, nullCount, children, dictionary);
   const slot = (k: SlotKey): unknown => slotOf(read, pn, p, k, O, N, counted);
   const buffers = [slot('valueOffsets'), slot('values'), slot('nullBitmap'), slot('typeIds')];
   return new (root ? ImportedData : Data)(type, O, N, nullCount, buffers as never, children, dictionary, (slot('variadicBuffers') as Uint8Array[] | undefined) ?? []);
@@ -621,7 +501,7 @@ export function importBatch(read: ImportRead): ImportedRecordBatch {
  * own properties.
  */
 export function makeBatch(schema: Schema, struct: Struct, children: Data[], N: number): ImportedRecordBatch {
-  const data = new NewBatchData(struct, N, children);
+  const data = new Data(struct, 0, N, 0, [undefined, undefined, EMPTY] as never, children) as Data<Struct>;
   let same = BATCH_SHORTCUT && children.length === schema.fields.length;
   for (let i = 0; same && i < children.length; i++) same = children[i]!.length === N;
   if (!same) return new ImportedRecordBatch(schema, data);
