@@ -14,7 +14,11 @@
  * producer makes it anew each time, untimed; the table is released between
  * passes, untimed); the first, second and eighth passes are taken, each the
  * median over N processes per side (default 5), the sides' processes run in
- * turn. One line per pass: `cold <pass>: ours X ms, pyarrow Y ms, ratio R`.
+ * turn. One line per pass: `cold <pass>: ours X ms, pyarrow Y ms, ratio R`,
+ * with the floor beside them: the same arrow-js objects (a Data per column,
+ * the struct Data, a RecordBatch per batch, the Table) made by arrow-js's
+ * own constructors over typed arrays already in JS memory, in fresh processes
+ * too: what any import into arrow-js pays before reading a byte.
  *
  * Then a full read of the imported table beside the same table rebuilt by
  * arrow-js (`tableFromIPC(tableToIPC(t))`), each in fresh processes: the sum
@@ -32,7 +36,7 @@ import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { tableFromIPC, tableToIPC, type Float64, type Table, type Vector } from 'apache-arrow';
+import { Data, Field, Float64 as Float64Type, Int32, Int64, RecordBatch, Schema, Struct, Table as ArrowTable, tableFromIPC, tableToIPC, Utf8, type Float64, type Table, type Vector } from 'apache-arrow';
 import koffi from 'koffi';
 import { allocArrowSchema, freeArrowSchema, importTable } from '../src/index.js';
 
@@ -111,6 +115,43 @@ function childImport(lib: string): void {
   console.log(JSON.stringify({ passes }));
 }
 
+/**
+ * The floor: the arrow-js objects an import must make (a Data per column, the struct Data, a
+ * RecordBatch per batch, the Table), made by arrow-js's own constructors over typed arrays already
+ * in JS memory (made untimed), in a fresh process, as many passes as the import's.
+ */
+function childFloor(): void {
+  const a = new BigInt64Array(N * ROWS);
+  const b = new Int32Array(N * ROWS);
+  const c = new Float64Array(N * ROWS);
+  const offsets = new Int32Array(N * (ROWS + 1));
+  const chars = new Uint8Array(N * ROWS * 4);
+  const fields = [new Field('a', new Int64(), true), new Field('b', new Int32(), true), new Field('c', new Float64Type(), true), new Field('d', new Utf8(), true)];
+  const schema = new Schema(fields);
+  const struct = new Struct(fields);
+  const passes: number[] = [];
+  for (let pass = 0; pass < PASSES; pass++) {
+    const t0 = performance.now();
+    const batches: RecordBatch[] = [];
+    for (let i = 0; i < N; i++) {
+      const at = i * ROWS;
+      // new Data(type, offset, length, nullCount, [valueOffsets, values, nullBitmap]): arrow-js's
+      // constructor with nothing to infer (makeData adds a visitor on top of it).
+      const children: Data[] = [
+        new Data(fields[0]!.type, 0, ROWS, 0, [undefined, a.subarray(at, at + ROWS)] as never),
+        new Data(fields[1]!.type, 0, ROWS, 0, [undefined, b.subarray(at, at + ROWS)] as never),
+        new Data(fields[2]!.type, 0, ROWS, 0, [undefined, c.subarray(at, at + ROWS)] as never),
+        new Data(fields[3]!.type, 0, ROWS, 0, [offsets.subarray(i * (ROWS + 1), (i + 1) * (ROWS + 1)), chars.subarray(at * 4, (at + ROWS) * 4)] as never),
+      ];
+      batches.push(new RecordBatch(schema, new Data(struct, 0, ROWS, 0, [] as never, children) as Data<Struct>));
+    }
+    const table = new ArrowTable(batches);
+    passes.push(performance.now() - t0);
+    if (table.numRows !== N * ROWS) throw new Error(`made ${table.numRows} rows`);
+  }
+  console.log(JSON.stringify({ passes }));
+}
+
 function sumValues(col: Vector<Float64>): number {
   let s = 0;
   for (const d of col.data) {
@@ -179,11 +220,13 @@ function parent(): void {
   console.log(`# bench:cold: ${N} batches x ${ROWS} rows x 4 columns, medians of ${processes} fresh processes per side; node ${process.version}; load average ${l1!.toFixed(2)} (1 min), ${l5!.toFixed(2)} (5 min)`);
 
   const ours: number[][] = [];
+  const floor: number[][] = [];
   const theirs: number[][] = [];
   let skipped: string | undefined;
   let version = '';
   for (let i = 0; i < processes; i++) {
     ours.push(child(['import', lib]));
+    floor.push(child(['floor', lib]));
     if (skipped === undefined) {
       const r = pyarrow(lib);
       if (typeof r === 'string') skipped = r;
@@ -197,10 +240,12 @@ function parent(): void {
   else console.log(`# pyarrow ${version}`);
   for (const [name, k] of TAKEN) {
     const o = median(ours.map((p) => p[k]!));
-    if (skipped !== undefined) console.log(`cold ${name}: ours ${fmt(o)} ms, pyarrow skipped`);
+    const f = median(floor.map((p) => p[k]!));
+    const floorText = `floor (arrow-js objects alone) ${fmt(f)} ms, ours/floor ${(o / f).toFixed(2)}`;
+    if (skipped !== undefined) console.log(`cold ${name}: ours ${fmt(o)} ms, pyarrow skipped; ${floorText}`);
     else {
       const y = median(theirs.map((p) => p[k]!));
-      console.log(`cold ${name}: ours ${fmt(o)} ms, pyarrow ${fmt(y)} ms, ratio ${(o / y).toFixed(2)}`);
+      console.log(`cold ${name}: ours ${fmt(o)} ms, pyarrow ${fmt(y)} ms, ratio ${(o / y).toFixed(2)}; ${floorText}, floor/pyarrow ${(f / y).toFixed(2)}`);
     }
   }
 
@@ -222,6 +267,7 @@ const c = process.argv.indexOf('--child');
 if (c > 0) {
   const [mode, lib, side, how] = process.argv.slice(c + 1);
   if (mode === 'import') childImport(lib!);
+  else if (mode === 'floor') childFloor();
   else childRead(lib!, side as 'ours' | 'arrow-js', how as 'values' | 'get');
 } else {
   parent();
