@@ -12,13 +12,22 @@ import { access, type Access } from '../abi/accessors.js';
 import { releaseStruct } from '../memory/cstruct.js';
 import { cString, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 
+/**
+ * An `ArrowSchema` tree read into JS, with its format parsed: every type of the spec, including those
+ * arrow-js cannot represent. What `importSchemaNode` returns and every import validates arrays against.
+ */
 export interface SchemaNode {
+  /** The format string, as the producer wrote it (`'+s'`, `'tsu:UTC'`). */
   readonly format: string;
+  /** The format, parsed. */
   readonly type: TypeInfo;
+  /** The field's name; null where the producer gave none (NULL). */
   readonly name: string | null;
+  /** The field's (or, at the root, the schema's) metadata; null where there is none. */
   readonly metadata: Metadata | null;
-  /** The raw `flags` bits. */
+  /** The raw `flags` bits (`Flag.NULLABLE`, ...). */
   readonly flags: number;
+  /** The children of a nested type (struct fields, a list's values, union members). */
   readonly children: readonly SchemaNode[];
   /** For a dictionary-encoded field, the type of the dictionary values; `type` is then the index type. */
   readonly dictionary: SchemaNode | null;
@@ -254,9 +263,4 @@ const NO_NODES: readonly SchemaNode[] = Object.freeze([]);
 export function releaseSchemaStruct(mem: Memory, ptr: Ptr): void {
   // A conforming release sets release to NULL itself; releaseStruct makes sure of it, so never twice.
   releaseStruct(mem, 'ArrowSchema', ptr);
-}
-
-/** Whether the `nullable` flag is set. */
-export function isNullable(node: SchemaNode): boolean {
-  return (node.flags & Flag.NULLABLE) !== 0;
 }
