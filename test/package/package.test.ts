@@ -12,10 +12,17 @@
  * links to this repository's node_modules, and npm runs with --offline.
  * dist/ is rebuilt first when a file under src/ is newer than it (CI builds
  * before testing, so there it is not).
+ *
+ * Then the README's quick starts (every ```ts quickstart block) run as a
+ * newcomer runs them: each a file of a second fresh project made from the
+ * same tarball, with the packages it names installed (file: links, offline:
+ * parquet-wasm from node_modules, DuckDB's package from .build/duckdb), run
+ * by the same runtime as plain TypeScript (Node's type stripping; esbuild
+ * where Node has none), and type-checked under `strict`.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -201,8 +208,101 @@ console.log('ring ' + reader.nativeRing);
 reader.dispose();
 `;
 
+// --- the README's quick starts --------------------------------------------------------------
+
+/** A ```ts quickstart block of README.md: its code and the line its fence opens on. */
+interface Quickstart {
+  line: number;
+  code: string;
+}
+
+/** Every ```ts quickstart block of README.md, in order (test/readme runs the plain ```ts blocks). */
+function readmeQuickstarts(): Quickstart[] {
+  const lines = readFileSync(join(root, 'README.md'), 'utf8').split('\n');
+  const blocks: Quickstart[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i]!.trim() !== '```ts quickstart') continue;
+    let j = i + 1;
+    while (j < lines.length && lines[j]!.trim() !== '```') j++;
+    blocks.push({ line: i + 1, code: lines.slice(i + 1, j).join('\n') + '\n' });
+    i = j;
+  }
+  return blocks;
+}
+
+/** The package a module specifier names (`@scope/name/sub/path` -> `@scope/name`), or undefined for a builtin or a relative path. */
+function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith('node:') || specifier.startsWith('.') || specifier.startsWith('/')) return undefined;
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
+/** The packages a block needs installed: what it imports, and what it resolves (`require.resolve('pkg/file')`, `import.meta.resolve`). */
+function packagesOf(code: string): string[] {
+  const names = new Set<string>();
+  for (const m of code.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|\bimport\s+|\bresolve\(\s*)'([^']+)'/g)) {
+    const name = packageOf(m[1]!);
+    if (name) names.add(name);
+  }
+  return [...names].sort();
+}
+
+const DUCKDB_PACKAGE = '@duckdb/node-bindings-linux-x64';
+const duckdbDir = join(root, '.build/duckdb/node_modules', DUCKDB_PACKAGE);
+
+/**
+ * Where the quick starts' project gets each package it may name, offline:
+ * arrow-device from the tarball (set in `before`), the rest as file: links.
+ * A package missing here makes its blocks skip with the reason (DuckDB's,
+ * which `npm run setup:duckdb` installs on Linux x64 only), or fail with
+ * DUCKDB_REQUIRED=1.
+ */
+const QUICKSTART_SOURCES: Record<string, { dir: string; missing?: string }> = {
+  'apache-arrow': { dir: join(modules, 'apache-arrow') },
+  koffi: { dir: join(modules, 'koffi') },
+  'parquet-wasm': { dir: join(modules, 'parquet-wasm') },
+  [DUCKDB_PACKAGE]: {
+    dir: duckdbDir,
+    missing: existsSync(join(duckdbDir, 'package.json')) ? undefined : `${DUCKDB_PACKAGE} is not installed in .build/duckdb: run \`npm run setup:duckdb\` (Linux x64 only)`,
+  },
+};
+
+/** Why a block cannot run here (a package it needs is missing), or false. */
+function quickstartSkip(block: Quickstart): string | false {
+  for (const name of packagesOf(block.code)) {
+    const missing = QUICKSTART_SOURCES[name]?.missing;
+    if (missing && !(name === DUCKDB_PACKAGE && process.env.DUCKDB_REQUIRED === '1')) return missing;
+  }
+  return false;
+}
+
+/**
+ * How this runtime runs a .mts file as a newcomer would: Bun and Deno run
+ * TypeScript; Node strips types where it does by default (22.18+) or with
+ * --experimental-strip-types (22.6+); older, the block is transpiled with
+ * esbuild (a devDependency) into an .mjs file.
+ */
+function typeScriptRunner(): { args: string[]; transpile: boolean; how: string } {
+  const versions = process.versions as { bun?: string; deno?: string; node: string };
+  if (versions.bun) return { args: [], transpile: false, how: `Bun ${versions.bun} runs TypeScript` };
+  if (versions.deno) return { args: [], transpile: false, how: `Deno ${versions.deno} runs TypeScript` };
+  if ((process.features as { typescript?: string | false }).typescript) return { args: [], transpile: false, how: `Node ${process.version} strips types` };
+  const [major, minor] = versions.node.split('.').map(Number) as [number, number];
+  if (major > 22 || (major === 22 && minor >= 6)) return { args: ['--experimental-strip-types'], transpile: false, how: `Node ${process.version} --experimental-strip-types` };
+  return { args: [], transpile: true, how: `Node ${process.version} has no type stripping: transpiled with esbuild` };
+}
+
+/** What a block claims it prints: `console.log(...); // claim` lines; compared without whitespace and quote style (runtimes format differently). */
+function claimsOf(code: string): string[] {
+  return [...code.matchAll(/console\.log\(.*\);\s*\/\/\s*(.+)$/gm)].map((m) => m[1]!.trim());
+}
+const loose = (s: string): string => s.replace(/\s+/g, '').replaceAll('"', "'");
+
+const quickstarts = readmeQuickstarts();
+
 describe('package', { timeout: 120_000 }, () => {
   let project = '';
+  let tarball = '';
 
   before(() => {
     if (!existsSync(join(root, 'dist/index.js')) || newestMtime(join(root, 'src')) > newestMtime(join(root, 'dist'))) {
@@ -216,6 +316,7 @@ describe('package', { timeout: 120_000 }, () => {
     // --ignore-scripts: dist/ is current (above); prepack would rebuild it regardless.
     const packed = JSON.parse(sh('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', project], root)) as { filename: string; files: { path: string }[] }[];
     const info = packed[0]!;
+    tarball = join(project, info.filename);
     const files = new Set(info.files.map((f) => f.path));
     assert.ok(files.has('dist/index.js') && files.has('dist/index.d.ts') && files.has('src/index.ts'), 'dist and src are in the tarball');
     assert.ok(files.has('dist/adbc/index.js') && files.has('dist/adbc/index.d.ts'), 'the arrow-device/adbc subpath is in the tarball');
@@ -294,5 +395,82 @@ describe('package', { timeout: 120_000 }, () => {
       include: ['src'],
     }, null, 2));
     sh(process.execPath, [tsc, '-p', 'tsconfig.json'], project);
+  });
+  describe("the README's quick starts, from the tarball in a fresh project", () => {
+    let qs = '';
+    const runner = typeScriptRunner();
+    const ran: number[] = [];
+
+    before(() => {
+      qs = join(project, 'quickstarts');
+      mkdirSync(qs, { recursive: true });
+      const dependencies: Record<string, string> = { 'arrow-device': `file:${tarball}`, '@types/node': `file:${join(modules, '@types/node')}` };
+      for (const block of quickstarts) {
+        for (const name of packagesOf(block.code)) {
+          if (name === 'arrow-device') continue;
+          const source = QUICKSTART_SOURCES[name];
+          assert.ok(source, `README.md line ${block.line}: the quick start needs ${name}, which this test cannot install offline (add it to QUICKSTART_SOURCES)`);
+          if (!source.missing) dependencies[name] = `file:${source.dir}`;
+        }
+      }
+      // apache-arrow and koffi always: arrow-device's peer and its dependency, as npm install would bring them.
+      dependencies['apache-arrow'] ??= `file:${QUICKSTART_SOURCES['apache-arrow']!.dir}`;
+      dependencies.koffi ??= `file:${QUICKSTART_SOURCES.koffi!.dir}`;
+      writeFileSync(join(qs, 'package.json'), JSON.stringify({ name: 'quickstarts', private: true, dependencies }, null, 2));
+      sh('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--no-package-lock', '--legacy-peer-deps'], qs);
+      console.log(`quick starts: ${quickstarts.length} in README.md, run by ${runner.how}`);
+    });
+
+    test('README.md has two or three quick starts', () => {
+      assert.ok(quickstarts.length >= 2 && quickstarts.length <= 3, `README.md has ${quickstarts.length} \`\`\`ts quickstart blocks`);
+    });
+
+    quickstarts.forEach((block, i) => {
+      const name = `quickstart-${i + 1}`;
+      const skip = quickstartSkip(block);
+      if (skip) console.log(`# skipping README quick start ${i + 1} (line ${block.line}): ${skip}`);
+      test(`quick start ${i + 1} (README.md line ${block.line}) runs and prints what it claims`, { skip }, async () => {
+        for (const pkg of packagesOf(block.code)) {
+          const missing = QUICKSTART_SOURCES[pkg]?.missing;
+          assert.ok(!missing, `README.md line ${block.line}: ${missing} (DUCKDB_REQUIRED=1: a missing DuckDB fails)`);
+        }
+        let file = `${name}.mts`;
+        writeFileSync(join(qs, file), block.code);
+        if (runner.transpile) {
+          const { transformSync } = await import('esbuild');
+          file = `${name}.mjs`;
+          writeFileSync(join(qs, file), transformSync(block.code, { loader: 'ts', format: 'esm', target: 'node20', sourcefile: `README.md:${block.line}` }).code);
+        }
+        const r = spawnSync(process.execPath, [...runner.args, file], { cwd: qs, encoding: 'utf8', timeout: 90_000, env: { ...process.env, npm_config_update_notifier: 'false' } });
+        const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+        assert.equal(r.status, 0, `README.md line ${block.line}: ${process.execPath} ${[...runner.args, file].join(' ')} ${r.signal ? `was killed by ${r.signal}` : `exited ${r.status}`}${r.error ? ` (${r.error.message})` : ''}:\n${output}`);
+        assert.ok(r.stdout.trim().length > 0 || !block.code.includes('console.log('), `README.md line ${block.line}: the quick start prints, but printed nothing`);
+        for (const claim of claimsOf(block.code)) {
+          assert.ok(loose(r.stdout).includes(loose(claim)), `README.md line ${block.line}: it claims to print ${claim}; it printed:\n${r.stdout}`);
+        }
+        ran.push(i + 1);
+      });
+    });
+
+    test('the quick starts type-check under strict', () => {
+      const files = quickstarts.map((_, i) => `quickstart-${i + 1}.mts`); // written here too: a skipped block still type-checks
+      quickstarts.forEach((block, i) => writeFileSync(join(qs, files[i]!), block.code));
+      writeFileSync(join(qs, 'tsconfig.json'), JSON.stringify({
+        // skipLibCheck: parquet-wasm's own declarations need the DOM lib; ours are checked without it above.
+        compilerOptions: {
+          strict: true, skipLibCheck: true, lib: ['es2023'], types: ['node'],
+          module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true,
+        },
+        files,
+      }, null, 2));
+      sh(process.execPath, [tsc, '-p', 'tsconfig.json'], qs);
+    });
+
+    test('at least two quick starts ran; any other was skipped with its reason', () => {
+      const skipped = quickstarts.map((b, i) => [i + 1, quickstartSkip(b)] as const).filter(([, why]) => why);
+      console.log(`quick starts run: ${ran.join(', ') || 'none'}${skipped.map(([n, why]) => `; ${n} skipped: ${why}`).join('')}`);
+      assert.equal(ran.length + skipped.length, quickstarts.length, 'every quick start either ran or was skipped with a reason');
+      if (skipped.length === 0) assert.ok(ran.length >= 2, `${ran.length} quick starts ran`);
+    });
   });
 });
