@@ -1,25 +1,50 @@
 /**
- * Every TypeScript code block of README.md runs here, as written, against
+ * Every TypeScript code block of README.md and of the guides (docs/*.md, but
+ * the generated API reference docs/API.md) runs here, as written, against
  * real peers built at test time: a C producer (test/ownership/counting.c)
  * for the pointers the blocks import (`schemaPtr`, `arrayPtr`, `arrayPtrs`,
- * `streamPtr`, ...), C consumers for what they export (`nativeLib.consume`,
- * `nativeLib.consume_stream`), and the async C peer's producer thread and
- * consumer (`nativeLib.start_producing`, `nativeConsumerHandler`).
- * A block may import from 'arrow-device/adbc' (src/adbc); the ADBC block
- * gets the SQLite driver's path as `sqliteDriverPath`; without the driver
- * (`npm run setup:adbc`) that block skips with the reason, unless
- * ADBC_REQUIRED=1. A block that uses `gpuDevice` gets a WebGPU device (test/webgpu/gpu.ts:
- * Dawn for Node, over SwiftShader without a GPU); where Dawn finds no adapter that block skips
- * with the reason, unless WEBGPU_REQUIRED=1.
+ * `streamPtr`, `deviceArrayPtr`, `deviceStreamPtr`, ...), C consumers for
+ * what they export (`nativeLib.consume`, `nativeLib.consume_stream`), and the
+ * async C peer's producer thread and consumer (`nativeLib.start_producing`,
+ * `nativeConsumerHandler`). Each test is named by file and line
+ * (`docs/streams.md block at line 40`).
+ *
+ * A block fenced ```ts runs; one fenced ```ts quickstart does not (the
+ * README's self-contained quick starts, run from the packed tarball by
+ * test/package); any other info string on a TypeScript or JavaScript fence
+ * fails a test here, so that no block is left unrun by a typo. DOCS_LOG=1
+ * prints what each block logs, to check the comments that show output.
+ *
+ * Peers a block may need, each given only to the blocks that name it, each
+ * skipping that block with the reason where it is missing:
+ * - 'arrow-device/adbc' (src/adbc): the SQLite driver's path as
+ *   `sqliteDriverPath` (`npm run setup:adbc`; ADBC_REQUIRED=1 fails instead);
+ * - `gpuDevice`: a WebGPU device (test/webgpu/gpu.ts: Dawn for Node, over
+ *   SwiftShader without a GPU; WEBGPU_REQUIRED=1 fails instead);
+ * - `DeviceType.CUDA`: a real GPU's CUDA runtime where one is found, else
+ *   the simulated runtime (test/device/cuda/sim; ARROW_DEVICE_CUDA_REQUIRED=1
+ *   fails where neither is);
+ * - `wasmModule`: the exports of a fresh instance of the clang-built wasm32
+ *   C peer (test/wasm/peer.c: malloc, free, a growable table,
+ *   `sum_int32_column`...);
+ * - `parquetBytes`: parquet-wasm (`pw`, its ESM build initialised, and
+ *   `wasmExports`, what its init returned) with a small Parquet file.
  *
  * A block may import from 'arrow-device' (the names must be public: this
- * test fails on a name src/index.ts does not export) and from
- * 'apache-arrow'; both are in scope either way. After each block, the C
- * producer must have every array back (nothing leaked, nothing released
- * twice) and our accounting must show no live import or export.
+ * test fails on a name src/index.ts does not export), from
+ * 'arrow-device/adbc' and from 'apache-arrow'; all are in scope either way.
+ * After each block, the C producer must have every array back (nothing
+ * leaked, nothing released twice) and our accounting must show no live
+ * import or export.
+ *
+ * Also here: every guide about an API has at least one block, and every
+ * relative link of README.md and docs/*.md points at a file that exists
+ * (and, for a Markdown file, at a heading it has).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { transformSync } from 'esbuild';
 import * as Arrow from 'apache-arrow';
@@ -30,25 +55,45 @@ import { counting, countingMissing } from '../ownership/counting.js';
 import * as Adbc from '../../src/adbc/index.js';
 import { SQLITE } from '../adbc/drivers.js';
 import { openGpu } from '../webgpu/gpu.js';
+import { setupCuda } from '../device/cuda/sim/sim.js';
+import { cPeer, cPeerSkip, loadParquetWasm } from '../wasm/modules.js';
 
-const README = new URL('../../README.md', import.meta.url);
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The documents whose blocks run: the README, then the guides. docs/API.md is generated, not a guide. */
+const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md') && f !== 'API.md').sort().map((f) => `docs/${f}`)];
+
+/** The guides the README links to, one per job. Those about an API must show it in a block that runs. */
+const GUIDES = ['native', 'streams', 'adbc', 'device', 'webgpu', 'async', 'wasm', 'protocol', 'validation', 'performance', 'contributing'];
+const GUIDES_WITHOUT_BLOCKS = new Set(['performance', 'contributing']);
 
 interface Block {
+  file: string;
   line: number;
   code: string;
 }
 
-/** The ```ts blocks of the README, with the line each starts on. */
-function tsBlocks(text: string): Block[] {
+const CODE_LANG = /^(ts|typescript|tsx|js|javascript|mjs|cjs|jsx)$/;
+
+/** Code blocks fenced so that they would not run, by `${file} line ${n}: ...` (see `tsBlocks`). */
+const fenceProblems: string[] = [];
+
+/** The ```ts blocks of a Markdown text, with the line each starts on; ```ts quickstart blocks are left out. */
+function tsBlocks(file: string, text: string): Block[] {
   const out: Block[] = [];
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
-    if (lines[i]!.trim() !== '```ts') continue;
+    const fence = /^\s*(`{3,}|~{3,})\s*(.*)$/.exec(lines[i]!);
+    if (!fence) continue;
+    const info = fence[2]!.trim();
     const start = i + 1;
     let j = start;
-    while (j < lines.length && lines[j]!.trim() !== '```') j++;
-    out.push({ line: start + 1, code: lines.slice(start, j).join('\n') });
+    while (j < lines.length && lines[j]!.trim() !== fence[1]) j++;
     i = j;
+    const lang = info.split(/\s+/)[0]!;
+    if (info === 'ts quickstart') continue;
+    if (info === 'ts') out.push({ file, line: start + 1, code: lines.slice(start, j).join('\n') });
+    else if (CODE_LANG.test(lang)) fenceProblems.push(`${file} line ${start}: \`\`\`${info}`);
   }
   return out;
 }
@@ -56,47 +101,89 @@ function tsBlocks(text: string): Block[] {
 const IMPORT = /^import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*'([^']+)';?\s*$/gm;
 
 /** Removes the import lines of a block, checking that every name it imports exists in its module. */
-function resolveImports(code: string, line: number): string {
+function resolveImports(code: string, where: string): string {
   return code.replace(IMPORT, (_all, names: string, from: string) => {
     const mod: Record<string, unknown> = from === 'arrow-device' ? Lib : from === 'apache-arrow' ? Arrow : from === 'arrow-device/adbc' ? Adbc : {};
-    if (from !== 'arrow-device' && from !== 'apache-arrow' && from !== 'arrow-device/adbc') throw new Error(`README line ${line}: import from '${from}' is not available to examples`);
+    if (from !== 'arrow-device' && from !== 'apache-arrow' && from !== 'arrow-device/adbc') throw new Error(`${where}: import from '${from}' is not available to examples`);
     for (const raw of names.split(',')) {
       const name = raw.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!.trim();
       if (name && !(name in mod) && !raw.trim().startsWith('type ')) {
-        throw new Error(`README line ${line}: '${name}' is not exported by '${from}'`);
+        throw new Error(`${where}: '${name}' is not exported by '${from}'`);
       }
     }
     return '';
   });
 }
 
-const blocks = tsBlocks(readFileSync(README, 'utf8'));
+const texts = new Map(DOCS.map((f) => [f, readFileSync(join(ROOT, f), 'utf8')]));
+const blocksOf = new Map(DOCS.map((f) => [f, tsBlocks(f, texts.get(f)!)]));
+const blocks = [...blocksOf.values()].flat();
 const skip = countingMissing ?? peerMissing;
-// A WebGPU device for the blocks that use one (opened once; the result keeps Dawn's instance and adapter reachable).
-const gpu = blocks.some((b) => b.code.includes('gpuDevice')) ? await openGpu() : null;
 
-describe('every TypeScript block of the README runs', { skip }, () => {
-  test('the README has code blocks to run', () => {
-    assert.ok(blocks.length >= 4, `found ${blocks.length}`);
+const uses = {
+  adbc: (b: Block) => b.code.includes("'arrow-device/adbc'"),
+  gpu: (b: Block) => b.code.includes('gpuDevice'),
+  cuda: (b: Block) => /DeviceType\.CUDA\b/.test(b.code),
+  wasmModule: (b: Block) => /\bwasmModule\b/.test(b.code),
+  parquet: (b: Block) => /\bparquetBytes\b/.test(b.code),
+};
+
+// A WebGPU device for the blocks that use one (opened once; the result keeps Dawn's instance and adapter reachable).
+const gpu = blocks.some(uses.gpu) ? await openGpu() : null;
+// CUDA for the blocks that use it: a real GPU, else the simulated runtime (ARROW_DEVICE_CUDART is pointed at it).
+const cuda = blocks.some(uses.cuda) ? setupCuda() : null;
+// parquet-wasm, and a Parquet file it wrote, for the blocks that read one.
+const parquet = blocks.some(uses.parquet) ? await loadParquetWasm() : null;
+const parquetFile = parquet !== null && typeof parquet === 'object'
+  ? parquet.pw.writeParquet(parquet.pw.Table.fromIPCStream(Arrow.tableToIPC(Arrow.tableFromArrays({ id: Int32Array.of(1, 2, 3), name: ['a', 'b', 'c'] }), 'stream')))
+  : undefined;
+
+/** Why a block cannot run here (its test skips with it), or undefined. Under the peer's REQUIRED variable the block runs, and fails. */
+function blockSkip(b: Block): string | undefined {
+  if (uses.adbc(b) && SQLITE.missing && process.env.ADBC_REQUIRED !== '1') return SQLITE.missing;
+  if (uses.gpu(b) && typeof gpu === 'string' && process.env.WEBGPU_REQUIRED !== '1') return gpu;
+  if (uses.cuda(b) && cuda?.mode === 'none' && process.env.ARROW_DEVICE_CUDA_REQUIRED !== '1') return cuda.describe;
+  if (uses.wasmModule(b) && cPeerSkip) return cPeerSkip;
+  if (uses.parquet(b) && typeof parquet === 'string') return parquet;
+  return undefined;
+}
+
+describe('the README and the guides', () => {
+  test('have code blocks to run', () => {
+    assert.ok(blocks.length >= 10, `found ${blocks.length}`);
   });
 
+  test('every TypeScript or JavaScript block is fenced ```ts (run here) or ```ts quickstart (run from the packed package)', () => {
+    assert.deepEqual(fenceProblems, [], `blocks that would not run:\n${fenceProblems.join('\n')}`);
+  });
+
+  test('every guide exists, and each about an API has a block that runs', () => {
+    for (const g of GUIDES) {
+      const file = `docs/${g}.md`;
+      assert.ok(texts.has(file), `${file} is missing`);
+      if (!GUIDES_WITHOUT_BLOCKS.has(g)) assert.ok(blocksOf.get(file)!.length >= 1, `${file} has no \`\`\`ts block`);
+    }
+  });
+});
+
+describe('every TypeScript block of the README and the guides runs', { skip }, () => {
   for (const block of blocks) {
-    const needsAdbc = block.code.includes("'arrow-device/adbc'");
-    const needsGpu = block.code.includes('gpuDevice');
-    const blockSkip = needsAdbc && SQLITE.missing && process.env.ADBC_REQUIRED !== '1' ? SQLITE.missing
-      : needsGpu && typeof gpu === 'string' && process.env.WEBGPU_REQUIRED !== '1' ? gpu : undefined;
-    test(`README block at line ${block.line}`, { skip: blockSkip }, async () => {
-      if (needsGpu && typeof gpu === 'string') throw new Error(`WEBGPU_REQUIRED=1, but ${gpu}`);
+    const name = `${block.file} block at line ${block.line}`;
+    test(name, { skip: blockSkip(block) }, async () => {
+      if (uses.gpu(block) && typeof gpu === 'string') throw new Error(`WEBGPU_REQUIRED=1, but ${gpu}`);
+      if (uses.cuda(block) && cuda?.mode === 'none') throw new Error(`ARROW_DEVICE_CUDA_REQUIRED=1, but ${cuda.describe}`);
       const c = counting();
       const p = asyncPeer();
       const before = { out: c.outstanding(), dbl: c.doubleReleases(), live: Lib.accounting().liveImports, exp: Lib.accounting().liveExports };
       const logged: unknown[][] = [];
       const producers: bigint[] = [];
       let consumerHandler: bigint | undefined;
+      const wasm = uses.wasmModule(block) ? cPeer() : undefined;
+      const pwLoaded = parquet !== null && typeof parquet === 'object' ? parquet : undefined;
       const scope: Record<string, unknown> = {
         ...Arrow,
         ...Lib,
-        ...(needsAdbc ? Adbc : {}),
+        ...(uses.adbc(block) ? Adbc : {}),
         console: { log: (...a: unknown[]) => logged.push(a), error: (...a: unknown[]) => logged.push(a) },
         // What a native producer filled.
         schemaPtr: c.schema(),
@@ -105,6 +192,8 @@ describe('every TypeScript block of the README runs', { skip }, () => {
         streamPtr: c.stream(4, 3),
         ptr2: c.stream(4, 3),
         ptr3: c.stream(4, 3),
+        deviceArrayPtr: c.deviceBatch(5, 1),
+        deviceStreamPtr: c.deviceStream(3, 4),
         use: (b: unknown) => void b,
         wanted: (b: Arrow.RecordBatch) => (b.getChild('x')?.get(0) as number) % 2 === 0,
         // Native code that takes what we export.
@@ -116,17 +205,28 @@ describe('every TypeScript block of the README runs', { skip }, () => {
         },
         // A driver arrow-device/adbc runs (a real database, not a stand-in).
         sqliteDriverPath: SQLITE.library,
-        // A GPUDevice (Dawn for Node), for the WebGPU block.
+        // A GPUDevice (Dawn for Node), for the WebGPU blocks.
         gpuDevice: gpu !== null && typeof gpu === 'object' ? gpu.device : undefined,
+        // A wasm32 module's exports (the clang-built C peer), for the blocks that export into one.
+        wasmModule: wasm?.exports,
+        // parquet-wasm and a Parquet file, for the blocks that read one in wasm memory.
+        pw: pwLoaded?.pw,
+        wasmExports: pwLoaded?.exports,
+        parquetBytes: parquetFile,
       };
       // A native consumer's handler, only for the blocks that hand data to one (it runs a thread).
       if (block.code.includes('nativeConsumerHandler')) scope.nativeConsumerHandler = consumerHandler = p.consumer(2, -1, false);
-      const code = resolveImports(block.code, block.line);
-      const js = transformSync(code, { loader: 'ts', target: 'es2022', format: 'esm' }).code;
+      const code = resolveImports(block.code, name);
+      const js = transformSync(code, { loader: 'ts', target: 'es2022', format: 'esm', sourcefile: `${block.file}:${block.line}` }).code;
       const names = Object.keys(scope).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k));
       const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (...a: string[]) => (...v: unknown[]) => Promise<void>;
       const run = new AsyncFunction(...names, js);
-      await run(...names.map((k) => scope[k]));
+      try {
+        await run(...names.map((k) => scope[k]));
+      } finally {
+        // DOCS_LOG=1 prints what each block logged: the comments that show output must say what it prints.
+        if (process.env.DOCS_LOG === '1') for (const l of logged) process.stdout.write(`# ${name}: ${l.map((x) => typeof x === 'string' ? x : typeof x === 'bigint' ? `${x}n` : JSON.stringify(x) ?? String(x)).join(' ')}\n`);
+      }
 
       // Native threads joined, then nothing may be left: every array the producer handed out
       // released exactly once, no import or export live.
@@ -136,10 +236,12 @@ describe('every TypeScript block of the README runs', { skip }, () => {
         assert.equal(stats.timedOut, false, 'the native consumer finished');
       }
       // Pointers the block did not consume (each block uses some of them): release and free them.
-      for (const k of ['arrayPtr', 'schemaPtr', 'streamPtr', 'ptr2', 'ptr3'] as const) {
+      for (const k of ['arrayPtr', 'schemaPtr', 'streamPtr', 'ptr2', 'ptr3', 'deviceArrayPtr', 'deviceStreamPtr'] as const) {
         const ptr = scope[k] as bigint;
         if (k === 'schemaPtr') Lib.freeArrowSchema(ptr);
         else if (k === 'arrayPtr') Lib.freeArrowArray(ptr);
+        else if (k === 'deviceArrayPtr') Lib.freeArrowDeviceArray(ptr);
+        else if (k === 'deviceStreamPtr') Lib.freeArrowDeviceArrayStream(ptr);
         else Lib.freeArrowArrayStream(ptr);
       }
       for (const ptr of scope.arrayPtrs as bigint[]) Lib.freeArrowArray(ptr);
@@ -149,6 +251,77 @@ describe('every TypeScript block of the README runs', { skip }, () => {
       await collectUntil(() => Lib.accounting().liveExports === before.exp);
       assert.equal(Lib.accounting().liveImports, before.live, 'no import left live');
       assert.equal(Lib.accounting().liveExports, before.exp, 'no export left live');
+    });
+  }
+});
+
+// --- links --------------------------------------------------------------------------------------
+
+/** GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`. */
+function slug(heading: string): string {
+  return heading.trim().toLowerCase().replace(/`/g, '').replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+}
+
+/** The anchors of a Markdown file's headings (outside code blocks), with GitHub's -1, -2 for repeats. */
+function anchors(text: string): Set<string> {
+  const out = new Set<string>();
+  const seen = new Map<string, number>();
+  let fence: string | undefined;
+  for (const line of text.split('\n')) {
+    const f = /^\s*(`{3,}|~{3,})/.exec(line);
+    if (f) {
+      if (fence === undefined) fence = f[1];
+      else if (line.trim() === fence) fence = undefined;
+      continue;
+    }
+    if (fence !== undefined) continue;
+    const h = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (!h) continue;
+    const s = slug(h[1]!);
+    const n = seen.get(s) ?? 0;
+    seen.set(s, n + 1);
+    out.add(n === 0 ? s : `${s}-${n}`);
+  }
+  return out;
+}
+
+/** The link targets of a Markdown text, outside code blocks and code spans, with their lines. */
+function links(text: string): { target: string; line: number }[] {
+  const out: { target: string; line: number }[] = [];
+  let fence: string | undefined;
+  text.split('\n').forEach((line, i) => {
+    const f = /^\s*(`{3,}|~{3,})/.exec(line);
+    if (f) {
+      if (fence === undefined) fence = f[1];
+      else if (line.trim() === fence) fence = undefined;
+      return;
+    }
+    if (fence !== undefined) return;
+    const bare = line.replace(/`[^`]*`/g, '');
+    for (const m of bare.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) out.push({ target: m[1]!, line: i + 1 });
+    for (const m of bare.matchAll(/^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/g)) out.push({ target: m[1]!, line: i + 1 });
+  });
+  return out;
+}
+
+describe('every relative link of the README and the guides resolves', () => {
+  for (const file of DOCS) {
+    test(`${file}: relative links point at files (and headings) that exist`, () => {
+      const bad: string[] = [];
+      for (const { target, line } of links(texts.get(file)!)) {
+        if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto:
+        const [path, anchor] = target.split('#', 2) as [string, string | undefined];
+        const abs = path === '' ? join(ROOT, file) : join(ROOT, dirname(file), decodeURIComponent(path));
+        const shown = `${file}:${line}: ${target}`;
+        if (!abs.startsWith(ROOT) || !existsSync(abs)) {
+          bad.push(`${shown} (no file ${relative(ROOT, abs) || abs})`);
+          continue;
+        }
+        if (anchor !== undefined && abs.endsWith('.md') && statSync(abs).isFile() && !anchors(readFileSync(abs, 'utf8')).has(anchor)) {
+          bad.push(`${shown} (no heading #${anchor} in ${relative(ROOT, abs)})`);
+        }
+      }
+      assert.deepEqual(bad, [], `broken links:\n${bad.join('\n')}`);
     });
   }
 });
