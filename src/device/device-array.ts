@@ -97,6 +97,7 @@ export interface DeviceArrayNode {
 class DeviceNode implements DeviceArrayNode {
   #buffers: DeviceBuffer[] | null = null;
   #children: DeviceNode[] | null = null;
+  #dictionary: DeviceNode | null | undefined = undefined;
 
   constructor(
     private readonly read: ImportRead,
@@ -141,11 +142,17 @@ class DeviceNode implements DeviceArrayNode {
     return this.#children;
   }
 
+  // The same node at every read, as `children` (a copy places buffers by identity: copy.ts).
   get dictionary(): DeviceNode | null {
-    if (this.pn.dictionary === null) return null;
-    let q = this.at + BUFFERS + 2 * this.read.nums[this.at + N_BUFFERS]!;
-    for (const c of this.pn.children) q = skip(this.read, c, q);
-    return new DeviceNode(this.read, this.pn.dictionary, q, this.gpu);
+    if (this.#dictionary === undefined) {
+      if (this.pn.dictionary === null) this.#dictionary = null;
+      else {
+        let q = this.at + BUFFERS + 2 * this.read.nums[this.at + N_BUFFERS]!;
+        for (const c of this.pn.children) q = skip(this.read, c, q);
+        this.#dictionary = new DeviceNode(this.read, this.pn.dictionary, q, this.gpu);
+      }
+    }
+    return this.#dictionary;
   }
 }
 

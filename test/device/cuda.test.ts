@@ -23,7 +23,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, afterEach, describe, test } from 'node:test';
 import {
-  Field, Float64, Int32, Int64, RecordBatch, Schema, Struct, Table, tableFromIPC, Utf8, vectorFromArray, type Vector,
+  Field, Float64, Int32, Int64, RecordBatch, Schema, Struct, Table, tableFromArrays, tableFromIPC, Type, Utf8, vectorFromArray, type Vector,
 } from 'apache-arrow';
 import { DeviceType } from '../../src/abi/constants.js';
 import { allocArrowSchema, freeArrowSchema } from '../../src/array/api.js';
@@ -325,6 +325,24 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
         assert.equal(copy.deviceType, target.deviceType);
         assert.equal(copy.syncEvent, 0n, 'a copy is complete when copyTo returns');
         assert.equal(diffTables(new Table([batch]), new Table([copy.toHostRecordBatch()])), undefined);
+        copy.release();
+      }
+      dev.release();
+    })();
+    await settle();
+  });
+
+  test('copies a dictionary-encoded column between CUDA kinds (the dictionary is one node however often it is read)', async () => {
+    (() => {
+      const batch = tableFromArrays({ s: ['a', 'b', 'a', null, 'c'] }).batches[0]!;
+      assert.equal(batch.schema.fields[0]!.type.typeId, Type.Dictionary);
+      const p = exportDeviceArray(batch, { deviceType: DeviceType.CUDA, deviceId: 0 });
+      const dev = importDeviceArray(p, batch.schema);
+      freeDeviceArray(p);
+      assert.equal(dev.children[0]!.dictionary, dev.children[0]!.dictionary);
+      for (const deviceType of [DeviceType.CUDA_HOST, DeviceType.CUDA_MANAGED, DeviceType.CPU]) {
+        const copy = dev.copyTo({ deviceType, deviceId: 0 });
+        assert.deepEqual(copy.toHostRecordBatch().getChild('s')!.toArray(), ['a', 'b', 'a', null, 'c']);
         copy.release();
       }
       dev.release();
