@@ -7,6 +7,7 @@
  */
 import { Errno, type ErrnoName } from './abi/constants.js';
 
+/** What went wrong, in one word; each kind has its errno (`ArrowDeviceError.errno`). */
 export type ErrorKind =
   /** Malformed or inconsistent foreign input (EINVAL). */
   | 'invalid'
@@ -33,15 +34,31 @@ const kindErrno: Record<ErrorKind, number> = {
   io: Errno.EIO,
 };
 
+/** The optional parts of an `ArrowDeviceError`. */
 export interface ArrowDeviceErrorOptions {
   /** The errno value; defaults to the kind's. */
   errno?: number;
+  /** The error that led to this one (`Error.prototype.cause`). */
   cause?: unknown;
 }
 
-/** The base class of every error this library throws on purpose. */
+/**
+ * The base class of every error this library throws on purpose: a `kind`, an errno-style code (what a
+ * C callback returns for it) and the `path` of the place it names, so that a malformed struct from a
+ * producer is a typed error that says where, never a crash.
+ *
+ * @example
+ * try {
+ *   importRecordBatch(arrayPtr, schema);
+ * } catch (e) {
+ *   if (!(e instanceof ArrowDeviceError)) throw e;
+ *   console.log(e.kind, e.code, e.path, e.detail); // 'invalid' 'EINVAL' 'array.children[1].buffers[2]' ...
+ * }
+ */
 export class ArrowDeviceError extends Error {
+  /** `'ArrowDeviceError'` (a subclass sets its own). */
   override name = 'ArrowDeviceError';
+  /** What went wrong, in one word: `'invalid'`, `'released'`, `'unsupported'`, ... */
   readonly kind: ErrorKind;
   /** errno-compatible code, what a C callback returns for this error. */
   readonly errno: number;
@@ -50,6 +67,7 @@ export class ArrowDeviceError extends Error {
   /** What, without the path. */
   readonly detail: string;
 
+  /** An error of `kind` at `path` (empty: no place); `message` is `path: detail`. */
   constructor(kind: ErrorKind, path: string, detail: string, options: ArrowDeviceErrorOptions = {}) {
     super(path ? `${path}: ${detail}` : detail, options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = kind;

@@ -9,6 +9,8 @@
  * `exportArrayStream`), and the struct helpers carry the C struct's name
  * (`allocArrowDeviceArray`, `freeArrowArrayStream`). Older names stay as
  * deprecated aliases (see CHANGELOG.md, "Migration").
+ *
+ * @module arrow-device
  */
 
 // --- constants and struct layouts (CDataInterface.rst, CDeviceDataInterface.rst) ---------
@@ -16,7 +18,7 @@ export { DeviceType, Flag, Errno, deviceTypeName, errnoName, type DeviceTypeName
 export { layoutsFor, NATIVE64, WASM32, type Target, type Layouts, type StructLayout, type FieldLayout } from './abi/layout.js';
 
 // --- errors ----------------------------------------------------------------------------------
-export { ArrowDeviceError, type ErrorKind } from './errors.js';
+export { ArrowDeviceError, type ErrorKind, type ArrowDeviceErrorOptions } from './errors.js';
 
 // --- memory: where structs live (the process's own, or a WebAssembly module's) --------------
 export {
@@ -61,7 +63,7 @@ export { DeviceArray, type DeviceSpec, type DeviceCopyOptions, type ToHostOption
 export type { DeviceArrayNode, DeviceBuffer } from './device/device-array.js';
 export { cudaAvailable, CudaError, type CudaMemoryKind } from './device/cuda.js';
 export {
-  webgpuBufferAt, webgpuRegistry, BufferUsage, type WebGPUBuffer, type WebGPUDevice, type WebGPURegion, type WebGPURegistry,
+  webgpuBufferAt, webgpuRegistry, BufferUsage, type WebGPUBuffer, type WebGPUCommandBuffer, type WebGPUDevice, type WebGPURegion, type WebGPURegistry,
 } from './device/webgpu.js';
 
 // --- streams (ArrowArrayStream, ArrowDeviceArrayStream) -------------------------------------------

@@ -12,6 +12,7 @@
 
 /** A C target: only pointer width and the alignment of int64 differ between the ones we support. */
 export interface Target {
+  /** The target's name in messages: `'native64'`, `'wasm32'`. */
   readonly name: string;
   /** sizeof(void*) and alignof(void*) */
   readonly pointerSize: 4 | 8;
@@ -48,18 +49,29 @@ export interface StructDef<N extends string = string> {
 /** The field names of a struct definition. */
 export type FieldName<D> = D extends StructDef<infer N> ? N : never;
 
+/** Where one field of a C struct lies for one target, as a C compiler places it. */
 export interface FieldLayout {
+  /** The field's name in the spec's C definition (`n_buffers`, `private_data`). */
   readonly name: string;
+  /** Its byte offset from the start of the struct. */
   readonly offset: number;
+  /** Its size in bytes (`sizeof`). */
   readonly size: number;
+  /** Its alignment in bytes (`alignof`). */
   readonly align: number;
 }
 
+/** One C struct of the interfaces laid out for one target: its size, alignment and every field's place. */
 export interface StructLayout {
+  /** The struct's C name: `'ArrowSchema'`, `'ArrowDeviceArray'`, ... */
   readonly name: string;
+  /** The target it was laid out for. */
   readonly target: Target;
+  /** `sizeof` the struct: the end of its last field, rounded up to its alignment. */
   readonly size: number;
+  /** `alignof` the struct: the largest alignment of its fields. */
   readonly align: number;
+  /** Every field, in declaration order. */
   readonly fields: readonly FieldLayout[];
   /** Field offsets by name: `layout.offsets.length`. */
   readonly offsets: Readonly<Record<string, number>>;
@@ -266,20 +278,37 @@ export const ALL_STRUCTS: readonly StructDef[] = [
 
 /** The layouts of every struct for one target, by struct name. */
 export interface Layouts {
+  /** The target every layout here is for. */
   readonly target: Target;
+  /** `struct ArrowSchema` (CDataInterface.rst, "The ArrowSchema structure"). */
   readonly ArrowSchema: StructLayout;
+  /** `struct ArrowArray` (CDataInterface.rst, "The ArrowArray structure"). */
   readonly ArrowArray: StructLayout;
+  /** `struct ArrowArrayStream` (CStreamInterface.rst, "The ArrowArrayStream structure"). */
   readonly ArrowArrayStream: StructLayout;
+  /** `struct ArrowDeviceArray` (CDeviceDataInterface.rst, "The ArrowDeviceArray structure"). */
   readonly ArrowDeviceArray: StructLayout;
+  /** `struct ArrowDeviceArrayStream` (CDeviceDataInterface.rst, "The ArrowDeviceArrayStream structure"). */
   readonly ArrowDeviceArrayStream: StructLayout;
+  /** `struct ArrowAsyncTask` (CDeviceDataInterface.rst, "The ArrowAsyncTask structure"). */
   readonly ArrowAsyncTask: StructLayout;
+  /** `struct ArrowAsyncProducer` (CDeviceDataInterface.rst, "The ArrowAsyncProducer structure"), without a `release` member, as Arrow C++'s `abi.h` declares it. */
   readonly ArrowAsyncProducer: StructLayout;
+  /** `struct ArrowAsyncDeviceStreamHandler` (CDeviceDataInterface.rst, "The ArrowAsyncDeviceStreamHandler structure"). */
   readonly ArrowAsyncDeviceStreamHandler: StructLayout;
 }
 
 const layoutsCache = new Map<Target, Layouts>();
 
-/** All layouts for `target`. */
+/**
+ * All layouts for `target`, computed once per target and frozen.
+ *
+ * @example
+ * const wasm = layoutsFor(WASM32);
+ * wasm.ArrowArray.size;                 // 64: five int64s, five 4-byte pointers, rounded up to 8
+ * wasm.ArrowArray.offsets.n_buffers;    // 24
+ * layoutsFor(NATIVE64).ArrowArray.size; // 80: five int64s, five 8-byte pointers
+ */
 export function layoutsFor(target: Target): Layouts {
   let l = layoutsCache.get(target);
   if (!l) {

@@ -66,8 +66,11 @@ export function symbolName(sym: ArrowSymbol): string {
  * Structural, so the published types need no DOM lib.
  */
 export interface ArrowWasmTable {
+  /** The number of entries: a function pointer is an index below it. */
   readonly length: number;
+  /** The function at `index` (`WebAssembly.Table.prototype.get`). */
   get(index: number): unknown;
+  /** Adds `delta` entries set to `value`, returns the old length (`WebAssembly.Table.prototype.grow`). */
   grow(delta: number, value?: unknown): number;
 }
 
@@ -87,7 +90,12 @@ export interface ArrowWasmTable {
  */
 export interface ArrowWasmMemory {
   /** The module's `WebAssembly.Memory` (wasm32: 4-byte pointers). */
-  readonly memory: { readonly buffer: ArrayBuffer; grow(delta: number): number };
+  readonly memory: {
+    /** The memory's current bytes; a growth replaces (and detaches) it. */
+    readonly buffer: ArrayBuffer;
+    /** Grows the memory by `delta` 64 KiB pages; returns the old size in pages. */
+    grow(delta: number): number;
+  };
   /** The module's indirect function table: `release` and the stream callbacks are indices into it. */
   readonly table: ArrowWasmTable;
   /** The module's allocator: the address of `size` bytes aligned to `align`, 0 on failure. A C `malloc(size)` fits (wasm ignores extra arguments). */
@@ -121,9 +129,11 @@ export interface ArrowHandle {
  * both, so `using pair = x[ArrowSymbols.array]()` works.
  */
 export interface ArrowArrayHandles {
+  /** The `ArrowSchema` of the array. */
   readonly schema: ArrowHandle;
   /** An `ArrowArray` (`arrow.c_array`) or an `ArrowDeviceArray` (`arrow.c_device_array`). */
   readonly array: ArrowHandle;
+  /** Disposes both handles (each releases its struct if nobody moved it out). Idempotent; never throws. */
   [Symbol.dispose](): void;
 }
 
@@ -136,26 +146,34 @@ export type ArrowDeviceExportOptions = { readonly [name: string]: unknown };
 
 /** An object that can export its schema (type, field or schema) as an `ArrowSchema`. */
 export interface ArrowSchemaExportable {
+  /** `arrow.c_schema`: a new owned `ArrowSchema` handle on every call. */
   [ArrowSymbols.schema](): ArrowHandle;
 }
 
 /** An object that can export itself as an `ArrowSchema` and an `ArrowArray`. */
 export interface ArrowArrayExportable {
+  /**
+   * `arrow.c_array`: new owned `ArrowSchema` and `ArrowArray` handles. A producer may cast to
+   * `requestedSchema` (PyCapsuleInterface.rst, "Schema Requests") or ignore it.
+   */
   [ArrowSymbols.array](requestedSchema?: ArrowSchemaExportable | null): ArrowArrayHandles;
 }
 
 /** An object that can export itself as an `ArrowArrayStream`. */
 export interface ArrowStreamExportable {
+  /** `arrow.c_stream`: a new owned `ArrowArrayStream` handle; `requestedSchema` as for `arrow.c_array`. */
   [ArrowSymbols.stream](requestedSchema?: ArrowSchemaExportable | null): ArrowHandle;
 }
 
 /** An object that can export itself as an `ArrowSchema` and an `ArrowDeviceArray`. */
 export interface ArrowDeviceArrayExportable {
+  /** `arrow.c_device_array`: new owned `ArrowSchema` and `ArrowDeviceArray` handles; `options` as {@link ArrowDeviceExportOptions} says. */
   [ArrowSymbols.deviceArray](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ArrowArrayHandles;
 }
 
 /** An object that can export itself as an `ArrowDeviceArrayStream`. */
 export interface ArrowDeviceStreamExportable {
+  /** `arrow.c_device_stream`: a new owned `ArrowDeviceArrayStream` handle. */
   [ArrowSymbols.deviceStream](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ArrowHandle;
 }
 

@@ -47,6 +47,11 @@ export class AdbcDatabase extends Closable {
   readonly #life: Lifetime;
   readonly #serial = new Serial();
 
+  /**
+   * Finds and loads the driver (see `ConnectOptions` for every form `driver` takes), then makes and
+   * initialises its database (`AdbcDatabaseNew`, `AdbcDatabaseSetOption`, `AdbcDatabaseInit`), on the
+   * JS thread. Throws an `AdbcError` (`NOT_FOUND` with every place tried, for a driver not found).
+   */
   constructor(options: ConnectOptions) {
     const opened = openDatabase(options);
     super(opened.life);

@@ -127,7 +127,13 @@ export function resolveOptions(opts: ConnectOptions): { driver: string; options:
 
 // --- platform and directories --------------------------------------------------------------------
 
-/** The platform tuple of driver manifests (`linux_amd64`, `macos_arm64`, ...). */
+/**
+ * The platform tuple of driver manifests (`linux_amd64`, `macos_arm64`, ...): the key under which a
+ * manifest's `[Driver.shared]` table names the library for this machine.
+ *
+ * @example
+ * platformTuple(); // 'linux_amd64' on x64 Linux
+ */
 export function platformTuple(): string {
   const os: Record<string, string> = { linux: 'linux', darwin: 'macos', win32: 'windows', freebsd: 'freebsd', openbsd: 'openbsd' };
   const arch: Record<string, string> = {
@@ -304,6 +310,10 @@ export function findDriver(
  * The init function's default name, derived from the library's file name as
  * the ADBC driver manager derives it: `libadbc_driver_sqlite.so` ->
  * `AdbcDriverSqliteInit`, `proprietary_driver.dll` -> `AdbcProprietaryDriverInit`.
+ *
+ * @example
+ * defaultEntrypoint('/usr/lib/libadbc_driver_sqlite.so'); // 'AdbcDriverSqliteInit'
+ * defaultEntrypoint('C:\\drivers\\proprietary_driver.dll'); // 'AdbcProprietaryDriverInit'
  */
 export function defaultEntrypoint(library: string): string {
   let file = basename(library.replaceAll('\\', '/'));

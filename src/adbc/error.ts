@@ -10,8 +10,36 @@
  * if (e instanceof AdbcError && e.status === AdbcStatus.NOT_FOUND) createTable();
  */
 export const AdbcStatus = {
-  OK: 0, UNKNOWN: 1, NOT_IMPLEMENTED: 2, NOT_FOUND: 3, ALREADY_EXISTS: 4, INVALID_ARGUMENT: 5, INVALID_STATE: 6,
-  INVALID_DATA: 7, INTEGRITY: 8, INTERNAL: 9, IO: 10, CANCELLED: 11, TIMEOUT: 12, UNAUTHENTICATED: 13, UNAUTHORIZED: 14,
+  /** `ADBC_STATUS_OK`: no error. */
+  OK: 0,
+  /** `ADBC_STATUS_UNKNOWN`: an error of no other kind. */
+  UNKNOWN: 1,
+  /** `ADBC_STATUS_NOT_IMPLEMENTED`: the driver does not support the operation. */
+  NOT_IMPLEMENTED: 2,
+  /** `ADBC_STATUS_NOT_FOUND`: a named object (a table, an option) does not exist. */
+  NOT_FOUND: 3,
+  /** `ADBC_STATUS_ALREADY_EXISTS`: the object to create exists already. */
+  ALREADY_EXISTS: 4,
+  /** `ADBC_STATUS_INVALID_ARGUMENT`: invalid arguments, likely a programming error (a wrong format, a value out of range). */
+  INVALID_ARGUMENT: 5,
+  /** `ADBC_STATUS_INVALID_STATE`: the operation's preconditions are not met (an object not yet fully configured). */
+  INVALID_STATE: 6,
+  /** `ADBC_STATUS_INVALID_DATA`: invalid data was processed, not a programming error (a division by zero in a query). */
+  INVALID_DATA: 7,
+  /** `ADBC_STATUS_INTEGRITY`: the database's integrity was at stake (a failed foreign key or uniqueness check). */
+  INTEGRITY: 8,
+  /** `ADBC_STATUS_INTERNAL`: an error internal to the driver or the database. */
+  INTERNAL: 9,
+  /** `ADBC_STATUS_IO`: an I/O or network failure. */
+  IO: 10,
+  /** `ADBC_STATUS_CANCELLED`: the operation was cancelled, not by a timeout. */
+  CANCELLED: 11,
+  /** `ADBC_STATUS_TIMEOUT`: the operation timed out. */
+  TIMEOUT: 12,
+  /** `ADBC_STATUS_UNAUTHENTICATED`: authentication failed. */
+  UNAUTHENTICATED: 13,
+  /** `ADBC_STATUS_UNAUTHORIZED`: the client may not perform the operation. */
+  UNAUTHORIZED: 14,
 } as const;
 
 /**
@@ -23,7 +51,11 @@ const CODE_NAMES = [
   'InvalidData', 'Integrity', 'Internal', 'IO', 'Cancelled', 'Timeout', 'Unauthenticated', 'Unauthorized',
 ] as const;
 
-/** The `code` of an `AdbcError`: a status name (`'NotFound'`, `'InvalidArguments'`, ...). */
+/**
+ * The `code` of an `AdbcError`: a status name (`'NotFound'`, `'InvalidArguments'`, ...).
+ *
+ * @useDeclaredType
+ */
 export type AdbcErrorCode = (typeof CODE_NAMES)[number];
 
 /** What an `AdbcError` is made of. */
@@ -57,6 +89,7 @@ export interface AdbcErrorInit {
  * }
  */
 export class AdbcError extends Error {
+  /** `'AdbcError'`, as the official package's. */
   override name = 'AdbcError';
   /** The status as a name: `'NotFound'`, `'InvalidArguments'`, ... (the official package's `code`). */
   readonly code: AdbcErrorCode | `Status${number}`;
@@ -71,6 +104,7 @@ export class AdbcError extends Error {
   /** The ADBC function (or step of this module) that failed. */
   readonly operation: string;
 
+  /** The error of `operation`; `message` is the driver's, else `<operation>: <code>`. */
   constructor(operation: string, init: AdbcErrorInit, options?: { cause?: unknown }) {
     const code = CODE_NAMES[init.status] ?? (`Status${init.status}` as const);
     super(init.message ?? `${operation}: ${code}`, options?.cause === undefined ? undefined : { cause: options.cause });
@@ -97,7 +131,11 @@ export class AdbcError extends Error {
    * The official package's helper: an `AdbcError` is returned as it is, anything else unchanged.
    *
    * @example
-   * catch (e) { throw AdbcError.fromError(e); }
+   * try {
+   *   await conn.query('SELECT * FROM missing');
+   * } catch (e) {
+   *   throw AdbcError.fromError(e);
+   * }
    */
   static fromError(err: unknown): unknown {
     return err;

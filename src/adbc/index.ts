@@ -6,6 +6,8 @@
  * `exportArrayStream`, and every call that may block runs off the JS thread.
  *
  * This file is the subpath's public API, listed by hand (as src/index.ts is).
+ *
+ * @module arrow-device/adbc
  */
 export { AdbcDatabase, type DriverInfo } from './database.js';
 export { AdbcConnection } from './connection.js';

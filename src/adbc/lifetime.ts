@@ -167,10 +167,12 @@ export class Closable {
     if (err !== undefined) throw err;
   }
 
+  /** `closeSync()`: what the end of a `using` scope calls. */
   [Symbol.dispose](): void {
     this.closeSync();
   }
 
+  /** `close()`: what the end of an `await using` scope calls. */
   async [Symbol.asyncDispose](): Promise<void> {
     this.closeSync();
   }

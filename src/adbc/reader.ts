@@ -86,18 +86,22 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
     return this;
   }
 
+  /** arrow-js `RecordBatchReader`: true, the reader can be read synchronously (`next()`, `for...of`). */
   isSync(): true {
     return true;
   }
 
+  /** arrow-js `RecordBatchReader`: false, it is not an async-only reader (`for await` works all the same). */
   isAsync(): false {
     return false;
   }
 
+  /** arrow-js `RecordBatchReader`: true, a stream of batches. */
   isStream(): true {
     return true;
   }
 
+  /** arrow-js `RecordBatchReader`: false, not an IPC file. */
   isFile(): false {
     return false;
   }
@@ -110,6 +114,7 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
     }
   }
 
+  /** The reader is its own iterator: `for (const batch of reader)` calls `next()`. */
   [Symbol.iterator](): this {
     return this;
   }
@@ -220,10 +225,12 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
     }
   }
 
+  /** `release()`: what the end of a `using` scope calls. */
   [Symbol.dispose](): void {
     this.release();
   }
 
+  /** `release()`: what the end of an `await using` scope calls. */
   async [Symbol.asyncDispose](): Promise<void> {
     this.release();
   }

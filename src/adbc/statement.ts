@@ -37,7 +37,10 @@ export type QueryOptions = Omit<StreamImportOptions, 'view' | 'memory'>;
 export type BindSource = RecordBatchSource | RecordBatch | ArrowStreamExportable;
 
 /** What `ingestStream` and `bindStream` take besides a `BindSource`: an async source (an async arrow-js reader, an async iterable of batches). */
-export type AsyncBatchSource = AsyncIterable<RecordBatch> & { schema?: Schema };
+export type AsyncBatchSource = AsyncIterable<RecordBatch> & {
+  /** The batches' schema where the source has it before the first batch (an async arrow-js reader); else the first batch's is used. */
+  schema?: Schema;
+};
 
 /** @internal What a statement shares with its connection. */
 export interface ConnectionCore {

@@ -55,15 +55,25 @@ export type ObjectDepth = (typeof ObjectDepth)[keyof typeof ObjectDepth];
  * const info = await conn.getInfo([InfoCode.VendorName, InfoCode.DriverVersion]);
  */
 export const InfoCode = {
+  /** `ADBC_INFO_VENDOR_NAME`: the database's name (a string). */
   VendorName: 0,
+  /** `ADBC_INFO_VENDOR_VERSION`: the database's version (a string). */
   VendorVersion: 1,
+  /** `ADBC_INFO_VENDOR_ARROW_VERSION`: the Arrow library version the database uses (a string). */
   VendorArrowVersion: 2,
+  /** `ADBC_INFO_VENDOR_SQL`: whether the database accepts SQL queries (a boolean). */
   VendorSql: 3,
+  /** `ADBC_INFO_VENDOR_SUBSTRAIT`: whether the database accepts Substrait plans (a boolean). */
   VendorSubstrait: 4,
+  /** `ADBC_INFO_VENDOR_SUBSTRAIT_MIN_VERSION`: the oldest Substrait version it accepts (a string). */
   VendorSubstraitMinVersion: 5,
+  /** `ADBC_INFO_VENDOR_SUBSTRAIT_MAX_VERSION`: the newest Substrait version it accepts (a string). */
   VendorSubstraitMaxVersion: 6,
+  /** `ADBC_INFO_DRIVER_NAME`: the driver's name (a string). */
   DriverName: 100,
+  /** `ADBC_INFO_DRIVER_VERSION`: the driver's version (a string). */
   DriverVersion: 101,
+  /** `ADBC_INFO_DRIVER_ARROW_VERSION`: the Arrow library version the driver was built with (a string). */
   DriverArrowVersion: 102,
   /** The ADBC version the driver implements (ADBC 1.1.0). */
   DriverAdbcVersion: 103,
@@ -136,9 +146,20 @@ export type ConnectOptions =
       databaseOptions?: Record<string, string>;
     })
   | (ConnectOptionsBase & {
+      /** Absent: `databaseOptions` names the driver. */
       driver?: undefined;
       /** Without `driver`: a `uri` whose scheme names the driver, or a `profile` that does. */
-      databaseOptions: ({ uri: string } | { profile: string }) & Record<string, string>;
+      databaseOptions: (
+        | {
+            /** A URI whose scheme names the driver (`'postgresql://localhost/db'`, `'sqlite:file::memory:'`). */
+            uri: string;
+          }
+        | {
+            /** A connection profile that names the driver: a name (`<name>.toml` in the profile search directories) or an absolute path to one. */
+            profile: string;
+          }
+      ) &
+        Record<string, string>;
     });
 
 /**
@@ -167,10 +188,14 @@ export interface IngestOptions {
 export interface GetObjectsOptions {
   /** How deep to go; default `ObjectDepth.All`. */
   depth?: ObjectDepth;
+  /** Only catalogs whose name matches this pattern. */
   catalog?: string;
+  /** Only database schemas whose name matches this pattern. */
   dbSchema?: string;
+  /** Only tables whose name matches this pattern. */
   tableName?: string;
   /** Only tables of these types (`'table'`, `'view'`, as `getTableTypes` lists them). */
   tableType?: string[];
+  /** Only columns whose name matches this pattern. */
   columnName?: string;
 }

@@ -50,6 +50,7 @@ import { viewOf } from './view.js';
 
 export type { SchemaLike };
 
+/** The option every function of the package takes: which memory its structs live in. */
 export interface MemoryOption {
   /** The memory the structs live in; the process's own (native) by default. */
   memory?: Memory;
@@ -60,8 +61,13 @@ export interface SchemaImportOptions extends MemoryOption, ToArrowOptions {
   keep?: boolean;
 }
 
+/**
+ * Options of the array importers' pointer form (`importData`, `importRecordBatch`, ...): the memory,
+ * `copy`, the validation level and the conversion to arrow-js (`expand`).
+ */
 export interface ArrayImportOptions extends MemoryOption, ImportCoreOptions {}
 
+/** Options of `exportSchema` and `exportArray`: where the struct is written, and whether to return an owned handle. */
 export interface ExportOptions extends MemoryOption {
   /** Write into this struct (the consumer's memory) instead of allocating one. */
   into?: Ptr;
@@ -75,6 +81,7 @@ export interface ExportOptions extends MemoryOption {
 
 /** Protocol-form options: those of the pointer form and of the exchange (`requestedSchema`). */
 export type SchemaExchangeOptions = SchemaImportOptions & ExchangeImportOptions;
+/** Protocol-form options of the array importers: those of the pointer form and of the exchange (`requestedSchema`). */
 export type ArrayExchangeOptions = ArrayImportOptions & ExchangeImportOptions;
 
 /** `handle: true` needs our own allocation: a struct the consumer gave (`into`) is its. */
@@ -131,14 +138,26 @@ export function importSchema(ptr: Ptr | ArrowSchemaExportable, opts: SchemaImpor
   return batchSchemaOf(planOfNode(importSchemaNode(ptr as Ptr, opts), opts));
 }
 
-/** Imports an `ArrowSchema` (a pointer, or an object implementing `arrow.c_schema`) as an arrow-js `Field` (name, type, nullability, metadata). */
+/**
+ * Imports an `ArrowSchema` (a pointer, or an object implementing `arrow.c_schema`) as an arrow-js `Field` (name, type, nullability, metadata).
+ *
+ * @example
+ * const field = importField(schemaPtr);  // the ArrowSchema is released unless { keep: true }
+ * console.log(field.name, String(field.type), field.nullable);
+ */
 export function importField(source: ArrowSchemaExportable, opts?: SchemaExchangeOptions): Field;
 export function importField(ptr: Ptr, opts?: SchemaImportOptions): Field;
 export function importField(ptr: Ptr | ArrowSchemaExportable, opts: SchemaImportOptions = {}): Field {
   return nodeToField(importSchemaNode(ptr as Ptr, opts), 'schema', opts);
 }
 
-/** Imports an `ArrowSchema` (a pointer, or an object implementing `arrow.c_schema`) as an arrow-js `DataType`. */
+/**
+ * Imports an `ArrowSchema` (a pointer, or an object implementing `arrow.c_schema`) as an arrow-js `DataType`.
+ *
+ * @example
+ * const type = importType(schemaPtr);                 // format 'i' -> Int32
+ * using data = importData(arrayPtr, type);            // arrays of that type, against it
+ */
 export function importType(source: ArrowSchemaExportable, opts?: SchemaExchangeOptions): DataType;
 export function importType(ptr: Ptr, opts?: SchemaImportOptions): DataType;
 export function importType(ptr: Ptr | ArrowSchemaExportable, opts: SchemaImportOptions = {}): DataType {
@@ -189,6 +208,13 @@ export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr | Exp
  * the producer is released when the views are no longer reachable (or at
  * once with `copy`). `source` may be an object implementing `arrow.c_array`
  * in place of both pointers (then the second argument is the options).
+ *
+ * @example
+ * // A run-end encoded array, which arrow-js cannot represent, read as it is:
+ * const view = importArrayView(arrayPtr, schemaPtr);
+ * const runEnds = view.children[0]!;                  // view.schema.type.id === 'run_end_encoded'
+ * const ends = new Int32Array(runEnds.buffers[1]!.buffer, runEnds.buffers[1]!.byteOffset, runEnds.length);
+ * releaseImport(view);                                 // the producer's release, now
  */
 export function importArrayView(source: ArrowArrayExportable, opts?: ArrayExchangeOptions): ArrayView;
 export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts?: ArrayImportOptions): ArrayView;
@@ -205,6 +231,10 @@ export function importArrayView(ptr: Ptr | ArrowArrayExportable, schema?: Schema
  * Releases the producer's memory behind an import now: `x` is an object an
  * import function returned. Kept for compatibility: the same as
  * `releaseImport(x)` (which is safe also after values were read).
+ *
+ * @example
+ * const batch = importRecordBatch(arrayPtr, schema);
+ * disposeImport(batch); // as releaseImport(batch) or batch.release()
  */
 export function disposeImport(x: object): void {
   releaseImport(x);
@@ -235,6 +265,10 @@ export function importData(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike 
 /**
  * Imports an `ArrowArray` (or an object implementing `arrow.c_array`) as an
  * arrow-js `Vector` (releasable like the Data it holds).
+ *
+ * @example
+ * using v = importVector(arrayPtr, new Int32());  // the schema as an arrow-js DataType
+ * const values = v.toArray();                      // an Int32Array over the producer's memory
  */
 export function importVector(source: ArrowArrayExportable, opts?: ArrayExchangeOptions): ImportedVector;
 export function importVector(ptr: Ptr, schema: SchemaLike | Ptr, opts?: ArrayImportOptions): ImportedVector;
@@ -415,7 +449,12 @@ export function toExportView(x: Data | Vector | RecordBatch | ArrayView, forWrit
  * freeArrowArray(array);
  */
 export function exportRecordBatch(batch: RecordBatch, opts: MemoryOption & { handle: true }): ArrayExportHandles;
-export function exportRecordBatch(batch: RecordBatch, opts?: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr; handle?: false }): { schema: Ptr; array: Ptr };
+export function exportRecordBatch(batch: RecordBatch, opts?: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr; handle?: false }): {
+  /** The `ArrowSchema`: a struct (`+s`) of the batch's fields. */
+  schema: Ptr;
+  /** The struct `ArrowArray` of the batch's columns. */
+  array: Ptr;
+};
 export function exportRecordBatch(
   batch: RecordBatch,
   opts: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr; handle?: boolean } = {},
@@ -451,7 +490,12 @@ export function exportRecordBatch(
  * for (const a of t.arrays) nativeLib.consume(exportSchema(table.schema), a.address);
  */
 export function exportTable(table: Table, opts: MemoryOption & { handle: true }): TableExportHandles;
-export function exportTable(table: Table, opts?: MemoryOption & { handle?: false }): { schema: Ptr; arrays: Ptr[] };
+export function exportTable(table: Table, opts?: MemoryOption & { handle?: false }): {
+  /** The `ArrowSchema` of every batch. */
+  schema: Ptr;
+  /** One struct `ArrowArray` per batch, in the table's order. */
+  arrays: Ptr[];
+};
 export function exportTable(table: Table, opts: MemoryOption & { handle?: boolean } = {}): { schema: Ptr; arrays: Ptr[] } | TableExportHandles {
   const m = mem(opts);
   if (opts.handle) {
@@ -490,36 +534,89 @@ export function exportTable(table: Table, opts: MemoryOption & { handle?: boolea
 
 // --- struct helpers --------------------------------------------------------------------
 
-/** Allocates a zeroed `ArrowSchema` for a producer to fill. */
+/**
+ * Allocates a zeroed `ArrowSchema` for a producer to fill.
+ *
+ * @example
+ * const schema = allocArrowSchema();
+ * const array = allocArrowArray();
+ * nativeLib.produce(schema, array);                // the producer fills both
+ * using batch = importRecordBatch(array, schema);  // moves the array out, releases the schema
+ * freeArrowSchema(schema);                         // our structs, now empty
+ * freeArrowArray(array);
+ */
 export function allocArrowSchema(opts: MemoryOption = {}): Ptr {
   const m = mem(opts);
   return m.alloc(m.layouts.ArrowSchema.size);
 }
 
-/** Allocates a zeroed `ArrowArray` for a producer to fill. */
+/**
+ * Allocates a zeroed `ArrowArray` for a producer to fill.
+ *
+ * @example
+ * const array = allocArrowArray();
+ * nativeLib.produce_array(array);                 // the producer fills it
+ * using data = importData(array, new Int32());    // the array is moved out of our struct
+ * freeArrowArray(array);
+ */
 export function allocArrowArray(opts: MemoryOption = {}): Ptr {
   const m = mem(opts);
   return m.alloc(m.layouts.ArrowArray.size);
 }
 
-/** Calls the `ArrowArray`'s release if it is not released yet. */
+/**
+ * Calls the `ArrowArray`'s release if it is not released yet (its `release` is not NULL), and leaves
+ * the struct allocated: the owner of a struct releases it once (CDataInterface.rst, "Release callback
+ * semantics -- for consumers").
+ *
+ * @example
+ * const array = allocArrowArray();
+ * nativeLib.produce_array(array);
+ * releaseArrowArray(array);   // not wanted after all: the producer's release, once
+ * freeArrowArray(array);      // the struct's memory
+ */
 export function releaseArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
   releaseStruct(mem(opts), 'ArrowArray', arrayPtrArg(ptr, 'ptr', mem(opts)));
 }
 
-/** Calls the `ArrowSchema`'s release if it is not released yet. */
+/**
+ * Calls the `ArrowSchema`'s release if it is not released yet, and leaves the struct allocated.
+ *
+ * @example
+ * const schema = allocArrowSchema();
+ * nativeLib.produce_schema(schema);
+ * const node = importSchemaNode(schema, { keep: true }); // read, left live
+ * releaseArrowSchema(schema);                             // released once, by its owner
+ * freeArrowSchema(schema);
+ */
 export function releaseArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
   releaseStruct(mem(opts), 'ArrowSchema', schemaPtrArg(ptr, 'ptr', mem(opts)));
 }
 
-/** Releases (if still live) and frees an `ArrowArray` struct allocated by this library. */
+/**
+ * Releases (if still live) and frees an `ArrowArray` struct allocated by this library. A pointer this
+ * library did not allocate, or freed already, is an `ArrowDeviceError`, never a double free.
+ *
+ * @example
+ * const array = exportArray(batch);
+ * nativeLib.consume_array(array);   // the consumer moves it out or releases it
+ * freeArrowArray(array);            // releases it first if the consumer did neither
+ */
 export function freeArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
   checkOwned(mem(opts), ptr, 'freeArrowArray');
   releaseArrowArray(ptr, opts);
   mem(opts).free(ptr);
 }
 
-/** Releases (if still live) and frees an `ArrowSchema` struct allocated by this library. */
+/**
+ * Releases (if still live) and frees an `ArrowSchema` struct allocated by this library; as
+ * `freeArrowArray`, a pointer that is not ours is an error.
+ *
+ * @example
+ * const schema = exportSchema(table.schema);
+ * nativeLib.consume_schema(schema);
+ * freeArrowSchema(schema);
+ */
 export function freeArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
   checkOwned(mem(opts), ptr, 'freeArrowSchema');
   releaseArrowSchema(ptr, opts);
@@ -529,19 +626,41 @@ export function freeArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
 /**
  * Moves a struct as the spec says (CDataInterface.rst, "Moving an array"):
  * a bitwise copy into `dst`, then the source marked released.
+ *
+ * @example
+ * const dst = allocArrowArray();
+ * moveArrowArray(arrayPtr, dst);   // dst owns the data now; arrayPtr's release is NULL
+ * using data = importData(dst, schema);
+ * freeArrowArray(dst);
  */
 export function moveArrowArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
   const m = mem(opts);
   moveStruct(m, 'ArrowArray', arrayPtrArg(src, 'src', m), arrayPtrArg(dst, 'dst', m));
 }
 
-/** Moves an `ArrowSchema` (bitwise copy, then the source marked released). */
+/**
+ * Moves an `ArrowSchema` (bitwise copy, then the source marked released), as `moveArrowArray`.
+ *
+ * @example
+ * const dst = allocArrowSchema();
+ * moveArrowSchema(schemaPtr, dst);  // dst owns the schema now
+ * const schema = importSchema(dst);  // read and released
+ * freeArrowSchema(dst);
+ */
 export function moveArrowSchema(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
   const m = mem(opts);
   moveStruct(m, 'ArrowSchema', schemaPtrArg(src, 'src', m), schemaPtrArg(dst, 'dst', m));
 }
 
-/** Whether `ptr` is an `ArrowArray` exported by this library (its release is ours). */
+/**
+ * Whether `ptr` is an `ArrowArray` exported by this library (its release is ours).
+ *
+ * @example
+ * const ptr = exportArray(batch);
+ * isOurArrowArray(ptr);       // true
+ * isOurArrowArray(arrayPtr);  // false: a native producer's
+ * freeArrowArray(ptr);
+ */
 export function isOurArrowArray(ptr: Ptr, opts: MemoryOption = {}): boolean {
   const m = mem(opts);
   arrayPtrArg(ptr, 'ptr', m);

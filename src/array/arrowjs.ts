@@ -24,12 +24,23 @@ import type { ArrayView } from './view.js';
 /**
  * An arrow-js `Data` of `type` over a plain `ArrayView` (zero-copy over its
  * buffers). `type` is the arrow-js type of `view.schema` (`nodeToType`).
+ *
+ * @example
+ * const view = importArrayView(arrayPtr, schemaPtr);  // an int32 array
+ * const data = viewToData(view, new Int32());         // its buffers, as arrow-js Data
+ * new Vector([data]).get(0);
  */
 export function viewToData(view: ArrayView, type: DataType, path = 'array', opts: ToArrowOptions = {}): Data {
   return dataFromView(view, type, path, opts.expand ?? false);
 }
 
-/** The arrow-js `Data` of an `ArrayView`, with the type its schema gives. */
+/**
+ * The arrow-js `Data` of an `ArrayView`, with the type its schema gives.
+ *
+ * @example
+ * const view = importArrayView(arrayPtr, schemaPtr);      // a list view: arrow-js has no such type
+ * const data = viewToArrow(view, { expand: true });       // read as a list (a copy of what it needs)
+ */
 export function viewToArrow(view: ArrayView, opts: ToArrowOptions = {}, path = 'array'): Data {
   return viewToData(view, nodeToType(view.schema, 'schema', opts), path, opts);
 }
@@ -74,6 +85,12 @@ function dictionaryData(v: Vector): Data {
 /**
  * An `ArrayView` (C offset convention, offset 0) of arrow-js `data`, and
  * the schema node describing it. Buffers are views of the JS buffers.
+ *
+ * @example
+ * const x = tableFromArrays({ x: Int32Array.of(1, 2, 3) }).getChild('x')!;
+ * const view = dataToView(x.data[0]!);   // view.buffers[1]: the 12 bytes of the values
+ * const ptr = exportArray(view);         // an ArrayView exports as arrow-js data does
+ * freeArrowArray(ptr);
  */
 export function dataToView(data: Data, schema?: SchemaNode): ArrayView {
   const node = schema ?? schemaNodeOf(data.type as DataType);

@@ -106,7 +106,15 @@ export function releaseObject(x: object, reason: Parameters<ImportOwner['release
   }
 }
 
-/** Whether every owner behind `x` (an object an import returned) is released. */
+/**
+ * Whether every owner behind `x` (an object an import returned) is released.
+ *
+ * @example
+ * const batch = importRecordBatch(arrayPtr, schema);
+ * isImportReleased(batch);  // false
+ * batch.release();
+ * isImportReleased(batch);  // true: reads now throw a `released` ArrowDeviceError
+ */
 export function isImportReleased(x: object): boolean {
   const by = ownersOf(x);
   if (!by) throw invalid('isImportReleased', 'not an object returned by an import of this library');
@@ -157,22 +165,50 @@ export interface Exchangeable {
 }
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- arrow-js's own defaults for its type parameters */
-/** A `RecordBatch` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`). */
+/**
+ * A `RecordBatch` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`).
+ *
+ * @example
+ * function firstX(arrayPtr: bigint, schema: Schema): unknown {
+ *   using batch = importRecordBatch(arrayPtr, schema);   // an ImportedRecordBatch
+ *   return batch.getChild('x')?.get(0);
+ * }                                                       // released on return, exactly once
+ */
 export class ImportedRecordBatch<T extends TypeMap = any> extends RecordBatch<T> {}
 export interface ImportedRecordBatch<T extends TypeMap = any> extends Releasable, Exchangeable {}
 defineReleasable(ImportedRecordBatch.prototype);
 
-/** A `Table` an import returned: releasing it releases every batch. */
+/**
+ * A `Table` an import returned: releasing it releases every batch.
+ *
+ * @example
+ * const table = importArrayStream(streamPtr).toTable();  // an ImportedTable
+ * console.log(table.numRows);
+ * table.release();                                        // every batch's producer, now
+ */
 export class ImportedTable<T extends TypeMap = any> extends Table<T> {}
 export interface ImportedTable<T extends TypeMap = any> extends Releasable {}
 defineReleasable(ImportedTable.prototype);
 
-/** A `Vector` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`). */
+/**
+ * A `Vector` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`).
+ *
+ * @example
+ * using v = importVector(arrayPtr, schemaPtr);
+ * const values = v.toArray().slice();  // a copy that outlives the release
+ */
 export class ImportedVector<T extends DataType = any> extends Vector<T> {}
 export interface ImportedVector<T extends DataType = any> extends Releasable, Exchangeable {}
 defineReleasable(ImportedVector.prototype);
 
-/** A `Data` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`). */
+/**
+ * A `Data` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`).
+ *
+ * @example
+ * const data = importData(arrayPtr, schemaPtr);
+ * using pair = data[ArrowSymbols.array]();  // handed on without a copy: data is released
+ * nativeLib.consume(pair.schema.address, pair.array.address);
+ */
 export class ImportedData<T extends DataType = any> extends Data<T> {}
 export interface ImportedData<T extends DataType = any> extends Releasable, Exchangeable {}
 defineReleasable(ImportedData.prototype);

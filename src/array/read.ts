@@ -70,6 +70,19 @@ import { AddressSet, MAX_NESTING_DEPTH, reachedTwice, visitOnce } from '../schem
 import type { ImportOwner } from './owner.js';
 import { FullCheck, type Plan, type PlanNode } from './plan.js';
 
+/**
+ * How much of foreign input an import checks, each level documented by its cost (the `validate` option;
+ * `'default'` unless set):
+ * - `'minimal'`: what the struct says about itself (counts of buffers and children against the type,
+ *   lengths, offsets and null counts, NULL buffers, released children), O(buffers). The checks that keep
+ *   an import from reading out of bounds, so `'none'` means `'minimal'`.
+ * - `'default'`: adds the values that size buffers (first and last offsets, child lengths, variadic
+ *   sizes), still O(buffers).
+ * - `'full'`: adds the contents, O(length): every offset in order and in range, union type ids, run ends,
+ *   views inside their buffers, dictionary indices; reading every value through arrow-js cannot throw.
+ *
+ * The README's "Import" section lists what each level leaves unchecked.
+ */
 export type ValidationLevel = 'none' | 'minimal' | 'default' | 'full';
 
 export const MINIMAL = 1;

@@ -10,10 +10,17 @@ import { specAt } from '../schema/layout.js';
 import type { PlanNode } from './plan.js';
 import { bufferView, BUFFERS, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, skip, type ImportRead } from './read.js';
 
+/**
+ * An `ArrowArray` tree as plain JS: each node's counts, and each buffer as a byte view, with every type
+ * of the spec (list views and run-end encoded arrays too, which arrow-js lacks). What `importArrayView`
+ * returns, `dataToView` makes of arrow-js data, and `exportArray` takes.
+ */
 export interface ArrayView {
   /** The type of this node; for a dictionary-encoded array, `schema.dictionary` is the values' type. */
   readonly schema: SchemaNode;
+  /** The number of logical elements (`ArrowArray.length`). */
   readonly length: number;
+  /** The logical offset into every buffer of this node (`ArrowArray.offset`), in elements. */
   readonly offset: number;
   /** -1 when unknown (the producer did not compute it). */
   readonly nullCount: number;
@@ -24,7 +31,9 @@ export interface ArrayView {
    * each variadic data buffer, then the int64 variadic sizes buffer.
    */
   readonly buffers: readonly (Uint8Array | null)[];
+  /** The child arrays, in the order of `schema.children`. */
   readonly children: readonly ArrayView[];
+  /** The dictionary (the values) of a dictionary-encoded array; null otherwise. */
   readonly dictionary: ArrayView | null;
 }
 
@@ -90,12 +99,26 @@ export function viewOf(read: ImportRead, pn: PlanNode, p: number): ImportedView 
   return new ImportedView(read, pn, p, children, dictionary);
 }
 
-/** Reads bit `i` of a bitmap (LSB first, Columnar.rst "Validity bitmaps"). */
+/**
+ * Reads bit `i` of a bitmap (LSB first, Columnar.rst "Validity bitmaps").
+ *
+ * @example
+ * getBit(Uint8Array.of(0b0000_0101), 2); // true
+ * getBit(Uint8Array.of(0b0000_0101), 1); // false
+ */
 export function getBit(bitmap: Uint8Array, i: number): boolean {
   return (bitmap[i >> 3]! & (1 << (i & 7))) !== 0;
 }
 
-/** Whether element `i` (logical, offset applied) of `view` is valid. Unions and run-end encoded arrays defer to children. */
+/**
+ * Whether element `i` (logical, offset applied) of `view` is valid. Unions and run-end encoded arrays
+ * have no validity bitmap (Columnar.rst, "Union Layout", "Run-End Encoded Layout"): they read as
+ * valid here, and their children say.
+ *
+ * @example
+ * const view = importArrayView(arrayPtr, schemaPtr);
+ * const nulls = Array.from({ length: view.length }, (_, i) => !isValid(view, i)).filter(Boolean).length;
+ */
 export function isValid(view: ArrayView, i: number): boolean {
   const t = view.schema.type.id;
   if (t === 'null') return false;

@@ -50,9 +50,21 @@ import { closeSync } from '../platform/node.js';
 import { Doorbell, type DoorbellMechanism } from './doorbell.js';
 import { asyncRing, asyncRingMissing, EV_END, EV_ERROR, EV_RELEASE, EV_TASK, RING_EVENT_BYTES, type RingLib } from './ring.js';
 
-/** An error the producer reported through `on_error`. */
+/**
+ * An error the producer reported through `on_error`: its errno code (`errno`, `code`), its message and
+ * its metadata, copied out at once (the producer may free them when `on_error` returns).
+ *
+ * @example
+ * try {
+ *   for await (const batch of reader) use(batch);
+ * } catch (e) {
+ *   if (e instanceof AsyncStreamError) console.log(e.code, e.detail, e.metadata?.get('reason'));
+ * }
+ */
 export class AsyncStreamError extends ArrowDeviceError {
+  /** `'AsyncStreamError'`. */
   override name = 'AsyncStreamError';
+  /** Made by the reader from what `on_error` passed: the code, the message (null: none), the metadata. */
   constructor(
     errno: number,
     message: string | null,
@@ -63,15 +75,18 @@ export class AsyncStreamError extends ArrowDeviceError {
   }
 }
 
-/** A batch and the metadata its producer sent with it. */
 /** What an async reader yields: record batches (ArrayViews with `view: true`), or device arrays the CPU cannot read. */
 export type AsyncItem = ImportedRecordBatch | ArrayView | DeviceArray;
 
+/** A batch and the metadata its producer sent with it (what `reader.next()` and `reader.tasks()` give). */
 export interface AsyncTaskResult<T extends AsyncItem = ImportedRecordBatch | DeviceArray> {
+  /** The batch, extracted from the producer's `ArrowAsyncTask`. */
   readonly data: T;
+  /** The metadata of `on_next_task`, decoded (null: none). */
   readonly metadata: Metadata | null;
 }
 
+/** Options of `createAsyncDeviceStreamReader`: those of a device import, and the reader's own. */
 export interface AsyncConsumerOptions extends DeviceImportOptions {
   /** Batches requested ahead of the reader at most (the queue bound). Default 4. */
   queueSize?: number;
@@ -168,7 +183,7 @@ export function readerCallbacks(mem: Memory, handler: Ptr): HandlerCallbacks | n
  * `AsyncIterable` (and a WHATWG `ReadableStream`).
  *
  * @example
- * const reader = createAsyncDeviceStreamReader();
+ * const reader = createAsyncDeviceStreamReader({ toHost: true });
  * nativeLib.produce(reader.handler);            // the producer takes the handler
  * for await (const batch of reader) console.log(batch.numRows);
  */
@@ -182,7 +197,11 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
    * (`ExportHandle.released`); never rejects.
    */
   readonly released: Promise<void>;
-  /** @deprecated The name before 0.2: `released`. */
+  /**
+   * `released`, under its name before 0.2.
+   *
+   * @deprecated The name before 0.2: `released`.
+   */
   get closed(): Promise<void> {
     return this.released;
   }
@@ -232,6 +251,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   /** Tasks extracted with a NULL out (after a cancel). */
   discardedTasks = 0;
 
+  /** A reader and its handler; `createAsyncDeviceStreamReader` is the typed way to make one. */
   constructor(
     private readonly opts: AsyncConsumerOptions = {},
   ) {
@@ -839,7 +859,14 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   }
 }
 
-/** Creates a handler for a native producer and the reader of what it pushes. */
+/**
+ * Creates a handler for a native producer and the reader of what it pushes.
+ *
+ * @example
+ * const reader = createAsyncDeviceStreamReader({ queueSize: 4, toHost: true });
+ * nativeLib.start_producing(reader.handler);  // the producer pushes from its own thread
+ * for await (const batch of reader) use(batch); // released when the loop moves on (keep() to keep one)
+ */
 export function createAsyncDeviceStreamReader(opts: AsyncConsumerOptions & { view: true; toHost: true }): AsyncDeviceStreamReader<ArrayView>;
 export function createAsyncDeviceStreamReader(opts: AsyncConsumerOptions & { view: true }): AsyncDeviceStreamReader<ArrayView | DeviceArray>;
 export function createAsyncDeviceStreamReader(opts: AsyncConsumerOptions & { toHost: true }): AsyncDeviceStreamReader<ImportedRecordBatch>;

@@ -55,12 +55,18 @@ import {
 } from './common.js';
 import { readerCallbacks } from './consumer.js';
 
-/** What a task carries: an arrow-js record batch, a struct `ArrayView` (any type of the spec), or a `DeviceArray`. */
+/**
+ * What a task carries: an arrow-js record batch, a struct `ArrayView` (any type of the spec), or a `DeviceArray`.
+ *
+ * @inline
+ */
 type Item = RecordBatch | DeviceArray | ArrayView;
 /** What can be produced from: async or sync iterables of batches, a ReadableStream, an arrow-js async reader. */
 export type AsyncBatchSource = AsyncIterable<Item> | Iterable<Item> | ReadableStream<Item>;
 
+/** Options of `produceAsyncDeviceStream`. */
 export interface AsyncProducerOptions {
+  /** The memory the consumer's handler and our structs live in; the process's own (native) by default. */
   memory?: Memory;
   /** The stream's schema (an arrow-js `Schema` or a `SchemaNode`); else the first item's (a source with no item then needs it). */
   schema?: Schema | SchemaNode;
@@ -79,6 +85,7 @@ export interface AsyncProducerOptions {
   nativeRing?: boolean;
 }
 
+/** How a `produceAsyncDeviceStream` went, once the consumer has released its handler. */
 export interface AsyncProduceResult {
   /** Tasks handed to the consumer. */
   readonly batches: number;

@@ -54,6 +54,7 @@ import { adoptDeviceArray, DeviceArray } from './device-array.js';
 import { writeDeviceFields } from './export.js';
 import { writeWebGPUCopy, type WebGPUDevice } from './webgpu.js';
 
+/** Options of the device importers' pointer form: those of the array importers, and the device's own. */
 export interface DeviceImportOptions extends ArrayImportOptions {
   /**
    * CUDA: a `cudaStream_t` for copies from the device (`toHost`). It is made
@@ -68,6 +69,7 @@ export interface DeviceImportOptions extends ArrayImportOptions {
   toHost?: boolean;
 }
 
+/** Options of `exportDeviceArray` and `exportDeviceRecordBatch`: where the data goes, and how. */
 export interface DeviceExportOptions extends MemoryOption {
   /** Write into this `ArrowDeviceArray` (the consumer's) instead of allocating one. */
   into?: Ptr;
@@ -92,8 +94,11 @@ export interface DeviceExportOptions extends MemoryOption {
 
 /** The fields an `ArrowDeviceArray` adds to its `ArrowArray`. */
 export interface DeviceFields {
+  /** `ArrowDeviceArray.device_type`: a `DeviceType` code. */
   readonly deviceType: number;
+  /** `ArrowDeviceArray.device_id`: the device number; -1 where the type has none (CDeviceDataInterface.rst recommends -1 for the CPU). */
   readonly deviceId: number;
+  /** `ArrowDeviceArray.sync_event`: a pointer to the device's event type (`cudaEvent_t*`), `0n` when the data is ready. */
   readonly syncEvent: Ptr;
 }
 
@@ -318,6 +323,11 @@ export function importDeviceRecordBatch(
  * Imports an `ArrowDeviceArray` as an `ArrayView` (every type of the spec)
  * when the CPU can read it, zero-copy; else a `DeviceArray` (or, with
  * `toHost`, a host copy). `source` may be a protocol object, as for `importDeviceData`.
+ *
+ * @example
+ * const v = importDeviceArrayView(deviceArrayPtr, schemaPtr);
+ * if (v instanceof DeviceArray) v.release();     // device memory: not read here
+ * else console.log(v.length, v.buffers[1]);      // CPU-readable: the bytes, zero-copy
  */
 export function importDeviceArrayView(source: DeviceArraySource, opts?: DeviceExchangeOptions): ArrayView | DeviceArray;
 export function importDeviceArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): ArrayView | DeviceArray;
@@ -430,7 +440,12 @@ export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | D
  * const { schema, array } = exportDeviceRecordBatch(batch, { deviceType: DeviceType.CUDA, stream });
  */
 export function exportDeviceRecordBatch(batch: RecordBatch, opts: DeviceExportOptions & { handle: true }): ArrayExportHandles;
-export function exportDeviceRecordBatch(batch: RecordBatch, opts?: DeviceExportOptions & { schemaInto?: Ptr }): { schema: Ptr; array: Ptr };
+export function exportDeviceRecordBatch(batch: RecordBatch, opts?: DeviceExportOptions & { schemaInto?: Ptr }): {
+  /** The `ArrowSchema`: a struct (`+s`) of the batch's fields. */
+  schema: Ptr;
+  /** The `ArrowDeviceArray` of the batch, on the device `opts` names. */
+  array: Ptr;
+};
 export function exportDeviceRecordBatch(
   batch: RecordBatch,
   opts: DeviceExportOptions & { schemaInto?: Ptr } = {},
@@ -506,18 +521,43 @@ function viaDeviceArray<R extends object>(source: object, optsArg: unknown, fn: 
 
 // --- struct helpers ----------------------------------------------------------------------
 
-/** Allocates a zeroed `ArrowDeviceArray` for a producer to fill. */
+/**
+ * Allocates a zeroed `ArrowDeviceArray` for a producer to fill.
+ *
+ * @example
+ * const array = allocArrowDeviceArray();
+ * nativeLib.produce_device(array);                 // the producer fills it
+ * using dev = importDeviceArray(array, schemaPtr); // moved out of our struct
+ * freeArrowDeviceArray(array);
+ */
 export function allocArrowDeviceArray(opts: MemoryOption = {}): Ptr {
   const m = mem(opts);
   return m.alloc(m.layouts.ArrowDeviceArray.size);
 }
 
-/** Calls the release of the `ArrowDeviceArray`'s embedded array if it is not released yet. */
+/**
+ * Calls the release of the `ArrowDeviceArray`'s embedded array if it is not released yet, and leaves the
+ * struct allocated (CDeviceDataInterface.rst: the release semantics are the `ArrowArray`'s).
+ *
+ * @example
+ * const array = allocArrowDeviceArray();
+ * nativeLib.produce_device(array);
+ * releaseArrowDeviceArray(array);  // not wanted: the producer's release, once
+ * freeArrowDeviceArray(array);
+ */
 export function releaseArrowDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
   releaseStruct(mem(opts), 'ArrowDeviceArray', deviceArrayPtrArg(ptr, 'ptr', mem(opts)));
 }
 
-/** Releases (if still live) and frees an `ArrowDeviceArray` allocated by this library. */
+/**
+ * Releases (if still live) and frees an `ArrowDeviceArray` allocated by this library; a pointer that is
+ * not ours, or freed already, is an `ArrowDeviceError`.
+ *
+ * @example
+ * const array = exportDeviceArray(batch);  // CPU, zero-copy
+ * nativeLib.consume_device(array);         // the consumer moves it out or releases it
+ * freeArrowDeviceArray(array);
+ */
 export function freeArrowDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
   checkOwned(mem(opts), ptr, 'freeArrowDeviceArray');
   if (ptr === 0n) return;
@@ -525,17 +565,41 @@ export function freeArrowDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
   mem(opts).free(ptr);
 }
 
-/** Moves an `ArrowDeviceArray` (CDeviceDataInterface.rst, "Moving an array"): bitwise copy, then the source's `array.release` set to NULL. */
+/**
+ * Moves an `ArrowDeviceArray` (CDeviceDataInterface.rst, "Moving an array"): bitwise copy, then the source's `array.release` set to NULL.
+ *
+ * @example
+ * const dst = allocArrowDeviceArray();
+ * moveArrowDeviceArray(deviceArrayPtr, dst);  // dst owns the data; the source is marked released
+ * using dev = importDeviceArray(dst, schemaPtr);
+ * freeArrowDeviceArray(dst);
+ */
 export function moveArrowDeviceArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
   const m = mem(opts);
   moveStruct(m, 'ArrowDeviceArray', deviceArrayPtrArg(src, 'src', m), deviceArrayPtrArg(dst, 'dst', m));
 }
 
-/** @deprecated The name before 0.2: `allocArrowDeviceArray`. */
+/**
+ * `allocArrowDeviceArray`, under its name before 0.2.
+ *
+ * @deprecated The name before 0.2: `allocArrowDeviceArray`.
+ */
 export const allocDeviceArray = allocArrowDeviceArray;
-/** @deprecated The name before 0.2: `releaseArrowDeviceArray`. */
+/**
+ * `releaseArrowDeviceArray`, under its name before 0.2.
+ *
+ * @deprecated The name before 0.2: `releaseArrowDeviceArray`.
+ */
 export const releaseDeviceArray = releaseArrowDeviceArray;
-/** @deprecated The name before 0.2: `freeArrowDeviceArray`. */
+/**
+ * `freeArrowDeviceArray`, under its name before 0.2.
+ *
+ * @deprecated The name before 0.2: `freeArrowDeviceArray`.
+ */
 export const freeDeviceArray = freeArrowDeviceArray;
-/** @deprecated The name before 0.2: `moveArrowDeviceArray`. */
+/**
+ * `moveArrowDeviceArray`, under its name before 0.2.
+ *
+ * @deprecated The name before 0.2: `moveArrowDeviceArray`.
+ */
 export const moveDeviceArray = moveArrowDeviceArray;

@@ -53,9 +53,22 @@ const CUDA_ERROR_KINDS = new Map<number, ErrorKind>([
   [400, 'invalid'], // cudaErrorInvalidResourceHandle
 ]);
 
-/** A failed CUDA runtime call: the `ArrowDeviceError` with the call and CUDA's own error code. */
+/**
+ * A failed CUDA runtime call: the `ArrowDeviceError` with the call and CUDA's own error code. Its kind
+ * says what to do about it: `invalid` for a bad argument, `nomem` for a failed allocation,
+ * `unsupported` for no device or driver, `io` otherwise.
+ *
+ * @example
+ * try {
+ *   exportDeviceArray(batch, { deviceType: DeviceType.CUDA, deviceId: 7 });
+ * } catch (e) {
+ *   if (e instanceof CudaError) console.log(e.call, e.cudaErrorName, e.kind); // ... 'cudaErrorInvalidDevice' 'invalid'
+ * }
+ */
 export class CudaError extends ArrowDeviceError {
+  /** `'CudaError'`. */
   override name = 'CudaError';
+  /** Made by the runtime wrapper for a call that returned `cudaError` (non-zero); `text` is `cudaGetErrorString`'s. */
   constructor(
     /** The `cudaError_t` the call returned. */
     readonly cudaError: number,
@@ -411,8 +424,29 @@ export function cudaRuntime(): CudaRuntime {
   throw new ArrowDeviceError(failure.kind, '', failure.detail);
 }
 
-/** Whether CUDA can be used here: a runtime loads and sees at least one device. Never throws. */
-export function cudaAvailable(): { ok: true; runtime: CudaRuntime; devices: number } | { ok: false; reason: string } {
+/**
+ * Whether CUDA can be used here: a runtime loads and sees at least one device. Never throws.
+ *
+ * @example
+ * const cuda = cudaAvailable();
+ * if (cuda.ok) console.log(`${cuda.devices} CUDA device(s)`);
+ * else console.log(`no CUDA: ${cuda.reason}`);
+ */
+export function cudaAvailable():
+  | {
+      /** CUDA can be used. */
+      ok: true;
+      /** The loaded runtime (loaded once per process, on first use). */
+      runtime: CudaRuntime;
+      /** How many devices the runtime sees: at least 1. */
+      devices: number;
+    }
+  | {
+      /** CUDA cannot be used here. */
+      ok: false;
+      /** Why: no runtime found (and where it was looked for), a runtime that failed to load, or no device. */
+      reason: string;
+    } {
   try {
     const rt = cudaRuntime();
     const devices = rt.deviceCount();

@@ -41,10 +41,13 @@ import { webgpuBufferAt, type WebGPURegion } from './webgpu.js';
 
 /** What identifies a device: its type (`DeviceType.CUDA`) and id (-1 where the type has no ids). */
 export interface DeviceSpec {
+  /** The `ArrowDeviceType`: `DeviceType.CUDA`, ... */
   readonly deviceType: number;
+  /** The device number; -1 for the CPU, 0 by default for CUDA kinds. */
   readonly deviceId?: number;
 }
 
+/** Options of the copies a `DeviceArray` makes (`toHost`, `copyTo`, `resolveBufferSizes`). */
 export interface DeviceCopyOptions {
   /**
    * CUDA: a `cudaStream_t` to run the copies on. It is made to wait for the
@@ -54,6 +57,7 @@ export interface DeviceCopyOptions {
   readonly stream?: Ptr;
 }
 
+/** Options of the host copies of a `DeviceArray` (`toHost`, `toHostRecordBatch`, `toHostView` and their `Async` forms). */
 export interface ToHostOptions extends DeviceCopyOptions, ToArrowOptions {
   /**
    * `full` runs the `full` checks on the host copy (every offset, type id,
@@ -83,13 +87,19 @@ export interface DeviceBuffer {
 
 /** A node of a device array: what its structs say, with buffers as device addresses. */
 export interface DeviceArrayNode {
+  /** The node's type (every type of the spec). */
   readonly schema: SchemaNode;
+  /** The number of logical elements (`ArrowArray.length`). */
   readonly length: number;
+  /** The logical offset into every buffer of this node, in elements. */
   readonly offset: number;
   /** -1 when the producer did not compute it. */
   readonly nullCount: number;
+  /** The buffers in C order, as device addresses and sizes. */
   readonly buffers: readonly DeviceBuffer[];
+  /** The child arrays, in the order of `schema.children`. */
   readonly children: readonly DeviceArrayNode[];
+  /** The dictionary of a dictionary-encoded array; null otherwise. */
   readonly dictionary: DeviceArrayNode | null;
 }
 
@@ -177,6 +187,17 @@ export function deviceReader(ctx: DeviceContext, backend: DeviceBackend | undefi
 
 const PENDING = Symbol('pending device reads');
 
+/**
+ * An imported `ArrowDeviceArray` whose memory the CPU may not read in place (CUDA device memory, a WebGPU
+ * buffer, an opaque device): what its structs say, each buffer as a device address and size, and the
+ * ways to move the data on. It owns the producer's array: `release()` (or `using`, or the garbage
+ * collector as a last resort) calls the producer's release once; `exportTo` hands it on unchanged.
+ *
+ * @example
+ * using dev = importDeviceArray(deviceArrayPtr, schemaPtr);  // a CUDA batch
+ * console.log(dev.deviceTypeName, dev.deviceId, dev.length, dev.buffers[1]?.address);
+ * const batch = dev.toHostRecordBatch();                     // a host copy, after the producer's event
+ */
 export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, ArrowArrayExportable, ArrowDeviceArrayExportable {
   readonly #owner: ImportOwner;
   readonly #read: ImportRead;
@@ -222,13 +243,19 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     owner.done();
   }
 
+  /** The array's type (every type of the spec). */
   get schema(): SchemaNode { return this.#root.schema; }
+  /** The number of logical elements. */
   get length(): number { return this.#root.length; }
+  /** The logical offset into every buffer of the root, in elements. */
   get offset(): number { return this.#root.offset; }
+  /** -1 when the producer did not compute it. */
   get nullCount(): number { return this.#root.nullCount; }
   /** Buffer addresses and sizes on the device (see `resolveBufferSizes` for sizes still unknown). */
   get buffers(): readonly DeviceBuffer[] { return this.#root.buffers; }
+  /** The child arrays, as device nodes. */
   get children(): readonly DeviceArrayNode[] { return this.#root.children; }
+  /** The dictionary of a dictionary-encoded array; null otherwise. */
   get dictionary(): DeviceArrayNode | null { return this.#root.dictionary; }
 
   /** "CUDA", "OPENCL", ... */

@@ -31,16 +31,23 @@ import { writeDeviceFields, writeRawTree, type RawNode, type SharedResources } f
 
 /** The part of a `GPUBuffer` this library uses. */
 export interface WebGPUBuffer {
+  /** `GPUBuffer.size`: its length in bytes. */
   readonly size: number;
+  /** `GPUBuffer.usage`: its `BufferUsage` flags. */
   readonly usage: number;
+  /** `GPUBuffer.destroy()`: frees the buffer; reads of it then fail. */
   destroy(): void;
+  /** `GPUBuffer.mapAsync()`: maps the buffer (`MAP_READ` here) once the queue's work on it is done. */
   mapAsync(mode: number, offset?: number, size?: number): Promise<void>;
+  /** `GPUBuffer.getMappedRange()`: the mapped bytes. */
   getMappedRange(offset?: number, size?: number): ArrayBuffer;
+  /** `GPUBuffer.unmap()`: ends the mapping (the `ArrayBuffer` is detached). */
   unmap(): void;
 }
 
-/** A `GPUCommandBuffer`, as far as this library sees one. */
+/** A `GPUCommandBuffer`, as far as this library sees one: what `finish()` returns and `queue.submit` takes. */
 export interface WebGPUCommandBuffer {
+  /** `GPUCommandBuffer.label`. */
   readonly label: string;
 }
 
@@ -49,21 +56,50 @@ export interface WebGPUCommandBuffer {
  * `@webgpu/types` (and of Dawn's `webgpu` package) are assignable to it.
  */
 export interface WebGPUDevice {
+  /** `GPUDevice.queue`: where copies are submitted. */
   readonly queue: {
+    /** `GPUQueue.submit()`: runs the command buffers, in order. */
     submit(commandBuffers: Iterable<WebGPUCommandBuffer>): void;
+    /** `GPUQueue.onSubmittedWorkDone()`: settles when the work submitted so far is done. */
     onSubmittedWorkDone(): Promise<unknown>;
   };
-  readonly limits?: { readonly minStorageBufferOffsetAlignment?: number };
+  /** `GPUDevice.limits`, the one limit read here. */
+  readonly limits?: {
+    /** The alignment of a storage buffer binding's offset (256 unless the device says otherwise). */
+    readonly minStorageBufferOffsetAlignment?: number;
+  };
+  /** `GPUDevice.createBuffer()`. */
   createBuffer(descriptor: { size: number; usage: number; mappedAtCreation?: boolean; label?: string }): WebGPUBuffer;
+  /** `GPUDevice.createCommandEncoder()`: the encoder's buffer copies are all this library records. */
   createCommandEncoder(): {
+    /** `GPUCommandEncoder.copyBufferToBuffer()`: `size` bytes, a multiple of 4. */
     copyBufferToBuffer(source: WebGPUBuffer, sourceOffset: number, destination: WebGPUBuffer, destinationOffset: number, size: number): void;
+    /** `GPUCommandEncoder.finish()`: the command buffer to submit. */
     finish(): WebGPUCommandBuffer;
   };
 }
 
 /** `GPUBufferUsage` flags (the WebGPU specification's values). */
 export const BufferUsage = Object.freeze({
-  MAP_READ: 0x1, MAP_WRITE: 0x2, COPY_SRC: 0x4, COPY_DST: 0x8, INDEX: 0x10, VERTEX: 0x20, UNIFORM: 0x40, STORAGE: 0x80, INDIRECT: 0x100,
+  /** The buffer can be mapped for reading (`mapAsync(GPUMapMode.READ)`). */
+  MAP_READ: 0x1,
+  /** The buffer can be mapped for writing. */
+  MAP_WRITE: 0x2,
+  /** The buffer can be the source of a copy. */
+  COPY_SRC: 0x4,
+  /** The buffer can be the destination of a copy or a `writeBuffer`. */
+  COPY_DST: 0x8,
+  /** The buffer can be an index buffer. */
+  INDEX: 0x10,
+  /** The buffer can be a vertex buffer. */
+  VERTEX: 0x20,
+  /** The buffer can be a uniform buffer binding. */
+  UNIFORM: 0x40,
+  /** The buffer can be a storage buffer binding (what a compute shader reads an Arrow buffer through). */
+  STORAGE: 0x80,
+  /** The buffer can hold indirect draw or dispatch arguments. */
+  INDIRECT: 0x100,
+  /** The buffer can receive resolved query results. */
   QUERY_RESOLVE: 0x200,
 } as const);
 const MAP_READ_MODE = 0x1;
@@ -72,9 +108,13 @@ const MAP_READ_MODE = 0x1;
 
 /** Where an address points: the buffer, its device, the range's base and the byte offset inside the buffer. */
 export interface WebGPURegion {
+  /** The registered `GPUBuffer` the address falls in. */
   readonly buffer: WebGPUBuffer;
+  /** The `GPUDevice` it was registered with. */
   readonly device: WebGPUDevice;
+  /** The first address of the buffer's range (256-aligned, never 0). */
   readonly base: number;
+  /** The byte offset inside the buffer: `address - base`. */
   readonly offset: number;
 }
 
@@ -85,6 +125,7 @@ export interface WebGPURegion {
  * resolved by another.
  */
 export interface WebGPURegistry {
+  /** 1: the version of the convention these members follow. */
   readonly version: 1;
   /** Gives `buffer` (of `device`) a range of `buffer.size` addresses; returns its base (256-aligned, never 0). */
   register(buffer: WebGPUBuffer, device: WebGPUDevice): number;
@@ -200,6 +241,12 @@ function createRegistry(): WebGPURegistry {
 /**
  * The realm's WebGPU registry (PROTOCOL.md): the one another library made,
  * or a new one. Throws `invalid` where the global holds something else.
+ *
+ * @example
+ * const registry = webgpuRegistry();
+ * const base = registry.register(gpuBuffer, gpuDevice);   // a producer's buffer, given addresses
+ * registry.resolve(base + 512);                           // { buffer: gpuBuffer, offset: 512, ... }
+ * registry.unregister(base);
  */
 export function webgpuRegistry(): WebGPURegistry {
   const g = globalThis as { [REGISTRY]?: unknown };

@@ -16,7 +16,11 @@ import type { Memory, Ptr } from './memory.js';
 import { ptrAt, rawOf, stage, staged } from './raw.js';
 import { access } from '../abi/accessors.js';
 
-/** The structs that carry a `release` callback (directly or, for a device array, in its array). */
+/**
+ * The structs that carry a `release` callback (directly or, for a device array, in its array).
+ *
+ * @inline
+ */
 export type CStructKind = 'ArrowSchema' | 'ArrowArray' | 'ArrowDeviceArray' | 'ArrowArrayStream' | 'ArrowDeviceArrayStream';
 
 type ReleaseOffsets = Readonly<Record<CStructKind, number>>;

@@ -247,11 +247,19 @@ export class ExportHandle implements ArrowHandle {
 /**
  * The two handles of an array export (`exportRecordBatch(b, { handle: true })`,
  * `arrow.c_array`): disposing the pair disposes both.
+ *
+ * @example
+ * function handOver(batch: RecordBatch): void {
+ *   using pair = exportRecordBatch(batch, { handle: true });
+ *   nativeLib.consume(pair.schema.address, pair.array.address); // the consumer moves both out
+ * }                                                             // disposed: anything not taken is released
  */
 export class ArrayExportHandles {
   /** Resolves when both structs have been released. */
   readonly released: Promise<void>;
+  /** Pairs two handles; the export functions make these, a user has no need to. */
   constructor(
+    /** The `ArrowSchema`. */
     readonly schema: ExportHandle,
     /** An `ArrowArray`, or an `ArrowDeviceArray` for device exports. */
     readonly array: ExportHandle,
@@ -266,12 +274,22 @@ export class ArrayExportHandles {
   }
 }
 
-/** The handles of a table export (`exportTable(t, { handle: true })`): one schema, one array per batch. */
+/**
+ * The handles of a table export (`exportTable(t, { handle: true })`): one schema, one array per batch.
+ *
+ * @example
+ * using t = exportTable(table, { handle: true });
+ * for (const a of t.arrays) nativeLib.consume(exportSchema(table.schema), a.address);
+ * await t.released;  // every struct released, by the consumer or by the dispose
+ */
 export class TableExportHandles {
   /** Resolves when every struct has been released. */
   readonly released: Promise<void>;
+  /** Groups the handles; `exportTable` makes these, a user has no need to. */
   constructor(
+    /** The `ArrowSchema` of every batch. */
     readonly schema: ExportHandle,
+    /** One `ArrowArray` per batch, in the table's order. */
     readonly arrays: readonly ExportHandle[],
   ) {
     this.released = Promise.all([schema.released, ...arrays.map((a) => a.released)]).then(() => undefined);

@@ -11,6 +11,7 @@ import type { RawAccess } from './raw.js';
 
 /** An address in a Memory. `0n` is NULL. */
 export type Ptr = bigint;
+/** The NULL address, `0n`: what an absent buffer, child or callback reads as. */
 export const NULL: Ptr = 0n;
 
 /** The C types that appear in the interfaces' callback signatures. */
@@ -18,16 +19,27 @@ export type CType = 'void' | 'int32' | 'int64' | 'pointer';
 
 /** A C function signature, for callbacks we expose and foreign functions we call. */
 export interface Signature {
+  /** The function's name, for messages and to tell callbacks apart. */
   readonly name: string;
+  /** Its return type. */
   readonly result: CType;
+  /** Its parameter types, in order. */
   readonly params: readonly CType[];
 }
 
 /** The value of a `CType` on the JS side: pointers and int64 are bigint. */
 export type CValue = number | bigint;
 
+/**
+ * Where C structs live, and everything the library does with that memory: typed reads and writes,
+ * C strings, zero-copy views, copies, allocation and calls through function pointers. Two backends
+ * implement it: `nativeMemory()` (the process's own, through koffi) and `wasmMemory()` (a wasm32 module's
+ * linear memory). Every function of the package takes one as its `memory` option.
+ */
 export interface Memory {
+  /** The C target of this memory: its pointer width and int64 alignment. */
   readonly target: Target;
+  /** The struct layouts for `target` (`layoutsFor(target)`). */
   readonly layouts: Layouts;
   /** A short name for messages: "native", "wasm32". */
   readonly name: string;
@@ -53,29 +65,50 @@ export interface Memory {
    */
   owns?(addr: Ptr): boolean;
 
+  /** Reads an unsigned 8-bit integer at `addr`. */
   readU8(addr: Ptr): number;
+  /** Reads a signed 8-bit integer at `addr`. */
   readI8(addr: Ptr): number;
+  /** Reads an unsigned 16-bit integer at `addr`, in the memory's byte order. */
   readU16(addr: Ptr): number;
+  /** Reads a signed 16-bit integer at `addr`, in the memory's byte order. */
   readI16(addr: Ptr): number;
+  /** Reads an unsigned 32-bit integer at `addr`, in the memory's byte order. */
   readU32(addr: Ptr): number;
+  /** Reads a signed 32-bit integer at `addr`, in the memory's byte order. */
   readI32(addr: Ptr): number;
+  /** Reads a signed 64-bit integer at `addr`, in the memory's byte order. */
   readI64(addr: Ptr): bigint;
+  /** Reads an unsigned 64-bit integer at `addr`, in the memory's byte order. */
   readU64(addr: Ptr): bigint;
+  /** Reads a 32-bit float at `addr`, in the memory's byte order. */
   readF32(addr: Ptr): number;
+  /** Reads a 64-bit float at `addr`, in the memory's byte order. */
   readF64(addr: Ptr): number;
   /** A pointer-width unsigned value; `0n` for NULL. */
   readPtr(addr: Ptr): Ptr;
 
+  /** Writes an unsigned 8-bit integer at `addr`. */
   writeU8(addr: Ptr, v: number): void;
+  /** Writes a signed 8-bit integer at `addr`. */
   writeI8(addr: Ptr, v: number): void;
+  /** Writes an unsigned 16-bit integer at `addr`, in the memory's byte order. */
   writeU16(addr: Ptr, v: number): void;
+  /** Writes a signed 16-bit integer at `addr`, in the memory's byte order. */
   writeI16(addr: Ptr, v: number): void;
+  /** Writes an unsigned 32-bit integer at `addr`, in the memory's byte order. */
   writeU32(addr: Ptr, v: number): void;
+  /** Writes a signed 32-bit integer at `addr`, in the memory's byte order. */
   writeI32(addr: Ptr, v: number): void;
+  /** Writes a signed 64-bit integer at `addr`, in the memory's byte order. */
   writeI64(addr: Ptr, v: bigint | number): void;
+  /** Writes an unsigned 64-bit integer at `addr`, in the memory's byte order. */
   writeU64(addr: Ptr, v: bigint | number): void;
+  /** Writes a 32-bit float at `addr`, in the memory's byte order. */
   writeF32(addr: Ptr, v: number): void;
+  /** Writes a 64-bit float at `addr`, in the memory's byte order. */
   writeF64(addr: Ptr, v: number): void;
+  /** Writes a pointer-width value at `addr`. */
   writePtr(addr: Ptr, v: Ptr): void;
 
   /**

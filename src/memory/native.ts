@@ -534,7 +534,16 @@ export function isNativeMemory(m: Memory): boolean {
   return native !== undefined && m === native;
 }
 
-/** The process's own memory (x86-64 / aarch64). Created on first use. */
+/**
+ * The process's own memory (x86-64 / aarch64), through koffi: the default `memory` of every function.
+ * Created on first use.
+ *
+ * @example
+ * const m = nativeMemory();
+ * const ptr = allocArrowSchema({ memory: m });    // as allocArrowSchema() does by default
+ * m.readPtr(ptr + BigInt(m.layouts.ArrowSchema.offsets.release)); // 0n: a zeroed struct, released
+ * freeArrowSchema(ptr);
+ */
 export function nativeMemory(): Memory {
   if (!native) {
     native = new NativeMemory();

@@ -54,7 +54,9 @@ export type WasmFree = (ptr: number, size: number, align: number) => void;
  * has no "DOM" (a real `WebAssembly.Memory` fits this interface).
  */
 export interface WasmLinearMemory {
+  /** The memory's current bytes; a growth replaces (and detaches) it. */
   readonly buffer: ArrayBuffer;
+  /** Grows the memory by `delta` 64 KiB pages; returns the old size in pages. */
   grow(delta: number): number;
 }
 
@@ -76,11 +78,15 @@ type WasmModule = object;
 
 /** The part of a `WebAssembly.Table` this backend uses (a wrapper for tests or glue code will do). */
 export interface WasmTable {
+  /** The number of entries: a function pointer is an index below it. */
   readonly length: number;
+  /** The function at `index`. */
   get(index: number): unknown;
+  /** Adds `delta` entries set to `value`; returns the old length. */
   grow(delta: number, value?: unknown): number;
 }
 
+/** What `wasmMemory` needs of a wasm32 module: its memory, its allocator and, to call or register C callbacks, its function table. */
 export interface WasmMemoryOptions {
   /** The module's linear memory (wasm32). */
   memory: WasmLinearMemory;
@@ -100,10 +106,17 @@ export interface WasmMemoryOptions {
 
 /** A wasm32 `Memory`, plus what a test or a caller may want to know about the module side. */
 export interface WasmMemory extends Memory {
+  /** The module's linear memory. */
   readonly memory: WasmLinearMemory;
+  /** The module's function table; undefined when none was given (callbacks then cannot be called or registered). */
   readonly table: WasmTable | undefined;
   /** Allocations made with `alloc` and not freed yet, and their bytes. */
-  readonly allocations: { readonly count: number; readonly bytes: number };
+  readonly allocations: {
+    /** How many. */
+    readonly count: number;
+    /** Their bytes, in all. */
+    readonly bytes: number;
+  };
   /** How many times the memory has been seen to grow (its buffer replaced) since this object was made. */
   readonly growths: number;
 }
@@ -131,7 +144,16 @@ export function isWasmMemoryBuffer(buf: ArrayBufferLike): boolean {
   return wasmBuffers.has(buf as ArrayBuffer);
 }
 
-/** Whether a view's ArrayBuffer has been detached (by a growth of the memory it viewed). */
+/**
+ * Whether a view's ArrayBuffer has been detached (by a growth of the memory it viewed, or by a
+ * release: a released import detaches the buffers it handed out).
+ *
+ * @example
+ * const batch = importRecordBatch(arrayPtr, schema);
+ * const values = batch.getChild('x')!.data[0]!.values;
+ * batch.release();
+ * isDetached(values); // true: the typed array reads as empty, never as freed memory
+ */
 export function isDetached(view: ArrayBufferView): boolean {
   const buf = view.buffer as ArrayBuffer & { detached?: boolean };
   if (typeof buf.detached === 'boolean') return buf.detached;
@@ -612,6 +634,11 @@ export function wasmMemory(opts: WasmMemoryOptions): WasmMemory {
  * `malloc`/`free` (C), `__wbindgen_malloc`/`__wbindgen_free` (wasm-bindgen)
  * or `_malloc`/`_free` (Emscripten); the table `__indirect_function_table`.
  * `overrides` fills in or replaces any of them.
+ *
+ * @example
+ * const { instance } = await WebAssembly.instantiate(wasmBytes); // a C module exporting malloc, free and its table
+ * const memory = wasmMemoryFromExports(instance.exports);
+ * const batch = importRecordBatch(BigInt(arrayAddr), BigInt(schemaAddr), { memory });
  */
 export function wasmMemoryFromExports(exports: object, overrides: Partial<WasmMemoryOptions> = {}): WasmMemory {
   const ex = exports as Record<string, unknown>;

@@ -39,16 +39,21 @@ export interface ExportableOptions extends MemoryOption {
 
 /** `arrow.c_schema` of this library's objects: an owned `ExportHandle`. */
 export interface SchemaExportMethod {
+  /** `arrow.c_schema`: the schema (or type) as a new owned `ArrowSchema` handle. */
   [ArrowSymbols.schema](): ExportHandle;
 }
 /** `arrow.c_array` and `arrow.c_device_array` of this library's objects: owned `ArrayExportHandles`. */
 export interface ArrayExportMethods {
+  /** `arrow.c_array`: a zero-copy export as new `ArrowSchema` and `ArrowArray` handles; the object stays readable. */
   [ArrowSymbols.array](requestedSchema?: ArrowSchemaExportable | null): ArrayExportHandles;
+  /** `arrow.c_device_array`: the same as a CPU `ArrowDeviceArray` (`device_id` -1, `sync_event` NULL). */
   [ArrowSymbols.deviceArray](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ArrayExportHandles;
 }
 /** `arrow.c_stream` and `arrow.c_device_stream` of this library's objects: an owned `ExportHandle`. */
 export interface StreamExportMethods {
+  /** `arrow.c_stream`: the batches as a new owned `ArrowArrayStream` handle, zero-copy. */
   [ArrowSymbols.stream](requestedSchema?: ArrowSchemaExportable | null): ExportHandle;
+  /** `arrow.c_device_stream`: the same as an `ArrowDeviceArrayStream` of CPU arrays. */
   [ArrowSymbols.deviceStream](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ExportHandle;
 }
 

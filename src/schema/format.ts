@@ -8,27 +8,119 @@
 import { invalid } from '../errors.js';
 import { Kind, layoutOf } from './layout.js';
 
+/** The unit of a time, timestamp or duration: seconds, milliseconds, microseconds, nanoseconds. */
 export type TimeUnit = 's' | 'ms' | 'us' | 'ns';
 
+/**
+ * A type of the spec, as a format string describes it (CDataInterface.rst, "Data type description --
+ * format strings"): every type, including those arrow-js cannot represent (list views, run-end encoded).
+ * Children (of nested types) and the dictionary are the schema's, not the format's: see `SchemaNode`.
+ */
 export type TypeInfo =
-  | { readonly id: 'null' }
-  | { readonly id: 'bool' }
-  | { readonly id: 'int'; readonly bitWidth: 8 | 16 | 32 | 64; readonly signed: boolean }
-  | { readonly id: 'float'; readonly bitWidth: 16 | 32 | 64 }
-  | { readonly id: 'binary' | 'utf8' | 'large_binary' | 'large_utf8' | 'binary_view' | 'utf8_view' }
-  | { readonly id: 'fixed_binary'; readonly byteWidth: number }
-  | { readonly id: 'decimal'; readonly bitWidth: 32 | 64 | 128 | 256; readonly precision: number; readonly scale: number }
-  | { readonly id: 'date'; readonly unit: 'day' | 'ms' }
-  | { readonly id: 'time'; readonly unit: TimeUnit }
-  | { readonly id: 'timestamp'; readonly unit: TimeUnit; readonly timezone: string | null }
-  | { readonly id: 'duration'; readonly unit: TimeUnit }
-  | { readonly id: 'interval'; readonly unit: 'month' | 'day_time' | 'month_day_nano' }
-  | { readonly id: 'list' | 'large_list' | 'list_view' | 'large_list_view' }
-  | { readonly id: 'fixed_list'; readonly size: number }
-  | { readonly id: 'struct' }
-  | { readonly id: 'map' }
-  | { readonly id: 'union'; readonly mode: 'sparse' | 'dense'; readonly typeIds: readonly number[] }
-  | { readonly id: 'run_end_encoded' };
+  | {
+      /** Null (`n`): no buffers. */
+      readonly id: 'null';
+    }
+  | {
+      /** Boolean (`b`): a bitmap of values. */
+      readonly id: 'bool';
+    }
+  | {
+      /** An integer (`c`, `C`, `s`, `S`, `i`, `I`, `l`, `L`). */
+      readonly id: 'int';
+      /** Its width in bits. */
+      readonly bitWidth: 8 | 16 | 32 | 64;
+      /** Whether it is signed (lower-case format letters). */
+      readonly signed: boolean;
+    }
+  | {
+      /** A floating-point number (`e`, `f`, `g`). */
+      readonly id: 'float';
+      /** Its width in bits: half, single, double precision. */
+      readonly bitWidth: 16 | 32 | 64;
+    }
+  | {
+      /** Binary or UTF-8 data: with 32-bit offsets (`z`, `u`), 64-bit offsets (`Z`, `U`), or views (`vz`, `vu`). */
+      readonly id: 'binary' | 'utf8' | 'large_binary' | 'large_utf8' | 'binary_view' | 'utf8_view';
+    }
+  | {
+      /** Fixed-width binary (`w:42`). */
+      readonly id: 'fixed_binary';
+      /** The width of each value in bytes. */
+      readonly byteWidth: number;
+    }
+  | {
+      /** A decimal (`d:19,10` is decimal128; `d:19,10,256`). */
+      readonly id: 'decimal';
+      /** The width of each value in bits (128 when the format does not say). */
+      readonly bitWidth: 32 | 64 | 128 | 256;
+      /** The number of decimal digits (at most 9, 18, 38, 76 for the widths). */
+      readonly precision: number;
+      /** The number of digits after the decimal point; may be negative. */
+      readonly scale: number;
+    }
+  | {
+      /** A date (`tdD`, `tdm`). */
+      readonly id: 'date';
+      /** Days (int32) or milliseconds (int64) since the UNIX epoch. */
+      readonly unit: 'day' | 'ms';
+    }
+  | {
+      /** A time of day (`tts`, `ttm`, `ttu`, `ttn`). */
+      readonly id: 'time';
+      /** Its unit. */
+      readonly unit: TimeUnit;
+    }
+  | {
+      /** A timestamp (`tss:`, `tsu:Europe/Paris`, ...). */
+      readonly id: 'timestamp';
+      /** Its unit. */
+      readonly unit: TimeUnit;
+      /** The time zone after the colon; null when empty (a wall-clock time). */
+      readonly timezone: string | null;
+    }
+  | {
+      /** A duration (`tDs`, `tDm`, `tDu`, `tDn`). */
+      readonly id: 'duration';
+      /** Its unit. */
+      readonly unit: TimeUnit;
+    }
+  | {
+      /** An interval (`tiM`, `tiD`, `tin`). */
+      readonly id: 'interval';
+      /** Months; days and milliseconds; or months, days and nanoseconds. */
+      readonly unit: 'month' | 'day_time' | 'month_day_nano';
+    }
+  | {
+      /** A list with 32-bit offsets (`+l`), 64-bit offsets (`+L`), or as a list view (`+vl`, `+vL`); one child. */
+      readonly id: 'list' | 'large_list' | 'list_view' | 'large_list_view';
+    }
+  | {
+      /** A fixed-size list (`+w:4`); one child. */
+      readonly id: 'fixed_list';
+      /** The number of child values per list. */
+      readonly size: number;
+    }
+  | {
+      /** A struct (`+s`): a child per field. */
+      readonly id: 'struct';
+    }
+  | {
+      /** A map (`+m`): one struct child of keys and values. */
+      readonly id: 'map';
+    }
+  | {
+      /** A union (`+us:0,1`, `+ud:0,1`): a child per member. */
+      readonly id: 'union';
+      /** Sparse (`+us`) or dense (`+ud`). */
+      readonly mode: 'sparse' | 'dense';
+      /** The type id of each child, in child order (each 0..127, none repeated). */
+      readonly typeIds: readonly number[];
+    }
+  | {
+      /** Run-end encoded (`+r`): two children, run ends and values. */
+      readonly id: 'run_end_encoded';
+    };
 
 export type TypeId = TypeInfo['id'];
 
@@ -86,7 +178,14 @@ function parseUint(text: string, path: string, format: string, what: string): nu
   return n;
 }
 
-/** Parses a format string. `path` names the place for errors (`schema.children[2].format`). */
+/**
+ * Parses a format string. `path` names the place for errors (`schema.children[2].format`).
+ *
+ * @example
+ * parseFormat('d:19,10');        // { id: 'decimal', bitWidth: 128, precision: 19, scale: 10 }
+ * parseFormat('tsu:Europe/Paris'); // { id: 'timestamp', unit: 'us', timezone: 'Europe/Paris' }
+ * parseFormat('x');              // throws an ArrowDeviceError: format: unknown format "x"
+ */
 export function parseFormat(format: string, path = 'format'): TypeInfo {
   const hit = simple[format];
   if (hit) return hit;
@@ -138,7 +237,13 @@ export function parseFormat(format: string, path = 'format'): TypeInfo {
 
 const unitChar: Record<TimeUnit, string> = { s: 's', ms: 'm', us: 'u', ns: 'n' };
 
-/** The format string of a `TypeInfo` (the inverse of `parseFormat`). */
+/**
+ * The format string of a `TypeInfo` (the inverse of `parseFormat`).
+ *
+ * @example
+ * formatOf({ id: 'int', bitWidth: 32, signed: false });         // 'I'
+ * formatOf({ id: 'timestamp', unit: 'ns', timezone: null });    // 'tsn:'
+ */
 export function formatOf(t: TypeInfo): string {
   switch (t.id) {
     case 'null': return 'n';

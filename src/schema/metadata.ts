@@ -11,6 +11,7 @@ import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 
+/** Field or schema metadata (`ArrowSchema.metadata`) decoded: keys and values as UTF-8 strings, in the blob's order. */
 export type Metadata = Map<string, string>;
 
 // ignoreBOM: a string that starts with U+FEFF keeps it (by default a decoder drops a leading BOM, and a

@@ -47,6 +47,7 @@ export type StreamExportItem = RecordBatch | ArrayView | DeviceArray;
 /** What a stream can be exported from: everything that yields its items synchronously. */
 export type RecordBatchSource = Table | RecordBatchReader | Iterable<StreamExportItem>;
 
+/** Options of `exportArrayStream` and `exportDeviceArrayStream`. */
 export interface StreamExportOptions extends MemoryOption {
   /** Write into this stream struct (the consumer's memory) instead of allocating one. */
   into?: Ptr;
@@ -465,43 +466,99 @@ export function exportDeviceArrayStream(source: RecordBatchSource, opts: StreamE
 
 const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
 
-/** Allocates a zeroed `ArrowArrayStream` for a producer to fill. */
+/**
+ * Allocates a zeroed `ArrowArrayStream` for a producer to fill.
+ *
+ * @example
+ * const stream = allocArrowArrayStream();
+ * nativeLib.make_stream(stream);             // the producer fills it
+ * const reader = importArrayStream(stream);  // moved out of our struct
+ * freeArrowArrayStream(stream);              // only frees the memory
+ */
 export function allocArrowArrayStream(opts: MemoryOption = {}): Ptr {
   const m = mem(opts);
   return m.alloc(m.layouts.ArrowArrayStream.size);
 }
 
-/** Allocates a zeroed `ArrowDeviceArrayStream` for a producer to fill. */
+/**
+ * Allocates a zeroed `ArrowDeviceArrayStream` for a producer to fill.
+ *
+ * @example
+ * const stream = allocArrowDeviceArrayStream();
+ * nativeLib.make_device_stream(stream);
+ * const reader = importDeviceArrayStream(stream, { toHost: true });
+ * freeArrowDeviceArrayStream(stream);
+ */
 export function allocArrowDeviceArrayStream(opts: MemoryOption = {}): Ptr {
   const m = mem(opts);
   return m.alloc(m.layouts.ArrowDeviceArrayStream.size);
 }
 
-/** Calls the `ArrowArrayStream`'s release if it is not released yet (then it is marked released). */
+/**
+ * Calls the `ArrowArrayStream`'s release if it is not released yet (then it is marked released), and
+ * leaves the struct allocated.
+ *
+ * @example
+ * const stream = allocArrowArrayStream();
+ * nativeLib.make_stream(stream);
+ * releaseArrowArrayStream(stream);  // not read after all: the producer's release, once
+ * freeArrowArrayStream(stream);
+ */
 export function releaseArrowArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
   releaseStreamStruct(mem(opts), ARRAY_STREAM, streamPtrArg(ptr, 'ptr', mem(opts), false));
 }
 
-/** Calls the `ArrowDeviceArrayStream`'s release if it is not released yet. */
+/**
+ * Calls the `ArrowDeviceArrayStream`'s release if it is not released yet, and leaves the struct allocated.
+ *
+ * @example
+ * const stream = allocArrowDeviceArrayStream();
+ * nativeLib.make_device_stream(stream);
+ * releaseArrowDeviceArrayStream(stream);
+ * freeArrowDeviceArrayStream(stream);
+ */
 export function releaseArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
   releaseStreamStruct(mem(opts), DEVICE_STREAM, streamPtrArg(ptr, 'ptr', mem(opts), true));
 }
 
-/** Releases (if still live) and frees an `ArrowArrayStream` struct allocated by this library. */
+/**
+ * Releases (if still live) and frees an `ArrowArrayStream` struct allocated by this library; a pointer
+ * that is not ours, or freed already, is an `ArrowDeviceError`.
+ *
+ * @example
+ * const stream = exportArrayStream(table);
+ * nativeLib.consume_stream(stream);  // the consumer reads it, and releases it
+ * freeArrowArrayStream(stream);
+ */
 export function freeArrowArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
   checkOwned(mem(opts), ptr, 'freeArrowArrayStream');
   releaseArrowArrayStream(ptr, opts);
   mem(opts).free(ptr);
 }
 
-/** Releases (if still live) and frees an `ArrowDeviceArrayStream` struct allocated by this library. */
+/**
+ * Releases (if still live) and frees an `ArrowDeviceArrayStream` struct allocated by this library.
+ *
+ * @example
+ * const stream = exportDeviceArrayStream(table);  // CPU device arrays, zero-copy
+ * nativeLib.consume_device_stream(stream);
+ * freeArrowDeviceArrayStream(stream);
+ */
 export function freeArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
   checkOwned(mem(opts), ptr, 'freeArrowDeviceArrayStream');
   releaseArrowDeviceArrayStream(ptr, opts);
   mem(opts).free(ptr);
 }
 
-/** Whether the `ArrowArrayStream` at `ptr` is released (its `release` is NULL). */
+/**
+ * Whether the `ArrowArrayStream` at `ptr` is released (its `release` is NULL).
+ *
+ * @example
+ * const stream = exportArrayStream(table);
+ * nativeLib.consume_stream(stream);
+ * isArrowArrayStreamReleased(stream); // true once the consumer released (or moved) it
+ * freeArrowArrayStream(stream);
+ */
 export function isArrowArrayStreamReleased(ptr: Ptr, opts: MemoryOption = {}): boolean {
   return isStreamReleased(mem(opts), ARRAY_STREAM, streamPtrArg(ptr, 'ptr', mem(opts), false));
 }

@@ -141,14 +141,25 @@ const lenientUtf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
  * `producerMessage` the `get_last_error` text, copied at once (NULL, a NULL
  * callback or an unreadable string give `null`; invalid UTF-8 is replaced
  * by U+FFFD).
+ *
+ * @example
+ * try {
+ *   for (const batch of importArrayStream(streamPtr)) use(batch);
+ * } catch (e) {
+ *   if (e instanceof StreamProducerError) console.log(e.operation, e.code, e.producerMessage); // 'get_next' 'EIO' '...'
+ * }
  */
 export class StreamProducerError extends ArrowDeviceError {
+  /** `'StreamProducerError'`. */
   override name = 'StreamProducerError';
+  /** Made by the stream reader; `errno` is the producer's code. */
   constructor(
     path: string,
     detail: string,
     errno: number,
+    /** The callback that failed. */
     readonly operation: 'get_schema' | 'get_next',
+    /** The producer's `get_last_error()` text, copied at once; null where it gave none. */
     readonly producerMessage: string | null,
   ) {
     super('producer', path, detail, { errno });
@@ -373,22 +384,27 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     return this.#count;
   }
 
+  /** arrow-js `RecordBatchReader`: true, the reader can be read synchronously (`next()`, `for...of`). */
   isSync(): true {
     return true;
   }
 
+  /** arrow-js `RecordBatchReader`: false, it is not an async-only reader (`for await` works all the same). */
   isAsync(): false {
     return false;
   }
 
+  /** arrow-js `RecordBatchReader`: true, a stream of batches. */
   isStream(): true {
     return true;
   }
 
+  /** arrow-js `RecordBatchReader`: false, not an IPC file. */
   isFile(): false {
     return false;
   }
 
+  /** The reader is its own iterator: `for (const batch of reader)` calls `next()`. */
   [Symbol.iterator](): this {
     return this;
   }
@@ -657,6 +673,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     }
   }
 
+  /** `release()`: what the end of a `using` scope calls. */
   [Symbol.dispose](): void {
     this.release();
   }
@@ -838,16 +855,16 @@ function readStreamSchema(h: StreamHandle, hook: StreamImportOptions['onProducer
  * thread and the event loop stays free (`get_schema` still runs here, at
  * import).
  *
+ * `ptr` may be an object of the exchange protocol (PROTOCOL.md) implementing
+ * `arrow.c_stream` (then `opts` may add `requestedSchema`): its handle's
+ * stream is moved into the reader and the handle disposed.
+ *
  * @example
  * const stream = allocArrowArrayStream();
  * nativeLib.make_stream(stream);            // the producer fills it
  * const reader = importArrayStream(stream);
  * freeArrowArrayStream(stream);             // moved out: only frees the memory
  * const table = reader.toTable();
- *
- * `ptr` may be an object of the exchange protocol (PROTOCOL.md) implementing
- * `arrow.c_stream` (then `opts` may add `requestedSchema`): its handle's
- * stream is moved into the reader and the handle disposed.
  *
  * @example
  * const reader = importArrayStream(arrowExportable(table)); // any arrow.c_stream object
@@ -861,11 +878,13 @@ export function importArrayStream(ptr: Ptr | ArrowStreamExportable, opts: Stream
 
 /** The hand-on method of a reader of an `ArrowArrayStream` (exchange protocol; see `RecordBatchStreamImport`). */
 export interface StreamHandOn {
+  /** `arrow.c_stream`: hands the rest of the stream on as an owned `ArrowArrayStream` handle (moved: the reader is released). */
   [ArrowSymbols.stream](requestedSchema?: ArrowSchemaExportable | null): ExportHandle;
 }
 
 /** The hand-on method of a reader of an `ArrowDeviceArrayStream` (exchange protocol; see `RecordBatchStreamImport`). */
 export interface DeviceStreamHandOn {
+  /** `arrow.c_device_stream`: hands the rest of the stream on as an owned `ArrowDeviceArrayStream` handle (moved: the reader is released). */
   [ArrowSymbols.deviceStream](requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions): ExportHandle;
 }
 
@@ -901,17 +920,17 @@ setStreamTableImporter((source, opts) => viaStream<ImportedRecordBatch>(source, 
  * `toHostRecordBatch()`, pass it on with `exportTo`, or release it), or,
  * with `toHost: true`, a host copy of it (then every item is a record batch).
  *
+ * `ptr` may be an object of the exchange protocol (PROTOCOL.md) implementing
+ * `arrow.c_device_stream`, or only `arrow.c_stream` (a producer without device
+ * methods has CPU data: its plain stream is read as such, and the reader then
+ * hands it on as `arrow.c_stream`).
+ *
  * @example
  * const reader = importDeviceArrayStream(deviceStreamPtr);
  * for (const item of reader) {
  *   if (item instanceof DeviceArray) use(item.toHostRecordBatch()); // device memory
  *   else use(item);                                                 // a RecordBatch
  * }
- *
- * `ptr` may be an object of the exchange protocol (PROTOCOL.md) implementing
- * `arrow.c_device_stream`, or only `arrow.c_stream` (a producer without device
- * methods has CPU data: its plain stream is read as such, and the reader then
- * hands it on as `arrow.c_stream`).
  */
 export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { view: true; toHost: true }): RecordBatchStreamImport<ArrayView> & AnyStreamHandOn;
 export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { view: true }): RecordBatchStreamImport<ArrayView | DeviceArray> & AnyStreamHandOn;
