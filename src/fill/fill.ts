@@ -45,7 +45,13 @@ import {
  */
 export type FillStatus = number | bigint | void;
 
-/** A status, or a Promise of one (a call on another thread). */
+/**
+ * A status, or a Promise of one (a call on another thread). Each `...From`
+ * function is overloaded on it: a fill returning a number (or koffi's `any`)
+ * or nothing gives the result, one returning a Promise a Promise of it; the
+ * `number | bigint` overloads come first so that a koffi function, typed as
+ * returning `any`, takes the synchronous form.
+ */
 export type FillResult = FillStatus | PromiseLike<FillStatus>;
 
 /** The error path of a struct, for messages. */
@@ -161,6 +167,8 @@ const memOf = (o: { memory?: Memory } | undefined): Memory => o?.memory ?? nativ
  * );
  * for await (const batch of rows) use(batch);
  */
+export function importArrayStreamFrom(fill: (out: Ptr) => number | bigint, opts: StreamImportOptions & { view: true }): RecordBatchStreamImport<ArrayView>;
+export function importArrayStreamFrom(fill: (out: Ptr) => number | bigint, opts?: StreamImportOptions): RecordBatchStreamImport<ImportedRecordBatch>;
 export function importArrayStreamFrom(fill: (out: Ptr) => PromiseLike<FillStatus>, opts: StreamImportOptions & { view: true }): Promise<RecordBatchStreamImport<ArrayView>>;
 export function importArrayStreamFrom(fill: (out: Ptr) => PromiseLike<FillStatus>, opts?: StreamImportOptions): Promise<RecordBatchStreamImport<ImportedRecordBatch>>;
 export function importArrayStreamFrom(fill: (out: Ptr) => FillStatus, opts: StreamImportOptions & { view: true }): RecordBatchStreamImport<ArrayView>;
@@ -181,6 +189,7 @@ export function importArrayStreamFrom(
  * const reader = importDeviceArrayStreamFrom((out) => nativeLib.make_device_stream(out), { toHost: true });
  * for (const batch of reader) use(batch);
  */
+export function importDeviceArrayStreamFrom(fill: (out: Ptr) => number | bigint, opts?: StreamImportOptions): RecordBatchStreamImport<StreamItem>;
 export function importDeviceArrayStreamFrom(fill: (out: Ptr) => PromiseLike<FillStatus>, opts?: StreamImportOptions): Promise<RecordBatchStreamImport<StreamItem>>;
 export function importDeviceArrayStreamFrom(fill: (out: Ptr) => FillStatus, opts?: StreamImportOptions): RecordBatchStreamImport<StreamItem>;
 export function importDeviceArrayStreamFrom(
@@ -201,6 +210,7 @@ export function importDeviceArrayStreamFrom(
  * const schema = importSchemaFrom((out) => getTableSchema(conn, null, null, 't', out, err));
  * console.log(schema.fields.map((f) => `${f.name}: ${f.type}`));
  */
+export function importSchemaFrom(fill: (out: Ptr) => number | bigint, opts?: SchemaImportOptions): Schema;
 export function importSchemaFrom(fill: (out: Ptr) => PromiseLike<FillStatus>, opts?: SchemaImportOptions): Promise<Schema>;
 export function importSchemaFrom(fill: (out: Ptr) => FillStatus, opts?: SchemaImportOptions): Schema;
 export function importSchemaFrom(fill: (out: Ptr) => FillResult, opts: SchemaImportOptions = {}): Schema | Promise<Schema> {
@@ -219,6 +229,7 @@ export function importSchemaFrom(fill: (out: Ptr) => FillResult, opts: SchemaImp
  * using batch = importRecordBatchFrom((array, schema) => shim.export_batch(handle, array, schema));
  * console.log(batch.numRows);
  */
+export function importRecordBatchFrom(fill: (array: Ptr, schema: Ptr) => number | bigint, opts?: ArrayImportOptions): ImportedRecordBatch;
 export function importRecordBatchFrom(fill: (array: Ptr, schema: Ptr) => PromiseLike<FillStatus>, opts?: ArrayImportOptions): Promise<ImportedRecordBatch>;
 export function importRecordBatchFrom(fill: (array: Ptr, schema: Ptr) => FillStatus, opts?: ArrayImportOptions): ImportedRecordBatch;
 export function importRecordBatchFrom(
@@ -242,6 +253,8 @@ export function importDeviceRecordBatchFrom(
   fill: (deviceArray: Ptr, schema: Ptr) => PromiseLike<FillStatus>,
   opts: DeviceImportOptions & { toHost: true },
 ): Promise<ImportedRecordBatch>;
+export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => number | bigint, opts: DeviceImportOptions & { toHost: true }): ImportedRecordBatch;
+export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => number | bigint, opts?: DeviceImportOptions): ImportedRecordBatch | DeviceArray;
 export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => PromiseLike<FillStatus>, opts?: DeviceImportOptions): Promise<ImportedRecordBatch | DeviceArray>;
 export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => FillStatus, opts: DeviceImportOptions & { toHost: true }): ImportedRecordBatch;
 export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => FillStatus, opts?: DeviceImportOptions): ImportedRecordBatch | DeviceArray;

@@ -69,6 +69,21 @@ describe('fill-and-import', { skip: countingMissing }, () => {
       await nothingLeft(before);
     });
 
+    test('a fill typed as returning any (a koffi function) takes the synchronous form, in its types as at run time', async () => {
+      const c = counting();
+      const before = snapshot();
+      // koffi types what its functions return as any; `npm run typecheck` checks this file: with the
+      // Promise overload chosen, the reader below would be typed as a Promise and not type-check.
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      const make = ((out: Ptr) => c.fillSlowStream(out, 1, 3)) as (out: Ptr) => any;
+      const reader = importArrayStreamFrom((out) => make(out));
+      assert.ok(!(reader instanceof Promise));
+      const xs: number[] = [];
+      for (const batch of reader) xs.push(...(batch.getChild('x')!.toArray() as Int32Array));
+      assert.deepEqual(xs, [0, 1, 2]);
+      await nothingLeft(before);
+    });
+
     test('a non-zero status after filling: a producer error with that errno; what was filled released once, freed', async () => {
       const c = counting();
       const before = snapshot();

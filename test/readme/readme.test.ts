@@ -1,6 +1,6 @@
 /**
- * Every TypeScript code block of README.md and of the guides (docs/*.md, but
- * the generated API reference docs/API.md) runs here, as written, against
+ * Every TypeScript code block of README.md and of the guides (docs/*.md)
+ * runs here, as written, against
  * real peers built at test time: a C producer (test/ownership/counting.c)
  * for the pointers the blocks import (`schemaPtr`, `arrayPtr`, `arrayPtrs`,
  * `streamPtr`, `deviceArrayPtr`, `deviceStreamPtr`, ...), C consumers for
@@ -60,8 +60,8 @@ import { cPeer, cPeerSkip, loadParquetWasm } from '../wasm/modules.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The documents whose blocks run: the README, then the guides. docs/API.md is generated, not a guide. */
-const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md') && f !== 'API.md').sort().map((f) => `docs/${f}`)];
+/** The documents whose blocks run: the README, then the guides. */
+const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 
 /** The guides the README links to, one per job. Those about an API must show it in a block that runs. */
 const GUIDES = ['native', 'streams', 'adbc', 'device', 'webgpu', 'async', 'wasm', 'protocol', 'validation', 'performance', 'contributing'];
