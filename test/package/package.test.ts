@@ -396,6 +396,17 @@ describe('package', { timeout: 120_000 }, () => {
     }, null, 2));
     sh(process.execPath, [tsc, '-p', 'tsconfig.json'], project);
   });
+
+  test("the same consumer type-checks under TypeScript's older resolution (moduleResolution node10: no exports map; typesVersions finds arrow-device/adbc)", () => {
+    writeFileSync(join(project, 'tsconfig.node10.json'), JSON.stringify({
+      compilerOptions: {
+        strict: true, skipLibCheck: false, lib: ['es2023', 'esnext.disposable'], types: ['node'],
+        module: 'commonjs', moduleResolution: 'node10', target: 'es2022', noEmit: true, esModuleInterop: true,
+      },
+      include: ['src'],
+    }, null, 2));
+    sh(process.execPath, [tsc, '-p', 'tsconfig.node10.json'], project);
+  });
   describe("the README's quick starts, from the tarball in a fresh project", () => {
     let qs = '';
     const runner = typeScriptRunner();
