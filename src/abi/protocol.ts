@@ -197,6 +197,7 @@ export function hasArrowMethod(x: unknown, sym: ArrowSymbol): boolean {
  * under one of the five `ArrowSymbols`).
  *
  * @example
+ * let table: Table | undefined;
  * if (isArrowExportable(value)) table = importTable(value as ArrowStreamExportable);
  */
 export function isArrowExportable(x: unknown): x is ArrowExportable {

@@ -7,7 +7,12 @@
  * `AdbcStatusCode` values (adbc.h).
  *
  * @example
- * if (e instanceof AdbcError && e.status === AdbcStatus.NOT_FOUND) createTable();
+ * try {
+ *   await conn.execute('DELETE FROM t');
+ * } catch (e) {
+ *   if (!(e instanceof AdbcError && e.status === AdbcStatus.NOT_FOUND)) throw e;
+ *   await conn.execute('CREATE TABLE t (x INTEGER)');
+ * }
  */
 export const AdbcStatus = {
   /** `ADBC_STATUS_OK`: no error. */

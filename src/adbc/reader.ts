@@ -35,6 +35,7 @@ const registry = new FinalizationRegistry<Held>(({ inner, life }) => {
  * statement after it.
  *
  * @example
+ * let total = 0;
  * const reader = await conn.queryStream('SELECT * FROM events');
  * for await (const batch of reader) total += batch.numRows;
  */

@@ -395,7 +395,8 @@ function tableOfExportable(source: object, optsArg: unknown): ImportedTable {
  * @example
  * const schema = exportSchema(batch.schema);
  * const array = exportArray(batch);
- * await nativeLib.consume.async(schema, array);
+ * await new Promise((resolve, reject) =>          // koffi's async form: the consumer runs on a worker thread
+ *   nativeLib.consume.async(schema, array, (err, rc) => (err ? reject(err) : resolve(rc))));
  *
  * @example
  * using array = exportArray(batch, { handle: true });  // an owned handle: released if nobody took it

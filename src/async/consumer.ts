@@ -184,7 +184,7 @@ export function readerCallbacks(mem: Memory, handler: Ptr): HandlerCallbacks | n
  *
  * @example
  * const reader = createAsyncDeviceStreamReader({ toHost: true });
- * nativeLib.produce(reader.handler);            // the producer takes the handler
+ * nativeLib.start_producing(reader.handler);   // the producer takes the handler
  * for await (const batch of reader) console.log(batch.numRows);
  */
 export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch | DeviceArray> implements AsyncIterable<T> {

@@ -215,7 +215,7 @@ function importDevice<T extends object>(
  * `importDeviceRecordBatch` and `importDeviceArrayView`.
  *
  * @example
- * using dev = importDeviceArray(devArrayPtr, schemaPtr);
+ * using dev = importDeviceArray(deviceArrayPtr, schemaPtr);
  * console.log(dev.deviceTypeName, dev.deviceId, dev.length);
  * dev.exportTo(nextConsumersStruct); // or dev.toHost(), dev.release()
  */
@@ -358,8 +358,9 @@ export function importDeviceArrayView(ptr: Ptr | DeviceArraySource, schema?: Sch
  *
  * @example
  * const ptr = exportDeviceArray(batch);                                    // CPU
- * const gpu = exportDeviceArray(batch, { deviceType: DeviceType.CUDA, deviceId: 0, stream });
- * await lib.consume.async(schemaPtr, gpu);
+ * const gpu = exportDeviceArray(batch, { deviceType: DeviceType.CUDA, deviceId: 0, stream: cudaStream });
+ * await new Promise((resolve, reject) =>
+ *   nativeLib.consume_device.async(gpu, (err, rc) => (err ? reject(err) : resolve(rc))));
  * freeArrowDeviceArray(gpu);
  */
 export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | DeviceArray, opts: DeviceExportOptions & { handle: true }): ExportHandle;
@@ -437,7 +438,7 @@ export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | D
  * (see `exportDeviceArray` for the device options).
  *
  * @example
- * const { schema, array } = exportDeviceRecordBatch(batch, { deviceType: DeviceType.CUDA, stream });
+ * const { schema, array } = exportDeviceRecordBatch(batch, { deviceType: DeviceType.CUDA, stream: cudaStream });
  */
 export function exportDeviceRecordBatch(batch: RecordBatch, opts: DeviceExportOptions & { handle: true }): ArrayExportHandles;
 export function exportDeviceRecordBatch(batch: RecordBatch, opts?: DeviceExportOptions & { schemaInto?: Ptr }): {

@@ -269,7 +269,7 @@ export function webgpuRegistry(): WebGPURegistry {
  * @example
  * const dev = await importDeviceArrayAsync(ptr, schemaPtr);
  * const { buffer, offset } = webgpuBufferAt(dev.children[0].buffers[1].address)!;
- * pass.setBindGroup(0, device.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer, offset } }] }));
+ * pass.setBindGroup(0, gpuDevice.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer: buffer as GPUBuffer, offset } }] }));
  */
 export function webgpuBufferAt(address: Ptr | number): WebGPURegion | undefined {
   const a = Number(address);

@@ -161,8 +161,8 @@ const memOf = (o: { memory?: Memory } | undefined): Memory => o?.memory ?? nativ
  *
  * // ADBC: AdbcStatementExecuteQuery on a worker thread, batches read off-thread too.
  * const rows = await importArrayStreamFrom(
- *   (out) => new Promise((resolve, reject) =>
- *     executeQuery.async(stmt, out, null, err, (e, status) => (e ? reject(e) : resolve(status)))),
+ *   (out) => new Promise<number>((resolve, reject) =>
+ *     executeQuery.async(stmtPtr, out, null, errPtr, (e, status) => (e ? reject(e) : resolve(status)))),
  *   { offThread: true },
  * );
  * for await (const batch of rows) use(batch);
@@ -207,7 +207,7 @@ export function importDeviceArrayStreamFrom(
  *
  * @example
  * // ADBC: AdbcConnectionGetTableSchema(conn, NULL, NULL, "t", out, err)
- * const schema = importSchemaFrom((out) => getTableSchema(conn, null, null, 't', out, err));
+ * const schema = importSchemaFrom((out) => getTableSchema(connPtr, null, null, 't', out, errPtr));
  * console.log(schema.fields.map((f) => `${f.name}: ${f.type}`));
  */
 export function importSchemaFrom(fill: (out: Ptr) => number | bigint, opts?: SchemaImportOptions): Schema;

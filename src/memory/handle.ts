@@ -179,7 +179,7 @@ const safetyNet = new FinalizationRegistry<HandleState>((s) => disposeState(s));
  *
  * @example
  * using stream = exportArrayStream(table, { handle: true });
- * await nativeLib.consume_stream.async(stream.address, cb);
+ * nativeLib.consume_stream.async(stream.address, cb);  // koffi's async form: returns at once
  * await stream.released;          // the consumer called release
  */
 export class ExportHandle implements ArrowHandle {

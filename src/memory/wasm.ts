@@ -617,7 +617,7 @@ const byMemory = new WeakMap<WasmLinearMemory, WasmMemoryImpl[]>();
  *
  * @example
  * // a C module: clang --target=wasm32 ... -Wl,--export-table -Wl,--growable-table, exporting malloc and free
- * const { instance } = await WebAssembly.instantiate(bytes);
+ * const { instance } = await WebAssembly.instantiate(wasmBytes);
  * const memory = wasmMemoryFromExports(instance.exports);
  */
 export function wasmMemory(opts: WasmMemoryOptions): WasmMemory {

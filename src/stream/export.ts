@@ -428,13 +428,15 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
  *
  * @example
  * const stream = exportArrayStream(table);
- * await duckdb_arrow_scan.async(con, 'my_view', stream);  // async: DuckDB pulls from its threads
+ * await new Promise((resolve, reject) =>  // koffi's async form: DuckDB pulls from its threads
+ *   duckdb_arrow_scan.async(con, 'my_view', stream, (err, rc) => (err ? reject(err) : resolve(rc))));
  * // ... query the view, then:
  * freeArrowArrayStream(stream);  // releases it (DuckDB never does) and frees the struct
  *
  * @example
  * using stream = exportArrayStream(table, { handle: true });  // an owned handle
- * await duckdb_arrow_scan.async(con, 'my_view', stream.address);
+ * await new Promise((resolve, reject) =>
+ *   duckdb_arrow_scan.async(con, 'my_view', stream.address, (err, rc) => (err ? reject(err) : resolve(rc))));
  */
 export function exportArrayStream(source: RecordBatchSource, opts: StreamExportOptions & { handle: true }): ExportHandle;
 export function exportArrayStream(source: RecordBatchSource, opts?: StreamExportOptions): Ptr;
