@@ -534,7 +534,8 @@ export function importBatch(read: ImportRead): ImportedRecordBatch {
  * per batch, and with repeated names a wrong one: gold case
  * duplicate_fieldnames) and the struct `Data`. `BATCH_SHORTCUT` checks once,
  * against this arrow-js, that the constructor makes nothing but these three
- * own properties.
+ * own properties; test/array/shortcuts.test.ts keeps it true for the
+ * arrow-js the package is tested with.
  */
 export function makeBatch(schema: Schema, struct: Struct, children: Data[], N: number): ImportedRecordBatch {
   const data = new Data(struct, 0, N, 0, [undefined, undefined, EMPTY] as never, children) as Data<Struct>;
@@ -548,7 +549,7 @@ export function makeBatch(schema: Schema, struct: Struct, children: Data[], N: n
   return b as unknown as ImportedRecordBatch;
 }
 
-const BATCH_SHORTCUT = ((): boolean => {
+export const BATCH_SHORTCUT = ((): boolean => {
   try {
     const schema = new Schema([]);
     const rb = new RecordBatch(schema, new Data(new Struct([]), 0, 0, 0, [undefined, undefined, EMPTY] as never, []) as Data<Struct>);
@@ -562,9 +563,65 @@ const BATCH_SHORTCUT = ((): boolean => {
 export function importedTable(batches: readonly ImportedRecordBatch[], schema: Schema): ImportedTable {
   // With repeated field names arrow-js rejects new Table(schema, batches) (its schema comparison
   // goes by name), so a table of batches takes its schema from them.
-  const t = batches.length === 0 ? new ImportedTable(schema) : new ImportedTable([...batches]);
+  const t = batches.length === 0 ? new ImportedTable(schema) : makeTable([...batches]);
   return owned(t, batches.flatMap((b) => ownersOf(b) ?? []));
 }
+
+/**
+ * `new ImportedTable(batches)` made without arrow-js's constructor where
+ * every batch has the first one's schema object (an import's batches share
+ * their plan's): the constructor then only stores the schema, the batches
+ * and the running sum of their lengths, after flattening its arguments and
+ * comparing each batch's schema with itself (about 4.5 us of a 1K-row
+ * import from wasm memory, bench:wasm). `TABLE_SHORTCUT` checks once,
+ * against this arrow-js, that the constructor makes exactly these three
+ * own properties; test/array/shortcuts.test.ts keeps it true for the
+ * arrow-js the package is tested with.
+ */
+function makeTable(batches: ImportedRecordBatch[]): ImportedTable {
+  const schema = batches[0]!.schema;
+  let same = TABLE_SHORTCUT;
+  for (let i = 1; same && i < batches.length; i++) same = batches[i]!.schema === schema;
+  if (!same) return new ImportedTable(batches);
+  return tableFields(schema, batches);
+}
+
+function tableFields(schema: Schema, batches: RecordBatch[]): ImportedTable {
+  const t = Object.create(ImportedTable.prototype) as { schema: Schema; batches: RecordBatch[]; _offsets: Uint32Array };
+  t.schema = schema;
+  t.batches = batches;
+  const offsets = new Uint32Array(batches.length + 1);
+  for (let i = 0; i < batches.length; i++) offsets[i + 1] = offsets[i]! + batches[i]!.data.length;
+  t._offsets = offsets;
+  return t as unknown as ImportedTable;
+}
+
+/** Whether arrow-js's Table constructor makes what `tableFields` makes (see `makeTable`). */
+export const TABLE_SHORTCUT = ((): boolean => {
+  try {
+    const f = new Field('x', new Int32(), true);
+    const schema = new Schema([f]);
+    const batch = (n: number): RecordBatch => new RecordBatch(schema, new Data(new Struct([f]), 0, n, 0, [undefined, undefined, EMPTY] as never, [new Data(new Int32(), 0, n, 0, [undefined, new Int32Array(n)] as never)]) as Data<Struct>);
+    const batches = [batch(2), batch(3), batch(0)];
+    const slow = new ImportedTable([...batches]) as unknown as Record<string, unknown>;
+    const fast = tableFields(batches[0]!.schema, [...batches]) as unknown as Record<string, unknown>;
+    const keys = Reflect.ownKeys(slow);
+    const sameList = (a: unknown, b: unknown): boolean =>
+      (Array.isArray(a) && Array.isArray(b)) || (a instanceof Uint32Array && b instanceof Uint32Array)
+        ? (a as ArrayLike<unknown>).length === (b as ArrayLike<unknown>).length && Array.from(a as ArrayLike<unknown>).every((x, i) => x === (b as ArrayLike<unknown>)[i])
+        : false;
+    return (
+      Object.getPrototypeOf(slow) === Object.getPrototypeOf(fast) &&
+      keys.join(',') === 'schema,batches,_offsets' &&
+      Reflect.ownKeys(fast).join(',') === keys.join(',') &&
+      slow.schema === fast.schema &&
+      sameList(slow.batches, fast.batches) &&
+      sameList(slow._offsets, fast._offsets)
+    );
+  } catch {
+    return false;
+  }
+})();
 
 /** An `ImportedVector` over one imported `Data`. */
 export function importedVector(data: Data, by: ImportOwner | readonly ImportOwner[]): ImportedVector {
