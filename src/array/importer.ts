@@ -22,7 +22,7 @@ import { isArrowType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { readSchemaNode, type SchemaNode } from '../schema/node.js';
 import { owned } from './imported.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
-import { planOfNode, planOfSchema, planOfType, sharedNode, type Plan, type SchemaLike } from './plan.js';
+import { planOfNode, planOfSchema, planOfType, rememberSchemaAt, sharedNode, sharedNodeAt, type Plan, type SchemaLike } from './plan.js';
 
 export type { SchemaLike };
 import { ImportRead, readArray, validationLevel, type DeviceReader, type ValidationLevel } from './read.js';
@@ -39,15 +39,20 @@ export interface ImportCoreOptions extends ToArrowOptions {
 /**
  * Reads (and releases, unless `keep`) an `ArrowSchema` pointer into a
  * `SchemaNode`; `param` names the pointer in argument errors. A schema
- * equal to one read before comes back as that node (plan.ts `sharedNode`),
- * so arrays imported against either share one plan.
+ * equal to one read before comes back as that node (plan.ts `sharedNode`;
+ * the last one read is found by its bytes, `sharedNodeAt`), so arrays
+ * imported against either share one plan.
  */
 export function readSchemaPtr(m: Memory, ptr: Ptr, keep = false, path = 'schema', param = 'ptr'): SchemaNode {
   schemaPtrArg(ptr, param, m);
   if (ptr === 0n) throw invalid(path, 'NULL pointer');
   if (isReleased(m, 'ArrowSchema', ptr)) throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
   try {
-    return sharedNode(readSchemaNode(m, ptr, path));
+    const seen = sharedNodeAt(m, ptr);
+    if (seen !== undefined) return seen;
+    const node = sharedNode(readSchemaNode(m, ptr, path));
+    rememberSchemaAt(m, ptr, node);
+    return node;
   } finally {
     // Import consumes the struct, on success and on failure (a released child
     // deeper down does not make the root released).

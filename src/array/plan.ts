@@ -24,7 +24,7 @@ import { isArrowType, nodeToSchema, nodeToType, type ToArrowOptions } from '../s
 import { encodeSchema, toSchemaNode, writeSchemaNode, type EncodedSchema } from '../schema/export.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
-import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
+import { matchesImage, MAX_NESTING_DEPTH, schemaImage, type SchemaImage, type SchemaNode } from '../schema/node.js';
 
 /** The O(length) checks of `full` (read.ts), as bits of `PlanNode.full`. */
 export const enum FullCheck {
@@ -488,6 +488,26 @@ export function sharedNode(node: SchemaNode): SchemaNode {
   if (byContent.size >= MAX_READ_NODES) byContent.delete(byContent.keys().next().value!);
   byContent.set(key, node);
   return node;
+}
+
+/**
+ * The last schema read from a pointer, as its image (node.ts `SchemaImage`) and its node: a schema handed
+ * again with each array (a wasm module's, a driver's) is found by comparing its bytes, without decoding a
+ * string or building a node (bench:wasm, one import at a time); test/array/schema-image.test.ts proves a
+ * match gives the node the full read would, and a difference the full read's verdict.
+ */
+let lastImage: { readonly image: SchemaImage; readonly node: SchemaNode } | null = null;
+
+/** The node of the last schema read when the `ArrowSchema` at `ptr` has its content; else undefined. */
+export function sharedNodeAt(m: Memory, ptr: Ptr): SchemaNode | undefined {
+  const last = lastImage;
+  return last !== null && matchesImage(m, ptr, last.image) ? last.node : undefined;
+}
+
+/** Remembers the schema at `ptr`, just read and checked in full into `node`, for `sharedNodeAt`. */
+export function rememberSchemaAt(m: Memory, ptr: Ptr, node: SchemaNode): void {
+  const image = schemaImage(m, ptr);
+  lastImage = image === null ? null : { image, node };
 }
 
 /** Everything of a node, each string prefixed by its length so that no two different schemas give one key. */

@@ -260,6 +260,128 @@ function readNode(r: SchemaRead, addr: Addr, path: string, depth: number): Schem
 /** The children of every leaf node read (an empty array shared by them all). */
 const NO_NODES: readonly SchemaNode[] = Object.freeze([]);
 
+/**
+ * The bytes of an `ArrowSchema` tree that make its content, as plain numbers in the order
+ * `readSchemaNode` reads them: per node (pre-order, children before the dictionary) its flags, child
+ * count, whether it has a dictionary, then its format, name and metadata, each as its byte length
+ * (-1 for a NULL name or metadata) and its bytes. A schema handed again with each array (a wasm module's,
+ * a driver's) is compared with the image of the last one read (`matchesImage`), without decoding a
+ * string or building a node; the image is made only after that schema was read and checked in full.
+ */
+export type SchemaImage = readonly number[];
+
+/** The most numbers an image holds: a larger schema is read in full every time. */
+const MAX_IMAGE = 1 << 14;
+
+/** What `imageWalk` reads with. */
+interface ImageRead {
+  readonly raw: RawAccess;
+  readonly A: Access['ArrowSchema'];
+  readonly wide: boolean;
+  readonly ps: number;
+  readonly seen: number[];
+}
+
+/** The image of the schema at `ptr`, read and checked in full before; null where it is too large. */
+export function schemaImage(mem: Memory, ptr: Ptr): SchemaImage | null {
+  const out: number[] = [];
+  return imageWalk(mem, ptr, out, null) ? out : null;
+}
+
+/**
+ * Whether the schema at `ptr` has the content of `image`. It reads what `readSchemaNode` reads, in its
+ * order, and stops at the first difference, before following a pointer of it: so it reads nothing that
+ * the full read would not. A struct released or reached twice (which content alone cannot tell) is a
+ * difference: the full read then says what is wrong.
+ */
+export function matchesImage(mem: Memory, ptr: Ptr, image: SchemaImage): boolean {
+  return imageWalk(mem, ptr, null, image);
+}
+
+function imageWalk(mem: Memory, ptr: Ptr, out: number[] | null, image: SchemaImage | null): boolean {
+  const wide = mem.target.pointerSize === 8;
+  const r: ImageRead = { raw: rawOf(mem), A: access(mem.target).ArrowSchema, wide, ps: wide ? 8 : 4, seen: [] };
+  try {
+    const end = imageNode(r, Number(ptr), out, image, 0, 0);
+    return end >= 0 && (image === null || end === image.length);
+  } catch {
+    return false;
+  }
+}
+
+/** Walks one node from `pos` of the image (writing `out`, or comparing with `image`); the position after it, or -1. */
+function imageNode(r: ImageRead, addr: Addr, out: number[] | null, image: SchemaImage | null, pos: number, depth: number): number {
+  if (addr === 0 || depth > MAX_NESTING_DEPTH || r.seen.includes(addr)) return -1;
+  r.seen.push(addr);
+  const { raw, A } = r;
+  const at = stage(raw, addr, A.$size);
+  const dv = staged.dv;
+  const release = A.release.get(dv, at);
+  const formatPtr = A.format.get(dv, at);
+  const namePtr = A.name.get(dv, at);
+  const metadataPtr = A.metadata.get(dv, at);
+  const flagsLo = dv.getUint32(at + A.flags.offset, true);
+  const flagsHi = dv.getUint32(at + A.flags.offset + 4, true);
+  const n = A.n_children.get(dv, at);
+  const childrenPtr = A.children.get(dv, at);
+  const dictPtr = A.dictionary.get(dv, at);
+  if (release === 0 || formatPtr === 0 || flagsHi !== 0) return -1;
+  // Each number in turn: appended, or compared (a difference ends the walk before anything it describes is read).
+  const put = (v: number): boolean => {
+    if (out !== null) {
+      if (out.length >= MAX_IMAGE) return false;
+      out.push(v);
+      return true;
+    }
+    return pos < image!.length && image![pos++] === v;
+  };
+  const bytes = (p: Addr, len: number): boolean => {
+    if (len === 0) return true;
+    if (out === null && pos + len > image!.length) return false;
+    const b = stage(raw, p, len);
+    const u8 = staged.u8;
+    for (let i = 0; i < len; i++) if (!put(u8[b + i]!)) return false;
+    return true;
+  };
+  if (!put(flagsLo) || !put(n) || !put(dictPtr === 0 ? 0 : 1)) return -1;
+  const formatLen = raw.strlen(formatPtr, 1 << 16);
+  if (!put(formatLen) || !bytes(formatPtr, formatLen)) return -1;
+  const nameLen = namePtr === 0 ? -1 : raw.strlen(namePtr, 1 << 20);
+  if (!put(nameLen) || (nameLen > 0 && !bytes(namePtr, nameLen))) return -1;
+  const metaLen = metadataPtr === 0 ? -1 : metadataLength(raw, metadataPtr, out === null ? image![pos]! : MAX_IMAGE);
+  if (metaLen === -2 || !put(metaLen) || (metaLen > 0 && !bytes(metadataPtr, metaLen))) return -1;
+  if (n > 0) {
+    if (childrenPtr === 0) return -1;
+    const cat = stage(raw, childrenPtr, n * r.ps);
+    const cdv = staged.dv;
+    const kids = new Array<number>(n);
+    for (let i = 0; i < n; i++) kids[i] = r.wide ? cdv.getUint32(cat + i * 8 + 4, true) * 4294967296 + cdv.getUint32(cat + i * 8, true) : cdv.getUint32(cat + i * 4, true);
+    for (let i = 0; i < n; i++) if ((pos = imageNode(r, kids[i]!, out, image, out === null ? pos : 0, depth + 1)) < 0) return -1;
+  }
+  if (dictPtr !== 0 && (pos = imageNode(r, dictPtr, out, image, out === null ? pos : 0, depth + 1)) < 0) return -1;
+  return out === null ? pos : out.length;
+}
+
+/**
+ * The byte length of the metadata blob at `base` (CDataInterface.rst, "Metadata": an int32 pair count,
+ * then each key and value as an int32 length and its bytes), read as `readMetadataAt` reads it; -2 where
+ * it would run past `max` bytes or be malformed (the caller then reads it in full).
+ */
+function metadataLength(raw: RawAccess, base: Addr, max: number): number {
+  let at = stage(raw, base, 4);
+  const count = staged.dv.getInt32(at, true);
+  if (count < 0 || 4 + count * 8 > max) return -2;
+  let pos = 4;
+  for (let i = 0; i < 2 * count; i++) {
+    if (pos + 4 > max) return -2;
+    at = stage(raw, base + pos, 4);
+    const len = staged.dv.getInt32(at, true);
+    if (len < 0 || pos + 4 + len > max) return -2;
+    pos += 4 + len;
+  }
+  return pos;
+}
+
 export function releaseSchemaStruct(mem: Memory, ptr: Ptr): void {
   // A conforming release sets release to NULL itself; releaseStruct makes sure of it, so never twice.
   releaseStruct(mem, 'ArrowSchema', ptr);
