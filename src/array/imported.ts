@@ -572,8 +572,8 @@ export function importedTable(batches: readonly ImportedRecordBatch[], schema: S
  * every batch has the first one's schema object (an import's batches share
  * their plan's): the constructor then only stores the schema, the batches
  * and the running sum of their lengths, after flattening its arguments and
- * comparing each batch's schema with itself (about 4.5 us of a 1K-row
- * import from wasm memory, bench:wasm). `TABLE_SHORTCUT` checks once,
+ * comparing each batch's schema with itself (work bench:wasm shows in a
+ * one-batch import). `TABLE_SHORTCUT` checks once,
  * against this arrow-js, that the constructor makes exactly these three
  * own properties; test/array/shortcuts.test.ts keeps it true for the
  * arrow-js the package is tested with.

@@ -186,24 +186,48 @@ interface SchemaRead {
 /** The flags bits the spec defines, as a number (they fit 32 bits). */
 const KNOWN_FLAGS = Number(ALL_FLAGS);
 
+/** The fields of one `ArrowSchema` struct, as `schemaFields` read them (one object, filled anew each time: take them at once). */
+interface SchemaFields {
+  release: number;
+  formatPtr: number;
+  namePtr: number;
+  metadataPtr: number;
+  flagsLo: number;
+  flagsHi: number;
+  n: number;
+  childrenPtr: number;
+  dictPtr: number;
+  /** Where the struct's bytes were staged (valid until the arena moves on: for exact values in messages). */
+  dv: DataView;
+  at: number;
+}
+const fields: SchemaFields = { release: 0, formatPtr: 0, namePtr: 0, metadataPtr: 0, flagsLo: 0, flagsHi: 0, n: 0, childrenPtr: 0, dictPtr: 0, dv: staged.dv, at: 0 };
+
+/** Every field of the struct at `addr`, staged once (src/memory/raw.ts), before any string of it is read. */
+function schemaFields(raw: RawAccess, A: Access['ArrowSchema'], addr: Addr): SchemaFields {
+  const at = stage(raw, addr, A.$size);
+  const dv = staged.dv;
+  fields.release = A.release.get(dv, at);
+  fields.formatPtr = A.format.get(dv, at);
+  fields.namePtr = A.name.get(dv, at);
+  fields.metadataPtr = A.metadata.get(dv, at);
+  fields.flagsLo = dv.getUint32(at + A.flags.offset, true);
+  fields.flagsHi = dv.getUint32(at + A.flags.offset + 4, true);
+  fields.n = A.n_children.get(dv, at);
+  fields.childrenPtr = A.children.get(dv, at);
+  fields.dictPtr = A.dictionary.get(dv, at);
+  fields.dv = dv;
+  fields.at = at;
+  return fields;
+}
+
 function readNode(r: SchemaRead, addr: Addr, path: string, depth: number): SchemaNode {
   if (addr === 0) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
   visitOnce(r.seen, addr, path);
   try {
     const { raw, A } = r;
-    // Every field first (the struct staged once: src/memory/raw.ts).
-    const at = stage(raw, addr, A.$size);
-    const dv = staged.dv;
-    const release = A.release.get(dv, at);
-    const formatPtr = A.format.get(dv, at);
-    const namePtr = A.name.get(dv, at);
-    const metadataPtr = A.metadata.get(dv, at);
-    const flagsLo = dv.getUint32(at + A.flags.offset, true);
-    const flagsHi = dv.getUint32(at + A.flags.offset + 4, true);
-    const n = A.n_children.get(dv, at);
-    const childrenPtr = A.children.get(dv, at);
-    const dictPtr = A.dictionary.get(dv, at);
+    const { release, formatPtr, namePtr, metadataPtr, flagsLo, flagsHi, n, childrenPtr, dictPtr, dv, at } = schemaFields(raw, A, addr);
     if (release === 0) {
       throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
     }
@@ -273,13 +297,16 @@ export type SchemaImage = readonly number[];
 /** The most numbers an image holds: a larger schema is read in full every time. */
 const MAX_IMAGE = 1 << 14;
 
-/** What `imageWalk` reads with. */
-interface ImageRead {
+/** What `imageWalk` reads with, and where it is: appending to `out`, or comparing with `image` at `pos`. */
+interface ImageWalk {
   readonly raw: RawAccess;
   readonly A: Access['ArrowSchema'];
   readonly wide: boolean;
   readonly ps: number;
-  readonly seen: number[];
+  readonly seen: AddressSet;
+  readonly out: number[] | null;
+  readonly image: SchemaImage | null;
+  pos: number;
 }
 
 /** The image of the schema at `ptr`, read and checked in full before; null where it is too large. */
@@ -300,66 +327,61 @@ export function matchesImage(mem: Memory, ptr: Ptr, image: SchemaImage): boolean
 
 function imageWalk(mem: Memory, ptr: Ptr, out: number[] | null, image: SchemaImage | null): boolean {
   const wide = mem.target.pointerSize === 8;
-  const r: ImageRead = { raw: rawOf(mem), A: access(mem.target).ArrowSchema, wide, ps: wide ? 8 : 4, seen: [] };
+  const w: ImageWalk = { raw: rawOf(mem), A: access(mem.target).ArrowSchema, wide, ps: wide ? 8 : 4, seen: AddressSet.shared(), out, image, pos: 0 };
   try {
-    const end = imageNode(r, Number(ptr), out, image, 0, 0);
-    return end >= 0 && (image === null || end === image.length);
+    return imageNode(w, Number(ptr), 0) && (image === null || w.pos === image.length);
   } catch {
     return false;
+  } finally {
+    w.seen.done();
   }
 }
 
-/** Walks one node from `pos` of the image (writing `out`, or comparing with `image`); the position after it, or -1. */
-function imageNode(r: ImageRead, addr: Addr, out: number[] | null, image: SchemaImage | null, pos: number, depth: number): number {
-  if (addr === 0 || depth > MAX_NESTING_DEPTH || r.seen.includes(addr)) return -1;
-  r.seen.push(addr);
-  const { raw, A } = r;
-  const at = stage(raw, addr, A.$size);
-  const dv = staged.dv;
-  const release = A.release.get(dv, at);
-  const formatPtr = A.format.get(dv, at);
-  const namePtr = A.name.get(dv, at);
-  const metadataPtr = A.metadata.get(dv, at);
-  const flagsLo = dv.getUint32(at + A.flags.offset, true);
-  const flagsHi = dv.getUint32(at + A.flags.offset + 4, true);
-  const n = A.n_children.get(dv, at);
-  const childrenPtr = A.children.get(dv, at);
-  const dictPtr = A.dictionary.get(dv, at);
-  if (release === 0 || formatPtr === 0 || flagsHi !== 0) return -1;
-  // Each number in turn: appended, or compared (a difference ends the walk before anything it describes is read).
-  const put = (v: number): boolean => {
-    if (out !== null) {
-      if (out.length >= MAX_IMAGE) return false;
-      out.push(v);
-      return true;
-    }
-    return pos < image!.length && image![pos++] === v;
-  };
-  const bytes = (p: Addr, len: number): boolean => {
-    if (len === 0) return true;
-    if (out === null && pos + len > image!.length) return false;
-    const b = stage(raw, p, len);
-    const u8 = staged.u8;
-    for (let i = 0; i < len; i++) if (!put(u8[b + i]!)) return false;
+/** The next number of the image: appended, or compared (a difference ends the walk before anything it describes is read). */
+function put(w: ImageWalk, v: number): boolean {
+  if (w.out !== null) {
+    if (w.out.length >= MAX_IMAGE) return false;
+    w.out.push(v);
     return true;
-  };
-  if (!put(flagsLo) || !put(n) || !put(dictPtr === 0 ? 0 : 1)) return -1;
-  const formatLen = raw.strlen(formatPtr, 1 << 16);
-  if (!put(formatLen) || !bytes(formatPtr, formatLen)) return -1;
-  const nameLen = namePtr === 0 ? -1 : raw.strlen(namePtr, 1 << 20);
-  if (!put(nameLen) || (nameLen > 0 && !bytes(namePtr, nameLen))) return -1;
-  const metaLen = metadataPtr === 0 ? -1 : metadataLength(raw, metadataPtr, out === null ? image![pos]! : MAX_IMAGE);
-  if (metaLen === -2 || !put(metaLen) || (metaLen > 0 && !bytes(metadataPtr, metaLen))) return -1;
-  if (n > 0) {
-    if (childrenPtr === 0) return -1;
-    const cat = stage(raw, childrenPtr, n * r.ps);
-    const cdv = staged.dv;
-    const kids = new Array<number>(n);
-    for (let i = 0; i < n; i++) kids[i] = r.wide ? cdv.getUint32(cat + i * 8 + 4, true) * 4294967296 + cdv.getUint32(cat + i * 8, true) : cdv.getUint32(cat + i * 4, true);
-    for (let i = 0; i < n; i++) if ((pos = imageNode(r, kids[i]!, out, image, out === null ? pos : 0, depth + 1)) < 0) return -1;
   }
-  if (dictPtr !== 0 && (pos = imageNode(r, dictPtr, out, image, out === null ? pos : 0, depth + 1)) < 0) return -1;
-  return out === null ? pos : out.length;
+  return w.pos < w.image!.length && w.image![w.pos++] === v;
+}
+
+/** The `len` bytes at `p`, each as `put` takes it. */
+function putBytes(w: ImageWalk, p: Addr, len: number): boolean {
+  if (len === 0) return true;
+  if (w.out === null && w.pos + len > w.image!.length) return false;
+  const b = stage(w.raw, p, len);
+  const u8 = staged.u8;
+  for (let i = 0; i < len; i++) if (!put(w, u8[b + i]!)) return false;
+  return true;
+}
+
+/** Walks one node (its children, then its dictionary); false at a difference or anything unusual. */
+function imageNode(w: ImageWalk, addr: Addr, depth: number): boolean {
+  if (addr === 0 || depth > MAX_NESTING_DEPTH || !w.seen.add(addr)) return false;
+  const { raw } = w;
+  const { release, formatPtr, namePtr, metadataPtr, flagsLo, flagsHi, n, childrenPtr, dictPtr } = schemaFields(raw, w.A, addr);
+  if (release === 0 || formatPtr === 0 || flagsHi !== 0) return false;
+  if (!put(w, flagsLo) || !put(w, n) || !put(w, dictPtr === 0 ? 0 : 1)) return false;
+  const formatLen = raw.strlen(formatPtr, 1 << 16);
+  if (!put(w, formatLen) || !putBytes(w, formatPtr, formatLen)) return false;
+  const nameLen = namePtr === 0 ? -1 : raw.strlen(namePtr, 1 << 20);
+  if (!put(w, nameLen) || (nameLen > 0 && !putBytes(w, namePtr, nameLen))) return false;
+  // Compared, the blob may not run past the image's length for it; recorded, not past the image's size.
+  const metaLen = metadataPtr === 0 ? -1 : metadataLength(raw, metadataPtr, w.out === null ? w.image![w.pos]! : MAX_IMAGE);
+  if (metaLen === -2 || !put(w, metaLen) || (metaLen > 0 && !putBytes(w, metadataPtr, metaLen))) return false;
+  if (n > 0) {
+    if (childrenPtr === 0) return false;
+    // Staged copies are not written over while reachable (raw.ts): the pointers stay readable across the children's walks.
+    const cat = stage(raw, childrenPtr, n * w.ps);
+    const cdv = staged.dv;
+    for (let i = 0; i < n; i++) {
+      const cp = w.wide ? cdv.getUint32(cat + i * 8 + 4, true) * 4294967296 + cdv.getUint32(cat + i * 8, true) : cdv.getUint32(cat + i * 4, true);
+      if (!imageNode(w, cp, depth + 1)) return false;
+    }
+  }
+  return dictPtr === 0 || imageNode(w, dictPtr, depth + 1);
 }
 
 /**
