@@ -30,8 +30,7 @@ import type { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import { isDetached } from '../memory/wasm.js';
 import type { ImportOwner } from './owner.js';
 import { Form, planWithType, type Plan, type PlanNode, type TypedArrayCtor } from './plan.js';
-import { bufferView, BUFFERS, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, skip } from './read.js';
-import { specAt } from '../schema/layout.js';
+import { BUFFERS, ImportRead, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, skip } from './read.js';
 import type { ArrayView } from './view.js';
 import { viewOf } from './view.js';
 import { expandView } from './expand.js';
@@ -331,9 +330,7 @@ function typedAt<C extends TypedArrayCtor>(Ctor: C, b: Uint8Array | null, start:
 
 /** C buffer `k` of the node at `p`: viewed (or the copy made at import). */
 function buf(read: ImportRead, pn: PlanNode, p: number, k: number): Uint8Array | null {
-  const nb = read.nums[p + N_BUFFERS]!;
-  if (k >= nb) return null;
-  return bufferView(read, p + BUFFERS + 2 * k, specAt(pn.layout, k, nb).align, () => `${pathAt(read, p)}.buffers[${k}]`, read.copy);
+  return nodeBuffer(read, pn, p, k, read.copy);
 }
 
 /**
@@ -341,39 +338,38 @@ function buf(read: ImportRead, pn: PlanNode, p: number, k: number): Uint8Array |
  * are `O` and `N`, in arrow-js's slicing convention (the file comment).
  */
 function slotOf(read: ImportRead, pn: PlanNode, p: number, key: SlotKey, O: number, N: number, counted: boolean): unknown {
-  const b = (k: number): Uint8Array | null => buf(read, pn, p, k);
   if (key === 'nullBitmap') {
     if (!pn.layout.hasValidity || !counted) return EMPTY;
-    return b(0) ?? EMPTY;
+    return buf(read, pn, p, 0) ?? EMPTY;
   }
   switch (pn.form) {
     case Form.Bits:
-      return key === 'values' ? (b(1) ?? EMPTY) : undefined;
+      return key === 'values' ? (buf(read, pn, p, 1) ?? EMPTY) : undefined;
     case Form.Fixed:
-      return key === 'values' ? typedAt(pn.Ctor!, b(1), O * pn.stride, N * pn.stride) : undefined;
+      return key === 'values' ? typedAt(pn.Ctor!, buf(read, pn, p, 1), O * pn.stride, N * pn.stride) : undefined;
     case Form.Indices:
-      return key === 'values' ? typedAt(pn.Ctor!, b(1), O, N) : undefined;
+      return key === 'values' ? typedAt(pn.Ctor!, buf(read, pn, p, 1), O, N) : undefined;
     case Form.Offsets32: case Form.Offsets64:
       if (key === 'valueOffsets') {
-        const o = typedAt(pn.form === Form.Offsets32 ? Int32Array : BigInt64Array, b(1), O, N + 1);
+        const o = typedAt(pn.form === Form.Offsets32 ? Int32Array : BigInt64Array, buf(read, pn, p, 1), O, N + 1);
         return o.length ? o : pn.form === Form.Offsets32 ? new Int32Array(1) : new BigInt64Array(1);
       }
       // binary/utf8 have their data in buffer 2; lists and maps have none.
-      return key === 'values' && pn.children.length === 0 ? (b(2) ?? EMPTY) : undefined;
+      return key === 'values' && pn.children.length === 0 ? (buf(read, pn, p, 2) ?? EMPTY) : undefined;
     case Form.Views:
-      if (key === 'values') return (b(1) ?? EMPTY).subarray(O * 16, (O + N) * 16);
+      if (key === 'values') return (buf(read, pn, p, 1) ?? EMPTY).subarray(O * 16, (O + N) * 16);
       if (key === 'variadicBuffers') {
         const n = read.nums[p + N_BUFFERS]! - 3;
         const out: Uint8Array[] = new Array(n);
-        for (let k = 0; k < n; k++) out[k] = b(2 + k) ?? EMPTY;
+        for (let k = 0; k < n; k++) out[k] = buf(read, pn, p, 2 + k) ?? EMPTY;
         return out;
       }
       return undefined;
     case Form.Sparse:
-      return key === 'typeIds' ? typedAt(Int8Array, b(0), O, N) : undefined;
+      return key === 'typeIds' ? typedAt(Int8Array, buf(read, pn, p, 0), O, N) : undefined;
     case Form.Dense:
-      if (key === 'typeIds') return typedAt(Int8Array, b(0), O, N);
-      return key === 'valueOffsets' ? typedAt(Int32Array, b(1), O, N) : undefined;
+      if (key === 'typeIds') return typedAt(Int8Array, buf(read, pn, p, 0), O, N);
+      return key === 'valueOffsets' ? typedAt(Int32Array, buf(read, pn, p, 1), O, N) : undefined;
     default:
       return undefined;
   }

@@ -65,7 +65,7 @@ import { liveCounters } from '../memory/accounting.js';
 import type { Memory } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 import { access, type Access } from '../abi/accessors.js';
-import { ChildRule, Kind, Role } from '../schema/layout.js';
+import { ChildRule, Kind, Role, specAt } from '../schema/layout.js';
 import { AddressSet, MAX_NESTING_DEPTH, reachedTwice, visitOnce } from '../schema/node.js';
 import type { ImportOwner } from './owner.js';
 import { FullCheck, type Plan, type PlanNode } from './plan.js';
@@ -919,23 +919,23 @@ const EMPTY = new Uint8Array(0);
  * read unless `keep` is false: a lazy Data keeps what it made itself). Throws once the
  * import is released. `align`: the JS element size the view must be
  * aligned to (a wasm memory's views start at the buffer's address; a
- * misaligned one is copied, and counted).
+ * misaligned one is copied, and counted). `node`: the record position of
+ * the buffer's node, for the place of an error (-1: none).
  */
-export function bufferView(read: ImportRead, at: number, align: number, path: () => string, keep = true): Uint8Array | null {
+export function bufferView(read: ImportRead, at: number, align: number, node: number, keep = true): Uint8Array | null {
   const nums = read.nums;
   const addr = nums[at]!;
   if (addr === 0) return null;
   const size = nums[at + 1]!;
   if (size === 0) return EMPTY;
   const owner = read.owner;
-  if (owner !== null && owner.isReleased) owner.check(path(), 'a buffer read');
+  if (owner !== null && owner.isReleased) owner.check(bufferPlace(read, node, at), 'a buffer read');
   const made = read.views?.get(at);
   if (made !== undefined) return made;
-  if (size === UNKNOWN) throw invalid(path(), 'a buffer size is unknown: resolve the sizes first');
-  // Checked above: the place is needed only for an error.
+  if (size === UNKNOWN) throw invalid(bufferPlace(read, node, at), 'a buffer size is unknown: resolve the sizes first');
   let v = owner!.view(addr, size);
   if (v.byteOffset % align !== 0) {
-    const copy = allocBytes(size, path());
+    const copy = allocBytes(size, bufferPlace(read, node, at));
     copy.set(v);
     v = copy;
     liveCounters.copiedBuffers++;
@@ -943,6 +943,18 @@ export function bufferView(read: ImportRead, at: number, align: number, path: ()
   }
   if (keep) (read.views ??= new Map()).set(at, v);
   return v;
+}
+
+/** C buffer `k` of the node at `p` (plan node `pn`): `bufferView` of it, or null past the node's buffers. */
+export function nodeBuffer(read: ImportRead, pn: PlanNode, p: number, k: number, keep = true): Uint8Array | null {
+  const nb = read.nums[p + N_BUFFERS]!;
+  if (k >= nb) return null;
+  return bufferView(read, p + BUFFERS + 2 * k, specAt(pn.layout, k, nb).align, p, keep);
+}
+
+/** The place of the buffer at record index `at` of the node at `node` (-1: no place). */
+function bufferPlace(read: ImportRead, node: number, at: number): string {
+  return node < 0 ? '' : `${pathAt(read, node)}.buffers[${(at - node - BUFFERS) / 2}]`;
 }
 
 /** A copy of `read`'s record, for a copy of its bytes (`views`, filled by the caller) read through `plan`. */
@@ -1000,7 +1012,7 @@ type Bytes = (at: number) => Uint8Array | null;
  */
 export function checkFull(read: ImportRead, device: DeviceReader | null): void {
   if (device === null) {
-    runChecks(read, (at) => bufferView(read, at, 1, () => ''));
+    runChecks(read, (at) => bufferView(read, at, 1, -1));
   } else if (runBatch(fullBatch(read, device), device) instanceof Promise) {
     throw asyncDevice(read);
   }

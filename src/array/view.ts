@@ -6,9 +6,8 @@
  * to every buffer of this node, buffers start where the C pointers point.
  */
 import type { SchemaNode } from '../schema/node.js';
-import { specAt } from '../schema/layout.js';
 import type { PlanNode } from './plan.js';
-import { bufferView, BUFFERS, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, skip, type ImportRead } from './read.js';
+import { BUFFERS, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, skip, type ImportRead } from './read.js';
 
 /**
  * An `ArrowArray` tree as plain JS: each node's counts, and each buffer as a byte view, with every type
@@ -81,9 +80,7 @@ export class ImportedView implements ArrayView {
 
   /** Buffer `i`, viewed now if it was not; throws once the import is released. */
   buffer(i: number): Uint8Array | null {
-    const n = this.read.nums[this.at + N_BUFFERS]!;
-    if (i >= n) return null;
-    return bufferView(this.read, this.at + BUFFERS + 2 * i, specAt(this.pn.layout, i, n).align, () => `${pathAt(this.read, this.at)}.buffers[${i}]`);
+    return nodeBuffer(this.read, this.pn, this.at, i);
   }
 }
 
