@@ -237,25 +237,21 @@ export function take(view: ArrayView, idx: Int32Array, path: string, budget: Bud
   const out = (buffers: (Uint8Array | null)[], children: ArrayView[] = [], nullCount = 0, dictionary: ArrayView | null = null): ArrayView =>
     ({ schema: node, length: n, offset: 0, nullCount, buffers, children, dictionary });
   const l = layoutOf(t);
+  // Nothing for the kinds without a validity bitmap (null, unions).
+  const v = takeValidity(view, idx);
 
   if (node.dictionary) {
     // The indices taken; the dictionary shared (its values are what the indices name).
-    const v = takeValidity(view, idx);
     return out([v.bitmap, takeFixed(view.buffers[1] ?? null, phys, l.width, path)], [], v.nullCount, view.dictionary);
   }
   switch (l.kind) {
     case Kind.Null:
       return { schema: node, length: n, offset: 0, nullCount: n, buffers: view.buffers.map(() => null), children: [], dictionary: null };
-    case Kind.Bool: {
-      const v = takeValidity(view, idx);
+    case Kind.Bool:
       return out([v.bitmap, takeBits(view.buffers[1] ?? null, phys)], [], v.nullCount);
-    }
-    case Kind.Binary: case Kind.LargeBinary: {
-      const v = takeValidity(view, idx);
+    case Kind.Binary: case Kind.LargeBinary:
       return out([v.bitmap, ...takeVarBinary(view, phys, l.kind === Kind.LargeBinary, path)], [], v.nullCount);
-    }
     case Kind.View: {
-      const v = takeValidity(view, idx);
       // The 16-byte views taken; the data buffers they point into copied as they are.
       const views = takeFixed(view.buffers[1] ?? null, phys, 16, path);
       const rest = view.buffers.slice(2).map((b) => (b ? copyOf(b) : null));
@@ -263,23 +259,19 @@ export function take(view: ArrayView, idx: Int32Array, path: string, budget: Bud
       return out([v.bitmap, views, ...rest], [], v.nullCount);
     }
     case Kind.List: case Kind.LargeList: {
-      const v = takeValidity(view, idx);
       const { offsets, childIdx } = takeRanges(view, phys, l.kind === Kind.LargeList, path, budget);
       return out([v.bitmap, offsets], [take(view.children[0]!, childIdx, `${path}.children[0]`, budget)], v.nullCount);
     }
     case Kind.FixedList: {
-      const v = takeValidity(view, idx);
       const size = l.listSize;
       ensure(budget, n * size, path);
       const childIdx = new Int32Array(n * size);
       for (let k = 0; k < n; k++) for (let j = 0; j < size; j++) childIdx[k * size + j] = phys[k]! * size + j;
       return out([v.bitmap], [take(view.children[0]!, childIdx, `${path}.children[0]`, budget)], v.nullCount);
     }
-    case Kind.Struct: {
-      const v = takeValidity(view, idx);
+    case Kind.Struct:
       // A struct's children are indexed like the struct, its offset included (Columnar.rst, "Struct Layout").
       return out([v.bitmap], view.children.map((c, i) => take(c, phys, `${path}.children[${i}]`, budget)), v.nullCount);
-    }
     case Kind.SparseUnion: case Kind.DenseUnion: {
       const typeIds = (t as { typeIds: readonly number[] }).typeIds;
       const ids = view.buffers[0] ?? new Uint8Array(0);
@@ -303,10 +295,8 @@ export function take(view: ArrayView, idx: Int32Array, path: string, budget: Bud
       }
       return out([outIds, offs], [...view.children]);
     }
-    case Kind.Fixed: {
-      const v = takeValidity(view, idx);
+    case Kind.Fixed:
       return out([v.bitmap, takeFixed(view.buffers[1] ?? null, phys, l.width, path)], [], v.nullCount);
-    }
     default:
       throw unsupported(path, `cannot take elements of "${node.format}" (expanded first)`);
   }
@@ -394,15 +384,10 @@ function takeBits(b: Uint8Array | null, phys: Int32Array): Uint8Array {
   return out;
 }
 
-/** Offsets reader of a list or binary node: offsets[i] for physical i, exact within 2^53. */
-function offsetReader(view: ArrayView, large: boolean): (i: number) => number {
-  return ints(view.buffers[1] ?? null, large ? 8 : 4);
-}
-
 /** The offsets and data of the binary elements at `phys` (a null element takes no bytes). */
 function takeVarBinary(view: ArrayView, phys: Int32Array, large: boolean, path: string): [Uint8Array, Uint8Array] {
   const n = phys.length;
-  const off = offsetReader(view, large);
+  const off = ints(view.buffers[1] ?? null, large ? 8 : 4); // offsets[i] for physical i, exact within 2^53
   const data = view.buffers[2] ?? new Uint8Array(0);
   const valid = validityReader(view);
   let total = 0;
@@ -438,7 +423,7 @@ function takeVarBinary(view: ArrayView, phys: Int32Array, large: boolean, path: 
 /** The new offsets of the lists at `phys`, and the child elements they take, in order (a null list takes none). */
 function takeRanges(view: ArrayView, phys: Int32Array, large: boolean, path: string, budget: Budget): { offsets: Uint8Array; childIdx: Int32Array } {
   const n = phys.length;
-  const off = offsetReader(view, large);
+  const off = ints(view.buffers[1] ?? null, large ? 8 : 4); // offsets[i] for physical i, exact within 2^53
   const childLength = view.children[0]!.length;
   const valid = validityReader(view);
   let total = 0;

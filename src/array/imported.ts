@@ -30,7 +30,7 @@ import type { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import { isDetached } from '../memory/wasm.js';
 import type { ImportOwner } from './owner.js';
 import { Form, planWithType, type Plan, type PlanNode, type TypedArrayCtor } from './plan.js';
-import { BUFFERS, ImportRead, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, skip } from './read.js';
+import { BUFFERS, childPos, ImportRead, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, skip } from './read.js';
 import type { ArrayView } from './view.js';
 import { viewOf } from './view.js';
 import { expandView } from './expand.js';
@@ -121,27 +121,18 @@ export function isImportReleased(x: object): boolean {
 }
 
 function defineReleasable(proto: object): void {
+  const release = function release(this: object): void {
+    releaseImport(this);
+  };
   Object.defineProperties(proto, {
-    release: {
-      value: function release(this: object): void {
-        releaseImport(this);
-      },
-      configurable: true,
-      writable: true,
-    },
+    release: { value: release, configurable: true, writable: true },
     released: {
       get(this: object): boolean {
         return isImportReleased(this);
       },
       configurable: true,
     },
-    [Symbol.dispose]: {
-      value: function dispose(this: object): void {
-        releaseImport(this);
-      },
-      configurable: true,
-      writable: true,
-    },
+    [Symbol.dispose]: { value: release, configurable: true, writable: true },
   });
 }
 
@@ -311,16 +302,12 @@ function counted(d: Data): boolean {
   return (d as unknown as { _nullCount: number })._nullCount !== 0;
 }
 
-
-
 // --- slots -------------------------------------------------------------------------------
 
-/** A typed array over the bytes of `b` (zero-copy; the reader aligns what it views). */
-function typed<C extends TypedArrayCtor>(Ctor: C, b: Uint8Array | null): InstanceType<C> {
-  return typedAt(Ctor, b, 0, Infinity);
-}
-
-/** `typed(Ctor, b).subarray(start, start + n)`, made as one typed array. */
+/**
+ * Elements [start, start + n) of a typed array over the bytes of `b`, as far
+ * as `b` has them (zero-copy; the reader aligns what it views).
+ */
 function typedAt<C extends TypedArrayCtor>(Ctor: C, b: Uint8Array | null, start: number, n: number): InstanceType<C> {
   const all = b === null ? 0 : Math.floor(b.byteLength / Ctor.BYTES_PER_ELEMENT);
   const from = Math.min(start, all);
@@ -376,7 +363,6 @@ function slotOf(read: ImportRead, pn: PlanNode, p: number, key: SlotKey, O: numb
 }
 
 // --- building ------------------------------------------------------------------------------
-
 
 /** The record position after the subtree `dataOf` built last. */
 let after = 0;
@@ -447,13 +433,12 @@ function dataOf(read: ImportRead, pn: PlanNode, p: number, add: number, len: num
  * indices narrowed to int32, each checked as it is copied.
  */
 function copied(read: ImportRead, pn: PlanNode, p: number, add: number, N: number, root: boolean): Data {
-  after = skip(read, pn, p);
   const path = pathAt(read, p);
   if (pn.form === Form.Narrowed) {
     const nums = read.nums;
     const O = nums[p + OFFSET]! + add;
     const t = pn.schema.type as { signed: boolean };
-    const wide = typed(t.signed ? BigInt64Array : BigUint64Array, buf(read, pn, p, 1)).subarray(O, O + N);
+    const wide = typedAt(t.signed ? BigInt64Array : BigUint64Array, buf(read, pn, p, 1), O, N);
     const counted = nums[p + NULL_COUNT] !== 0 && nums[p + BUFFERS] !== 0;
     const validity = counted ? buf(read, pn, p, 0) : null;
     const out = new Int32Array(N);
@@ -467,7 +452,7 @@ function copied(read: ImportRead, pn: PlanNode, p: number, add: number, N: numbe
       out[k] = Number(x);
     }
     liveCounters.copiedBytes += out.byteLength;
-    const dict = new Vector([dataOf(read, pn.dictionary!, dictionaryPos(read, pn, p), 0, -1, false)]);
+    const dict = new Vector([dataOf(read, pn.dictionary!, childPos(read, pn, p, pn.children.length), 0, -1, false)]);
     after = skip(read, pn, p);
     const bitmap = validity ?? EMPTY;
     return new (root ? ImportedData : Data)(pn.type!, O, N, counted ? -1 : 0, [undefined, out, bitmap] as never, [], dict);
@@ -484,12 +469,6 @@ function copied(read: ImportRead, pn: PlanNode, p: number, add: number, N: numbe
   after = skip(read, pn, p);
   if (add !== 0 || N !== d.length) d = d.slice(add, N);
   return root ? asImportedData(d) : d;
-}
-
-function dictionaryPos(read: ImportRead, pn: PlanNode, p: number): number {
-  let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
-  for (const c of pn.children) next = skip(read, c, next);
-  return next;
 }
 
 /** `d` (a Data a copy made) as an `ImportedData`: the same fields, the releasable prototype. */

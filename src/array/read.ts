@@ -15,29 +15,15 @@
  * once the tree is read (CDeviceDataInterface.rst; nanoarrow's device
  * layer does the same), and applied by the same code.
  *
- * Validation levels (after nanoarrow), the same on every memory:
- * - `minimal`: what the struct says about itself, O(number of buffers):
- *   counts of buffers and children against the type, negative or
- *   inconsistent lengths, offsets and null counts, NULL buffers the type
- *   needs, released children, a dictionary where the schema has none. These
- *   keep an import from reading out of bounds, so they always run: `none`
- *   is `minimal`. The first and last offsets and the variadic sizes are read
- *   at every level (they size buffers); a wide offset past 2^53 and a
- *   negative or oversized variadic size are refused.
- * - `default`: minimal, plus the values that size buffers are sane, still
- *   O(number of buffers): first offset not negative, last not below it,
- *   children long enough for their parent's last offset, fixed size or
- *   length, run ends and values of one length.
- * - `full`: default, plus O(length) checks of the contents: every offset
- *   monotone, union type ids declared and dense offsets inside their child,
- *   run ends increasing and covering the array, views and list views inside
- *   what they point into, dictionary indices inside the dictionary; and
- *   date64 and second/millisecond/microsecond timestamps beyond the 2^53 ms
- *   arrow-js can read are refused (`unsupported`). Its promise: reading every
- *   value of the import through arrow-js cannot throw.
- *   On device memory these read the buffers they check, in one batch.
- * Where a level's check needs bytes this library cannot read (an opaque
- * device), the import is refused as `unsupported`, naming the level.
+ * Validation levels (`ValidationLevel`, after nanoarrow) mean the same on
+ * every memory. Beyond its doc: every level reads the first and last
+ * offsets and the variadic sizes (they size buffers), refusing a wide offset
+ * past 2^53 and a negative or oversized variadic size; `full` also refuses
+ * date64 and second/millisecond/microsecond timestamps beyond the 2^53 ms
+ * arrow-js can read (`unsupported`), and on device memory reads the buffers
+ * it checks, in one batch. Where a level's check needs bytes this library
+ * cannot read (an opaque device), the import is refused as `unsupported`,
+ * naming the level.
  *
  * What `minimal` and `default` leave unchecked, exactly (no import at any
  * level reads outside what the struct declares; these only make values
@@ -81,7 +67,7 @@ import { FullCheck, type Plan, type PlanNode } from './plan.js';
  * - `'full'`: adds the contents, O(length): every offset in order and in range, union type ids, run ends,
  *   views inside their buffers, dictionary indices; reading every value through arrow-js cannot throw.
  *
- * The README's "Import" section lists what each level leaves unchecked.
+ * docs/validation.md lists what each level leaves unchecked.
  */
 export type ValidationLevel = 'none' | 'minimal' | 'default' | 'full';
 
@@ -226,7 +212,7 @@ export interface Range {
  * How the reader gets at the bytes of the buffers (the structs are always
  * in CPU memory): in batches, each one synchronisation. A device whose
  * reads complete later (WebGPU's `mapAsync`) returns a promise: its arrays
- * are read with `readArrayAsync`.
+ * are read with `readTree` and `checkLevelAsync`.
  */
 export interface DeviceReader {
   /** Reads each range into its `dst`, in one batch; errors name no place. */
@@ -297,31 +283,20 @@ function fieldsOf(mem: Memory): Fields {
 
 /** What every node of one read needs (one object, reused by the reads that follow: see `readArray`). */
 class Reader {
-  raw: RawAccess;
-  f: Fields;
   /** The struct addresses read so far, while they are few (`firstVisit`). */
   readonly addrs: number[] = [];
-  /** The addresses read, once they are many or the plan's nodes are shared (a DAG made in JS: it costs its input, not its unfolding). */
-  seen: AddressSet | null;
   /** The child indices from the root to the node being read (-1: a dictionary), for paths. */
   readonly trail: number[] = [];
-  /** Whether the host reads the buffers' bytes at their addresses. */
-  host: boolean;
-
-  /** The memory `raw` and `f` are of. */
-  mem: Memory;
-
-  constructor(
-    public read: ImportRead,
-    public device: DeviceReader | null,
-  ) {
-    const mem = read.mem!;
-    this.mem = mem;
-    this.raw = rawOf(mem);
-    this.f = fieldsOf(mem);
-    this.host = device === null;
-    this.seen = read.plan.shared ? AddressSet.shared() : null;
-  }
+  // The read, how its buffers are read (null: by the host at their addresses), the memory `raw`
+  // and `f` are of, and the addresses read, once they are many or the plan's nodes are shared (a
+  // DAG made in JS: it costs its input, not its unfolding). Set by `reset`.
+  read: ImportRead = NO_READ;
+  device: DeviceReader | null = null;
+  mem: Memory | null = null;
+  raw!: RawAccess;
+  f!: Fields;
+  seen: AddressSet | null = null;
+  host = true;
 
   /** Sets the reader to another read. */
   reset(read: ImportRead, device: DeviceReader | null): this {
@@ -374,20 +349,17 @@ export function readArray(read: ImportRead, addr: Addr, device: DeviceReader | n
   if (device !== null && read.deferred !== null && read.level >= DEFAULT) {
     if (runBatch(deferredBatch(read, device), device) instanceof Promise) throw asyncDevice(read);
   }
-  if (read.level >= FULL) {
-    if (device === null) checkFull(read, null);
-    else if (runBatch(fullBatch(read, device), device) instanceof Promise) throw asyncDevice(read);
-  }
+  if (read.level >= FULL) checkFull(read, device);
 }
 
 /**
  * Reads the struct tree into the record, with the checks the structs alone
- * allow (and, on host memory, the values): the synchronous first half of
- * `readArrayAsync`, whose second half is `checkLevelAsync`.
+ * allow (and, on host memory, the values); `readArray` and
+ * `checkLevelAsync` add the level's device reads.
  */
 export function readTree(read: ImportRead, addr: Addr, device: DeviceReader | null): void {
   // Reading calls nothing that could start another read: one Reader serves them all, one after the other.
-  const r = idle !== null ? idle.reset(read, device) : new Reader(read, device);
+  const r = (idle ?? new Reader()).reset(read, device);
   idle = null;
   try {
     readNode(r, read.plan.root, addr, 0);
@@ -405,16 +377,10 @@ export function readTree(read: ImportRead, addr: Addr, device: DeviceReader | nu
 }
 
 /**
- * `readArray` for a device whose reads complete later: the structs now, then
- * the level's device reads (one batch for the values that size buffers, one
- * for what `full` checks), each awaited.
+ * For a device whose reads complete later, after `readTree`: the level's
+ * device reads (one batch for the values that size buffers, one for what
+ * `full` checks), each awaited.
  */
-export async function readArrayAsync(read: ImportRead, addr: Addr, device: DeviceReader): Promise<void> {
-  readTree(read, addr, device);
-  await checkLevelAsync(read, device);
-}
-
-/** The second half of `readArrayAsync`: the device reads of the level, awaited. */
 export async function checkLevelAsync(read: ImportRead, device: DeviceReader): Promise<void> {
   if (read.deferred !== null && read.level >= DEFAULT) await runBatch(deferredBatch(read, device), device);
   if (read.level >= FULL) await runBatch(fullBatch(read, device), device);
@@ -560,16 +526,9 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
         let size: number;
         let nullable = false;
         switch (role) {
-          case Role.Validity: {
-            // CDataInterface.rst: the validity buffer MAY be NULL only if null_count is 0. A bitmap past
-            // the limit is refused before it is viewed or copied.
-            const ptr = nums[p + BUFFERS + 2 * i]!;
-            if (end > MAX_BITMAP_BITS && nullCount !== 0 && ptr !== 0) throw bitmapPastLimit(r, i, end, 'validity');
-            if (ptr === 0 && nullCount !== 0 && length > 0) throw invalid(`${r.path()}.buffers[${i}]`, `NULL validity buffer with null_count ${nullCount}`);
-            size = Math.ceil(end / 8);
-            nullable = true;
-            break;
-          }
+          case Role.Validity:
+            sizeValidity(r, p, i, end, length, nullCount);
+            continue;
           case Role.Bits:
             if (end > MAX_BITMAP_BITS && nums[p + BUFFERS + 2 * i] !== 0) throw bitmapPastLimit(r, i, end, 'values');
             size = Math.ceil(end / 8);
@@ -994,9 +953,14 @@ export function pathAt(read: ImportRead, p: number): string {
 
 /** The position after the subtree of the node at `p` (its children's and dictionary's records). */
 export function skip(read: ImportRead, pn: PlanNode, p: number): number {
+  const next = childPos(read, pn, p, pn.children.length);
+  return pn.dictionary !== null ? skip(read, pn.dictionary, next) : next;
+}
+
+/** The record position of child `k` of the node at `p` (`k` = its child count: its dictionary's). */
+export function childPos(read: ImportRead, pn: PlanNode, p: number, k: number): number {
   let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
-  for (const c of pn.children) next = skip(read, c, next);
-  if (pn.dictionary !== null) next = skip(read, pn.dictionary, next);
+  for (let j = 0; j < k; j++) next = skip(read, pn.children[j]!, next);
   return next;
 }
 
@@ -1092,11 +1056,6 @@ function fullCheck(read: ImportRead, pn: PlanNode, p: number, bytes: Bytes): voi
   const end = offset + length;
   const buf = (k: number, q = p): Uint8Array | null => bytes(q + BUFFERS + 2 * k);
   const path = (): string => pathAt(read, p);
-  const childPos = (k: number): number => {
-    let next = p + BUFFERS + 2 * nums[p + N_BUFFERS]!;
-    for (let j = 0; j < k; j++) next = skip(read, pn.children[j]!, next);
-    return next;
-  };
   const validity = (): Uint8Array | null => (pn.layout.hasValidity && nullCount !== 0 ? buf(0) : null);
   if (f & FullCheck.Offsets) {
     const b = buf(1);
@@ -1112,16 +1071,16 @@ function fullCheck(read: ImportRead, pn: PlanNode, p: number, bytes: Bytes): voi
   if (f & FullCheck.ListViews) {
     const o = buf(1);
     const s = buf(2);
-    if (o !== null && s !== null) checkListViews(o, s, pn.layout.width === 8, offset, end, nums[childPos(0) + LENGTH]!, path());
+    if (o !== null && s !== null) checkListViews(o, s, pn.layout.width === 8, offset, end, nums[childPos(read, pn, p, 0) + LENGTH]!, path());
   }
   if (f & FullCheck.Union) {
     const ids = buf(0);
-    const lengths = pn.children.map((_, k) => nums[childPos(k) + LENGTH]!);
+    const lengths = pn.children.map((_, k) => nums[childPos(read, pn, p, k) + LENGTH]!);
     const declared = (pn.schema.type as { typeIds: readonly number[] }).typeIds;
     if (ids !== null) checkUnion(ids, pn.layout.kind === Kind.DenseUnion ? buf(1) : null, declared, lengths, offset, end, path());
   }
   if (f & FullCheck.RunEnds) {
-    const q = childPos(0);
+    const q = childPos(read, pn, p, 0);
     const w = (pn.children[0]!.schema.type as { bitWidth: number }).bitWidth / 8;
     checkRunEnds(buf(1, q), w, nums[q + OFFSET]!, nums[q + LENGTH]!, end, path());
   }
@@ -1132,15 +1091,9 @@ function fullCheck(read: ImportRead, pn: PlanNode, p: number, bytes: Bytes): voi
     checkMillis(buf(1), offset, length, validity(), path(), divisor);
   }
   if (f & FullCheck.Indices) {
-    const dictPos = dictionaryPos(read, pn, p);
-    checkIndices(buf(1), pn.schema.type, offset, length, nums[dictPos + LENGTH]!, validity(), path());
+    const dictLength = nums[childPos(read, pn, p, pn.children.length) + LENGTH]!;
+    checkIndices(buf(1), pn.schema.type, offset, length, dictLength, validity(), path());
   }
-}
-
-function dictionaryPos(read: ImportRead, pn: PlanNode, p: number): number {
-  let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
-  for (const c of pn.children) next = skip(read, c, next);
-  return next;
 }
 
 function checkOffsets(b: Uint8Array, wide: boolean, offset: number, end: number, what: string, path: string): void {

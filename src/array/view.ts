@@ -124,12 +124,3 @@ export function isValid(view: ArrayView, i: number): boolean {
   if (!bm || view.nullCount === 0) return true;
   return getBit(bm, view.offset + i);
 }
-
-/** The total byte size of every buffer in the tree (children and dictionaries included). */
-export function viewByteLength(view: ArrayView): number {
-  let n = 0;
-  for (const b of view.buffers) n += b?.byteLength ?? 0;
-  for (const c of view.children) n += viewByteLength(c);
-  if (view.dictionary) n += viewByteLength(view.dictionary);
-  return n;
-}

@@ -25,7 +25,7 @@ import { writeArrayView } from '../array/export.js';
 import type { ArrayView } from '../array/view.js';
 import { viewOf } from '../array/view.js';
 import {
-  BUFFERS, checkBufferSize, checkFull, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, readArray, recordCopy, resolveDeferred, resolveDeferredAsync, skip, UNKNOWN, readTree, checkLevelAsync,
+  BUFFERS, checkBufferSize, checkFull, childPos, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, readArray, recordCopy, resolveDeferred, resolveDeferredAsync, skip, UNKNOWN, readTree, checkLevelAsync,
   validationLevel, type DeviceReader, type ValidationLevel,
 } from '../array/read.js';
 import { planOfNode, type Plan, type PlanNode } from '../array/plan.js';
@@ -156,11 +156,7 @@ class DeviceNode implements DeviceArrayNode {
   get dictionary(): DeviceNode | null {
     if (this.#dictionary === undefined) {
       if (this.pn.dictionary === null) this.#dictionary = null;
-      else {
-        let q = this.at + BUFFERS + 2 * this.read.nums[this.at + N_BUFFERS]!;
-        for (const c of this.pn.children) q = skip(this.read, c, q);
-        this.#dictionary = new DeviceNode(this.read, this.pn.dictionary, q, this.gpu);
-      }
+      else this.#dictionary = new DeviceNode(this.read, this.pn.dictionary, childPos(this.read, this.pn, this.at, this.pn.children.length), this.gpu);
     }
     return this.#dictionary;
   }
