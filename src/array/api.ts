@@ -4,15 +4,13 @@
  *
  * Ownership, in one place:
  * - Import consumes. `importSchema*` reads the `ArrowSchema` and releases it
- *   (on success and on failure; pass `keep: true` to leave it to the caller).
- *   `import*` of an array moves the `ArrowArray` out of the caller's struct
- *   (the caller's struct is marked released at once and may be freed) and
- *   calls the producer's `release` exactly once: on failure, at once; with
- *   `copy: true`, at once after copying; otherwise when no JS object can reach
- *   the producer's memory any more (a FinalizationRegistry over every
- *   zero-copy view). Zero-copy views cannot be detached in JS, so there is no
- *   explicit early release in the safe API: ask for `copy` when you need the
- *   producer's memory back at a known time.
+ *   (on success and on failure; pass `keep: true` to leave it to the caller);
+ *   an array import always does so with a schema pointer. It moves the
+ *   `ArrowArray` out of the caller's struct (marked released at once: the
+ *   caller may free it) and calls the producer's `release` exactly once: on
+ *   failure, at once; with `copy: true`, at once after copying; otherwise at
+ *   the object's `release()` (`using`, `releaseImport`), or once no JS object
+ *   can reach the producer's memory any more (src/array/owner.ts).
  * - Export pins. `export*` writes structs whose buffers point at the JS
  *   buffers, held until the consumer calls `release`. Into a struct the
  *   consumer allocated (`into`), or one we allocate (free it with
@@ -45,8 +43,7 @@ import {
 import { ImportOwner } from './owner.js';
 import { batchNodeOf, batchSchemaOf, planOfNode, writeSchema, type Plan } from './plan.js';
 import { validationLevel } from './read.js';
-import type { ArrayView } from './view.js';
-import { viewOf } from './view.js';
+import { viewOf, type ArrayView } from './view.js';
 
 export type { SchemaLike };
 
@@ -91,7 +88,8 @@ function handleArg(opts: { handle?: boolean }, into: Ptr | undefined, param = 'o
   return true;
 }
 
-const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
+/** The memory `o` names, else the process's own. */
+export const memoryOf = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
 
 // --- schema ----------------------------------------------------------------------------
 
@@ -111,7 +109,7 @@ export function importSchemaNode(ptr: Ptr | ArrowSchemaExportable, opts: SchemaI
     // The handle's dispose releases and frees the struct: `keep` has nothing to keep.
     return importFromHandle(ptr, ArrowSymbols.schema, o, (p, m) => readSchemaPtr(m, p, false), () => undefined);
   }
-  return readSchemaPtr(mem(opts), ptr, opts.keep ?? false);
+  return readSchemaPtr(memoryOf(opts), ptr, opts.keep ?? false);
 }
 
 /**
@@ -180,7 +178,7 @@ export function importType(ptr: Ptr | ArrowSchemaExportable, opts: SchemaImportO
 export function exportSchema(s: SchemaLike, opts: ExportOptions & { handle: true }): ExportHandle;
 export function exportSchema(s: SchemaLike, opts?: ExportOptions): Ptr;
 export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr | ExportHandle {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
   const handle = handleArg(opts, opts.into);
   const into = opts.into ?? m.alloc(m.layouts.ArrowSchema.size);
@@ -194,13 +192,6 @@ export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr | Exp
 }
 
 // --- arrays ----------------------------------------------------------------------------
-//
-// Every import below is a front end over importer.ts (one path, one owner per
-// import). Ownership: import consumes the array (moved out of the caller's
-// struct at once) and a schema given as a pointer, on success and failure.
-// The objects returned are releasable (`release()`, `using`, `releaseImport`);
-// otherwise the garbage collector releases the producer once nothing can
-// reach its memory.
 
 /**
  * Imports an `ArrowArray` as an `ArrayView`: every type of the spec, buffers
@@ -221,7 +212,7 @@ export function importArrayView(ptr: Ptr, schema: SchemaLike | Ptr, opts?: Array
 export function importArrayView(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike | Ptr | ArrayExchangeOptions, opts: ArrayImportOptions = {}): ArrayView {
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importArrayView', (a, s, o) => importArrayView(a, s, o), releaseImport);
   const sch = schema as SchemaLike | Ptr;
-  const m = mem(opts);
+  const m = memoryOf(opts);
   const c = consume(m, 'ArrowArray', ptr, sch, opts, 'array', PlanOf.Array);
   const plan = c.plan!;
   return importWith(ImportOwner.move(m, ptr, 'ArrowArray', c.staged, c.at), plan, opts, c.level, 'array', (read) => viewOf(read, plan.root, 0));
@@ -257,7 +248,7 @@ export function importData(ptr: Ptr, schema: SchemaLike | Ptr, opts?: ArrayImpor
 export function importData(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike | Ptr | ArrayExchangeOptions, opts: ArrayImportOptions = {}): ImportedData {
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importData', (a, s, o) => importData(a, s, o), releaseImport);
   const sch = schema as SchemaLike | Ptr;
-  const m = mem(opts);
+  const m = memoryOf(opts);
   const c = consume(m, 'ArrowArray', ptr, sch, opts, 'array', PlanOf.Data);
   return importWith(ImportOwner.move(m, ptr, 'ArrowArray', c.staged, c.at), c.plan!, opts, c.level, 'array', dataOfRead);
 }
@@ -303,7 +294,7 @@ export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, o
 export function importRecordBatch(ptr: Ptr | ArrowArrayExportable, schema?: Schema | SchemaNode | Ptr | ArrayExchangeOptions, opts: ArrayImportOptions = {}): ImportedRecordBatch {
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importRecordBatch', (a, s, o) => importRecordBatch(a, s, o), releaseImport);
   const sch = schema as Schema | SchemaNode | Ptr;
-  const m = mem(opts);
+  const m = memoryOf(opts);
   const c = consume(m, 'ArrowArray', ptr, sch, opts, 'array', PlanOf.Batch);
   return importWith(ImportOwner.move(m, ptr, 'ArrowArray', c.staged, c.at), c.plan!, opts, c.level, 'array', importBatch);
 }
@@ -329,11 +320,10 @@ export function importTable(
   schema?: Schema | SchemaNode | Ptr | ArrayExchangeOptions,
   opts: ArrayImportOptions = {},
 ): ImportedTable {
-  // An array is the pointer form: not probed for the protocol's symbol methods (run cold, five
-  // lookups missing along the array's prototype chain cost 4-5 us of a one-off 1M-row import).
+  // An array is the pointer form: not probed for the protocol's symbol methods (each a miss along its prototype chain).
   if (!Array.isArray(ptrs) && isArrowExportable(ptrs)) return tableOfExportable(ptrs, schema);
   schema = schema as Schema | SchemaNode | Ptr;
-  const m = mem(opts);
+  const m = memoryOf(opts);
   try {
     ptrArrayArg(ptrs, 'ptrs', m, m.layouts.ArrowArray.size, 'ArrowArrays');
   } catch (e) {
@@ -404,7 +394,7 @@ function tableOfExportable(source: object, optsArg: unknown): ImportedTable {
 export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: ExportOptions & { handle: true }): ExportHandle;
 export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts?: ExportOptions): Ptr;
 export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: ExportOptions = {}): Ptr | ExportHandle {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowArray.size, 'an ArrowArray');
   const handle = handleArg(opts, opts.into);
   const view = toExportView(x, true);
@@ -460,7 +450,7 @@ export function exportRecordBatch(
   batch: RecordBatch,
   opts: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr; handle?: boolean } = {},
 ): { schema: Ptr; array: Ptr } | ArrayExportHandles {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   optionalPtrArg(opts.schemaInto, 'opts.schemaInto', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
   optionalPtrArg(opts.arrayInto, 'opts.arrayInto', m, m.layouts.ArrowArray.size, 'an ArrowArray');
   if (handleArg(opts, opts.schemaInto ?? opts.arrayInto, opts.schemaInto !== undefined ? 'opts.schemaInto' : 'opts.arrayInto')) {
@@ -477,7 +467,7 @@ export function exportRecordBatch(
     return { schema, array: exportArray(batch, { ...opts, handle: false, into: opts.arrayInto }) };
   } catch (e) {
     releaseArrowSchema(schema, opts);
-    if (opts.schemaInto === undefined) mem(opts).free(schema);
+    if (opts.schemaInto === undefined) memoryOf(opts).free(schema);
     throw e;
   }
 }
@@ -498,7 +488,7 @@ export function exportTable(table: Table, opts?: MemoryOption & { handle?: false
   arrays: Ptr[];
 };
 export function exportTable(table: Table, opts: MemoryOption & { handle?: boolean } = {}): { schema: Ptr; arrays: Ptr[] } | TableExportHandles {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   if (opts.handle) {
     const { schema, arrays } = exportTable(table, { memory: opts.memory });
     // A failed adopt releases and frees its own struct; those adopted are disposed, the rest freed.
@@ -547,7 +537,7 @@ export function exportTable(table: Table, opts: MemoryOption & { handle?: boolea
  * freeArrowArray(array);
  */
 export function allocArrowSchema(opts: MemoryOption = {}): Ptr {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   return m.alloc(m.layouts.ArrowSchema.size);
 }
 
@@ -561,7 +551,7 @@ export function allocArrowSchema(opts: MemoryOption = {}): Ptr {
  * freeArrowArray(array);
  */
 export function allocArrowArray(opts: MemoryOption = {}): Ptr {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   return m.alloc(m.layouts.ArrowArray.size);
 }
 
@@ -577,7 +567,7 @@ export function allocArrowArray(opts: MemoryOption = {}): Ptr {
  * freeArrowArray(array);      // the struct's memory
  */
 export function releaseArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStruct(mem(opts), 'ArrowArray', arrayPtrArg(ptr, 'ptr', mem(opts)));
+  releaseStruct(memoryOf(opts), 'ArrowArray', arrayPtrArg(ptr, 'ptr', memoryOf(opts)));
 }
 
 /**
@@ -591,7 +581,7 @@ export function releaseArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
  * freeArrowSchema(schema);
  */
 export function releaseArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStruct(mem(opts), 'ArrowSchema', schemaPtrArg(ptr, 'ptr', mem(opts)));
+  releaseStruct(memoryOf(opts), 'ArrowSchema', schemaPtrArg(ptr, 'ptr', memoryOf(opts)));
 }
 
 /**
@@ -604,9 +594,9 @@ export function releaseArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
  * freeArrowArray(array);            // releases it first if the consumer did neither
  */
 export function freeArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  checkOwned(mem(opts), ptr, 'freeArrowArray');
+  checkOwned(memoryOf(opts), ptr, 'freeArrowArray');
   releaseArrowArray(ptr, opts);
-  mem(opts).free(ptr);
+  memoryOf(opts).free(ptr);
 }
 
 /**
@@ -619,9 +609,9 @@ export function freeArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
  * freeArrowSchema(schema);
  */
 export function freeArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
-  checkOwned(mem(opts), ptr, 'freeArrowSchema');
+  checkOwned(memoryOf(opts), ptr, 'freeArrowSchema');
   releaseArrowSchema(ptr, opts);
-  mem(opts).free(ptr);
+  memoryOf(opts).free(ptr);
 }
 
 /**
@@ -635,7 +625,7 @@ export function freeArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
  * freeArrowArray(dst);
  */
 export function moveArrowArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   moveStruct(m, 'ArrowArray', arrayPtrArg(src, 'src', m), arrayPtrArg(dst, 'dst', m));
 }
 
@@ -649,7 +639,7 @@ export function moveArrowArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): voi
  * freeArrowSchema(dst);
  */
 export function moveArrowSchema(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   moveStruct(m, 'ArrowSchema', schemaPtrArg(src, 'src', m), schemaPtrArg(dst, 'dst', m));
 }
 
@@ -663,7 +653,7 @@ export function moveArrowSchema(src: Ptr, dst: Ptr, opts: MemoryOption = {}): vo
  * freeArrowArray(ptr);
  */
 export function isOurArrowArray(ptr: Ptr, opts: MemoryOption = {}): boolean {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   arrayPtrArg(ptr, 'ptr', m);
   return readField(m, access(m.target).ArrowArray.release, ptr) === Number(arrayReleaseCallback(m));
 }

@@ -130,8 +130,7 @@ function toView(data: Data, node: SchemaNode, asIs: boolean): ArrayView {
     };
   }
   // The C buffers of each kind (schema/layout.ts gives their order; the reader checks every export
-  // against it) from the arrow-js field holding each. Array literals per kind: a loop over the
-  // layout's roles made the export of a small batch a tenth slower (bench:overhead).
+  // against it) from the arrow-js field holding each: an array literal per kind, no loop over roles.
   let buffers: (Uint8Array | null)[];
   switch (layoutOf(node.type).kind) {
     case Kind.Null: buffers = []; break;

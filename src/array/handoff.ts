@@ -1,16 +1,8 @@
 /**
- * Handing an import on to the next consumer (the exchange protocol's
- * producer side for what we imported): the struct the import's owner holds
- * is moved, unchanged, into a new owned handle (ImportOwner.moveTo:
- * CDataInterface.rst, "Moving an array"), so the data goes on without a
- * copy and the original producer's `release` is called exactly once, by
- * whoever ends up owning it. The import itself is released then, with the
- * reason `moved`: its views are detached and reads throw, as after
- * `release()`.
- *
- * An import with no producer behind it any more (a `copy: true` import, a
- * host copy of device data) is exported from its JS memory instead,
- * zero-copy, like any arrow-js object; it stays readable.
+ * The exchange protocol's methods of an import (`Exchangeable`, imported.ts):
+ * the struct its owner holds moves unchanged into a new owned handle
+ * (`ImportOwner.moveTo`; CDataInterface.rst, "Moving an array"), so the
+ * producer's `release` is called exactly once, by whoever ends up owning it.
  */
 import { Data, RecordBatch, Vector } from 'apache-arrow';
 import { ArrowSymbols, type ArrowSchemaExportable } from '../abi/protocol.js';
@@ -66,7 +58,7 @@ export function moveToHandle(owner: ImportOwner, want: ArrayHandleKind): ExportH
 }
 
 /** `view` exported zero-copy (as `exportArray` does) into a new handle of kind `want` in `mem`. */
-export function viewToHandle(mem: Memory, view: ArrayView, want: ArrayHandleKind): ExportHandle {
+function viewToHandle(mem: Memory, view: ArrayView, want: ArrayHandleKind): ExportHandle {
   const p = mem.alloc(mem.layouts[want].size);
   try {
     writeArrayView(mem, view, p);

@@ -27,7 +27,7 @@
  * caller may free or reuse its struct at once.
  */
 import { liveCounters } from '../memory/accounting.js';
-import { markReleased } from '../memory/cstruct.js';
+import { markReleased, releaseOffset } from '../memory/cstruct.js';
 import { callRelease } from '../memory/registry.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import type { SchemaNode } from '../schema/node.js';
@@ -37,9 +37,9 @@ import { ArrowDeviceError } from '../errors.js';
 
 /**
  * Slots for our copies of moved structs (80 or 128 bytes), carved from
- * chunks of 64: an import then costs no allocator call through the FFI (a
- * calloc and a free per import were a tenth of a small import). Chunks are
- * kept for reuse, so the memory held is that of the most imports live at once.
+ * chunks of 64: an import then costs no allocator call through the FFI (no
+ * calloc and free per import). Chunks are kept for reuse, so the memory held
+ * is that of the most imports live at once.
  */
 class SlotPool {
   private readonly free: Addr[] = [];
@@ -157,8 +157,6 @@ export class ImportOwner {
   private building = true;
   /** Every native ArrayBuffer handed out, weakly: detached at release. */
   private buffers: WeakRef<Transferable>[] | null = null;
-  /** Callbacks run at release (after the views are detached, before the producer's release). */
-  private onRelease: (() => void)[] | null = null;
   /**
    * The schema the struct was read by (set by the import path): what a
    * hand-on to another consumer (exchange protocol) exports with the moved
@@ -209,7 +207,7 @@ export class ImportOwner {
       }
       from = staged;
     }
-    const relAt = releaseAt(mem, kind);
+    const relAt = releaseOffset(mem, kind);
     // Read before the source is marked released below: the staged bytes may be the source itself.
     const rel = ptrAt(from.dv, at + relAt, mem.target.pointerSize === 8);
     try {
@@ -303,12 +301,6 @@ export class ImportOwner {
     }
   }
 
-  /** Runs `fn` when the import is released (once), before the producer's `release`. */
-  whenReleased(fn: () => void): void {
-    if (this.reason !== null) return;
-    (this.onRelease ??= []).push(fn);
-  }
-
   /** Called by the FinalizationRegistry. */
   viewCollected(): void {
     this.views--;
@@ -342,17 +334,14 @@ export class ImportOwner {
 
   /**
    * Releases now, exactly once (later calls do nothing): detaches every
-   * view handed out, runs the release hooks, calls the producer's release
-   * and frees our copy of the struct.
+   * view handed out, calls the producer's release and frees our copy of the
+   * struct.
    */
   release(reason: ReleaseReason = 'released'): void {
     if (this.reason !== null) return;
     this.reason = reason;
     this.detachAll();
     try {
-      const hooks = this.onRelease;
-      this.onRelease = null;
-      if (hooks) for (const h of hooks) h();
       // The struct is ours and freed right after: no need to mark it released. Its release
       // callback is known from the move (nobody else writes our copy), else read now.
       const rel = this.releaseFn >= 0 ? this.releaseFn : readField(this.mem, access(this.mem.target).ArrowArray.release, this.arrayAddr);
@@ -379,9 +368,6 @@ export class ImportOwner {
     this.check('', 'a move');
     this.reason = 'moved';
     this.detachAll();
-    const hooks = this.onRelease;
-    this.onRelease = null;
-    if (hooks) for (const h of hooks) h();
     this.mem.copyIn(into, this.mem.read(this.ptr, this.mem.layouts[this.kind].size));
     markReleased(this.mem, 'ArrowArray', this.arrayPtr);
     this.freeStruct();
@@ -391,11 +377,10 @@ export class ImportOwner {
   /**
    * Takes the owner's holder off the pending list at release, rather than
    * leaving it there, and so alive, until the next microtask: a synchronous
-   * loop of imports kept up to 4,096 released ones alive, which every minor
-   * collection copied, promoting those it copied twice (issue 13: 0.8 MB
-   * promoted per collection in a loop of 1-row round trips). The last entry
-   * is removed (a loop that imports and releases keeps the list empty);
-   * another is cleared in place (`registerPending` skips it).
+   * loop of imports would keep up to 4,096 released ones alive, which every
+   * minor collection copies, promoting those it copies twice (issue 13). The
+   * last entry is removed (a loop that imports and releases keeps the list
+   * empty); another is cleared in place (`registerPending` skips it).
    */
   private leavePending(): void {
     const at = this.pendingAt;
@@ -430,13 +415,7 @@ export class ImportOwner {
   }
 }
 
-/** Offset of the `release` callback that ends a struct of `kind` (a device array's is its array's). */
-function releaseAt(mem: Memory, kind: OwnedStruct): number {
-  const A = access(mem.target);
-  return (kind === 'ArrowArray' ? 0 : A.ArrowDeviceArray.array.offset) + A.ArrowArray.release.offset;
-}
-
 /** The error a read of a released import gets. */
-export function releasedError(path: string, what: string, reason: ReleaseReason): ArrowDeviceError {
+function releasedError(path: string, what: string, reason: ReleaseReason): ArrowDeviceError {
   return new ArrowDeviceError('released', path, `${what} of a released import: ${REASONS[reason]}`);
 }

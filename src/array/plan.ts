@@ -18,7 +18,7 @@
  * each time; equal ones (by content) are mapped to the first, so a producer
  * that sends its schema with every array shares one plan too.
  */
-import { Data, DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
+import { DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
 import { invalid } from '../errors.js';
 import { isArrowType, nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { encodeSchema, toSchemaNode, writeSchemaNode, type EncodedSchema } from '../schema/export.js';
@@ -89,8 +89,6 @@ export class PlanNode {
   stride = 0;
   /** Fixed, Indices: the typed array constructor of the values. */
   Ctor: TypedArrayCtor | null = null;
-  /** arrow-js's `stride` of the type (its `strideForType`, asked of a `Data` it makes once). */
-  dataStride = 1;
   /** Whether `expand` copies something of this subtree: a run-end encoded array or a list view in it. */
   expands = false;
   #expanded: SchemaNode | null = null;
@@ -254,7 +252,6 @@ function recordSize(pn: PlanNode): number {
 /** Sets the arrow-js type and form of every node under `pn`, `type` being its arrow-js type. */
 function assignForms(pn: PlanNode, type: DataType, path: string): void {
   pn.type = type;
-  pn.dataStride = new Data(type, 0, 0, 0).stride;
   const l = pn.layout;
   if (pn.schema.dictionary) {
     const t = pn.schema.type;

@@ -32,19 +32,17 @@ import { ArrowSymbols, hasArrowMethod, isArrowExportable, type ArrowArrayExporta
 import { exchangeOptions, importFromArrayHandles, type ExchangeImportOptions } from '../array/exchange.js';
 import { importBatch, importData, owned, releaseImport, type ImportedData, type ImportedRecordBatch } from '../array/imported.js';
 import { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
-import { exportSchema, releaseArrowSchema, toExportView, type ArrayImportOptions, type MemoryOption, type SchemaLike } from '../array/api.js';
+import { exportSchema, memoryOf, releaseArrowSchema, toExportView, type ArrayImportOptions, type MemoryOption, type SchemaLike } from '../array/api.js';
 import { writeArrayView } from '../array/export.js';
 import { consume, importWith, PlanOf, quietly } from '../array/importer.js';
 import { ImportOwner } from '../array/owner.js';
 import { batchNodeOf, type Plan } from '../array/plan.js';
 import type { ImportRead } from '../array/read.js';
 import { isReleased, moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
-import type { ArrayView } from '../array/view.js';
-import { viewOf } from '../array/view.js';
+import { viewOf, type ArrayView } from '../array/view.js';
 import { deviceArrayPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { nativeMemory } from '../memory/native.js';
 import { access } from '../abi/accessors.js';
 import { rawOf, stage, staged } from '../memory/raw.js';
 import type { SchemaNode } from '../schema/node.js';
@@ -102,7 +100,6 @@ export interface DeviceFields {
   readonly syncEvent: Ptr;
 }
 
-const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const CUDA_NUMBERED = new Set<number>([DeviceType.CUDA, DeviceType.CUDA_MANAGED, DeviceType.WEBGPU]);
 
@@ -148,7 +145,7 @@ function readRelease(m: Memory, ptr: Ptr): Ptr {
  * as a pointer, are released.
  */
 function begin(ptr: Ptr, schema: SchemaLike | Ptr, opts: DeviceImportOptions, form: PlanOf): { m: Memory; plan: Plan; fields: DeviceFields; level: number } {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   const c = consume(m, 'ArrowDeviceArray', ptr, schema, opts, 'device_array', form);
   const { plan, level } = c;
   let fields: DeviceFields;
@@ -368,10 +365,10 @@ export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | D
 export function exportDeviceArray(x: Data | Vector | RecordBatch | ArrayView | DeviceArray, opts: DeviceExportOptions = {}): Ptr | ExportHandle {
   if (opts.handle) {
     if (opts.into !== undefined) throw invalid('opts.into', 'a handle owns its struct (dispose frees it): { handle: true } writes into an allocation of its own, not into');
-    const m = mem(opts);
+    const m = memoryOf(opts);
     return ExportHandle.adopt(m, 'ArrowDeviceArray', exportDeviceArray(x, { ...opts, handle: false }));
   }
-  const m = mem(opts);
+  const m = memoryOf(opts);
   const deviceType = opts.deviceType ?? (x instanceof DeviceArray ? x.deviceType : DeviceType.CPU);
   if (deviceTypeName(deviceType) === undefined) throw invalid('options.deviceType', `unknown device type ${deviceType}`);
   if (x instanceof DeviceArray) {
@@ -455,7 +452,7 @@ export function exportDeviceRecordBatch(
     if (opts.into !== undefined || opts.schemaInto !== undefined) {
       throw invalid(opts.into !== undefined ? 'opts.into' : 'opts.schemaInto', 'a handle owns its struct (dispose frees it): { handle: true } writes into an allocation of its own');
     }
-    const m = mem(opts);
+    const m = memoryOf(opts);
     const { schema, array } = exportDeviceRecordBatch(batch, { ...opts, handle: false });
     let s: ExportHandle;
     try {
@@ -476,7 +473,7 @@ export function exportDeviceRecordBatch(
     return { schema, array: exportDeviceArray(batch, opts) };
   } catch (e) {
     releaseArrowSchema(schema, opts);
-    if (opts.schemaInto === undefined) mem(opts).free(schema);
+    if (opts.schemaInto === undefined) memoryOf(opts).free(schema);
     throw e;
   }
 }
@@ -532,7 +529,7 @@ function viaDeviceArray<R extends object>(source: object, optsArg: unknown, fn: 
  * freeArrowDeviceArray(array);
  */
 export function allocArrowDeviceArray(opts: MemoryOption = {}): Ptr {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   return m.alloc(m.layouts.ArrowDeviceArray.size);
 }
 
@@ -547,7 +544,7 @@ export function allocArrowDeviceArray(opts: MemoryOption = {}): Ptr {
  * freeArrowDeviceArray(array);
  */
 export function releaseArrowDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStruct(mem(opts), 'ArrowDeviceArray', deviceArrayPtrArg(ptr, 'ptr', mem(opts)));
+  releaseStruct(memoryOf(opts), 'ArrowDeviceArray', deviceArrayPtrArg(ptr, 'ptr', memoryOf(opts)));
 }
 
 /**
@@ -560,10 +557,10 @@ export function releaseArrowDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void
  * freeArrowDeviceArray(array);
  */
 export function freeArrowDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  checkOwned(mem(opts), ptr, 'freeArrowDeviceArray');
+  checkOwned(memoryOf(opts), ptr, 'freeArrowDeviceArray');
   if (ptr === 0n) return;
   releaseArrowDeviceArray(ptr, opts);
-  mem(opts).free(ptr);
+  memoryOf(opts).free(ptr);
 }
 
 /**
@@ -576,7 +573,7 @@ export function freeArrowDeviceArray(ptr: Ptr, opts: MemoryOption = {}): void {
  * freeArrowDeviceArray(dst);
  */
 export function moveArrowDeviceArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   moveStruct(m, 'ArrowDeviceArray', deviceArrayPtrArg(src, 'src', m), deviceArrayPtrArg(dst, 'dst', m));
 }
 

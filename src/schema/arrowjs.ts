@@ -99,7 +99,6 @@ function baseType(node: SchemaNode, path: string, opts: ToArrowOptions, ids: Dic
   }
 }
 
-/** The arrow-js type of `node`, a `Dictionary` when it has a dictionary. */
 /**
  * Whether `v` is an arrow-js `DataType` of this copy of arrow-js or of
  * another (a CommonJS consumer's `require('apache-arrow')` loads a second
@@ -111,6 +110,7 @@ export function isArrowType(v: unknown): v is DataType {
   return v instanceof DataType || (typeof v === 'object' && v !== null && typeof (v as DataType).typeId === 'number' && !('format' in v));
 }
 
+/** The arrow-js type of `node`, a `Dictionary` when it has a dictionary. */
 export function nodeToType(node: SchemaNode, path = 'schema', opts: ToArrowOptions = {}, ids: DictionaryIds = { next: 0 }): DataType {
   const base = baseType(node, path, opts, ids);
   if (!node.dictionary) return base;

@@ -14,7 +14,7 @@ import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { callRelease, defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
 import { access, type Access } from '../abi/accessors.js';
-import { newArena, rawOf, stage, staged, type Addr, type Arena } from '../memory/raw.js';
+import { newArena, rawOf, setPtr, stage, staged, type Addr, type Arena } from '../memory/raw.js';
 import { isArrowType, typeInfoOf } from './arrowjs.js';
 import { formatOf } from './format.js';
 import { encodeMetadata } from './metadata.js';
@@ -194,12 +194,7 @@ function writeNode(ctx: WriteContext, node: SchemaNode, s: DataView, off: number
   A.release.set(s, off, ctx.release);
   for (let i = 0; i < n; i++) {
     const at = structsAt + i * size;
-    if (ps === 8) {
-      dv.setUint32(childrenAt + i * 8, (base + at) >>> 0, true);
-      dv.setUint32(childrenAt + i * 8 + 4, Math.floor((base + at) / 4294967296), true);
-    } else {
-      dv.setUint32(childrenAt + i * 4, base + at, true);
-    }
+    setPtr(dv, childrenAt + i * ps, base + at, ps === 8);
     writeNode(ctx, node.children[i]!, dv, at);
   }
   if (node.dictionary) writeNode(ctx, node.dictionary, dv, structsAt + n * size);
@@ -209,12 +204,9 @@ function writeNode(ctx: WriteContext, node: SchemaNode, s: DataView, off: number
  * Writes `node` into the `ArrowSchema` at `into` (memory the caller owns);
  * `schema`: its encoding (`encodeSchema`), which the plan of a schema keeps
  * (src/array/plan.ts), so a schema exported again is not encoded again.
- * One allocation holds the whole tree below the root struct: every node's
- * children pointer array, its children's and dictionary's structs, its
- * metadata and strings, filled in JS and written with one copy (the root
- * struct is a second). Each node keeps its own record and `private_data`,
- * so a child can be moved out and released on its own; the allocation is
- * freed when the tree's last live node is released.
+ * The tree's one allocation holds every node's children pointer array, its
+ * children's and dictionary's structs, its metadata and strings, filled in
+ * JS and written with one copy (the root struct is a second).
  */
 export function writeSchemaNode(mem: Memory, node: SchemaNode, into: Ptr, schema?: EncodedSchema): void {
   const A = access(mem.target).ArrowSchema;
@@ -250,39 +242,37 @@ export function writeSchemaNode(mem: Memory, node: SchemaNode, into: Ptr, schema
 // --- arrow-js -> SchemaNode ---------------------------------------------------------
 
 /** The `SchemaNode` of an arrow-js type with the given name, nullability and metadata. */
-export function typeToNode(
+function typeToNode(
   type: DataType,
   name: string | null,
   nullable: boolean,
   metadata: ReadonlyMap<string, string> | null,
   path = 'schema',
 ): SchemaNode {
-  {
-    const info = typeInfoOf(type, path);
-    let flags = nullable ? Flag.NULLABLE : 0;
-    let children: SchemaNode[] = [];
-    let dictionary: SchemaNode | null = null;
-    if (type.typeId === Type.Dictionary) {
-      const d = type as Dictionary;
-      if (d.isOrdered) flags |= Flag.DICTIONARY_ORDERED;
-      dictionary = typeToNode(d.dictionary, null, true, null, `${path}.dictionary`);
-    } else {
-      if (type.typeId === Type.Map && (type as Map_).keysSorted) flags |= Flag.MAP_KEYS_SORTED;
-      children = (type.children ?? []).map((f: Field, i: number) => fieldToNode(f, `${path}.children[${i}]`));
-    }
-    return {
-      format: formatOf(info),
-      type: info,
-      name,
-      metadata: metadata && metadata.size > 0 ? new Map(metadata) : null,
-      flags,
-      children,
-      dictionary,
-    };
+  const info = typeInfoOf(type, path);
+  let flags = nullable ? Flag.NULLABLE : 0;
+  let children: SchemaNode[] = [];
+  let dictionary: SchemaNode | null = null;
+  if (type.typeId === Type.Dictionary) {
+    const d = type as Dictionary;
+    if (d.isOrdered) flags |= Flag.DICTIONARY_ORDERED;
+    dictionary = typeToNode(d.dictionary, null, true, null, `${path}.dictionary`);
+  } else {
+    if (type.typeId === Type.Map && (type as Map_).keysSorted) flags |= Flag.MAP_KEYS_SORTED;
+    children = (type.children ?? []).map((f: Field, i: number) => fieldToNode(f, `${path}.children[${i}]`));
   }
+  return {
+    format: formatOf(info),
+    type: info,
+    name,
+    metadata: metadata && metadata.size > 0 ? new Map(metadata) : null,
+    flags,
+    children,
+    dictionary,
+  };
 }
 
-export function fieldToNode(field: Field, path = 'schema'): SchemaNode {
+function fieldToNode(field: Field, path = 'schema'): SchemaNode {
   return typeToNode(field.type, field.name, field.nullable, field.metadata, path);
 }
 

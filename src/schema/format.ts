@@ -2,8 +2,8 @@
  * Format strings (CDataInterface.rst, "Data type description -- format
  * strings") parsed into a `TypeInfo`, our own description of a type that
  * covers the whole spec, including the types arrow-js cannot represent
- * (list views, run-end encoded). Also the physical layout each type implies:
- * how many buffers and children an `ArrowArray` of it must have.
+ * (list views, run-end encoded). The buffers an `ArrowArray` of each type
+ * has are the layout table's (src/schema/layout.ts).
  */
 import { invalid } from '../errors.js';
 import { Kind, layoutOf } from './layout.js';
@@ -121,8 +121,6 @@ export type TypeInfo =
       /** Run-end encoded (`+r`): two children, run ends and values. */
       readonly id: 'run_end_encoded';
     };
-
-export type TypeId = TypeInfo['id'];
 
 const simple: Record<string, TypeInfo> = {
   n: { id: 'null' },
@@ -279,7 +277,7 @@ export function formatOf(t: TypeInfo): string {
  * What an `ArrowArray` of a type must look like: the layout table
  * (src/schema/layout.ts), under its former name.
  */
-export { layoutOf as physicalLayout, type PhysicalLayout } from './layout.js';
+export { layoutOf as physicalLayout } from './layout.js';
 
 /** The byte width of one value of a fixed-width type (bool: undefined, it is bits), from the layout table. */
 export function fixedByteWidth(t: TypeInfo): number | undefined {

@@ -99,17 +99,12 @@ export interface ArrayLayout {
   readonly variadic: boolean;
   /** Whether buffer 0 is a validity bitmap. */
   readonly hasValidity: boolean;
-  /** The children an array of the type has (undefined: as many as its schema, for structs and unions). */
-  readonly nChildren: number | undefined;
   readonly children: ChildRule;
   /** Bytes per value of the sized buffer (Fixed, ListView, View); 0 otherwise. */
   readonly width: number;
   /** FixedList: the list size. */
   readonly listSize: number;
 }
-
-/** Also exported under its former name: what an array of a type must look like. */
-export type PhysicalLayout = ArrayLayout;
 
 const spec = (role: Role, what: string, width = 0, align = 1): BufferSpec => Object.freeze({ role, width, align, what });
 
@@ -118,13 +113,12 @@ const OFFSETS32 = spec(Role.Offsets, 'offset', 4, 4);
 const OFFSETS64 = spec(Role.Offsets, 'offset', 8, 8);
 const DATA = spec(Role.Data, 'data');
 /** A view type's variadic data buffer `k` (its name carries its index). */
-export const VARIADIC_DATA = spec(Role.VariadicData, 'variadic data');
+const VARIADIC_DATA = spec(Role.VariadicData, 'variadic data');
 const VARIADIC_SIZES = spec(Role.VariadicSizes, 'variadic sizes', 8, 8);
 
 function layout(
   kind: Kind,
   buffers: BufferSpec[],
-  nChildren: number | undefined,
   children: ChildRule,
   opts: { width?: number; listSize?: number; variadic?: boolean } = {},
 ): ArrayLayout {
@@ -134,7 +128,6 @@ function layout(
     nBuffers: buffers.length,
     variadic: opts.variadic ?? false,
     hasValidity: buffers[0]?.role === Role.Validity,
-    nChildren,
     children,
     width: opts.width ?? 0,
     listSize: opts.listSize ?? 0,
@@ -142,21 +135,21 @@ function layout(
 }
 
 // One object per shape of the simple types.
-const NULL = layout(Kind.Null, [], 0, ChildRule.None);
-const BOOL = layout(Kind.Bool, [VALIDITY, spec(Role.Bits, 'values')], 0, ChildRule.None);
-const BINARY = layout(Kind.Binary, [VALIDITY, OFFSETS32, DATA], 0, ChildRule.None);
-const LARGE_BINARY = layout(Kind.LargeBinary, [VALIDITY, OFFSETS64, DATA], 0, ChildRule.None);
-const VIEW = layout(Kind.View, [VALIDITY, spec(Role.Views, 'views', 16, 8), VARIADIC_SIZES], 0, ChildRule.None, { width: 16, variadic: true });
-const LIST = layout(Kind.List, [VALIDITY, OFFSETS32], 1, ChildRule.LastOffset);
-const LARGE_LIST = layout(Kind.LargeList, [VALIDITY, OFFSETS64], 1, ChildRule.LastOffset);
+const NULL = layout(Kind.Null, [], ChildRule.None);
+const BOOL = layout(Kind.Bool, [VALIDITY, spec(Role.Bits, 'values')], ChildRule.None);
+const BINARY = layout(Kind.Binary, [VALIDITY, OFFSETS32, DATA], ChildRule.None);
+const LARGE_BINARY = layout(Kind.LargeBinary, [VALIDITY, OFFSETS64, DATA], ChildRule.None);
+const VIEW = layout(Kind.View, [VALIDITY, spec(Role.Views, 'views', 16, 8), VARIADIC_SIZES], ChildRule.None, { width: 16, variadic: true });
+const LIST = layout(Kind.List, [VALIDITY, OFFSETS32], ChildRule.LastOffset);
+const LARGE_LIST = layout(Kind.LargeList, [VALIDITY, OFFSETS64], ChildRule.LastOffset);
 const listView = (w: number): ArrayLayout =>
-  layout(Kind.ListView, [VALIDITY, spec(Role.ViewRanges, 'offsets', w, w), spec(Role.ViewRanges, 'sizes', w, w)], 1, ChildRule.Free, { width: w });
+  layout(Kind.ListView, [VALIDITY, spec(Role.ViewRanges, 'offsets', w, w), spec(Role.ViewRanges, 'sizes', w, w)], ChildRule.Free, { width: w });
 const LIST_VIEW = listView(4);
 const LARGE_LIST_VIEW = listView(8);
-const STRUCT = layout(Kind.Struct, [VALIDITY], undefined, ChildRule.Parent);
-const SPARSE = layout(Kind.SparseUnion, [spec(Role.TypeIds, 'type ids', 1, 1)], undefined, ChildRule.Parent);
-const DENSE = layout(Kind.DenseUnion, [spec(Role.TypeIds, 'type ids', 1, 1), spec(Role.UnionOffsets, 'offsets', 4, 4)], undefined, ChildRule.Free, { width: 4 });
-const RUN_END = layout(Kind.RunEnd, [], 2, ChildRule.RunEnds);
+const STRUCT = layout(Kind.Struct, [VALIDITY], ChildRule.Parent);
+const SPARSE = layout(Kind.SparseUnion, [spec(Role.TypeIds, 'type ids', 1, 1)], ChildRule.Parent);
+const DENSE = layout(Kind.DenseUnion, [spec(Role.TypeIds, 'type ids', 1, 1), spec(Role.UnionOffsets, 'offsets', 4, 4)], ChildRule.Free, { width: 4 });
+const RUN_END = layout(Kind.RunEnd, [], ChildRule.RunEnds);
 
 /** Fixed-width layouts by width and alignment, fixed-size lists by size: the objects shared by equal types. */
 const shared = new Map<string, ArrayLayout>();
@@ -199,12 +192,12 @@ function makeLayout(t: TypeInfo): ArrayLayout {
     case 'run_end_encoded': return RUN_END;
     case 'union': return t.mode === 'dense' ? DENSE : SPARSE;
     case 'fixed_list':
-      return sharedLayout(`+w:${t.size}`, () => layout(Kind.FixedList, [VALIDITY], 1, ChildRule.Multiple, { listSize: t.size }));
+      return sharedLayout(`+w:${t.size}`, () => layout(Kind.FixedList, [VALIDITY], ChildRule.Multiple, { listSize: t.size }));
     default: {
       const width = fixedWidth(t);
       // Decimals and intervals are read by arrow-js as 32-bit words; fixed-size binary as bytes.
       const align = t.id === 'fixed_binary' ? 1 : t.id === 'decimal' || t.id === 'interval' ? 4 : Math.min(width, 8);
-      return sharedLayout(`${width}/${align}`, () => layout(Kind.Fixed, [VALIDITY, spec(Role.Fixed, 'values', width, align)], 0, ChildRule.None, { width }));
+      return sharedLayout(`${width}/${align}`, () => layout(Kind.Fixed, [VALIDITY, spec(Role.Fixed, 'values', width, align)], ChildRule.None, { width }));
     }
   }
 }
@@ -226,19 +219,4 @@ function fixedWidth(t: TypeInfo): number {
 export function specAt(l: ArrayLayout, i: number, nBuffers: number): BufferSpec {
   if (!l.variadic || i < 2) return l.buffers[i]!;
   return i === nBuffers - 1 ? VARIADIC_SIZES : VARIADIC_DATA;
-}
-
-/**
- * The bytes buffer `i` (of `spec`) needs for an array ending at `end`
- * (offset + length), for the roles sized by the struct alone; -1 for the
- * roles sized by values (Data, VariadicData).
- */
-export function bufferBytes(s: BufferSpec, end: number, nVariadic: number): number {
-  switch (s.role) {
-    case Role.Validity: case Role.Bits: return Math.ceil(end / 8);
-    case Role.Offsets: return (end + 1) * s.width;
-    case Role.VariadicSizes: return nVariadic * 8;
-    case Role.Data: case Role.VariadicData: return -1;
-    default: return end * s.width;
-  }
 }

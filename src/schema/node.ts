@@ -9,7 +9,6 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { parseFormat, type TypeInfo } from './format.js';
 import { readMetadataAt, type Metadata } from './metadata.js';
 import { access, type Access } from '../abi/accessors.js';
-import { releaseStruct } from '../memory/cstruct.js';
 import { cString, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 
 /**
@@ -45,9 +44,8 @@ export const MAX_NESTING_DEPTH = 64;
  * 2,000 times): each address is read once, so an import costs what its input
  * holds. Shared by the schema, array and device tree readers.
  */
-export function visitOnce<A extends bigint | number>(seen: Set<A> | AddressSet, ptr: A, path: string): void {
-  if (seen instanceof AddressSet ? !seen.add(ptr as number) : seen.has(ptr)) throw reachedTwice(ptr, path);
-  if (!(seen instanceof AddressSet)) seen.add(ptr);
+export function visitOnce(seen: AddressSet, addr: Addr, path: string): void {
+  if (!seen.add(addr)) throw reachedTwice(addr, path);
 }
 
 export function reachedTwice(ptr: bigint | number, path: string): ArrowDeviceError {
@@ -232,21 +230,9 @@ function readNode(r: SchemaRead, addr: Addr, path: string, depth: number): Schem
       throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
     }
     if (formatPtr === 0) throw invalid(`${path}.format`, 'NULL pointer');
-    let format: string;
-    try {
-      format = cString(raw, formatPtr, 1 << 16);
-    } catch (e) {
-      throw prefixPath(e, `${path}.format`);
-    }
+    const format = stringAt(raw, formatPtr, 1 << 16, `${path}.format`);
     const type = parseFormat(format, `${path}.format`);
-    let name: string | null = null;
-    if (namePtr !== 0) {
-      try {
-        name = cString(raw, namePtr, 1 << 20);
-      } catch (e) {
-        throw prefixPath(e, `${path}.name`);
-      }
-    }
+    const name = namePtr === 0 ? null : stringAt(raw, namePtr, 1 << 20, `${path}.name`);
     const metadata = metadataPtr === 0 ? null : readMetadataAt(raw, metadataPtr, `${path}.metadata`);
     if (flagsHi !== 0 || (flagsLo & ~KNOWN_FLAGS) !== 0) {
       throw invalid(`${path}.flags`, `unknown flag bits 0x${BigInt.asUintN(64, A.flags.big(dv, at)).toString(16)}`);
@@ -281,6 +267,15 @@ function readNode(r: SchemaRead, addr: Addr, path: string, depth: number): Schem
   }
 }
 
+/** The NUL-terminated string at `p` (at most `max` bytes), its errors placed at `path`. */
+function stringAt(raw: RawAccess, p: Addr, max: number, path: string): string {
+  try {
+    return cString(raw, p, max);
+  } catch (e) {
+    throw prefixPath(e, path);
+  }
+}
+
 /** The children of every leaf node read (an empty array shared by them all). */
 const NO_NODES: readonly SchemaNode[] = Object.freeze([]);
 
@@ -298,12 +293,7 @@ export type SchemaImage = readonly number[];
 const MAX_IMAGE = 1 << 14;
 
 /** What `imageWalk` reads with, and where it is: appending to `out`, or comparing with `image` at `pos`. */
-interface ImageWalk {
-  readonly raw: RawAccess;
-  readonly A: Access['ArrowSchema'];
-  readonly wide: boolean;
-  readonly ps: number;
-  readonly seen: AddressSet;
+interface ImageWalk extends SchemaRead {
   readonly out: number[] | null;
   readonly image: SchemaImage | null;
   pos: number;
@@ -402,9 +392,4 @@ function metadataLength(raw: RawAccess, base: Addr, max: number): number {
     pos += 4 + len;
   }
   return pos;
-}
-
-export function releaseSchemaStruct(mem: Memory, ptr: Ptr): void {
-  // A conforming release sets release to NULL itself; releaseStruct makes sure of it, so never twice.
-  releaseStruct(mem, 'ArrowSchema', ptr);
 }

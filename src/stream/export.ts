@@ -16,12 +16,11 @@
 import { RecordBatch, RecordBatchReader, Schema, Table } from 'apache-arrow';
 import { DeviceType, Errno } from '../abi/constants.js';
 import { streamPtrArg } from '../args.js';
-import { exportArray, exportSchema, type MemoryOption } from '../array/api.js';
+import { exportArray, exportSchema, memoryOf, type MemoryOption } from '../array/api.js';
 import { ArrowDeviceError, invalid, toErrno, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import { checkOwned } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { nativeMemory } from '../memory/native.js';
 import { ExportHandle } from '../memory/handle.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
 import { access } from '../abi/accessors.js';
@@ -339,7 +338,7 @@ function asyncError(path: string, what: string): ArrowDeviceError {
 }
 
 function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamExportOptions): Ptr | ExportHandle {
-  const m = opts.memory ?? nativeMemory();
+  const m = memoryOf(opts);
   if (opts.handle) {
     if (opts.into !== undefined) throw invalid('opts.into', 'a handle owns its struct (dispose frees it): { handle: true } writes into an allocation of its own, not into');
     return ExportHandle.adopt(m, s.name, exportStream(source, s, { ...opts, handle: false }) as Ptr);
@@ -466,8 +465,6 @@ export function exportDeviceArrayStream(source: RecordBatchSource, opts: StreamE
 
 // --- struct helpers --------------------------------------------------------------------
 
-const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
-
 /**
  * Allocates a zeroed `ArrowArrayStream` for a producer to fill.
  *
@@ -478,7 +475,7 @@ const mem = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory()
  * freeArrowArrayStream(stream);              // only frees the memory
  */
 export function allocArrowArrayStream(opts: MemoryOption = {}): Ptr {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   return m.alloc(m.layouts.ArrowArrayStream.size);
 }
 
@@ -492,7 +489,7 @@ export function allocArrowArrayStream(opts: MemoryOption = {}): Ptr {
  * freeArrowDeviceArrayStream(stream);
  */
 export function allocArrowDeviceArrayStream(opts: MemoryOption = {}): Ptr {
-  const m = mem(opts);
+  const m = memoryOf(opts);
   return m.alloc(m.layouts.ArrowDeviceArrayStream.size);
 }
 
@@ -507,7 +504,7 @@ export function allocArrowDeviceArrayStream(opts: MemoryOption = {}): Ptr {
  * freeArrowArrayStream(stream);
  */
 export function releaseArrowArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStreamStruct(mem(opts), ARRAY_STREAM, streamPtrArg(ptr, 'ptr', mem(opts), false));
+  releaseStreamStruct(memoryOf(opts), ARRAY_STREAM, streamPtrArg(ptr, 'ptr', memoryOf(opts), false));
 }
 
 /**
@@ -520,7 +517,7 @@ export function releaseArrowArrayStream(ptr: Ptr, opts: MemoryOption = {}): void
  * freeArrowDeviceArrayStream(stream);
  */
 export function releaseArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStreamStruct(mem(opts), DEVICE_STREAM, streamPtrArg(ptr, 'ptr', mem(opts), true));
+  releaseStreamStruct(memoryOf(opts), DEVICE_STREAM, streamPtrArg(ptr, 'ptr', memoryOf(opts), true));
 }
 
 /**
@@ -533,9 +530,9 @@ export function releaseArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {})
  * freeArrowArrayStream(stream);
  */
 export function freeArrowArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
-  checkOwned(mem(opts), ptr, 'freeArrowArrayStream');
+  checkOwned(memoryOf(opts), ptr, 'freeArrowArrayStream');
   releaseArrowArrayStream(ptr, opts);
-  mem(opts).free(ptr);
+  memoryOf(opts).free(ptr);
 }
 
 /**
@@ -547,9 +544,9 @@ export function freeArrowArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
  * freeArrowDeviceArrayStream(stream);
  */
 export function freeArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {}): void {
-  checkOwned(mem(opts), ptr, 'freeArrowDeviceArrayStream');
+  checkOwned(memoryOf(opts), ptr, 'freeArrowDeviceArrayStream');
   releaseArrowDeviceArrayStream(ptr, opts);
-  mem(opts).free(ptr);
+  memoryOf(opts).free(ptr);
 }
 
 /**
@@ -562,5 +559,5 @@ export function freeArrowDeviceArrayStream(ptr: Ptr, opts: MemoryOption = {}): v
  * freeArrowArrayStream(stream);
  */
 export function isArrowArrayStreamReleased(ptr: Ptr, opts: MemoryOption = {}): boolean {
-  return isStreamReleased(mem(opts), ARRAY_STREAM, streamPtrArg(ptr, 'ptr', mem(opts), false));
+  return isStreamReleased(memoryOf(opts), ARRAY_STREAM, streamPtrArg(ptr, 'ptr', memoryOf(opts), false));
 }

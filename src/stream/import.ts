@@ -31,21 +31,16 @@ import {
   type ExchangeImportOptions,
 } from '../array/exchange.js';
 import { ExportHandle } from '../memory/handle.js';
-import { markReleased } from '../memory/cstruct.js';
 import { importWith } from '../array/importer.js';
-import { importBatch } from '../array/imported.js';
 import { batchSchemaOf, planOfNode, type Plan } from '../array/plan.js';
 import { validationLevel, type ImportRead } from '../array/read.js';
-import { viewOf } from '../array/view.js';
-import type { ArrayView } from '../array/view.js';
-import { importDeviceArrayLater, importDeviceArrayView, importDeviceRecordBatch, readDeviceFields, settleDeviceItem } from '../device/api.js';
+import { viewOf, type ArrayView } from '../array/view.js';
+import { importDeviceArrayLater, importDeviceArrayView, importDeviceRecordBatch, readDeviceFields, settleDeviceItem, type DeviceImportOptions } from '../device/api.js';
 import { readsAsync } from '../device/backend.js';
 import { DeviceArray } from '../device/device-array.js';
-import { importedTable, type ImportedRecordBatch, type ImportedTable } from '../array/imported.js';
+import { importBatch, importedTable, releaseObject, type ImportedRecordBatch, type ImportedTable } from '../array/imported.js';
 import { ImportOwner } from '../array/owner.js';
-import type { DeviceImportOptions } from '../device/api.js';
-import { isReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
-import { releaseObject } from '../array/imported.js';
+import { isReleased, markReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
 import { streamPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -54,13 +49,12 @@ import { nativeMemory } from '../memory/native.js';
 import { access } from '../abi/accessors.js';
 import { readField } from '../memory/raw.js';
 import { nodeToSchema } from '../schema/arrowjs.js';
-import { readSchemaNode, releaseSchemaStruct, type SchemaNode } from '../schema/node.js';
+import { readSchemaNode, type SchemaNode } from '../schema/node.js';
 import {
   ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, isStreamReleased, readStreamField,
   releaseStreamStruct, type StreamStruct,
 } from './struct.js';
 
-/** Options of `importArrayStream`: those of `importRecordBatch`, applied to every batch. */
 /**
  * Options of the stream readers: those of `importRecordBatch` (and, for
  * device streams, of `importDeviceRecordBatch`: `toHost`, `stream`), applied
@@ -835,7 +829,8 @@ function readStreamSchema(h: StreamHandle, hook: StreamImportOptions['onProducer
       throw prefixPath(e, s.path);
     }
   } finally {
-    releaseSchemaStruct(m, slot);
+    // A conforming release sets release to NULL itself; releaseStruct makes sure of it, so never twice.
+    releaseStruct(m, 'ArrowSchema', slot);
     m.free(slot);
   }
 }
@@ -958,7 +953,7 @@ export type AnyStreamHandOn = StreamHandOn | DeviceStreamHandOn;
 export type DeviceStreamSource = ArrowDeviceStreamExportable | ArrowStreamExportable;
 
 /** A device type code as a name for messages: `CUDA (2)`, or `unknown (99)`. */
-export function deviceLabel(code: number): string {
+function deviceLabel(code: number): string {
   return `${deviceTypeName(code) ?? 'unknown'} (${code})`;
 }
 
