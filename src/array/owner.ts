@@ -219,6 +219,8 @@ export class ImportOwner {
       else mem.free(BigInt(dst));
       throw e;
     }
+    // The release callback is called later, maybe after the producer's library handle is gone.
+    mem.keepLoaded?.(rel);
     const owner = new ImportOwner(mem, dst, kind);
     owner.pool = pool;
     owner.releaseFn = rel;

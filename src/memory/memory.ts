@@ -7,7 +7,7 @@
  * give the struct layouts to use with it.
  */
 import type { Layouts, Target } from '../abi/layout.js';
-import type { RawAccess } from './raw.js';
+import type { Addr, RawAccess } from './raw.js';
 
 /** An address in a Memory. `0n` is NULL. */
 export type Ptr = bigint;
@@ -171,4 +171,12 @@ export interface Memory {
    * on memories whose calls all run on the JS thread (wasm32).
    */
   isOwnCallback?(fn: Ptr): boolean;
+  /**
+   * Keeps the code at `fn` (a producer's callback, kept to be called later:
+   * a `release`, a stream's `get_next`) loaded for the rest of the process,
+   * whatever becomes of the handle its library was loaded by: native memory
+   * pins the shared library that holds it. Absent where code cannot be
+   * unloaded under a struct (a wasm module's table lives with its memory).
+   */
+  keepLoaded?(fn: Addr): void;
 }

@@ -306,9 +306,9 @@ class NativeMemory implements Memory {
 
   /**
    * Foreign functions decoded for `callAsync`, by address: koffi.decode of a
-   * function pointer builds a new JS function every time (7-9 us measured,
-   * most of an async call's cost on the JS thread), and an async stream calls
-   * the same few handler functions once per batch. Bounded (cleared when full).
+   * function pointer builds a new JS function every time (most of an async
+   * call's cost on the JS thread), and an async stream calls the same few
+   * handler functions once per batch. Bounded (cleared when full).
    */
   private readonly asyncFns = new Map<Ptr, { proto: KoffiType; f: AsyncFn }>();
 
@@ -324,6 +324,32 @@ class NativeMemory implements Memory {
 
   isOwnCallback(fn: Ptr): boolean {
     return this.own.has(fn);
+  }
+
+  /** The callback addresses `keepLoaded` has seen (bounded: a repeat after a clear pins again, harmlessly). */
+  private readonly kept = new Set<Addr>();
+  /** dladdr and dlopen, loaded on first use; null where there are none (Windows). */
+  private dl: DynamicLoader | null | undefined;
+
+  /**
+   * Pins the shared library holding `fn` (`dladdr` names it, `dlopen` with
+   * RTLD_NOLOAD takes one more reference to it): a library's `koffi.load`
+   * handle may be collected, and the library unloaded, while an import still
+   * holds a struct whose callbacks are in it; calling them then would jump
+   * into unmapped code. The reference is never dropped: a library that
+   * produced an import stays loaded until the process exits. Code in no
+   * library (JIT callbacks, the executable) needs nothing.
+   */
+  keepLoaded(fn: Addr): void {
+    if (fn === 0 || this.kept.has(fn)) return;
+    if (this.kept.size >= 4096) this.kept.clear();
+    this.kept.add(fn);
+    const dl = (this.dl ??= loadDynamicLoader(this.k));
+    if (dl === null) return;
+    const info = new BigUint64Array(4);
+    if (dl.dladdr(fn, info) === 0 || info[0] === 0n) return;
+    // dli_fname, passed back as the address dladdr gave (no decoding of the path's bytes).
+    dl.dlopen(info[0]!, dl.flags);
   }
 
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
@@ -489,6 +515,39 @@ function nativeRaw(
 
 function noNul(addr: Addr, max: number): ArrowDeviceError {
   return new ArrowDeviceError('invalid', '', `string at 0x${addr.toString(16)} has no NUL terminator within ${max} bytes`);
+}
+
+interface DynamicLoader {
+  /** `int dladdr(const void *addr, Dl_info *info)`: `info` gets dli_fname, dli_fbase, dli_sname, dli_saddr. */
+  dladdr(addr: number, info: BigUint64Array): number;
+  /** `void *dlopen(const char *filename, int flags)`, the file name by address. */
+  dlopen(filename: bigint, flags: number): unknown;
+  /** RTLD_NOW | RTLD_NOLOAD: a reference to a library already loaded, never a load. */
+  readonly flags: number;
+}
+
+/**
+ * dladdr and dlopen from the process's own symbols (the C library since
+ * glibc 2.34, musl and macOS), else from libdl; null on Windows, where
+ * none of them is.
+ */
+function loadDynamicLoader(k: Koffi): DynamicLoader | null {
+  if (process.platform === 'win32') return null;
+  const RTLD_NOW = 2;
+  const RTLD_NOLOAD = process.platform === 'darwin' ? 0x10 : 4;
+  for (const name of [null, 'libdl.so.2']) {
+    try {
+      const lib = k.load(name);
+      return {
+        dladdr: lib.func('int dladdr(uintptr_t addr, _Out_ uint64_t *info)') as DynamicLoader['dladdr'],
+        dlopen: lib.func('uintptr_t dlopen(uintptr_t filename, int flags)') as DynamicLoader['dlopen'],
+        flags: RTLD_NOW | RTLD_NOLOAD,
+      };
+    } catch {
+      // Not in this one: the next.
+    }
+  }
+  return null;
 }
 
 interface LibC {

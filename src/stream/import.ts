@@ -785,6 +785,9 @@ function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: Str
     for (const f of ['get_schema', 'get_next'] as const) {
       if (readStreamField(m, s, h.ptr, f) === 0n) throw invalid(`${s.path}.${f}`, 'NULL callback');
     }
+    // Its callbacks (and, in practice, its items' release) are called later, maybe after the
+    // producer's library handle is gone.
+    for (const f of ['get_next', 'release'] as const) m.keepLoaded?.(Number(readStreamField(m, s, h.ptr, f)));
     let deviceType: number | undefined;
     if (s.kind === 'device') {
       deviceType = readField(m, access(m.target).ArrowDeviceArrayStream.device_type, h.ptr);
