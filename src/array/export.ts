@@ -17,20 +17,13 @@
 import { ArrowDeviceError } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { newArena, rawOf, setPtr, stage, staged, type Addr, type Arena, type RawAccess } from '../memory/raw.js';
-import { callRelease, defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { newArena, rawOf, setPtr, type Addr, type Arena, type RawAccess } from '../memory/raw.js';
+import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { releaseTreeNode, type Tree, type TreeRecord, type TreeRelease } from '../memory/tree.js';
 import { access, type Access } from '../abi/accessors.js';
 import type { ArrayView } from './view.js';
 
-/** The one allocation of an exported tree, freed when its last live node is released. */
-interface Tree {
-  block: Addr;
-  /** Nodes of the tree whose `release` has not run yet. */
-  live: number;
-}
-
-interface ArrayRecord {
-  tree: Tree;
+interface ArrayRecord extends TreeRecord {
   /**
    * What keeps the JS buffers the consumer may read through our pointers
    * reachable: the node's array of buffers where the view was made for this
@@ -41,10 +34,6 @@ interface ArrayRecord {
   pinnedBytes: number;
   /** Allocations in the memory holding copies (wasm32), freed on release; null when none. */
   copies: Ptr[] | null;
-  /** Where this node's children's structs start (then the dictionary's), in the tree's block. */
-  structs: Addr;
-  nChildren: number;
-  hasDictionary: boolean;
   /** Its id in `records` (its struct's `private_data`): taken back if the export fails after all. */
   id: number;
 }
@@ -57,16 +46,13 @@ export function liveArrayRecords(): number {
 }
 
 /** What export and release need of a memory, made once per memory. */
-interface ExportMem {
-  readonly mem: Memory;
-  readonly raw: RawAccess;
+interface ExportMem extends TreeRelease<ArrayRecord> {
   /** The typed accessors of `ArrowArray` (src/abi/accessors.ts). */
   readonly A: Access['ArrowArray'];
   readonly wide: boolean;
   readonly ps: number;
-  /** Our release callback, as the C pointer and as a number. */
+  /** Our release callback, as the C pointer (`releaseN`: as a number). */
   readonly release: Ptr;
-  readonly releaseN: Addr;
   /** A 64-byte zeroed allocation that empty buffers point at, so no mandatory buffer is NULL; 0 until made. */
   empty: Addr;
 }
@@ -77,7 +63,8 @@ function exportMem(mem: Memory): ExportMem {
   if (e === undefined) {
     const release = arrayReleaseCallback(mem);
     const ps = mem.target.pointerSize;
-    e = { mem, raw: rawOf(mem), A: access(mem.target).ArrowArray, wide: ps === 8, ps, release, releaseN: Number(release), empty: 0 };
+    const A = access(mem.target).ArrowArray;
+    e = { mem, raw: rawOf(mem), A, wide: ps === 8, ps, release, releaseN: Number(release), empty: 0, records, freeRecord: freeArrayRecord };
     exportMems.set(mem, e);
   }
   return e;
@@ -109,58 +96,16 @@ function addressOf(mem: Memory, b: ArrayBufferView): Addr | undefined {
   return base + b.byteOffset;
 }
 
-/** The release callback: `ptr` is the struct the consumer releases (ours, a moved copy, or a child in place). */
-function releaseArray(mem: Memory, ptr: Addr): void {
-  const e = exportMem(mem);
-  const { A, raw } = e;
-  const at = stage(raw, ptr, A.$size);
-  const rec = records.take(A.private_data.get(staged.dv, at));
-  if (!rec) return; // not ours or already released: never twice
-  const tree = rec.tree;
-  const inPlace: Addr[] = [];
-  releaseRecord(e, rec, inPlace);
-  // Children released with their parent live in the tree's block: mark them released
-  // only while the block is still allocated (another node of the tree is still live).
-  const relOff = A.release.offset;
-  if (tree.live > 0) for (const c of inPlace) raw.writeWord(c + relOff, 0);
-  raw.writeWord(ptr + relOff, 0);
-}
-
-/** Releases a taken record: its children not moved out (one read of their structs), its copies and pins. */
-function releaseRecord(e: ExportMem, rec: ArrayRecord, inPlace: Addr[]): void {
-  const n = rec.nChildren + (rec.hasDictionary ? 1 : 0);
-  if (n > 0) {
-    const { A, raw } = e;
-    const size = A.$size;
-    let at = stage(raw, rec.structs, n * size);
-    let from = staged;
-    for (let k = 0; k < n; k++) {
-      // A foreign child's release (below) may grow a wasm module's memory, detaching bytes read
-      // there in place (a detached view has no bytes): read them again then.
-      if (from.u8.byteLength === 0) {
-        at = stage(raw, rec.structs, n * size);
-        from = staged;
-      }
-      const dv = from.dv;
-      const rel = A.release.get(dv, at + k * size);
-      if (rel === 0) continue; // the consumer moved this child out and releases it itself
-      const child = rec.structs + k * size;
-      if (rel === e.releaseN) {
-        const r = records.take(A.private_data.get(dv, at + k * size));
-        if (r) {
-          releaseRecord(e, r, inPlace);
-          inPlace.push(child);
-        }
-      } else {
-        callRelease(e.mem, rel, child);
-      }
-    }
-  }
-  if (rec.copies) for (const c of rec.copies) e.mem.free(c);
+/** Frees what a released node holds besides its tree: its copies, its pins. */
+function freeArrayRecord(mem: Memory, rec: ArrayRecord): void {
+  if (rec.copies) for (const c of rec.copies) mem.free(c);
   rec.pins = null;
   liveCounters.pinnedBytes -= rec.pinnedBytes;
-  liveCounters.liveExports--;
-  if (--rec.tree.live === 0) e.raw.free(rec.tree.block);
+}
+
+/** The release callback: `ptr` is the struct the consumer releases (ours, a moved copy, or a child in place). */
+function releaseArray(mem: Memory, ptr: Addr): void {
+  releaseTreeNode(exportMem(mem), ptr);
 }
 
 /** The one C release callback shared by every array export on `mem`. */

@@ -12,82 +12,22 @@ import { DataType, Dictionary, Field, Schema, Type, type Map_ } from 'apache-arr
 import { Flag } from '../abi/constants.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { callRelease, defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
+import { releaseTreeNode, type Tree, type TreeRecord, type TreeRelease } from '../memory/tree.js';
 import { access, type Access } from '../abi/accessors.js';
-import { newArena, rawOf, setPtr, stage, staged, type Addr, type Arena } from '../memory/raw.js';
+import { newArena, rawOf, setPtr, type Addr, type Arena } from '../memory/raw.js';
 import { isArrowType, typeInfoOf } from './arrowjs.js';
 import { formatOf } from './format.js';
 import { encodeMetadata } from './metadata.js';
 import type { SchemaNode } from './node.js';
 
-/** The one allocation of an exported schema tree, freed when its last live node is released. */
-interface Tree {
-  block: Addr;
-  /** Nodes of the tree whose `release` has not run yet. */
-  live: number;
-}
-
-interface SchemaRecord {
-  tree: Tree;
-  /** Where this node's children's structs start (then the dictionary's), in the tree's block. */
-  structs: Addr;
-  nChildren: number;
-  hasDictionary: boolean;
-}
-
-const records = new HandleTable<SchemaRecord>();
+/** A schema node's record is its place in its tree: it holds nothing else to free. */
+const records = new HandleTable<TreeRecord>();
 const encoder = new TextEncoder();
 
 /** The release callback: `ptr` is the struct the consumer releases (ours, a moved copy, or a child in place). */
 function releaseSchema(mem: Memory, ptr: Addr): void {
-  const A = access(mem.target).ArrowSchema;
-  const raw = rawOf(mem);
-  const at = stage(raw, ptr, A.$size);
-  const rec = records.take(A.private_data.get(staged.dv, at));
-  if (!rec) return; // not ours, or already released: never twice
-  const tree = rec.tree;
-  const inPlace: Addr[] = [];
-  releaseRecord(mem, A, rec, inPlace);
-  // Children released with their parent live in the tree's block: mark them released only while
-  // the block is still allocated. (A child in place outlives its parent's release only when the
-  // consumer released it directly, and then its parent, in the same block, is still live.)
-  if (tree.live > 0) for (const c of inPlace) raw.writeWord(c + A.release.offset, 0);
-  raw.writeWord(ptr + A.release.offset, 0);
-}
-
-/** Releases a taken record and its children not moved out (one read of their structs). */
-function releaseRecord(mem: Memory, A: Access['ArrowSchema'], rec: SchemaRecord, inPlace: Addr[]): void {
-  const n = rec.nChildren + (rec.hasDictionary ? 1 : 0);
-  const raw = rawOf(mem);
-  if (n > 0) {
-    const size = A.$size;
-    let at = stage(raw, rec.structs, n * size);
-    let from = staged;
-    const ours = ourRelease(mem);
-    for (let k = 0; k < n; k++) {
-      // A foreign child's release (below) may grow a wasm module's memory, detaching bytes read
-      // there in place (a detached view has no bytes): read them again then.
-      if (from.u8.byteLength === 0) {
-        at = stage(raw, rec.structs, n * size);
-        from = staged;
-      }
-      const dv = from.dv;
-      const rel = A.release.get(dv, at + k * size);
-      if (rel === 0) continue; // moved out by the consumer, who releases it
-      const child = rec.structs + k * size;
-      if (rel === ours) {
-        const r = records.take(A.private_data.get(dv, at + k * size));
-        if (r) {
-          releaseRecord(mem, A, r, inPlace);
-          inPlace.push(child);
-        }
-      } else {
-        callRelease(mem, rel, child);
-      }
-    }
-  }
-  liveCounters.liveExports--;
-  if (--rec.tree.live === 0) raw.free(rec.tree.block);
+  releaseTreeNode(schemaRelease(mem), ptr);
 }
 
 const releaseCallback = defineCallback(
@@ -98,12 +38,15 @@ const releaseCallback = defineCallback(
   releaseSchema,
 );
 
-const ourReleases = new WeakMap<Memory, Addr>();
-/** Our schema release callback on `mem`, as a number. */
-function ourRelease(mem: Memory): Addr {
-  let r = ourReleases.get(mem);
-  if (r === undefined) ourReleases.set(mem, (r = Number(releaseCallback(mem))));
-  return r;
+const schemaReleases = new WeakMap<Memory, TreeRelease<TreeRecord>>();
+/** What the release of a schema export needs of `mem`, made once per memory. */
+function schemaRelease(mem: Memory): TreeRelease<TreeRecord> {
+  let t = schemaReleases.get(mem);
+  if (t === undefined) {
+    t = { mem, raw: rawOf(mem), A: access(mem.target).ArrowSchema, releaseN: Number(releaseCallback(mem)), records, freeRecord: null };
+    schemaReleases.set(mem, t);
+  }
+  return t;
 }
 
 /** A node's encoded strings and metadata. */
@@ -159,7 +102,7 @@ interface WriteContext {
   /** Next node to write in `encoded`, and next free byte of the tree. */
   node: number;
   next: number;
-  readonly recs: SchemaRecord[];
+  readonly recs: TreeRecord[];
   /** Where each record's struct is (its bytes and offset), for its id once every record is made. */
   readonly atDv: DataView[];
   readonly atOff: number[];
@@ -180,7 +123,7 @@ function writeNode(ctx: WriteContext, node: SchemaNode, s: DataView, off: number
   if (e.metadata) ctx.bytes.set(e.metadata, mdAt);
   ctx.bytes.set(e.format, formatAt);
   if (e.name) ctx.bytes.set(e.name, nameAt);
-  const rec: SchemaRecord = { tree: ctx.tree, structs: base + structsAt, nChildren: n, hasDictionary: node.dictionary !== null };
+  const rec: TreeRecord = { tree: ctx.tree, structs: base + structsAt, nChildren: n, hasDictionary: node.dictionary !== null };
   ctx.recs.push(rec);
   ctx.atDv.push(s);
   ctx.atOff.push(off);
@@ -228,7 +171,7 @@ export function writeSchemaNode(mem: Memory, node: SchemaNode, into: Ptr, schema
   const root = scratchRoot; // every field of the root is written below
   const ctx: WriteContext = {
     A, ps, tree, base: block, bytes: bytes.u8, dv: bytes.dv, encoded, node: 0, next: 0, recs: [], atDv: [], atOff: [],
-    release: ourRelease(mem),
+    release: schemaRelease(mem).releaseN,
   };
   writeNode(ctx, node, root.dv, 0);
   // Every record now exists: give each its id, then write the tree and the root in one copy each.
