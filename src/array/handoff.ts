@@ -5,9 +5,10 @@
  * producer's `release` is called exactly once, by whoever ends up owning it.
  */
 import { Data, RecordBatch, Vector } from 'apache-arrow';
+import { DeviceType } from '../abi/constants.js';
 import { ArrowSymbols, type ArrowSchemaExportable } from '../abi/protocol.js';
 import { unsupported } from '../errors.js';
-import { releaseStruct } from '../memory/cstruct.js';
+import { releaseStruct, writeDeviceFields } from '../memory/cstruct.js';
 import { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import type { Memory } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
@@ -24,18 +25,6 @@ import type { ArrayView } from './view.js';
 export type ArrayHandleKind = 'ArrowArray' | 'ArrowDeviceArray';
 
 /**
- * Writes the fields of a CPU `ArrowDeviceArray` after its array
- * (CDeviceDataInterface.rst): `device_id` -1, `device_type` CPU, no
- * `sync_event`; `reserved` stays as allocated (zero).
- */
-function writeCpuFields(mem: Memory, p: bigint): void {
-  const o = mem.layouts.ArrowDeviceArray.offsets;
-  mem.writeI64(p + BigInt(o.device_id!), -1n);
-  mem.writeI32(p + BigInt(o.device_type!), 1);
-  mem.writePtr(p + BigInt(o.sync_event!), 0n);
-}
-
-/**
  * Moves the struct `owner` holds into a new handle of kind `want`; the
  * owner is released (reason `moved`). A plain array asked as a device array
  * is wrapped as a CPU one; a device array asked as a plain array gives its
@@ -49,7 +38,7 @@ export function moveToHandle(owner: ImportOwner, want: ArrayHandleKind): ExportH
     // The ArrowArray of an ArrowDeviceArray is at offset 0 (CDeviceDataInterface.rst): moving a
     // plain array to the start of a device array, or taking a device array's start as an array, is a move.
     owner.moveTo(p);
-    if (want === 'ArrowDeviceArray' && owner.kind === 'ArrowArray') writeCpuFields(mem, p);
+    if (want === 'ArrowDeviceArray' && owner.kind === 'ArrowArray') writeDeviceFields(mem, p, DeviceType.CPU, -1, 0n);
   } catch (e) {
     mem.free(p);
     throw e;
@@ -62,7 +51,7 @@ function viewToHandle(mem: Memory, view: ArrayView, want: ArrayHandleKind): Expo
   const p = mem.alloc(mem.layouts[want].size);
   try {
     writeArrayView(mem, view, p);
-    if (want === 'ArrowDeviceArray') writeCpuFields(mem, p);
+    if (want === 'ArrowDeviceArray') writeDeviceFields(mem, p, DeviceType.CPU, -1, 0n);
   } catch (e) {
     // writeArrayView leaves nothing live on failure; a struct written before a later failure is released.
     releaseStruct(mem, 'ArrowArray', p);

@@ -2,7 +2,8 @@
  * Writing `ArrowDeviceArray`s.
  *
  * - `writeDeviceFields`: the fields after the embedded `ArrowArray`
- *   (`device_id`, `device_type`, `sync_event`, `reserved` zeroed), in one copy.
+ *   (`device_id`, `device_type`, `sync_event`, `reserved` zeroed), in one copy
+ *   (src/memory/cstruct.ts, where the array layer's hand-on uses it too; re-exported here).
  * - `writeRawTree`: an `ArrowArray` tree whose buffers are addresses this
  *   library allocated on a device (not JS buffers: src/array/export.ts covers
  *   those). Each node has its own record, like src/array/export.ts, so a
@@ -17,6 +18,8 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { arena, rawOf, readField, reserve, writeField } from '../memory/raw.js';
 import { callRelease, defineCallback, HandleTable, RELEASE_SIG } from '../memory/registry.js';
 import { encodePointers } from '../memory/struct.js';
+
+export { writeDeviceFields } from '../memory/cstruct.js';
 
 /** Device resources a tree of records shares: freed when the last record is released. */
 export interface SharedResources {
@@ -141,22 +144,4 @@ function writeRawNode(mem: Memory, node: RawNode, into: Ptr, shared: SharedResou
   A.private_data.set(dv, off, id);
   A.release.setBig(dv, off, rawReleaseCallback(mem));
   rawOf(mem).writeFrom(Number(into), arena, off, A.$size);
-}
-
-/**
- * Writes the fields of the `ArrowDeviceArray` at `into` that follow its
- * `ArrowArray`: device id and type, sync event, and `reserved` zeroed (the
- * padding after `device_type` too).
- */
-export function writeDeviceFields(mem: Memory, into: Ptr, deviceType: number, deviceId: number | bigint, syncEvent: Ptr): void {
-  const D = access(mem.target).ArrowDeviceArray;
-  const start = D.device_id.offset;
-  // The tail from device_id on, in scratch space (fresh arena bytes are zero: reserved[3] and the
-  // padding after device_type stay zero, as the spec requires of a producer), then one copy.
-  const off = reserve(D.$size);
-  const dv = arena.dv;
-  D.device_id.setBig(dv, off, BigInt(deviceId));
-  D.device_type.set(dv, off, deviceType);
-  D.sync_event.setBig(dv, off, syncEvent);
-  rawOf(mem).writeFrom(Number(into) + start, arena, off + start, D.$size - start);
 }

@@ -8,12 +8,13 @@
  * (CDeviceDataInterface.rst, "ArrowDeviceArray"). Moving a struct is a
  * bitwise copy, then the source marked released (CDataInterface.rst,
  * "Moving an array"). Every layer calls these instead of computing release
- * offsets itself.
+ * offsets itself; and `writeDeviceFields`, the fields of an `ArrowDeviceArray`
+ * after its array, for every layer that writes one.
  */
 import { ArrowDeviceError } from '../errors.js';
 import { callRelease } from './registry.js';
 import type { Memory, Ptr } from './memory.js';
-import { ptrAt, rawOf, stage, staged } from './raw.js';
+import { arena, ptrAt, rawOf, reserve, stage, staged } from './raw.js';
 import { access } from '../abi/accessors.js';
 
 /**
@@ -120,4 +121,22 @@ export function checkOwned(mem: Memory, ptr: Ptr, what: string): void {
       `0x${ptr.toString(16)} was not allocated by this library's ${mem.name} memory, or was freed already`,
     );
   }
+}
+
+/**
+ * Writes the fields of the `ArrowDeviceArray` at `into` that follow its
+ * `ArrowArray`: device id and type, sync event, and `reserved` zeroed (the
+ * padding after `device_type` too).
+ */
+export function writeDeviceFields(mem: Memory, into: Ptr, deviceType: number, deviceId: number | bigint, syncEvent: Ptr): void {
+  const D = access(mem.target).ArrowDeviceArray;
+  const start = D.device_id.offset;
+  // The tail from device_id on, in scratch space (fresh arena bytes are zero: reserved[3] and the
+  // padding after device_type stay zero, as the spec requires of a producer), then one copy.
+  const off = reserve(D.$size);
+  const dv = arena.dv;
+  D.device_id.setBig(dv, off, BigInt(deviceId));
+  D.device_type.set(dv, off, deviceType);
+  D.sync_event.setBig(dv, off, syncEvent);
+  rawOf(mem).writeFrom(Number(into) + start, arena, off + start, D.$size - start);
 }
