@@ -235,9 +235,6 @@ export function parseFormat(format: string, path = 'format'): TypeInfo {
 
 const unitChar: Record<TimeUnit, string> = { s: 's', ms: 'm', us: 'u', ns: 'n' };
 
-/** `simple`'s entries, built once: `formatOf` finds a type's format among them. */
-const simpleEntries = Object.entries(simple) as [string, Readonly<Record<string, unknown>>][];
-
 /**
  * The format string of a `TypeInfo` (the inverse of `parseFormat`).
  *
@@ -247,17 +244,33 @@ const simpleEntries = Object.entries(simple) as [string, Readonly<Record<string,
  */
 export function formatOf(t: TypeInfo): string {
   switch (t.id) {
+    case 'null': return 'n';
+    case 'bool': return 'b';
+    case 'int': return ({ 8: 'c', 16: 's', 32: 'i', 64: 'l' } as const)[t.bitWidth][t.signed ? 'toLowerCase' : 'toUpperCase']();
+    case 'float': return ({ 16: 'e', 32: 'f', 64: 'g' } as const)[t.bitWidth];
+    case 'binary': return 'z';
+    case 'large_binary': return 'Z';
+    case 'binary_view': return 'vz';
+    case 'utf8': return 'u';
+    case 'large_utf8': return 'U';
+    case 'utf8_view': return 'vu';
     case 'fixed_binary': return `w:${t.byteWidth}`;
     case 'decimal': return t.bitWidth === 128 ? `d:${t.precision},${t.scale}` : `d:${t.precision},${t.scale},${t.bitWidth}`;
+    case 'date': return t.unit === 'day' ? 'tdD' : 'tdm';
+    case 'time': return `tt${unitChar[t.unit]}`;
     case 'timestamp': return `ts${unitChar[t.unit]}:${t.timezone ?? ''}`;
+    case 'duration': return `tD${unitChar[t.unit]}`;
+    case 'interval': return t.unit === 'month' ? 'tiM' : t.unit === 'day_time' ? 'tiD' : 'tin';
+    case 'list': return '+l';
+    case 'large_list': return '+L';
+    case 'list_view': return '+vl';
+    case 'large_list_view': return '+vL';
     case 'fixed_list': return `+w:${t.size}`;
+    case 'struct': return '+s';
+    case 'map': return '+m';
     case 'union': return `+u${t.mode === 'dense' ? 'd' : 's'}:${t.typeIds.join(',')}`;
+    case 'run_end_encoded': return '+r';
   }
-  // Any other type is one of `simple`'s: the format of the entry whose fields all equal t's.
-  const u = t as Readonly<Record<string, unknown>>;
-  const hit = simpleEntries.find(([, s]) => s.id === u.id && Object.keys(s).every((k) => s[k] === u[k]));
-  if (hit === undefined) throw new TypeError(`formatOf: not a valid TypeInfo (id ${JSON.stringify(u.id)})`);
-  return hit[0];
 }
 
 /**
