@@ -19,9 +19,9 @@
  * every memory. Beyond its doc: every level reads the first and last
  * offsets and the variadic sizes (they size buffers), refusing a wide offset
  * past 2^53 and a negative or oversized variadic size; `full` also refuses
- * date64 and second/millisecond/microsecond timestamps beyond the 2^53 ms
- * arrow-js can read (`unsupported`), and on device memory reads the buffers
- * it checks, in one batch. Where a level's check needs bytes this library
+ * date64 and second/millisecond/microsecond timestamps whose milliseconds
+ * pass 2^53, which arrow-js cannot read (`unsupported`), and on device
+ * memory reads the buffers it checks, in one batch. Where a level's check needs bytes this library
  * cannot read (an opaque device), the import is refused as `unsupported`,
  * naming the level.
  *
