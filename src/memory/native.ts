@@ -328,14 +328,15 @@ class NativeMemory implements Memory {
 
   /** The callback addresses `keepLoaded` has seen (bounded: a repeat after a clear pins again, harmlessly). */
   private readonly kept = new Set<Addr>();
-  /** dladdr and dlopen, loaded on first use; null where there are none (Windows). */
+  /** How to pin a library (see loadDynamicLoader), loaded on first use; null where there is none. */
   private dl: DynamicLoader | null | undefined;
 
   /**
-   * Pins the shared library holding `fn` (`dladdr` names it, `dlopen` with
-   * RTLD_NOLOAD takes one more reference to it): a library's `koffi.load`
-   * handle may be collected, and the library unloaded, while an import still
-   * holds a struct whose callbacks are in it; calling them then would jump
+   * Pins the shared library holding `fn` (`dladdr` names it and `dlopen`
+   * with RTLD_NOLOAD takes one more reference to it; `GetModuleHandleExW` on
+   * Windows): a library's `koffi.load` handle may be collected, and the
+   * library unloaded, while an import still holds a struct whose callbacks
+   * are in it; calling them then would jump
    * into unmapped code. The reference is never dropped: a library that
    * produced an import stays loaded until the process exits. Code in no
    * library (JIT callbacks, the executable) needs nothing.
@@ -345,11 +346,7 @@ class NativeMemory implements Memory {
     if (this.kept.size >= 4096) this.kept.clear();
     this.kept.add(fn);
     const dl = (this.dl ??= loadDynamicLoader(this.k));
-    if (dl === null) return;
-    const info = new BigUint64Array(4);
-    if (dl.dladdr(fn, info) === 0 || info[0] === 0n) return;
-    // dli_fname, passed back as the address dladdr gave (no decoding of the path's bytes).
-    dl.dlopen(info[0]!, dl.flags);
+    dl?.pin(fn);
   }
 
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
@@ -517,31 +514,49 @@ function noNul(addr: Addr, max: number): ArrowDeviceError {
   return new ArrowDeviceError('invalid', '', `string at 0x${addr.toString(16)} has no NUL terminator within ${max} bytes`);
 }
 
+/** Takes one more reference to the loaded library holding a code address; false where none does. */
 interface DynamicLoader {
-  /** `int dladdr(const void *addr, Dl_info *info)`: `info` gets dli_fname, dli_fbase, dli_sname, dli_saddr. */
-  dladdr(addr: number, info: BigUint64Array): number;
-  /** `void *dlopen(const char *filename, int flags)`, the file name by address. */
-  dlopen(filename: bigint, flags: number): unknown;
-  /** RTLD_NOW | RTLD_NOLOAD: a reference to a library already loaded, never a load. */
-  readonly flags: number;
+  pin(addr: number): boolean;
 }
 
 /**
- * dladdr and dlopen from the process's own symbols (the C library since
- * glibc 2.34, musl and macOS), else from libdl; null on Windows, where
- * none of them is.
+ * How to pin a library by an address in it. POSIX: `dladdr` names the
+ * library and `dlopen` of that name with RTLD_NOW | RTLD_NOLOAD takes a
+ * reference (never a load), both from the process's own symbols (the C
+ * library since glibc 2.34, musl and macOS), else from libdl. Windows:
+ * `GetModuleHandleExW` with GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS finds the
+ * module by address and, without ..._UNCHANGED_REFCOUNT, takes the
+ * reference itself. Null where neither loads.
  */
 function loadDynamicLoader(k: Koffi): DynamicLoader | null {
-  if (process.platform === 'win32') return null;
+  if (process.platform === 'win32') {
+    try {
+      const kernel32 = k.load('kernel32.dll');
+      const GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS = 4;
+      const getModuleHandleEx = kernel32.func(
+        'int __stdcall GetModuleHandleExW(uint32_t flags, uintptr_t addr, _Out_ uint64_t *module)',
+      ) as (flags: number, addr: number, module: BigUint64Array) => number;
+      const module = new BigUint64Array(1);
+      return { pin: (addr) => getModuleHandleEx(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS, addr, module) !== 0 };
+    } catch {
+      return null;
+    }
+  }
   const RTLD_NOW = 2;
   const RTLD_NOLOAD = process.platform === 'darwin' ? 0x10 : 4;
   for (const name of [null, 'libdl.so.2']) {
     try {
       const lib = k.load(name);
+      const dladdr = lib.func('int dladdr(uintptr_t addr, _Out_ uint64_t *info)') as (addr: number, info: BigUint64Array) => number;
+      const dlopen = lib.func('uintptr_t dlopen(uintptr_t filename, int flags)') as (filename: bigint, flags: number) => unknown;
+      // Dl_info: dli_fname, dli_fbase, dli_sname, dli_saddr.
+      const info = new BigUint64Array(4);
       return {
-        dladdr: lib.func('int dladdr(uintptr_t addr, _Out_ uint64_t *info)') as DynamicLoader['dladdr'],
-        dlopen: lib.func('uintptr_t dlopen(uintptr_t filename, int flags)') as DynamicLoader['dlopen'],
-        flags: RTLD_NOW | RTLD_NOLOAD,
+        pin: (addr) => {
+          if (dladdr(addr, info) === 0 || info[0] === 0n) return false;
+          // dli_fname, passed back as the address dladdr gave (no decoding of the path's bytes).
+          return Number(dlopen(info[0]!, RTLD_NOW | RTLD_NOLOAD)) !== 0;
+        },
       };
     } catch {
       // Not in this one: the next.
@@ -561,26 +576,39 @@ interface LibC {
 }
 
 /**
- * The C library functions we need, from the process's own symbols (the C
- * library is always loaded in Node). memcpy with a JS typed array on one side
- * copies without creating an external ArrayBuffer.
+ * Where the C library's functions are: the process's own symbols on Linux
+ * and macOS (the C library is always loaded in Node, Bun and Deno); on
+ * Windows the Universal C Runtime, `ucrtbase.dll` (the process handle there
+ * is the executable, node.exe, which exports no `calloc`). The UCRT is part
+ * of Windows 10 and later and allocates from the process heap, as the
+ * runtime every current Windows build of Node, Bun and Deno uses does.
+ */
+function libCName(): string | null {
+  return process.platform === 'win32' ? 'ucrtbase.dll' : null;
+}
+
+/**
+ * The C library functions we need (see `libCName`). memcpy with a JS typed
+ * array on one side copies without creating an external ArrayBuffer.
  */
 function loadLibC(k: Koffi): LibC {
-  let self: ReturnType<Koffi['load']>;
+  const name = libCName();
+  let lib: ReturnType<Koffi['load']>;
   try {
-    self = k.load(null);
+    lib = k.load(name);
   } catch (cause) {
-    throw new ArrowDeviceError('unsupported', '', `cannot load the C library's symbols from the process: ${String(cause)}`, { cause });
+    const where = name === null ? "the C library's symbols from the process" : `the C runtime ${name}`;
+    throw new ArrowDeviceError('unsupported', '', `cannot load ${where}: ${String(cause)}`, { cause });
   }
   return {
-    calloc: self.func('uintptr_t calloc(size_t n, size_t size)') as LibC['calloc'],
-    free: self.func('void free(uintptr_t p)') as LibC['free'],
-    memcpyIn: self.func('void *memcpy(uintptr_t dst, const uint8_t *src, size_t n)') as LibC['memcpyIn'],
-    memcpyOut: self.func('void *memcpy(uint8_t *dst, uintptr_t src, size_t n)') as LibC['memcpyOut'],
-    strnlen: self.func('size_t strnlen(uintptr_t s, size_t maxlen)') as LibC['strnlen'],
+    calloc: lib.func('uintptr_t calloc(size_t n, size_t size)') as LibC['calloc'],
+    free: lib.func('void free(uintptr_t p)') as LibC['free'],
+    memcpyIn: lib.func('void *memcpy(uintptr_t dst, const uint8_t *src, size_t n)') as LibC['memcpyIn'],
+    memcpyOut: lib.func('void *memcpy(uint8_t *dst, uintptr_t src, size_t n)') as LibC['memcpyOut'],
+    strnlen: lib.func('size_t strnlen(uintptr_t s, size_t maxlen)') as LibC['strnlen'],
     // void results: nothing to convert back (memcpy's pointer result would be).
-    memcpyNum: self.func('void memcpy(uintptr_t dst, uintptr_t src, size_t n)') as LibC['memcpyNum'],
-    memsetNum: self.func('void memset(uintptr_t dst, int c, size_t n)') as LibC['memsetNum'],
+    memcpyNum: lib.func('void memcpy(uintptr_t dst, uintptr_t src, size_t n)') as LibC['memcpyNum'],
+    memsetNum: lib.func('void memset(uintptr_t dst, int c, size_t n)') as LibC['memsetNum'],
   };
 }
 
