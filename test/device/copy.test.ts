@@ -21,7 +21,7 @@ import { accounting, nativeMemory } from '../../src/memory/index.js';
 import { schemaToNode } from '../../src/schema/export.js';
 import { diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
-import { ARROW_JS_UNREADABLE, GOLD, goldFiles } from '../helpers/gold.js';
+import { ARROW_JS_UNREADABLE, GOLD, goldFiles, goldSkip } from '../helpers/gold.js';
 import { writeDeviceFieldsRaw } from './helpers.js';
 
 const mem = nativeMemory();
@@ -73,7 +73,7 @@ function exportAsExtDev(batch: RecordBatch): bigint {
   return p;
 }
 
-describe('device-aware copy to the host', { skip: goldFiles.length ? false : `no gold files at ${GOLD.pathname}` }, () => {
+describe('device-aware copy to the host', { skip: goldSkip }, () => {
   for (const f of goldFiles) {
     const skip = ARROW_JS_UNREADABLE.has(f) ? 'arrow-js 21 cannot read this IPC file' : false;
     test(`copies ${f.replace('.arrow_file', '')} in two batches: offsets at import, then buffers`, { skip }, async () => {

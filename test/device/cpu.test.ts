@@ -19,7 +19,7 @@ import { accounting, nativeMemory } from '../../src/memory/index.js';
 import { schemaToNode } from '../../src/schema/export.js';
 import { columnValues, diffTables } from '../helpers/compare.js';
 import { collectUntil } from '../helpers/gc.js';
-import { ARROW_JS_UNREADABLE, GOLD, goldFiles } from '../helpers/gold.js';
+import { ARROW_JS_UNREADABLE, GOLD, goldFiles, goldSkip } from '../helpers/gold.js';
 import { arrayRelease, readDeviceFieldsRaw, writeDeviceFieldsRaw } from './helpers.js';
 
 const mem = nativeMemory();
@@ -41,7 +41,7 @@ function expectError(fn: () => unknown, kind: string, message: string | RegExp):
 
 const small = (): RecordBatch => tableFromArrays({ x: Int32Array.from([1, 2, 3]), s: ['a', 'bb', 'ccc'] }).batches[0]!;
 
-describe('CPU device arrays: gold files', { skip: goldFiles.length ? false : `no gold files at ${GOLD.pathname}` }, () => {
+describe('CPU device arrays: gold files', { skip: goldSkip }, () => {
   for (const f of goldFiles) {
     const skip = ARROW_JS_UNREADABLE.has(f) ? 'arrow-js 21 cannot read this IPC file' : false;
     const name = f.replace('.arrow_file', '');

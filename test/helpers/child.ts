@@ -7,10 +7,12 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { tempDir } from './tools.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+/** Whether this suite runs compiled to JavaScript (the helpers are .js files then). */
+const compiled = import.meta.url.endsWith('.js');
 
 export interface ChildResult {
   status: number | null;
@@ -28,12 +30,17 @@ export interface ChildResult {
 export function runtimeArgs(): string[] {
   if (process.versions.bun !== undefined) return [];
   if (process.versions.deno !== undefined) return ['run', '-A', '--sloppy-imports', '--v8-flags=--expose-gc'];
+  // Compiled (tools/windows.mjs: tsx's esbuild does not run under Wine), `@/src/...js` imports are
+  // JavaScript: Node's own type stripping (22.18 and later) runs the snippet itself.
+  if (compiled) return ['--experimental-strip-types', '--disable-warning=ExperimentalWarning'];
   return ['--import', 'tsx'];
 }
 
 /**
  * `code` is an ES module body; it can import from the repo with paths
- * relative to the repo root written as `@/src/...` (rewritten to absolute).
+ * relative to the repo root written as `@/src/...` (rewritten to the root's
+ * `file:` URL: a Windows path pasted into a string literal or an import is not
+ * one, its backslashes read as escapes).
  */
 /**
  * Why a test that starts a child process cannot run here, or false: an
@@ -51,7 +58,7 @@ export function runChild(code: string, timeoutMs = 30_000, env: Record<string, s
   if (process.versions.deno !== undefined) mkdirSync(join(repoRoot, '.build'), { recursive: true });
   const dir = process.versions.deno !== undefined ? mkdtempSync(join(repoRoot, '.build', 'child-')) : tempDir('child');
   const file = join(dir, 'child.ts');
-  writeFileSync(file, code.replaceAll('@/', repoRoot));
+  writeFileSync(file, code.replaceAll('@/', pathToFileURL(repoRoot).href));
   try {
     const r = spawnSync(process.execPath, [...runtimeArgs(), file], {
       cwd: repoRoot,

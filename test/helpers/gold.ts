@@ -1,7 +1,21 @@
 /** Arrow's gold integration files (../shared/testdata/arrow-testing), for the tests that read them. */
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
-export const GOLD = new URL('../../../shared/testdata/arrow-testing/', import.meta.url);
+/**
+ * The folder, as a URL: shared/ beside the repository, found from the
+ * first ancestor that has it above the helpers' folder (the suite also runs
+ * compiled, from deeper under .build/: tools/windows.mjs).
+ */
+export const GOLD: URL = (() => {
+  const rel = 'shared/testdata/arrow-testing/';
+  for (let up = '../../../'; up.length < 3 * 12; up += '../') {
+    const u = new URL(up + rel, import.meta.url);
+    if (existsSync(u)) return u;
+    if (new URL(up, import.meta.url).pathname === '/') break;
+  }
+  return new URL('../../../' + rel, import.meta.url);
+})();
 
 /** The `.arrow_file` names there; empty when the folder is absent (the suites then skip, saying so). */
 export const goldFiles: readonly string[] = (() => {
@@ -16,4 +30,4 @@ export const goldFiles: readonly string[] = (() => {
 export const ARROW_JS_UNREADABLE: ReadonlySet<string> = new Set(['generated_list_view.arrow_file', 'generated_run_end_encoded.arrow_file']);
 
 /** The skip reason of a gold-file suite, or false. */
-export const goldSkip: string | false = goldFiles.length ? false : `no gold files at ${GOLD.pathname}`;
+export const goldSkip: string | false = goldFiles.length ? false : `no gold files at ${fileURLToPath(GOLD)}`;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
 import { nativeMemory, type Ptr } from '../../src/index.js';
-import { cCompiler, run, tempDir } from '../helpers/tools.js';
+import { cCompiler, prebuiltPeer, run, tempDir } from '../helpers/tools.js';
 
 // The C source next to this file, or under the working directory's test/ when this file runs compiled (benchmarks).
 const near = fileURLToPath(new URL('.', import.meta.url));
@@ -17,7 +17,7 @@ const here = existsSync(join(near, 'counting.c')) ? near : join(process.cwd(), '
 const cc = cCompiler();
 
 /** Why the fixture cannot be built here, or undefined when it can. */
-export const countingMissing: string | undefined = cc ? undefined : 'no C compiler (cc/gcc) to build the counting producer';
+export const countingMissing: string | undefined = cc || process.env.ARROW_DEVICE_TEST_PEERS ? undefined : 'no C compiler (cc/gcc) to build the counting producer';
 
 export interface Counting {
   /** Arrays handed out and not released yet. */
@@ -83,6 +83,8 @@ let built: string | undefined;
  */
 export function countingLibrary(): string {
   if (built) return built;
+  const prebuilt = prebuiltPeer('counting');
+  if (prebuilt) return (built = prebuilt);
   const so = join(tempDir('counting'), 'libcounting.so');
   run(cc!, ['-std=c11', '-O1', '-shared', '-fPIC', '-pthread', '-I', join(here, '..', 'include'), '-o', so, join(here, 'counting.c')]);
   return (built = so);

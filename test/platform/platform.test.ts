@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ArrowDeviceError } from '../../src/index.js';
 import { requireDetach, runtime, runtimeName } from '../../src/platform/node.js';
 import { childSkip, runChild } from '../helpers/child.js';
@@ -62,7 +62,7 @@ describe('the runtime', () => {
     () => {
       const dir = tempDir('old-node');
       const file = join(dir, 'child.mts');
-      writeFileSync(file, `${IMPORT_PACKAGE.replaceAll('@/', root)}\n`);
+      writeFileSync(file, `${IMPORT_PACKAGE.replaceAll('@/', pathToFileURL(root).href)}\n`);
       const r = spawnSync(oldNode!, ['--import', 'tsx', file], { cwd: root, encoding: 'utf8' });
       assert.equal(r.status, 0, r.stderr);
       assert.match(r.stdout, REFUSAL);

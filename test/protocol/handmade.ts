@@ -30,7 +30,8 @@ export const ABI = {
 } as const;
 type Kind = keyof typeof ABI;
 
-const libc = koffi.load('libc.so.6');
+// The C runtime by its name on each OS (Windows: the UCRT, as src/memory/native.ts takes it).
+const libc = koffi.load(process.platform === 'win32' ? 'ucrtbase.dll' : process.platform === 'darwin' ? 'libSystem.B.dylib' : 'libc.so.6');
 // koffi gives a uintptr_t as a number when it fits: addresses are bigint here, as the protocol says.
 const callocRaw = libc.func('uintptr_t calloc(size_t, size_t)') as (n: number, size: number) => number | bigint;
 const calloc = (n: number, size: number): bigint => BigInt(callocRaw(n, size));

@@ -1,0 +1,208 @@
+#!/usr/bin/env node
+// Runs the suite's core selection on Windows: Node.js 22 for Windows x64
+// under Wine, with arrow-device installed for win32-x64 from the packed
+// tarball, as a Windows user gets it.
+//
+//   node tools/windows.mjs [test files...]
+//
+// What it does, each step kept under .build/ so a second run skips it:
+//
+// 1. Node for Windows and a Wine prefix (tools/runtimes.mjs nodeWin64).
+// 2. `npm pack` (prepack builds dist/ and the prebuilds), then a project in
+//    .build/windows whose node_modules is installed for win32-x64 (`npm
+//    install --os=win32 --cpu=x64 --ignore-scripts`: koffi's win32-x64
+//    binary; its install script would build a Linux koffi).
+// 3. The tests compiled to JavaScript on Linux (tsc; tsx's esbuild.exe does
+//    not start under Wine 8: no bcryptprimitives.dll), their `src/` replaced
+//    by the tarball's dist/, so the tests import what the package ships.
+// 4. The C test peers (test/ownership/counting.c, test/async/peer.c) built
+//    as Windows DLLs with zig (x86_64-windows-gnu, against the UCRT): a
+//    Windows process under Wine cannot start a Linux compiler. The tests
+//    find them through ARROW_DEVICE_TEST_PEERS.
+// 5. Each file in its own `node.exe --test`, its output sent to a file and
+//    printed after (Node under Wine cannot write to a Linux pipe).
+//
+// Prints the counts of each file and the totals; exits non-zero if any file
+// fails. Files left out are listed with the reason.
+//
+// Plain JavaScript for any Node.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { nodeWin64 } from './runtimes.mjs';
+import { zig, zigEnv } from './zig.mjs';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const work = join(root, '.build', 'windows');
+
+/** The runtime selection (tools/test-runtime.mjs CORE) less what cannot run under Wine, and why. */
+const CORE = [
+  'test/platform/platform.test.ts',
+  'test/abi/accessors.test.ts',
+  'test/memory/native.test.ts',
+  'test/memory/handles.test.ts',
+  'test/cdata/roundtrip.test.ts',
+  'test/cdata/full-checks.test.ts',
+  'test/cdata/schema-reuse.test.ts',
+  'test/cdata/malformed/malformed.test.ts',
+  'test/stream/stream.test.ts',
+  'test/stream/device-stream.test.ts',
+  'test/stream/offthread.test.ts',
+  'test/stream/source-errors.test.ts',
+  'test/ownership/ownership.test.ts',
+  'test/ownership/unloaded.test.ts',
+  'test/device/cpu.test.ts',
+  'test/device/opaque.test.ts',
+  'test/async/async.test.ts',
+  'test/async/ring.test.ts',
+  'test/async/hangs.test.ts',
+  'test/protocol/protocol.test.ts',
+  'test/wasm/memory.test.ts',
+];
+const LEFT_OUT = {
+  'test/platform/deno.test.ts': 'it runs Deno, a Linux program here, which a Windows process under Wine cannot start',
+  'test/package/package.test.ts': 'it packs and installs with npm and runs Bun and Deno, Linux programs here; this run itself installs the packed tarball for win32',
+};
+
+function step(what) {
+  console.log(`\n----- windows: ${what}`);
+}
+
+/** A Windows path for a Linux one (Wine maps / to drive Z:). */
+const winPath = (p) => `Z:${p.replaceAll('/', '\\')}`;
+
+function npm(args, cwd) {
+  execFileSync('npm', args, { cwd, stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+const picked = process.argv.slice(2);
+const files = picked.length > 0 ? picked : CORE;
+
+// 1. Node for Windows under Wine.
+step('Node.js for Windows under Wine');
+const node = nodeWin64();
+if (typeof node === 'string') {
+  console.error(`windows: cannot run: ${node}`);
+  process.exit(1);
+}
+const env = { ...process.env, ...node.env };
+// Node's own output to a file: it cannot write to a Linux pipe.
+const version = join(work, 'version.txt');
+mkdirSync(work, { recursive: true });
+spawnSync(node.cmd, [...node.args, '-e', `require('fs').writeFileSync(process.argv[1], process.version + ' ' + process.platform + '-' + process.arch)`, winPath(version)], {
+  env,
+  stdio: 'ignore',
+});
+if (!existsSync(version)) {
+  console.error('windows: node.exe did not start under Wine');
+  process.exit(1);
+}
+console.log(`Node.js ${readFileSync(version, 'utf8')} under ${execFileSync(node.cmd, ['--version'], { encoding: 'utf8' }).trim()}`);
+
+// 2. The packed tarball, installed for win32-x64.
+step('npm pack, installed for win32-x64 in .build/windows');
+const rootPkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+rmSync(join(work, 'pack'), { recursive: true, force: true });
+mkdirSync(join(work, 'pack'), { recursive: true });
+npm(['pack', '--silent', '--pack-destination', join(work, 'pack')], root);
+const tarball = readdirSync(join(work, 'pack')).find((f) => f.endsWith('.tgz'));
+writeFileSync(
+  join(work, 'package.json'),
+  `${JSON.stringify(
+    {
+      name: 'arrow-device-windows-run',
+      private: true,
+      type: 'module',
+      dependencies: {
+        'arrow-device': `file:pack/${tarball}`,
+        'apache-arrow': rootPkg.devDependencies['apache-arrow'],
+        koffi: rootPkg.dependencies.koffi,
+      },
+    },
+    null,
+    2,
+  )}\n`,
+);
+// A fresh copy of the package every run (the tarball's name does not change with its content).
+rmSync(join(work, 'node_modules', 'arrow-device'), { recursive: true, force: true });
+npm(['install', '--os=win32', '--cpu=x64', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error'], work);
+const installed = join(work, 'node_modules', 'arrow-device');
+if (!existsSync(join(work, 'node_modules', '@koromix', 'koffi-win32-x64'))) {
+  console.error("windows: koffi's win32-x64 binary (@koromix/koffi-win32-x64) did not install");
+  process.exit(1);
+}
+
+// 3. The tests, compiled; src/ is the tarball's dist/.
+step('the tests compiled to JavaScript (tsc), importing the installed package');
+const run = join(work, 'run');
+rmSync(run, { recursive: true, force: true });
+execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.json'), '--outDir', run, '--declaration', 'false', '--sourceMap', 'false'], {
+  stdio: 'inherit',
+});
+rmSync(join(run, 'src'), { recursive: true, force: true });
+cpSync(join(installed, 'dist'), join(run, 'src'), { recursive: true });
+if (existsSync(join(installed, 'prebuilds'))) cpSync(join(installed, 'prebuilds'), join(run, 'prebuilds'), { recursive: true });
+// The suite's other files (C sources, fixtures), where the compiled tests look for them.
+cpSync(join(root, 'test'), join(run, 'test'), { recursive: true, filter: (f) => statSync(f).isDirectory() || !f.endsWith('.ts') });
+
+// 4. The C peers, as Windows DLLs.
+step('the C test peers as Windows DLLs (zig cc -target x86_64-windows-gnu)');
+const peers = join(work, 'peers');
+mkdirSync(peers, { recursive: true });
+const PEERS = {
+  counting: { source: 'test/ownership/counting.c', flags: ['-I', join(root, 'test', 'include')] },
+  asyncpeer: { source: 'test/async/peer.c', flags: [] },
+};
+for (const [name, { source, flags }] of Object.entries(PEERS)) {
+  const out = join(peers, `${name}.dll`);
+  const src = join(root, source);
+  const headers = join(root, 'test', 'include', 'arrow_c_abi.h');
+  if (existsSync(out) && [src, headers].every((f) => statSync(out).mtimeMs >= statSync(f).mtimeMs)) continue;
+  const r = spawnSync(zig(), ['cc', '-target', 'x86_64-windows-gnu', '-std=c11', '-O1', '-shared', '-pthread', ...flags, '-o', out, src], {
+    stdio: 'inherit',
+    env: { ...process.env, ...zigEnv() },
+  });
+  if (r.status !== 0) {
+    console.error(`windows: zig cc failed for ${source}`);
+    process.exit(1);
+  }
+  console.log(`${relative(root, out)} (${source})`);
+}
+
+// 5. Each file under Wine.
+console.log(`\n===== windows: ${readFileSync(version, 'utf8')} under Wine, ${files.length} test files =====`);
+if (picked.length === 0) for (const [f, why] of Object.entries(LEFT_OUT)) console.log(`not run on windows: ${f}: ${why}`);
+const logs = join(work, 'logs');
+rmSync(logs, { recursive: true, force: true });
+mkdirSync(logs, { recursive: true });
+const failed = [];
+const totals = { pass: 0, fail: 0, cancelled: 0, skipped: 0 };
+const t0 = Date.now();
+for (const f of files) {
+  const js = join(run, f.replace(/\.ts$/, '.js'));
+  const log = join(logs, `${f.replaceAll('/', '_')}.txt`);
+  const started = Date.now();
+  console.log(`\n----- windows: ${f}`);
+  // cmd's redirection: Node writes to a Windows file handle, not to a Linux pipe.
+  const r = spawnSync(node.cmd, ['cmd', '/c', `${winPath(node.args[0])} --test --test-reporter=spec ${winPath(js)} > ${winPath(log)} 2>&1`], {
+    cwd: root,
+    env: { ...env, ARROW_DEVICE_TEST_PEERS: winPath(peers) },
+    stdio: 'ignore',
+    timeout: 600_000,
+  });
+  const out = existsSync(log) ? readFileSync(log, 'utf8') : '';
+  process.stdout.write(out);
+  const count = (k) => Number((out.match(new RegExp(`^ℹ ${k} (\\d+)$`, 'm')) ?? [])[1] ?? 0);
+  for (const k of Object.keys(totals)) totals[k] += count(k);
+  const how = r.error ? r.error.message : r.signal ? `killed by ${r.signal}` : `exit ${r.status}`;
+  console.log(`----- windows: ${f}: ${how}, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  if (r.status !== 0 || !/^ℹ pass \d+$/m.test(out)) failed.push(`${f} (${how})`);
+}
+spawnSync(join(dirname(node.cmd), 'wineserver'), ['-k'], { env, stdio: 'ignore' });
+console.log(
+  `\n===== windows: ${files.length - failed.length} of ${files.length} test files passed in ${((Date.now() - t0) / 1000).toFixed(0)} s; ` +
+    `tests: ${totals.pass} pass, ${totals.fail} fail, ${totals.cancelled} cancelled, ${totals.skipped} skipped =====`,
+);
+for (const f of failed) console.log(`FAILED on windows: ${f}`);
+process.exit(failed.length === 0 ? 0 : 1);
