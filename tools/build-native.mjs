@@ -9,19 +9,21 @@
 //       runs it with --optional (pretest): without a C compiler it says so
 //       and the reader uses JS callbacks, which the tests then cover alone.
 //   node tools/build-native.mjs --release
-//       every shipped target (linux-x64 and linux-arm64, glibc; see
-//       tools/zig.mjs) with zig from PyPI, from any Linux x64 machine. `npm
-//       pack` runs it (prepack), so the tarball carries both and users never
-//       compile anything. Other platforms take the JS-callback path.
+//       every shipped target (linux-x64 and linux-arm64, glibc; darwin-x64
+//       and darwin-arm64; see tools/zig.mjs) with zig from PyPI, from any
+//       Linux x64 machine. `npm pack` runs it (prepack), so the tarball
+//       carries all four and users never compile anything. Windows takes
+//       the JS-callback path (src/async/ring.ts says why).
 //   node tools/build-native.mjs --target linux-arm64 [--out DIR]
 //       one shipped target, with zig.
 //
 // Plain JavaScript for any Node: it runs before with-node.mjs has a Node.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, existsSync, openSync, readSync, closeSync, statSync } from 'node:fs';
+import { mkdirSync, existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TARGETS, triple, zig, zigEnv } from './zig.mjs';
+import { describeBinary } from './binary.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -53,19 +55,6 @@ const flags = ['-std=c11', '-D_GNU_SOURCE', '-O2', '-shared', '-fPIC', '-pthread
 // library with live threads in it is left to the system.
 const linuxFlags = ['-Wl,-z,nodelete'];
 
-/** The ELF machine of a built library (e_machine), to check a cross build made what was asked. */
-const ELF_MACHINE = { 'linux-x64': 0x3e, 'linux-arm64': 0xb7 };
-function elfMachine(file) {
-  const b = Buffer.alloc(20);
-  const fd = openSync(file, 'r');
-  try {
-    readSync(fd, b, 0, 20, 0);
-  } finally {
-    closeSync(fd);
-  }
-  return b.readUInt16LE(18);
-}
-
 function upToDate(out) {
   if (!existsSync(out)) return false;
   const t = statSync(out).mtimeMs;
@@ -74,7 +63,8 @@ function upToDate(out) {
 
 /** One shipped target with zig; always rebuilt (a release must not keep a library cc built). */
 function buildWithZig(target, outDir) {
-  const out = join(outDir ?? join(root, 'prebuilds', target), libraryName('linux'));
+  const platform = target.split('-')[0];
+  const out = join(outDir ?? join(root, 'prebuilds', target), libraryName(platform));
   mkdirSync(dirname(out), { recursive: true });
   let z;
   try {
@@ -83,12 +73,13 @@ function buildWithZig(target, outDir) {
     fail(`cannot install zig (the cross compiler, PyPI's ziglang): ${e.message}`, false);
   }
   // -s: no debug info in the shipped library.
-  const r = spawnSync(z, ['cc', '-target', triple(target), ...flags, ...linuxFlags, '-s', '-o', out, source], {
+  const r = spawnSync(z, ['cc', '-target', triple(target), ...flags, ...(platform === 'linux' ? linuxFlags : []), '-s', '-o', out, source], {
     stdio: 'inherit',
     env: { ...process.env, ...zigEnv() },
   });
   if (r.status !== 0) fail(`zig cc -target ${triple(target)} failed (exit ${r.status})`, false);
-  if (elfMachine(out) !== ELF_MACHINE[target]) fail(`${out} is not a ${target} library`, false);
+  const made = describeBinary(out).target;
+  if (made !== target) fail(`${out} is a ${made} library, not ${target}`, false);
   console.log(`build-native: ${out} (zig ${triple(target)})`);
 }
 

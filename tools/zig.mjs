@@ -3,8 +3,11 @@
 // compiled), installed into a venv under .build/zig once. Zig carries the
 // headers and the libc stubs of each target, so one compiler builds
 // native/async-ring.c for linux-x64 and linux-arm64 against an old glibc
-// (GLIBC below): the prebuilt then loads on any distribution from that
-// glibc on, whatever the packing machine runs.
+// (GLIBC below), and for macOS on x64 and arm64 against its SDK stubs
+// (MACOS below): the prebuilt then loads on any distribution from that glibc
+// on, and any macOS from that version on, whatever the packing machine runs.
+// Windows has no ring (src/async/ring.ts says why); zig builds the Windows
+// test peers (tools/windows.mjs).
 //
 // Plain JavaScript for any Node: tools/build-native.mjs and
 // tools/test-runtime.mjs import it before with-node.mjs has a Node.
@@ -16,8 +19,15 @@ import { fileURLToPath } from 'node:url';
 export const ZIG_VERSION = '0.15.2';
 /** The oldest glibc the prebuilt libraries need: Node.js 22's own floor. */
 export const GLIBC = '2.28';
+/** The oldest macOS the prebuilt libraries need: Node.js 22's own floor (macOS 11). */
+export const MACOS = '11.0';
 /** The shipped targets: prebuilds/<key>/ and zig's triple. */
-export const TARGETS = { 'linux-x64': 'x86_64-linux-gnu', 'linux-arm64': 'aarch64-linux-gnu' };
+export const TARGETS = {
+  'linux-x64': 'x86_64-linux-gnu',
+  'linux-arm64': 'aarch64-linux-gnu',
+  'darwin-x64': 'x86_64-macos',
+  'darwin-arm64': 'aarch64-macos',
+};
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const home = join(root, '.build', 'zig');
@@ -58,7 +68,7 @@ export const zigEnv = () => ({ ZIG_GLOBAL_CACHE_DIR: join(home, 'cache'), ZIG_LO
 export function triple(target) {
   const t = TARGETS[target];
   if (!t) throw new Error(`no zig target for ${target} (known: ${Object.keys(TARGETS).join(', ')})`);
-  return `${t}.${GLIBC}`;
+  return target.startsWith('darwin-') ? `${t}.${MACOS}` : `${t}.${GLIBC}`;
 }
 
 /**

@@ -148,12 +148,24 @@ export function asyncRing(): RingLib | null {
   return dead === undefined ? loaded : null;
 }
 
+/**
+ * Why there is no ring on Windows. Its doorbell is a POSIX pipe whose read
+ * end the event loop watches as a socket; libuv on Windows cannot watch a C
+ * runtime's pipe descriptor that way. The JS-callback path serves there: a
+ * producer thread's calls reach JS through koffi's thread-safe callbacks.
+ */
+const WINDOWS = 'not built for Windows (its doorbell is a POSIX pipe): the async reader and producer use JS callbacks there';
+
 /** Why the library did not load, when it did not. */
 let loadMissing: string | undefined;
 
 function loadRing(): RingLib | null {
   if (envVar('ARROW_DEVICE_ASYNC_RING') === '0') {
     loadMissing = 'turned off (ARROW_DEVICE_ASYNC_RING=0)';
+    return null;
+  }
+  if (process.platform === 'win32' && !envVar('ARROW_DEVICE_ASYNC_RING')) {
+    loadMissing = WINDOWS;
     return null;
   }
   const found = findLibrary();

@@ -60,6 +60,27 @@ describe('the native ring', () => {
     plain.dispose();
   });
 
+  test('on Windows it says why it is not there, and a C producer thread reaches the reader through JS callbacks, to the end', { skip: peerMissing ?? false }, async () => {
+    // Elsewhere the same fallback, asked for: the path Windows takes is the one proven here too.
+    const windows = process.platform === 'win32';
+    if (windows) {
+      assert.equal(asyncRing(), null);
+      assert.match(asyncRingMissing ?? '', /not built for Windows .*JS callbacks/);
+    }
+    const reader = createAsyncDeviceStreamReader(windows ? {} : { nativeRing: false });
+    assert.equal(reader.nativeRing, false);
+    assert.match(reader.nativeRingMissing ?? '', windows ? /not built for Windows/ : /turned off/);
+    const peer = asyncPeer();
+    const p = peer.produce(reader.handler, 12, 50, -1);
+    let rows = 0;
+    for await (const b of reader) rows += (b as RecordBatch).numRows;
+    await reader.released;
+    const stats = await peer.produceWait(p);
+    assert.equal(rows, 12 * 50);
+    assert.equal(stats.produced, 12);
+    assert.equal(stats.callsAfterRelease, 0);
+  });
+
   test('a producer ahead of the reader pushes a whole window without waiting for the JS thread: one doorbell', { skip: peerMissing ?? (asyncRing() ? false : `no ring: ${asyncRingMissing}`) }, async () => {
     const peer = asyncPeer();
     const reader = createAsyncDeviceStreamReader({ queueSize: 16 });
