@@ -41,9 +41,12 @@ const invalid = (op: string, message: string): AdbcError => new AdbcError(op, { 
 /**
  * `driver:rest` split as the ADBC driver manager splits it: `profile://x`
  * names a profile; `scheme://...` names driver `scheme` and is the whole
- * URI; `driver:uri` names `driver` with `uri`. Undefined without a colon.
+ * URI; `driver:uri` names `driver` with `uri`. Undefined without a colon,
+ * and on Windows for a path that starts with a drive (`C:\\drivers\\x.dll`,
+ * `C:/x.dll`): its colon is the drive's, not a driver's.
  */
-export function parseDriverUri(s: string): { driver: string; uri?: string; profile?: string } | undefined {
+export function parseDriverUri(s: string, platform: string = process.platform): { driver: string; uri?: string; profile?: string } | undefined {
+  if (platform === 'win32' && /^[A-Za-z]:[\\/]/.test(s)) return undefined;
   const i = s.indexOf(':');
   if (i < 0) return undefined;
   const driver = s.slice(0, i);
@@ -173,6 +176,10 @@ function driverSearchDirs(flags: number, extra: readonly string[]): { dir: strin
   if (process.platform !== 'win32') {
     const system = process.platform === 'darwin' ? '/Library/Application Support/ADBC/Drivers' : '/etc/adbc/drivers';
     out.push(flags & LoadFlags.SearchSystem ? { dir: system, label: `system directory ${system}` } : { dir: undefined, label: `system directory ${system}: not searched (LoadFlags.SearchSystem not set)` });
+  } else {
+    // The ADBC driver manager also reads driver entries from the registry on Windows
+    // (SOFTWARE\ADBC\Drivers under HKEY_CURRENT_USER and HKEY_LOCAL_MACHINE); we do not, and say so.
+    out.push({ dir: undefined, label: 'the registry (SOFTWARE\\ADBC\\Drivers): not searched by arrow-device; give a manifest path or directory' });
   }
   return out;
 }

@@ -87,6 +87,11 @@ describe('driver discovery (SQLite driver)', { skip: SQLITE.missing }, () => {
     assert.deepEqual(parseDriverUri('postgresql://u@h/db'), { driver: 'postgresql', uri: 'postgresql://u@h/db' });
     assert.deepEqual(parseDriverUri('profile://p'), { driver: '', profile: 'p' });
     assert.equal(parseDriverUri('/usr/lib/libx.so'), undefined);
+    // A Windows path's drive colon names no driver there (elsewhere `c:/x` is driver c with that URI).
+    assert.equal(parseDriverUri('C:\\drivers\\adbc_driver_sqlite.dll', 'win32'), undefined);
+    assert.equal(parseDriverUri('d:/drivers/x.dll', 'win32'), undefined);
+    assert.deepEqual(parseDriverUri('sqlite:C:/data/x.db', 'win32'), { driver: 'sqlite', uri: 'C:/data/x.db' });
+    assert.deepEqual(parseDriverUri('c:/x', 'linux'), { driver: 'c', uri: 'c:/x' });
     assert.equal((await answer({ driver: 'sqlite:file::memory:', manifestSearchPaths: [manifests] })).value, 42);
     assert.equal((await answer({ databaseOptions: { uri: 'sqlite::memory:' }, manifestSearchPaths: [manifests] })).value, 42);
   });
@@ -122,7 +127,9 @@ describe('driver discovery (SQLite driver)', { skip: SQLITE.missing }, () => {
     })();
     assert.ok(err instanceof AdbcError, String(err));
     assert.equal(err.code, 'NotFound');
-    for (const place of [join(manifests, 'nosuchdriver.toml'), join(dir, 'absent'), '$ADBC_DRIVER_PATH', 'user directory', 'system directory', 'the library path, libnosuchdriver.so']) {
+    // Windows: no system directory (the registry instead, which we say is not searched), and DLL names.
+    const system = process.platform === 'win32' ? ['the registry', 'the library path, nosuchdriver.dll'] : ['system directory', `the library path, libnosuchdriver.${process.platform === 'darwin' ? 'dylib' : 'so'}`];
+    for (const place of [join(manifests, 'nosuchdriver.toml'), join(dir, 'absent'), '$ADBC_DRIVER_PATH', 'user directory', ...system]) {
       assert.ok(err.message.includes(place), `names ${place}:\n${err.message}`);
     }
   });
