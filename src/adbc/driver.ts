@@ -25,7 +25,7 @@ export const ADBC_VERSION_1_1_0 = 1_001_000;
 const VENDOR_CODE_PRIVATE_DATA = -0x8000_0000;
 
 /** `struct AdbcError { char* message; int32_t vendor_code; char sqlstate[5]; void (*release)(struct AdbcError*); void* private_data; struct AdbcDriver* private_driver; }` */
-const ERROR = { message: 0n, vendor_code: 8n, sqlstate: 12n, release: 24n, size: 48 } as const;
+const ERROR = { message: 0n, vendor_code: 8n, sqlstate: 12n, release: 24n, private_data: 32n, size: 48 } as const;
 /** `struct AdbcDatabase`, `AdbcConnection`, `AdbcStatement`: `{ void* private_data; struct AdbcDriver* private_driver; }` */
 export const HANDLE_SIZE = 16;
 /** `struct AdbcErrorDetail { const char* key; const uint8_t* value; size_t value_length; }`, returned by value. */
@@ -319,7 +319,13 @@ function readError(e: Ptr, status: number, d: Driver | null): AdbcErrorInit {
   const code = mem.readI32(e + ERROR.vendor_code);
   const state = lenient.decode(mem.read(e + ERROR.sqlstate, 5)).replace(/\0+$/, '');
   const details = new Map<string, Uint8Array>();
-  if (code === VENDOR_CODE_PRIVATE_DATA && d) {
+  // Details only where the driver attached them: the vendor code still ours is not enough, as the ADBC
+  // driver manager also requires private_data (adbc_driver_manager.cc, AdbcErrorGetDetailCount; its
+  // private_driver, the manager's own bookkeeping, is `d` here). PostgreSQL's driver 1.13.0 fails
+  // AdbcStatementExecutePartitions with a message and no private_data: its ErrorGetDetailCount would then
+  // read through NULL (SIGSEGV).
+  const attached = mem.readPtr(e + ERROR.private_data) !== NULL;
+  if (code === VENDOR_CODE_PRIVATE_DATA && d && attached) {
     const count = d.fn('ErrorGetDetailCount');
     const get = d.fn('ErrorGetDetail');
     const n = count ? (count(e) as number) : 0;
