@@ -184,7 +184,9 @@ export class AdbcConnection extends Closable {
   /**
    * Runs a query and returns its result as a zero-copy arrow-js Table
    * (`table.release()` gives the driver's memory back; the garbage
-   * collector does otherwise). `params` are bound first (`bind`).
+   * collector does otherwise). With `params`, the statement is prepared,
+   * then they are bound (`prepare`, `bind`): one row of parameters per
+   * execution works on every driver (DuckDB's takes no more).
    *
    * @example
    * const t = await conn.query('SELECT * FROM people WHERE id = ?', tableFromArrays({ id: Int32Array.of(1) }));
@@ -207,13 +209,40 @@ export class AdbcConnection extends Closable {
    * for await (const batch of await conn.queryStream('SELECT * FROM big')) console.log(batch.numRows);
    */
   async queryStream(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
-    const stmt = await this.createStatement();
+    const stmt = await this.#statementFor(sql, params);
     try {
-      await stmt.setSqlQuery(sql);
-      if (params !== undefined) await stmt.bind(params);
       return await stmt.executeQuery(options);
     } finally {
       stmt.closeSync();
+    }
+  }
+
+  /**
+   * A statement with `sql` set and, where `params` are given, prepared and
+   * then bound: the order adbc.h documents for parameters (`AdbcStatementPrepare`
+   * before `AdbcStatementBindStream`). It leaves bind-without-prepare
+   * driver-defined, and drivers differ: Flight SQL's takes data bound to an
+   * unprepared statement as rows to ingest ("must set IngestTargetTable"), the
+   * others as parameters. Prepared first, every driver tested takes them as
+   * parameters. A driver that cannot prepare (NOT_IMPLEMENTED) gets the
+   * parameters bound unprepared, as before.
+   */
+  async #statementFor(sql: string, params: BindSource | AsyncBatchSource | undefined): Promise<AdbcStatement> {
+    const stmt = await this.createStatement();
+    try {
+      await stmt.setSqlQuery(sql);
+      if (params !== undefined) {
+        try {
+          await stmt.prepare();
+        } catch (e) {
+          if (!(e instanceof AdbcError && e.status === AdbcStatus.NOT_IMPLEMENTED)) throw e;
+        }
+        await stmt.bind(params);
+      }
+      return stmt;
+    } catch (e) {
+      stmt.closeSync();
+      throw e;
     }
   }
 
@@ -225,10 +254,8 @@ export class AdbcConnection extends Closable {
    * await conn.execute('CREATE TABLE t (x INTEGER)');
    */
   async execute(sql: string, params?: BindSource | AsyncBatchSource): Promise<number> {
-    const stmt = await this.createStatement();
+    const stmt = await this.#statementFor(sql, params);
     try {
-      await stmt.setSqlQuery(sql);
-      if (params !== undefined) await stmt.bind(params);
       return await stmt.executeUpdate();
     } finally {
       stmt.closeSync();
