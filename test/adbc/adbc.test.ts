@@ -1,18 +1,21 @@
 /**
- * arrow-device/adbc against three real drivers: DuckDB's, SQLite's and
- * PostgreSQL's (the latter against a real server started on the loopback
- * interface, test/adbc/postgres.ts). For each: every value of a query, a
+ * arrow-device/adbc against four real drivers: DuckDB's, SQLite's,
+ * PostgreSQL's and Flight SQL's (the last two against real servers started
+ * on the loopback interface: test/adbc/postgres.ts, and arrow-go's example
+ * Flight SQL server over SQLite, test/adbc/flightsql.ts). For each: every value of a query, a
  * streamed query read off the JS thread, bound parameters, ingestion of an
  * arrow-js table read back (the types each driver gives, asserted per
  * driver), ingestion from sync and async readers, metadata, transactions,
  * errors with the driver's status, SQLSTATE and details (at execute and in
  * mid-stream), the release order ADBC requires whatever order the caller
- * closes in, cancellation; and after every test, failing ones included,
- * nothing left: no import or export live, every database released.
+ * closes in, cancellation, parameters that bind the same on every driver;
+ * and after every test, failing ones included, nothing left: no import or export
+ * live, every database released. What the example Flight SQL server cannot
+ * do (bulk ingestion) skips with the reason.
  *
- * A driver that is not installed, or a PostgreSQL that cannot be started,
- * skips with the reason; `npm run test:adbc` (CI) sets ADBC_REQUIRED=1,
- * which makes that a failure.
+ * A driver that is not installed, or a server that cannot be started (no
+ * PostgreSQL, no Flight SQL server built), skips with the reason; `npm run
+ * test:adbc` (CI) sets ADBC_REQUIRED=1, which makes that a failure.
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
@@ -22,11 +25,18 @@ import { AdbcConnection, AdbcDatabase, AdbcRecordBatchReader, AdbcError, AdbcSta
 import { collectUntil } from '../helpers/gc.js';
 import { DRIVERS, type DriverName, type DriverSpec } from './drivers.js';
 import { postgresMissing, startPostgres, type PostgresServer } from './postgres.js';
+import { flightSqlServerMissing, startFlightSql, type FlightSqlServer } from './flightsql.js';
 
 const required = process.env.ADBC_REQUIRED === '1';
 for (const d of DRIVERS) if (d.missing && required) throw new Error(`ADBC_REQUIRED=1: ${d.missing}`);
 const pgMissing = postgresMissing();
 if (pgMissing && required) throw new Error(`ADBC_REQUIRED=1: ${pgMissing}`);
+const flightMissing = flightSqlServerMissing();
+if (flightMissing && required) throw new Error(`ADBC_REQUIRED=1: ${flightMissing}`);
+/** Why a test of bulk ingestion cannot run on a driver's test server, or undefined. */
+const NO_INGEST: Partial<Record<DriverName, string>> = {
+  flightsql: "arrow-go's example Flight SQL server does not implement bulk ingestion (DoPutCommandStatementIngest); the errors test checks its NOT_IMPLEMENTED",
+};
 
 /** A column's values as plain JS: integers as numbers, booleans as 0/1 where asked. */
 function values(v: Vector | null, bool01 = false): unknown[] {
@@ -53,6 +63,7 @@ const SAMPLE_TYPES: Record<DriverName, string[]> = {
   duckdb: ['id: Int32', 'name: Utf8', 'score: Float64', 'active: Bool'],
   sqlite: ['id: Int64', 'name: Utf8', 'score: Float64', 'active: Int64'],
   postgresql: ['id: Int32', 'name: Utf8', 'score: Float64', 'active: Bool'],
+  flightsql: [], // not ingested: NO_INGEST
 };
 
 /** A query that fails after rows have streamed. */
@@ -60,20 +71,26 @@ const MID_STREAM_ERROR: Record<DriverName, string> = {
   duckdb: "SELECT CASE WHEN range < 500000 THEN range ELSE error('boom at ' || range) END AS x FROM range(1000000)",
   sqlite: 'WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 9999) SELECT CASE WHEN i < 5000 THEN i ELSE abs(-9223372036854775807 - 1) END AS x FROM c',
   postgresql: 'SELECT CASE WHEN i < 50000 THEN i ELSE 1 / (i - i) END AS x FROM generate_series(0, 100000) AS g(i)',
+  flightsql: 'WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 9999) SELECT CASE WHEN i < 5000 THEN i ELSE abs(-9223372036854775807 - 1) END AS x FROM c',
 };
 
 let serial = 0;
 const unique = (base: string): string => `${base}_${process.pid}_${serial++}`;
 
 for (const spec of DRIVERS) {
-  const skip = spec.missing ?? (spec.name === 'postgresql' ? pgMissing : undefined);
+  const skip = spec.missing ?? (spec.name === 'postgresql' ? pgMissing : spec.name === 'flightsql' ? flightMissing : undefined);
   describe(`arrow-device/adbc: ${spec.name}`, { skip }, () => {
     let server: PostgresServer | undefined;
+    let flight: FlightSqlServer | undefined;
     const opened: AdbcDatabase[] = [];
     before(async () => {
       if (spec.name === 'postgresql') server = await startPostgres();
+      if (spec.name === 'flightsql') flight = await startFlightSql();
     });
-    after(() => server?.stop());
+    after(async () => {
+      server?.stop();
+      await flight?.stop();
+    });
     afterEach(async () => {
       // Whatever a test did, failing or not: every database it opened released, nothing live.
       for (const db of opened.splice(0)) await db.close();
@@ -83,7 +100,7 @@ for (const spec of DRIVERS) {
 
     /** A fresh database and connection of `spec`, closed by afterEach (and checked released by the test that asks). */
     async function open(): Promise<{ db: AdbcDatabase; conn: AdbcConnection }> {
-      const db = new AdbcDatabase(spec.options(server?.uri));
+      const db = new AdbcDatabase(spec.options(server?.uri ?? flight?.uri));
       opened.push(db);
       return { db, conn: await db.connect() };
     }
@@ -193,7 +210,7 @@ for (const spec of DRIVERS) {
       }
     });
 
-    test('ingest an arrow-js table zero-copy, read it back: every value, the driver types', async () => {
+    test('ingest an arrow-js table zero-copy, read it back: every value, the driver types', { skip: NO_INGEST[spec.name] }, async () => {
       const { conn } = await open();
       const t = unique('people');
       const table = sampleTable();
@@ -219,7 +236,7 @@ for (const spec of DRIVERS) {
       assert.match(err.message, /exist/i);
     });
 
-    test('ingestStream from a synchronous arrow-js reader (one execution) and from an async source (batch by batch)', async () => {
+    test('ingestStream from a synchronous arrow-js reader (one execution) and from an async source (batch by batch)', { skip: NO_INGEST[spec.name] }, async () => {
       const { conn } = await open();
       const t = unique('stream');
       const data = new Table([1, 2, 3].map((k) => tableFromArrays({ k: Int32Array.from({ length: 100 }, () => k) }).batches[0]!));
@@ -248,7 +265,8 @@ for (const spec of DRIVERS) {
       try {
         assert.deepEqual(values(info.getChild('info_name')).sort(), [0, 100]);
         const vendor = String(info.getChild('info_value')!.get(values(info.getChild('info_name')).indexOf(0)));
-        assert.match(vendor, { duckdb: /duckdb/i, sqlite: /sqlite/i, postgresql: /postgres/i }[spec.name]);
+        // arrow-go's example Flight SQL server calls itself `db_name` (its SqlInfo FLIGHT_SQL_SERVER_NAME).
+        assert.match(vendor, { duckdb: /duckdb/i, sqlite: /sqlite/i, postgresql: /postgres/i, flightsql: /^db_name$/ }[spec.name]);
       } finally {
         info.release();
       }
@@ -299,12 +317,23 @@ for (const spec of DRIVERS) {
         assert.equal(err.detail('PG_DIAG_SQLSTATE'), '42P01');
       } else if (spec.name === 'duckdb') {
         assert.equal(err.status, AdbcStatus.INTERNAL);
+      } else if (spec.name === 'flightsql') {
+        // The server's gRPC status (UNKNOWN: it passes SQLite's error through) and its trailer, as an error detail.
+        assert.equal(err.status, AdbcStatus.UNKNOWN);
+        assert.equal(err.detail('afsql-sqlite-query'), 'SELECT * FROM no_such_table');
       } else {
         assert.equal(err.code, 'InvalidArguments');
       }
       const syntax = await conn.execute('SELEC 1').then(() => undefined, (e: unknown) => e);
       assert.ok(syntax instanceof AdbcError && /syntax/i.test(syntax.message), String(syntax));
       if (spec.name === 'postgresql') assert.equal(syntax.sqlState, '42601');
+      if (spec.name === 'flightsql') {
+        // A server without bulk ingestion: the driver passes its gRPC UNIMPLEMENTED on as NOT_IMPLEMENTED.
+        const ingest = await conn.ingest(unique('ingest'), sampleTable()).then(() => undefined, (e: unknown) => e);
+        assert.ok(ingest instanceof AdbcError, String(ingest));
+        assert.equal(ingest.status, AdbcStatus.NOT_IMPLEMENTED);
+        assert.match(ingest.message, /DoPutCommandStatementIngest/);
+      }
     });
 
     test('an error in mid-stream: the rows before it, then the driver\'s error; everything released', async () => {
@@ -330,6 +359,11 @@ for (const spec of DRIVERS) {
         assert.ok(rows > 0, `${rows} rows streamed before the error`);
         assert.equal(err.message, 'Invalid Input Error: boom at 500000');
         assert.equal(err.detail('duckdb:error_type'), 'InvalidInput');
+      } else if (spec.name === 'flightsql') {
+        // SQLite's error on the server, sent as the DoGet stream's gRPC status.
+        assert.match(err.message, /integer overflow/);
+        assert.equal(err.status, AdbcStatus.UNKNOWN);
+        assert.ok(rows < 5000, `${rows} rows before the error`);
       } else {
         assert.match(err.message, /division by zero/);
         assert.equal(err.sqlState, '22012');
