@@ -8,8 +8,9 @@
  * driver), ingestion from sync and async readers, metadata, transactions,
  * errors with the driver's status, SQLSTATE and details (at execute and in
  * mid-stream), the release order ADBC requires whatever order the caller
- * closes in, cancellation, parameters that bind the same on every driver;
- * and after every test, failing ones included, nothing left: no import or export
+ * closes in, cancellation, parameters that bind the same on every driver,
+ * partitioned results (Flight SQL; NOT_IMPLEMENTED elsewhere); and after
+ * every test, failing ones included, nothing left: no import or export
  * live, every database released. What the example Flight SQL server cannot
  * do (bulk ingestion) skips with the reason.
  *
@@ -464,5 +465,80 @@ for (const spec of DRIVERS) {
         all.release();
       }
     });
+
+    if (spec.name !== 'flightsql') {
+      test('executePartitions and readPartition: an AdbcError with status NOT_IMPLEMENTED (the driver has no partitioned results)', async () => {
+        const { conn } = await open();
+        const err = await conn.executePartitions(`WITH s AS (${spec.series(10)}) SELECT i FROM s`).then(() => undefined, (e: unknown) => e);
+        assert.ok(err instanceof AdbcError, String(err));
+        assert.equal(err.status, AdbcStatus.NOT_IMPLEMENTED);
+        assert.equal(err.operation, 'AdbcStatementExecutePartitions');
+        const read = await conn.readPartition(Uint8Array.of(1, 2, 3)).then(() => undefined, (e: unknown) => e);
+        assert.ok(read instanceof AdbcError, String(read));
+        assert.equal(read.status, AdbcStatus.NOT_IMPLEMENTED);
+        assert.equal(read.operation, 'AdbcConnectionReadPartition');
+        // The connection is still usable.
+        const one = await conn.query(`WITH s AS (${spec.series(3)}) SELECT i FROM s`);
+        one.release();
+      });
+    } else {
+      test('executePartitions: the descriptors, read back on this and another connection, give the rows of the plain query', async () => {
+        const { db, conn } = await open();
+        const n = 20_000;
+        const sql = `WITH s AS (${spec.series(n)}) SELECT i, 'row ' || i AS label FROM s ORDER BY i`;
+        const plain = await conn.query(sql);
+        const { schema, partitions, rowsAffected } = await conn.executePartitions(sql);
+        assert.ok(partitions.length >= 1, `${partitions.length} partitions`);
+        assert.ok(partitions.every((d) => d instanceof Uint8Array && d.byteLength > 0), 'each descriptor is bytes');
+        assert.equal(rowsAffected, -1, 'a query: rows affected unknown');
+        // arrow-go's example server sends no schema in its FlightInfo: the driver leaves it unfilled.
+        assert.equal(schema, undefined);
+        const other = await db.connect();
+        try {
+          for (const reader of [conn, other]) {
+            const ids: unknown[] = [];
+            const labels: unknown[] = [];
+            for (const d of partitions) {
+              const r = await reader.readPartition(d);
+              assert.deepEqual(r.schema.fields.map((f) => `${f.name}: ${f.type}`), plain.schema.fields.map((f) => `${f.name}: ${f.type}`));
+              for await (const b of r) {
+                ids.push(...values(b.getChild('i')));
+                labels.push(...values(b.getChild('label')));
+              }
+              assert.equal(r.released, true);
+            }
+            assert.deepEqual(ids, values(plain.getChild('i')));
+            assert.deepEqual(labels, values(plain.getChild('label')));
+          }
+        } finally {
+          plain.release();
+          await other.close();
+        }
+        // The statement form, with parameters bound as query binds them.
+        await using stmt = await conn.createStatement();
+        await stmt.setSqlQuery(`WITH s AS (${spec.series(n)}) SELECT i FROM s WHERE i < ${spec.param(1)} ORDER BY i`);
+        await stmt.prepare();
+        await stmt.bind(tableFromArrays({ below: Int32Array.of(5) }));
+        const again = await stmt.executePartitions();
+        let got: unknown[] = [];
+        for (const d of again.partitions) {
+          const t = await (await conn.readPartition(d)).toTableAsync();
+          got = got.concat(values(t.getChild('i')));
+          t.release();
+        }
+        assert.deepEqual(got, [0, 1, 2, 3, 4]);
+      });
+
+      test('readPartition: a descriptor the driver cannot parse is its INVALID_ARGUMENT; the connection stays usable', async () => {
+        const { conn } = await open();
+        const err = await conn.readPartition(Uint8Array.of(1, 2, 3)).then(() => undefined, (e: unknown) => e);
+        assert.ok(err instanceof AdbcError, String(err));
+        assert.equal(err.status, AdbcStatus.INVALID_ARGUMENT);
+        assert.match(err.message, /partition/);
+        const one = await conn.query(`WITH s AS (${spec.series(3)}) SELECT i FROM s`);
+        assert.equal(one.numRows, 3);
+        one.release();
+      });
+    }
   });
 }
