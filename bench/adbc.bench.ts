@@ -636,6 +636,11 @@ async function main(): Promise<void> {
   try {
     const replay = buildReplay(dir);
     for (const spec of DRIVERS) {
+      if (spec.name === 'flightsql') {
+        // Its server is the tests' (test/adbc/flightsql.ts); the bench's routes (the official package's IPC route, the floor) are not written for it yet.
+        console.log('adbc flightsql: skipped (not benchmarked yet)');
+        continue;
+      }
       if (spec.missing) {
         console.log(`adbc ${spec.name}: skipped (${spec.missing})`);
         continue;

@@ -6,11 +6,13 @@
  */
 import { RecordBatch, Table, type Schema } from 'apache-arrow';
 import { importArrayStreamFrom, importSchemaFrom, NULL, type ImportedTable, type Ptr } from '../index.js';
-import { allocNative, freeNative, u32Array, type Driver } from './driver.js';
+import { allocNative, bytesIn, freeNative, u32Array, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
-import type { AdbcRecordBatchReader } from './reader.js';
-import { AdbcStatement, collect, isAsyncSource, type AsyncBatchSource, type BindSource, type ConnectionCore, type QueryOptions } from './statement.js';
+import { AdbcRecordBatchReader } from './reader.js';
+import {
+  AdbcStatement, collect, isAsyncSource, type AsyncBatchSource, type BindSource, type ConnectionCore, type PartitionedResult, type QueryOptions,
+} from './statement.js';
 import { IngestMode, ObjectDepth, type GetObjectsOptions, type InfoCode, type IngestOptions } from './types.js';
 
 /**
@@ -184,7 +186,9 @@ export class AdbcConnection extends Closable {
   /**
    * Runs a query and returns its result as a zero-copy arrow-js Table
    * (`table.release()` gives the driver's memory back; the garbage
-   * collector does otherwise). `params` are bound first (`bind`).
+   * collector does otherwise). With `params`, the statement is prepared,
+   * then they are bound (`prepare`, `bind`): one row of parameters per
+   * execution works on every driver (DuckDB's takes no more).
    *
    * @example
    * const t = await conn.query('SELECT * FROM people WHERE id = ?', tableFromArrays({ id: Int32Array.of(1) }));
@@ -207,13 +211,40 @@ export class AdbcConnection extends Closable {
    * for await (const batch of await conn.queryStream('SELECT * FROM big')) console.log(batch.numRows);
    */
   async queryStream(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
-    const stmt = await this.createStatement();
+    const stmt = await this.#statementFor(sql, params);
     try {
-      await stmt.setSqlQuery(sql);
-      if (params !== undefined) await stmt.bind(params);
       return await stmt.executeQuery(options);
     } finally {
       stmt.closeSync();
+    }
+  }
+
+  /**
+   * A statement with `sql` set and, where `params` are given, prepared and
+   * then bound: the order adbc.h documents for parameters (`AdbcStatementPrepare`
+   * before `AdbcStatementBindStream`). It leaves bind-without-prepare
+   * driver-defined, and drivers differ: Flight SQL's takes data bound to an
+   * unprepared statement as rows to ingest ("must set IngestTargetTable"), the
+   * others as parameters. Prepared first, every driver tested takes them as
+   * parameters. A driver that cannot prepare (NOT_IMPLEMENTED) gets the
+   * parameters bound unprepared, as before.
+   */
+  async #statementFor(sql: string, params: BindSource | AsyncBatchSource | undefined): Promise<AdbcStatement> {
+    const stmt = await this.createStatement();
+    try {
+      await stmt.setSqlQuery(sql);
+      if (params !== undefined) {
+        try {
+          await stmt.prepare();
+        } catch (e) {
+          if (!(e instanceof AdbcError && e.status === AdbcStatus.NOT_IMPLEMENTED)) throw e;
+        }
+        await stmt.bind(params);
+      }
+      return stmt;
+    } catch (e) {
+      stmt.closeSync();
+      throw e;
     }
   }
 
@@ -225,14 +256,75 @@ export class AdbcConnection extends Closable {
    * await conn.execute('CREATE TABLE t (x INTEGER)');
    */
   async execute(sql: string, params?: BindSource | AsyncBatchSource): Promise<number> {
-    const stmt = await this.createStatement();
+    const stmt = await this.#statementFor(sql, params);
     try {
-      await stmt.setSqlQuery(sql);
-      if (params !== undefined) await stmt.bind(params);
       return await stmt.executeUpdate();
     } finally {
       stmt.closeSync();
     }
+  }
+
+  /**
+   * Runs a query as a partitioned result (`AdbcStatementExecutePartitions`):
+   * its schema and the partition descriptors, each read with `readPartition`
+   * (on this connection, another one, or in another process). `params` are
+   * bound as `query` binds them. NOT_IMPLEMENTED where the driver has no
+   * partitioned results.
+   *
+   * @example
+   * // Every partition at once, each on a connection of its own (one call at a time runs on a connection).
+   * const { partitions } = await conn.executePartitions('SELECT * FROM events');
+   * const rows = await Promise.all(partitions.map(async (descriptor) => {
+   *   await using c = await db.connect();
+   *   let n = 0;
+   *   for await (const batch of await c.readPartition(descriptor)) n += batch.numRows;
+   *   return n;
+   * }));
+   */
+  async executePartitions(sql: string, params?: BindSource | AsyncBatchSource): Promise<PartitionedResult> {
+    const stmt = await this.#statementFor(sql, params);
+    try {
+      return await stmt.executePartitions();
+    } finally {
+      stmt.closeSync();
+    }
+  }
+
+  /**
+   * Reads one partition of a partitioned result (`AdbcConnectionReadPartition`
+   * on a worker thread), from a descriptor `executePartitions` gave (here or
+   * in another process, on a connection of the same driver and database):
+   * the same reader `queryStream` returns, one batch alive at a time. Several
+   * partitions are read at once on several connections (calls on one
+   * connection run one at a time).
+   *
+   * @example
+   * const { partitions } = await conn.executePartitions('SELECT * FROM events');
+   * for await (const batch of await conn.readPartition(partitions[0]!)) console.log(batch.numRows);
+   */
+  async readPartition(descriptor: Uint8Array, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
+    const { driver, serial, life } = this.#core;
+    // The stream's place in the release order: under the connection (no statement made it).
+    const stream = new Lifetime('partition stream', life, () => undefined);
+    let inner;
+    try {
+      inner = await this.#run('readPartition', async (p) => {
+        const bytes = bytesIn(descriptor);
+        try {
+          return await importArrayStreamFrom((out) => driver.callAsync('ConnectionReadPartition', p, bytes, descriptor.byteLength, out), {
+            offThread: true,
+            onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
+            ...options,
+          });
+        } finally {
+          freeNative(bytes); // adbc.h: the descriptor is only read during the call
+        }
+      });
+    } catch (e) {
+      stream.close();
+      throw e;
+    }
+    return new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel());
   }
 
   #ingestOptions(tableName: string, options: IngestOptions, mode: string): Record<string, string> {

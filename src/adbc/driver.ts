@@ -25,7 +25,12 @@ export const ADBC_VERSION_1_1_0 = 1_001_000;
 const VENDOR_CODE_PRIVATE_DATA = -0x8000_0000;
 
 /** `struct AdbcError { char* message; int32_t vendor_code; char sqlstate[5]; void (*release)(struct AdbcError*); void* private_data; struct AdbcDriver* private_driver; }` */
-const ERROR = { message: 0n, vendor_code: 8n, sqlstate: 12n, release: 24n, size: 48 } as const;
+const ERROR = { message: 0n, vendor_code: 8n, sqlstate: 12n, release: 24n, private_data: 32n, size: 48 } as const;
+/**
+ * `struct AdbcPartitions { size_t num_partitions; const uint8_t** partitions; const size_t* partition_lengths;
+ * void* private_data; void (*release)(struct AdbcPartitions*); }` (adbc.h, "Partitioned Results").
+ */
+const PARTITIONS = { num_partitions: 0n, partitions: 8n, partition_lengths: 16n, release: 32n, size: 40 } as const;
 /** `struct AdbcDatabase`, `AdbcConnection`, `AdbcStatement`: `{ void* private_data; struct AdbcDriver* private_driver; }` */
 export const HANDLE_SIZE = 16;
 /** `struct AdbcErrorDetail { const char* key; const uint8_t* value; size_t value_length; }`, returned by value. */
@@ -74,6 +79,7 @@ const PROTOS = {
   ConnectionGetTableSchema: koffi.proto('uint8_t', [P, P, P, P, P, P]),
   ConnectionGetTableTypes: koffi.proto('uint8_t', [P, P, P]),
   ConnectionRelease: koffi.proto('uint8_t', [P, P]),
+  ConnectionReadPartition: koffi.proto('uint8_t', [P, P, 'size_t', P, P]),
   StatementNew: koffi.proto('uint8_t', [P, P, P]),
   StatementSetSqlQuery: koffi.proto('uint8_t', [P, P, P]),
   StatementSetOption: koffi.proto('uint8_t', [P, P, P, P]),
@@ -81,12 +87,14 @@ const PROTOS = {
   StatementBindStream: koffi.proto('uint8_t', [P, P, P]),
   StatementExecuteQuery: koffi.proto('uint8_t', [P, P, P, P]),
   StatementExecuteSchema: koffi.proto('uint8_t', [P, P, P]),
+  StatementExecutePartitions: koffi.proto('uint8_t', [P, P, P, P, P]),
   StatementCancel: koffi.proto('uint8_t', [P, P]),
   StatementRelease: koffi.proto('uint8_t', [P, P]),
   ErrorGetDetailCount: koffi.proto('int', [P]),
   ErrorGetDetail: koffi.proto(ErrorDetail, [P, 'int']),
   ErrorFromArrayStream: koffi.proto(P, [P, P]),
   ErrorRelease: koffi.proto('void', [P]),
+  PartitionsRelease: koffi.proto('void', [P]),
 } as const;
 export type Called = keyof typeof PROTOS;
 
@@ -319,7 +327,13 @@ function readError(e: Ptr, status: number, d: Driver | null): AdbcErrorInit {
   const code = mem.readI32(e + ERROR.vendor_code);
   const state = lenient.decode(mem.read(e + ERROR.sqlstate, 5)).replace(/\0+$/, '');
   const details = new Map<string, Uint8Array>();
-  if (code === VENDOR_CODE_PRIVATE_DATA && d) {
+  // Details only where the driver attached them: the vendor code still ours is not enough, as the ADBC
+  // driver manager also requires private_data (adbc_driver_manager.cc, AdbcErrorGetDetailCount; its
+  // private_driver, the manager's own bookkeeping, is `d` here). PostgreSQL's driver 1.13.0 fails
+  // AdbcStatementExecutePartitions with a message and no private_data: its ErrorGetDetailCount would then
+  // read through NULL (SIGSEGV).
+  const attached = mem.readPtr(e + ERROR.private_data) !== NULL;
+  if (code === VENDOR_CODE_PRIVATE_DATA && d && attached) {
     const count = d.fn('ErrorGetDetailCount');
     const get = d.fn('ErrorGetDetail');
     const n = count ? (count(e) as number) : 0;
@@ -348,6 +362,43 @@ export function allocHandle(): Ptr {
 /** Frees a handle struct or any allocation of this module's memory. */
 export function freeNative(p: Ptr): void {
   mem.free(p);
+}
+
+/** Allocates a zeroed `struct AdbcPartitions` for `AdbcStatementExecutePartitions` to fill (`takePartitions` empties it). */
+export function allocPartitions(): Ptr {
+  return mem.alloc(PARTITIONS.size);
+}
+
+/**
+ * Copies the descriptors out of a filled `struct AdbcPartitions`, then calls
+ * its `release` (adbc.h: the descriptors belong to the struct until then),
+ * whether or not the copy succeeded. An unfilled struct (`release` NULL:
+ * the call failed) gives no descriptors. Does not free `p`.
+ */
+export function takePartitions(p: Ptr): Uint8Array[] {
+  const release = mem.readPtr(p + PARTITIONS.release);
+  if (release === NULL) return [];
+  try {
+    const n = Number(mem.readI64(p + PARTITIONS.num_partitions));
+    const ptrs = mem.readPtr(p + PARTITIONS.partitions);
+    const lengths = mem.readPtr(p + PARTITIONS.partition_lengths);
+    const out: Uint8Array[] = [];
+    for (let i = 0; i < n; i++) {
+      const at = mem.readPtr(ptrs + BigInt(i * 8));
+      const len = Number(mem.readI64(lengths + BigInt(i * 8)));
+      out.push(len > 0 ? mem.copyOut(at, len) : new Uint8Array());
+    }
+    return out;
+  } finally {
+    cFunction(release, 'PartitionsRelease')(p);
+  }
+}
+
+/** Copies `bytes` into new native memory (at least one byte, so that an empty input is still a valid pointer). */
+export function bytesIn(bytes: Uint8Array): Ptr {
+  const p = mem.alloc(Math.max(1, bytes.byteLength));
+  if (bytes.byteLength > 0) mem.copyIn(p, bytes);
+  return p;
 }
 
 /** Reads an int64 out-parameter. */

@@ -11,7 +11,7 @@
  */
 export { AdbcDatabase, type DriverInfo } from './database.js';
 export { AdbcConnection } from './connection.js';
-export { AdbcStatement, type QueryOptions, type BindSource, type AsyncBatchSource } from './statement.js';
+export { AdbcStatement, type QueryOptions, type BindSource, type AsyncBatchSource, type PartitionedResult } from './statement.js';
 export { AdbcRecordBatchReader } from './reader.js';
 export { AdbcError, AdbcStatus, type AdbcErrorCode, type AdbcErrorInit } from './error.js';
 export {

@@ -7,13 +7,15 @@
  */
 import { RecordBatch, RecordBatchReader, Table, type Schema } from 'apache-arrow';
 import {
-  ArrowSymbols, exportArrayStream, freeArrowArrayStream, importArrayStreamFrom, importSchemaFrom, isArrowExportable, NULL,
+  allocArrowSchema, ArrowSymbols, exportArrayStream, freeArrowArrayStream, freeArrowSchema, importArrayStreamFrom, importSchema, importSchemaFrom,
+  isArrowExportable, nativeMemory, NULL,
   type ArrowStreamExportable, type Ptr, type RecordBatchSource, type StreamImportOptions,
 } from '../index.js';
-import { allocNative, freeNative, readI64, type Driver } from './driver.js';
+import { allocNative, allocPartitions, freeNative, readI64, takePartitions, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, type Serial } from './lifetime.js';
 import { AdbcRecordBatchReader } from './reader.js';
+import { isReleased } from '../memory/cstruct.js';
 
 /**
  * Options of the readers of query results: arrow-device's stream import
@@ -41,6 +43,27 @@ export type AsyncBatchSource = AsyncIterable<RecordBatch> & {
   /** The batches' schema where the source has it before the first batch (an async arrow-js reader); else the first batch's is used. */
   schema?: Schema;
 };
+
+/**
+ * A result split into partitions (`AdbcStatementExecutePartitions`): its
+ * schema and one opaque descriptor per partition, copied out of the driver's
+ * `AdbcPartitions` (which is released before this is returned).
+ * A descriptor is plain bytes: `AdbcConnection.readPartition` reads it on
+ * any connection of the same driver and database, in this process or
+ * another one it is sent to (adbc.h, "Partitioned Results").
+ */
+export interface PartitionedResult {
+  /**
+   * The schema every partition's stream has, or undefined where the driver
+   * does not know it before a partition is read (ADBC's Flight SQL driver
+   * against a server whose `FlightInfo` carries no schema).
+   */
+  schema: Schema | undefined;
+  /** One descriptor per partition, in the driver's order (a distributed engine's endpoints). */
+  partitions: Uint8Array[];
+  /** Rows affected, -1 where the driver does not know (the usual case for a query). */
+  rowsAffected: number;
+}
 
 /** @internal What a statement shares with its connection. */
 export interface ConnectionCore {
@@ -263,6 +286,48 @@ export class AdbcStatement extends Closable {
       return Number(readI64(rows));
     } finally {
       freeNative(rows);
+    }
+  }
+
+  /**
+   * Executes the statement as a partitioned result (`AdbcStatementExecutePartitions`
+   * on a worker thread): the schema and the partition descriptors, to read
+   * with `AdbcConnection.readPartition`, here or elsewhere, one at a time or
+   * several at once. Nothing stays open on the statement. ADBC leaves
+   * partitioning optional: a driver without it (SQLite's, PostgreSQL's,
+   * DuckDB's) rejects with an `AdbcError` of status `NOT_IMPLEMENTED`.
+   *
+   * @example
+   * await stmt.setSqlQuery('SELECT * FROM events');
+   * const { schema, partitions } = await stmt.executePartitions();
+   * for (const descriptor of partitions) {
+   *   for await (const batch of await conn.readPartition(descriptor)) console.log(batch.numRows);
+   * }
+   */
+  async executePartitions(): Promise<PartitionedResult> {
+    const p = this.#queued('executePartitions');
+    const { driver } = this.#conn;
+    const schemaOut = allocArrowSchema();
+    const parts = allocPartitions();
+    const rows = allocNative(8);
+    try {
+      let partitions: Uint8Array[] = [];
+      await this.#run(async () => {
+        try {
+          await driver.callAsync('StatementExecutePartitions', p, schemaOut, parts, rows);
+        } finally {
+          // Copied and released on every path: the struct is the driver's until its release.
+          partitions = takePartitions(parts);
+        }
+      });
+      // A driver may not know the schema before a partition is read: Flight SQL's fills it only when the
+      // server's FlightInfo carries one (arrow-go's example server sends none for a query).
+      const schema = isReleased(nativeMemory(), 'ArrowSchema', schemaOut) ? undefined : importSchema(schemaOut);
+      return { schema, partitions, rowsAffected: Number(readI64(rows)) };
+    } finally {
+      freeNative(rows);
+      freeNative(parts);
+      freeArrowSchema(schemaOut); // releases what importSchema did not (an import that failed), then frees
     }
   }
 

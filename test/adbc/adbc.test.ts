@@ -1,18 +1,22 @@
 /**
- * arrow-device/adbc against three real drivers: DuckDB's, SQLite's and
- * PostgreSQL's (the latter against a real server started on the loopback
- * interface, test/adbc/postgres.ts). For each: every value of a query, a
+ * arrow-device/adbc against four real drivers: DuckDB's, SQLite's,
+ * PostgreSQL's and Flight SQL's (the last two against real servers started
+ * on the loopback interface: test/adbc/postgres.ts, and arrow-go's example
+ * Flight SQL server over SQLite, test/adbc/flightsql.ts). For each: every value of a query, a
  * streamed query read off the JS thread, bound parameters, ingestion of an
  * arrow-js table read back (the types each driver gives, asserted per
  * driver), ingestion from sync and async readers, metadata, transactions,
  * errors with the driver's status, SQLSTATE and details (at execute and in
  * mid-stream), the release order ADBC requires whatever order the caller
- * closes in, cancellation; and after every test, failing ones included,
- * nothing left: no import or export live, every database released.
+ * closes in, cancellation, parameters that bind the same on every driver,
+ * partitioned results (Flight SQL; NOT_IMPLEMENTED elsewhere); and after
+ * every test, failing ones included, nothing left: no import or export
+ * live, every database released. What the example Flight SQL server cannot
+ * do (bulk ingestion) skips with the reason.
  *
- * A driver that is not installed, or a PostgreSQL that cannot be started,
- * skips with the reason; `npm run test:adbc` (CI) sets ADBC_REQUIRED=1,
- * which makes that a failure.
+ * A driver that is not installed, or a server that cannot be started (no
+ * PostgreSQL, no Flight SQL server built), skips with the reason; `npm run
+ * test:adbc` (CI) sets ADBC_REQUIRED=1, which makes that a failure.
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
@@ -22,11 +26,18 @@ import { AdbcConnection, AdbcDatabase, AdbcRecordBatchReader, AdbcError, AdbcSta
 import { collectUntil } from '../helpers/gc.js';
 import { DRIVERS, type DriverName, type DriverSpec } from './drivers.js';
 import { postgresMissing, startPostgres, type PostgresServer } from './postgres.js';
+import { flightSqlServerMissing, startFlightSql, type FlightSqlServer } from './flightsql.js';
 
 const required = process.env.ADBC_REQUIRED === '1';
 for (const d of DRIVERS) if (d.missing && required) throw new Error(`ADBC_REQUIRED=1: ${d.missing}`);
 const pgMissing = postgresMissing();
 if (pgMissing && required) throw new Error(`ADBC_REQUIRED=1: ${pgMissing}`);
+const flightMissing = flightSqlServerMissing();
+if (flightMissing && required) throw new Error(`ADBC_REQUIRED=1: ${flightMissing}`);
+/** Why a test of bulk ingestion cannot run on a driver's test server, or undefined. */
+const NO_INGEST: Partial<Record<DriverName, string>> = {
+  flightsql: "arrow-go's example Flight SQL server does not implement bulk ingestion (DoPutCommandStatementIngest); the errors test checks its NOT_IMPLEMENTED",
+};
 
 /** A column's values as plain JS: integers as numbers, booleans as 0/1 where asked. */
 function values(v: Vector | null, bool01 = false): unknown[] {
@@ -53,6 +64,7 @@ const SAMPLE_TYPES: Record<DriverName, string[]> = {
   duckdb: ['id: Int32', 'name: Utf8', 'score: Float64', 'active: Bool'],
   sqlite: ['id: Int64', 'name: Utf8', 'score: Float64', 'active: Int64'],
   postgresql: ['id: Int32', 'name: Utf8', 'score: Float64', 'active: Bool'],
+  flightsql: [], // not ingested: NO_INGEST
 };
 
 /** A query that fails after rows have streamed. */
@@ -60,20 +72,26 @@ const MID_STREAM_ERROR: Record<DriverName, string> = {
   duckdb: "SELECT CASE WHEN range < 500000 THEN range ELSE error('boom at ' || range) END AS x FROM range(1000000)",
   sqlite: 'WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 9999) SELECT CASE WHEN i < 5000 THEN i ELSE abs(-9223372036854775807 - 1) END AS x FROM c',
   postgresql: 'SELECT CASE WHEN i < 50000 THEN i ELSE 1 / (i - i) END AS x FROM generate_series(0, 100000) AS g(i)',
+  flightsql: 'WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 9999) SELECT CASE WHEN i < 5000 THEN i ELSE abs(-9223372036854775807 - 1) END AS x FROM c',
 };
 
 let serial = 0;
 const unique = (base: string): string => `${base}_${process.pid}_${serial++}`;
 
 for (const spec of DRIVERS) {
-  const skip = spec.missing ?? (spec.name === 'postgresql' ? pgMissing : undefined);
+  const skip = spec.missing ?? (spec.name === 'postgresql' ? pgMissing : spec.name === 'flightsql' ? flightMissing : undefined);
   describe(`arrow-device/adbc: ${spec.name}`, { skip }, () => {
     let server: PostgresServer | undefined;
+    let flight: FlightSqlServer | undefined;
     const opened: AdbcDatabase[] = [];
     before(async () => {
       if (spec.name === 'postgresql') server = await startPostgres();
+      if (spec.name === 'flightsql') flight = await startFlightSql();
     });
-    after(() => server?.stop());
+    after(async () => {
+      server?.stop();
+      await flight?.stop();
+    });
     afterEach(async () => {
       // Whatever a test did, failing or not: every database it opened released, nothing live.
       for (const db of opened.splice(0)) await db.close();
@@ -83,7 +101,7 @@ for (const spec of DRIVERS) {
 
     /** A fresh database and connection of `spec`, closed by afterEach (and checked released by the test that asks). */
     async function open(): Promise<{ db: AdbcDatabase; conn: AdbcConnection }> {
-      const db = new AdbcDatabase(spec.options(server?.uri));
+      const db = new AdbcDatabase(spec.options(server?.uri ?? flight?.uri));
       opened.push(db);
       return { db, conn: await db.connect() };
     }
@@ -193,7 +211,7 @@ for (const spec of DRIVERS) {
       }
     });
 
-    test('ingest an arrow-js table zero-copy, read it back: every value, the driver types', async () => {
+    test('ingest an arrow-js table zero-copy, read it back: every value, the driver types', { skip: NO_INGEST[spec.name] }, async () => {
       const { conn } = await open();
       const t = unique('people');
       const table = sampleTable();
@@ -219,7 +237,7 @@ for (const spec of DRIVERS) {
       assert.match(err.message, /exist/i);
     });
 
-    test('ingestStream from a synchronous arrow-js reader (one execution) and from an async source (batch by batch)', async () => {
+    test('ingestStream from a synchronous arrow-js reader (one execution) and from an async source (batch by batch)', { skip: NO_INGEST[spec.name] }, async () => {
       const { conn } = await open();
       const t = unique('stream');
       const data = new Table([1, 2, 3].map((k) => tableFromArrays({ k: Int32Array.from({ length: 100 }, () => k) }).batches[0]!));
@@ -248,7 +266,8 @@ for (const spec of DRIVERS) {
       try {
         assert.deepEqual(values(info.getChild('info_name')).sort(), [0, 100]);
         const vendor = String(info.getChild('info_value')!.get(values(info.getChild('info_name')).indexOf(0)));
-        assert.match(vendor, { duckdb: /duckdb/i, sqlite: /sqlite/i, postgresql: /postgres/i }[spec.name]);
+        // arrow-go's example Flight SQL server calls itself `db_name` (its SqlInfo FLIGHT_SQL_SERVER_NAME).
+        assert.match(vendor, { duckdb: /duckdb/i, sqlite: /sqlite/i, postgresql: /postgres/i, flightsql: /^db_name$/ }[spec.name]);
       } finally {
         info.release();
       }
@@ -299,12 +318,23 @@ for (const spec of DRIVERS) {
         assert.equal(err.detail('PG_DIAG_SQLSTATE'), '42P01');
       } else if (spec.name === 'duckdb') {
         assert.equal(err.status, AdbcStatus.INTERNAL);
+      } else if (spec.name === 'flightsql') {
+        // The server's gRPC status (UNKNOWN: it passes SQLite's error through) and its trailer, as an error detail.
+        assert.equal(err.status, AdbcStatus.UNKNOWN);
+        assert.equal(err.detail('afsql-sqlite-query'), 'SELECT * FROM no_such_table');
       } else {
         assert.equal(err.code, 'InvalidArguments');
       }
       const syntax = await conn.execute('SELEC 1').then(() => undefined, (e: unknown) => e);
       assert.ok(syntax instanceof AdbcError && /syntax/i.test(syntax.message), String(syntax));
       if (spec.name === 'postgresql') assert.equal(syntax.sqlState, '42601');
+      if (spec.name === 'flightsql') {
+        // A server without bulk ingestion: the driver passes its gRPC UNIMPLEMENTED on as NOT_IMPLEMENTED.
+        const ingest = await conn.ingest(unique('ingest'), sampleTable()).then(() => undefined, (e: unknown) => e);
+        assert.ok(ingest instanceof AdbcError, String(ingest));
+        assert.equal(ingest.status, AdbcStatus.NOT_IMPLEMENTED);
+        assert.match(ingest.message, /DoPutCommandStatementIngest/);
+      }
     });
 
     test('an error in mid-stream: the rows before it, then the driver\'s error; everything released', async () => {
@@ -330,6 +360,11 @@ for (const spec of DRIVERS) {
         assert.ok(rows > 0, `${rows} rows streamed before the error`);
         assert.equal(err.message, 'Invalid Input Error: boom at 500000');
         assert.equal(err.detail('duckdb:error_type'), 'InvalidInput');
+      } else if (spec.name === 'flightsql') {
+        // SQLite's error on the server, sent as the DoGet stream's gRPC status.
+        assert.match(err.message, /integer overflow/);
+        assert.equal(err.status, AdbcStatus.UNKNOWN);
+        assert.ok(rows < 5000, `${rows} rows before the error`);
       } else {
         assert.match(err.message, /division by zero/);
         assert.equal(err.sqlState, '22012');
@@ -396,5 +431,114 @@ for (const spec of DRIVERS) {
       (await running).release();
       conn.setAutoCommit(true);
     });
+
+    test('portable parameters: execute, query and queryStream with params give the same rows on every driver', async () => {
+      // The caller neither prepares nor sets options: query/execute prepare before binding (Flight SQL's driver
+      // would take an unprepared bind as rows to ingest and fail with "must set IngestTargetTable").
+      const { conn } = await open();
+      const t = unique('portable');
+      await conn.execute(`CREATE TABLE ${t} (id INTEGER, name TEXT)`);
+      const rows = [{ id: 7, name: 'seven' }, { id: 8, name: 'eight' }, { id: 9, name: 'nine' }];
+      const insert = `INSERT INTO ${t} (id, name) VALUES (${spec.param(1)}, ${spec.param(2)})`;
+      for (const r of rows) {
+        // One row per execution: DuckDB's driver binds one row at a time (the bound-parameters test shows it).
+        const n = await conn.execute(insert, tableFromArrays({ id: Int32Array.of(r.id), name: [r.name] }));
+        assert.ok(n === 1 || n === -1, `rows affected: ${n}`);
+      }
+      const select = `SELECT id, name FROM ${t} WHERE id >= ${spec.param(1)} ORDER BY id`;
+      const from = rows[1]!.id;
+      const want = rows.filter((r) => r.id >= from);
+      const table = await conn.query(select, tableFromArrays({ id: Int32Array.of(from) }));
+      try {
+        assert.deepEqual(values(table.getChild('id')), want.map((r) => r.id));
+        assert.deepEqual(values(table.getChild('name')), want.map((r) => r.name));
+      } finally {
+        table.release();
+      }
+      const names: unknown[] = [];
+      for await (const batch of await conn.queryStream(select, tableFromArrays({ id: Int32Array.of(from) }))) names.push(...values(batch.getChild('name')));
+      assert.deepEqual(names, want.map((r) => r.name));
+      const all = await conn.query(`SELECT id, name FROM ${t} ORDER BY id`);
+      try {
+        assert.deepEqual(values(all.getChild('id')), rows.map((r) => r.id), 'every parameterised insert landed, once');
+      } finally {
+        all.release();
+      }
+    });
+
+    if (spec.name !== 'flightsql') {
+      test('executePartitions and readPartition: an AdbcError with status NOT_IMPLEMENTED (the driver has no partitioned results)', async () => {
+        const { conn } = await open();
+        const err = await conn.executePartitions(`WITH s AS (${spec.series(10)}) SELECT i FROM s`).then(() => undefined, (e: unknown) => e);
+        assert.ok(err instanceof AdbcError, String(err));
+        assert.equal(err.status, AdbcStatus.NOT_IMPLEMENTED);
+        assert.equal(err.operation, 'AdbcStatementExecutePartitions');
+        const read = await conn.readPartition(Uint8Array.of(1, 2, 3)).then(() => undefined, (e: unknown) => e);
+        assert.ok(read instanceof AdbcError, String(read));
+        assert.equal(read.status, AdbcStatus.NOT_IMPLEMENTED);
+        assert.equal(read.operation, 'AdbcConnectionReadPartition');
+        // The connection is still usable.
+        const one = await conn.query(`WITH s AS (${spec.series(3)}) SELECT i FROM s`);
+        one.release();
+      });
+    } else {
+      test('executePartitions: the descriptors, read back on this and another connection, give the rows of the plain query', async () => {
+        const { db, conn } = await open();
+        const n = 20_000;
+        const sql = `WITH s AS (${spec.series(n)}) SELECT i, 'row ' || i AS label FROM s ORDER BY i`;
+        const plain = await conn.query(sql);
+        const { schema, partitions, rowsAffected } = await conn.executePartitions(sql);
+        assert.ok(partitions.length >= 1, `${partitions.length} partitions`);
+        assert.ok(partitions.every((d) => d instanceof Uint8Array && d.byteLength > 0), 'each descriptor is bytes');
+        assert.equal(rowsAffected, -1, 'a query: rows affected unknown');
+        // arrow-go's example server sends no schema in its FlightInfo: the driver leaves it unfilled.
+        assert.equal(schema, undefined);
+        const other = await db.connect();
+        try {
+          for (const reader of [conn, other]) {
+            const ids: unknown[] = [];
+            const labels: unknown[] = [];
+            for (const d of partitions) {
+              const r = await reader.readPartition(d);
+              assert.deepEqual(r.schema.fields.map((f) => `${f.name}: ${f.type}`), plain.schema.fields.map((f) => `${f.name}: ${f.type}`));
+              for await (const b of r) {
+                ids.push(...values(b.getChild('i')));
+                labels.push(...values(b.getChild('label')));
+              }
+              assert.equal(r.released, true);
+            }
+            assert.deepEqual(ids, values(plain.getChild('i')));
+            assert.deepEqual(labels, values(plain.getChild('label')));
+          }
+        } finally {
+          plain.release();
+          await other.close();
+        }
+        // The statement form, with parameters bound as query binds them.
+        await using stmt = await conn.createStatement();
+        await stmt.setSqlQuery(`WITH s AS (${spec.series(n)}) SELECT i FROM s WHERE i < ${spec.param(1)} ORDER BY i`);
+        await stmt.prepare();
+        await stmt.bind(tableFromArrays({ below: Int32Array.of(5) }));
+        const again = await stmt.executePartitions();
+        let got: unknown[] = [];
+        for (const d of again.partitions) {
+          const t = await (await conn.readPartition(d)).toTableAsync();
+          got = got.concat(values(t.getChild('i')));
+          t.release();
+        }
+        assert.deepEqual(got, [0, 1, 2, 3, 4]);
+      });
+
+      test('readPartition: a descriptor the driver cannot parse is its INVALID_ARGUMENT; the connection stays usable', async () => {
+        const { conn } = await open();
+        const err = await conn.readPartition(Uint8Array.of(1, 2, 3)).then(() => undefined, (e: unknown) => e);
+        assert.ok(err instanceof AdbcError, String(err));
+        assert.equal(err.status, AdbcStatus.INVALID_ARGUMENT);
+        assert.match(err.message, /partition/);
+        const one = await conn.query(`WITH s AS (${spec.series(3)}) SELECT i FROM s`);
+        assert.equal(one.numRows, 3);
+        one.release();
+      });
+    }
   });
 }

@@ -1,5 +1,5 @@
 /**
- * The three real ADBC drivers arrow-device/adbc is tested, benchmarked and
+ * The four real ADBC drivers arrow-device/adbc is tested, benchmarked and
  * demonstrated against, where their libraries are, and how each is opened:
  *
  * - DuckDB's, part of libduckdb.so (`duckdb_adbc_init`), from the npm
@@ -9,16 +9,19 @@
  *   adbc-driver-sqlite and adbc-driver-postgresql wheels (`npm run
  *   setup:adbc`); SQLite in memory, PostgreSQL against a real server
  *   (test/adbc/postgres.ts) whose URI the caller passes.
+ * - Flight SQL's, of the same project, from the adbc-driver-flightsql wheel,
+ *   against a real Flight SQL server (arrow-go's example server over SQLite,
+ *   test/adbc/flightsql.ts) whose URI the caller passes: its SQL is SQLite's.
  *
- * `DUCKDB_LIBRARY_PATH`, `ADBC_SQLITE_DRIVER` and `ADBC_POSTGRESQL_DRIVER`
- * override the places.
+ * `DUCKDB_LIBRARY_PATH`, `ADBC_SQLITE_DRIVER`, `ADBC_POSTGRESQL_DRIVER` and
+ * `ADBC_FLIGHTSQL_DRIVER` override the places.
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ConnectOptions } from '../../src/adbc/index.js';
 
-export type DriverName = 'duckdb' | 'sqlite' | 'postgresql';
+export type DriverName = 'duckdb' | 'sqlite' | 'postgresql' | 'flightsql';
 
 export interface DriverSpec {
   name: DriverName;
@@ -26,7 +29,7 @@ export interface DriverSpec {
   library: string;
   /** Why it cannot be used here (the library is missing), or undefined. */
   missing: string | undefined;
-  /** Options of a fresh database (PostgreSQL: the server's URI). */
+  /** Options of a fresh database (PostgreSQL, Flight SQL: the server's URI). */
   options(uri?: string): ConnectOptions;
   /** SQL for one BIGINT column `i` of the integers 0..n-1 (the dialects differ). */
   series(n: number): string;
@@ -47,6 +50,7 @@ function findBuilt(rel: string): string {
 const duckdbPath = process.env.DUCKDB_LIBRARY_PATH || findBuilt('duckdb/node_modules/@duckdb/node-bindings-linux-x64/libduckdb.so');
 const sqlitePath = process.env.ADBC_SQLITE_DRIVER || findBuilt('adbc-sqlite/libadbc_driver_sqlite.so');
 const postgresqlPath = process.env.ADBC_POSTGRESQL_DRIVER || findBuilt('adbc-postgresql/libadbc_driver_postgresql.so');
+const flightsqlPath = process.env.ADBC_FLIGHTSQL_DRIVER || findBuilt('adbc-flightsql/libadbc_driver_flightsql.so');
 
 const missing = (path: string, what: string, how: string): string | undefined =>
   existsSync(path) ? undefined : `${what} not found at ${path}: run \`${how}\``;
@@ -78,4 +82,13 @@ export const POSTGRESQL: DriverSpec = {
   param: (i) => `$${i}`,
 };
 
-export const DRIVERS: readonly DriverSpec[] = [DUCKDB, SQLITE, POSTGRESQL];
+export const FLIGHTSQL: DriverSpec = {
+  name: 'flightsql',
+  library: flightsqlPath,
+  missing: missing(flightsqlPath, 'the Flight SQL ADBC driver (libadbc_driver_flightsql.so)', 'npm run setup:adbc'),
+  options: (uri) => ({ driver: flightsqlPath, databaseOptions: { uri: uri ?? 'grpc://127.0.0.1:32010' } }),
+  series: SQLITE.series, // the test server runs SQLite
+  param: () => '?',
+};
+
+export const DRIVERS: readonly DriverSpec[] = [DUCKDB, SQLITE, POSTGRESQL, FLIGHTSQL];

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # Sets up the ADBC drivers of the Apache Arrow ADBC project that the tests,
 # examples and benchmarks of arrow-device/adbc run: the SQLite driver
-# (libadbc_driver_sqlite.so, SQLite linked in statically) and the PostgreSQL
-# driver (libadbc_driver_postgresql.so, libpq linked in statically), each
+# (libadbc_driver_sqlite.so, SQLite linked in statically), the PostgreSQL
+# driver (libadbc_driver_postgresql.so, libpq linked in statically) and the
+# Flight SQL driver (libadbc_driver_flightsql.so, Go, needing only libc), each
 # from its pinned wheel on PyPI, downloaded with pip and unpacked into
-# .build/adbc-sqlite and .build/adbc-postgresql (git-ignored). Nothing of
-# them is copied into the repository: the wheels are the dependency.
-# (DuckDB's driver is part of libduckdb.so: test/peers/duckdb/setup.sh.)
+# .build/adbc-sqlite, .build/adbc-postgresql and .build/adbc-flightsql
+# (git-ignored). Nothing of them is copied into the repository: the wheels
+# are the dependency. (DuckDB's driver is part of libduckdb.so:
+# test/peers/duckdb/setup.sh.) Then the Flight SQL server the tests talk to
+# (test/adbc/setup-flightsql-server.sh: arrow-go's example server, built with Go).
 #
 # Where a driver cannot be installed (no python3 with pip or venv, no wheel
 # for this platform, no network), it says so and exits 0: the tests that need
 # it then skip with a message. ADBC_SQLITE_REQUIRED=1 / ADBC_POSTGRESQL_REQUIRED=1
-# (CI) make a failure fail. Idempotent and quick when the pinned versions are
-# in place, so `npm test` runs it first (pretest).
+# / ADBC_FLIGHTSQL_REQUIRED=1 (CI) make a failure fail (the last covers the
+# server too). Idempotent and quick when the pinned versions are in place, so
+# `npm test` runs it first (pretest).
 #
 #   npm run setup:adbc
 #
@@ -74,3 +78,5 @@ PY
 
 setup sqlite "${ADBC_SQLITE_REQUIRED:-}"
 setup postgresql "${ADBC_POSTGRESQL_REQUIRED:-}"
+setup flightsql "${ADBC_FLIGHTSQL_REQUIRED:-}"
+bash "$here/setup-flightsql-server.sh"

@@ -1,0 +1,113 @@
+/**
+ * Faults on the network path of arrow-device/adbc, with the Flight SQL
+ * driver and arrow-go's example Flight SQL server (test/adbc/flightsql.ts):
+ *
+ * - the server killed (SIGKILL) in mid-stream: the reader throws the
+ *   driver's typed error (an `AdbcError` with status IO, from
+ *   `AdbcErrorFromArrayStream`) within FAULT_BOUND_MS of the kill, nothing is
+ *   left live, and the process exits by itself (run in a child process,
+ *   test/adbc/fault-child.ts, which must end within CHILD_BOUND_MS);
+ * - a server that is not there: the first call fails within FAULT_BOUND_MS
+ *   with the driver's message (connection refused), status IO.
+ *
+ * The bounds are generous against a loaded 2-core machine: what they prove
+ * is "bounded", not "fast" (the kill is seen in milliseconds here).
+ * Skips with the reason where the driver or the server is missing;
+ * ADBC_REQUIRED=1 makes that a failure.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { accounting } from '../../src/index.js';
+import { AdbcDatabase, AdbcError, AdbcStatus } from '../../src/adbc/index.js';
+import { FLIGHTSQL } from './drivers.js';
+import { flightSqlServerMissing } from './flightsql.js';
+
+/** How long after the fault the typed error may come. */
+const FAULT_BOUND_MS = 10_000;
+/** How long the child may take in all (server start, query, fault, exit). */
+const CHILD_BOUND_MS = 60_000;
+
+const missing = FLIGHTSQL.missing ?? flightSqlServerMissing();
+if (missing && process.env.ADBC_REQUIRED === '1') throw new Error(`ADBC_REQUIRED=1: ${missing}`);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      s.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+interface ChildReport {
+  rows: number;
+  errorAfterMs: number;
+  released: boolean;
+  kind: string;
+  status: number | undefined;
+  operation: string | undefined;
+  message: string | undefined;
+  liveImports: number;
+  liveExports: number;
+}
+
+describe('arrow-device/adbc faults: Flight SQL', { skip: missing }, () => {
+  test(`a server killed in mid-stream: an AdbcError (IO) within ${FAULT_BOUND_MS} ms, nothing live, and the process exits by itself`, async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(dirname(fileURLToPath(import.meta.url)), 'fault-child.ts')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, CHILD_BOUND_MS);
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+    clearTimeout(timer);
+    assert.equal(timedOut, false, `the child exited by itself within ${CHILD_BOUND_MS} ms (stdout: ${out}, stderr: ${err})`);
+    assert.deepEqual([code, signal], [0, null], `the child's exit (stderr: ${err})`);
+    const report = JSON.parse(out.trim().split('\n').pop()!) as ChildReport;
+    assert.equal(report.kind, 'AdbcError', `what the reader threw: ${report.message}`);
+    assert.equal(report.operation, 'AdbcErrorFromArrayStream', "the driver's own error for the stream");
+    assert.equal(report.status, AdbcStatus.IO, report.message);
+    assert.ok(report.rows > 0 && report.rows < 1_000_000, `${report.rows} rows came before the error, not all of them`);
+    assert.ok(report.errorAfterMs < FAULT_BOUND_MS, `the error came ${report.errorAfterMs.toFixed(0)} ms after the kill`);
+    assert.equal(report.released, true, 'the failed stream is released');
+    assert.deepEqual([report.liveImports, report.liveExports], [0, 0], 'nothing left live');
+  });
+
+  test(`no server at the address: the first call fails within ${FAULT_BOUND_MS} ms with the driver's message (IO)`, async () => {
+    const port = await freePort(); // free a moment ago: nothing listens there
+    const db = new AdbcDatabase(FLIGHTSQL.options(`grpc://127.0.0.1:${port}`));
+    try {
+      const started = performance.now();
+      // The driver dials lazily: connect() may succeed, the first call then fails.
+      const error = await (async () => {
+        const conn = await db.connect();
+        try {
+          (await conn.query('SELECT 1')).release();
+        } finally {
+          await conn.close();
+        }
+      })().then(() => undefined, (e: unknown) => e);
+      const elapsed = performance.now() - started;
+      assert.ok(error instanceof AdbcError, String(error));
+      assert.equal(error.status, AdbcStatus.IO);
+      assert.match(error.message, /connection refused/);
+      assert.match(error.message, new RegExp(`127\\.0\\.0\\.1:${port}`), 'the message names the address');
+      assert.ok(elapsed < FAULT_BOUND_MS, `failed after ${elapsed.toFixed(0)} ms`);
+    } finally {
+      await db.close();
+    }
+    assert.deepEqual([accounting().liveImports, accounting().liveExports], [0, 0]);
+  });
+});
