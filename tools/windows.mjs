@@ -18,7 +18,9 @@
 // 4. The C test peers (test/ownership/counting.c, test/async/peer.c) built
 //    as Windows DLLs with zig (x86_64-windows-gnu, against the UCRT): a
 //    Windows process under Wine cannot start a Linux compiler. The tests
-//    find them through ARROW_DEVICE_TEST_PEERS.
+//    find them through ARROW_DEVICE_TEST_PEERS. The SQLite ADBC driver from
+//    its win_amd64 wheel (pip download, the version setup-drivers.sh pins),
+//    for test/adbc (ADBC_SQLITE_DRIVER).
 // 5. Each file in its own `node.exe --test`, its output sent to a file and
 //    printed after (Node under Wine cannot write to a Linux pipe).
 //
@@ -32,6 +34,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { nodeWin64 } from './runtimes.mjs';
 import { zig, zigEnv } from './zig.mjs';
+import { describeBinary } from './binary.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const work = join(root, '.build', 'windows');
@@ -59,6 +62,9 @@ const CORE = [
   'test/async/hangs.test.ts',
   'test/protocol/protocol.test.ts',
   'test/wasm/memory.test.ts',
+  // arrow-device/adbc with the SQLite driver's win_amd64 wheel (step 4); the other drivers skip, saying why.
+  'test/adbc/adbc.test.ts',
+  'test/adbc/discovery.test.ts',
 ];
 const LEFT_OUT = {
   'test/platform/deno.test.ts': 'it runs Deno, a Linux program here, which a Windows process under Wine cannot start',
@@ -146,7 +152,7 @@ if (existsSync(join(installed, 'prebuilds'))) cpSync(join(installed, 'prebuilds'
 // The suite's other files (C sources, fixtures), where the compiled tests look for them.
 cpSync(join(root, 'test'), join(run, 'test'), { recursive: true, filter: (f) => statSync(f).isDirectory() || !f.endsWith('.ts') });
 
-// 4. The C peers, as Windows DLLs.
+// 4. The C peers, as Windows DLLs, and the SQLite ADBC driver.
 step('the C test peers as Windows DLLs (zig cc -target x86_64-windows-gnu)');
 const peers = join(work, 'peers');
 mkdirSync(peers, { recursive: true });
@@ -169,6 +175,42 @@ for (const [name, { source, flags }] of Object.entries(PEERS)) {
   }
   console.log(`${relative(root, out)} (${source})`);
 }
+for (const [name, fn] of [['counting', 'cp_make_batch'], ['asyncpeer', 'peer_produce']]) {
+  const d = describeBinary(join(peers, `${name}.dll`));
+  if (d.target !== 'win32-x64' || !d.exports.includes(fn)) {
+    console.error(`windows: ${name}.dll is a ${d.target} library${d.exports.includes(fn) ? '' : ` without ${fn}`}`);
+    process.exit(1);
+  }
+}
+
+// The SQLite ADBC driver for Windows: the win_amd64 wheel of the version test/adbc/setup-drivers.sh pins.
+step('the SQLite ADBC driver for Windows (the adbc-driver-sqlite win_amd64 wheel)');
+const adbcVersion = /^VERSION=(\S+)$/m.exec(readFileSync(join(root, 'test', 'adbc', 'setup-drivers.sh'), 'utf8'))?.[1];
+const sqliteDir = join(work, 'adbc-sqlite');
+// Named as on Windows (the entry point AdbcDriverSqliteInit is derived from the name), one folder per version.
+const sqliteDll = join(sqliteDir, adbcVersion, 'adbc_driver_sqlite.dll');
+if (!existsSync(sqliteDll)) {
+  mkdirSync(join(sqliteDir, 'wheels'), { recursive: true });
+  mkdirSync(dirname(sqliteDll), { recursive: true });
+  const py = process.env.PYTHON ?? 'python3';
+  const dl = spawnSync(
+    py,
+    ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:', '--platform', 'win_amd64', '--dest', join(sqliteDir, 'wheels'), `adbc-driver-sqlite==${adbcVersion}`],
+    { stdio: 'inherit', env: { ...process.env, PIP_CACHE_DIR: join(sqliteDir, 'pip-cache') } },
+  );
+  // The wheel names its DLL libadbc_driver_sqlite.so on every platform: taken out under a Windows name.
+  const unpack = `import sys, zipfile, glob\nw = glob.glob(sys.argv[1] + '/adbc_driver_sqlite-' + sys.argv[3] + '-*-win_amd64.whl')[0]\nopen(sys.argv[2], 'wb').write(zipfile.ZipFile(w).read('adbc_driver_sqlite/libadbc_driver_sqlite.so'))`;
+  if (dl.status !== 0 || spawnSync(py, ['-c', unpack, join(sqliteDir, 'wheels'), sqliteDll, adbcVersion], { stdio: 'inherit' }).status !== 0) {
+    console.error(`windows: could not get adbc-driver-sqlite==${adbcVersion} for win_amd64 (pip)`);
+    process.exit(1);
+  }
+}
+const sqliteBinary = describeBinary(sqliteDll);
+if (sqliteBinary.target !== 'win32-x64' || !sqliteBinary.exports.includes('AdbcDriverSqliteInit')) {
+  console.error(`windows: ${sqliteDll} is a ${sqliteBinary.target} library${sqliteBinary.exports.includes('AdbcDriverSqliteInit') ? '' : ' without AdbcDriverSqliteInit'}`);
+  process.exit(1);
+}
+console.log(`${relative(root, sqliteDll)} (adbc-driver-sqlite ${adbcVersion}, win_amd64)`);
 
 // 5. Each file under Wine.
 console.log(`\n===== windows: ${readFileSync(version, 'utf8')} under Wine, ${files.length} test files =====`);
@@ -187,7 +229,7 @@ for (const f of files) {
   // cmd's redirection: Node writes to a Windows file handle, not to a Linux pipe.
   const r = spawnSync(node.cmd, ['cmd', '/c', `${winPath(node.args[0])} --test --test-reporter=spec ${winPath(js)} > ${winPath(log)} 2>&1`], {
     cwd: root,
-    env: { ...env, ARROW_DEVICE_TEST_PEERS: winPath(peers) },
+    env: { ...env, ARROW_DEVICE_TEST_PEERS: winPath(peers), ADBC_SQLITE_DRIVER: winPath(sqliteDll) },
     stdio: 'ignore',
     timeout: 600_000,
   });

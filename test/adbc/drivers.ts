@@ -52,13 +52,22 @@ const sqlitePath = process.env.ADBC_SQLITE_DRIVER || findBuilt('adbc-sqlite/liba
 const postgresqlPath = process.env.ADBC_POSTGRESQL_DRIVER || findBuilt('adbc-postgresql/libadbc_driver_postgresql.so');
 const flightsqlPath = process.env.ADBC_FLIGHTSQL_DRIVER || findBuilt('adbc-flightsql/libadbc_driver_flightsql.so');
 
-const missing = (path: string, what: string, how: string): string | undefined =>
-  existsSync(path) ? undefined : `${what} not found at ${path}: run \`${how}\``;
+/**
+ * Why a driver cannot be used: its library is missing, or (on Windows and
+ * macOS) it is the Linux library the setup scripts install, where no
+ * variable names one for this OS (tools/windows.mjs sets ADBC_SQLITE_DRIVER
+ * to the win_amd64 wheel's DLL).
+ */
+const missing = (path: string, what: string, how: string, variable: string): string | undefined => {
+  if (!existsSync(path)) return `${what} not found at ${path}: run \`${how}\``;
+  if (process.platform !== 'linux' && !process.env[variable]) return `${what} at ${path} is Linux's (the setup scripts install that one); set ${variable} to a ${process.platform} build`;
+  return undefined;
+};
 
 export const DUCKDB: DriverSpec = {
   name: 'duckdb',
   library: duckdbPath,
-  missing: missing(duckdbPath, "DuckDB's ADBC driver (libduckdb.so)", 'npm run setup:duckdb` (Linux x64) or set `DUCKDB_LIBRARY_PATH'),
+  missing: missing(duckdbPath, "DuckDB's ADBC driver (libduckdb.so)", 'npm run setup:duckdb` (Linux x64) or set `DUCKDB_LIBRARY_PATH', 'DUCKDB_LIBRARY_PATH'),
   options: () => ({ driver: duckdbPath, entrypoint: 'duckdb_adbc_init', databaseOptions: { path: ':memory:' } }),
   series: (n) => `SELECT range AS i FROM range(${n})`,
   param: () => '?',
@@ -67,7 +76,7 @@ export const DUCKDB: DriverSpec = {
 export const SQLITE: DriverSpec = {
   name: 'sqlite',
   library: sqlitePath,
-  missing: missing(sqlitePath, 'the SQLite ADBC driver (libadbc_driver_sqlite.so)', 'npm run setup:adbc'),
+  missing: missing(sqlitePath, 'the SQLite ADBC driver (libadbc_driver_sqlite.so)', 'npm run setup:adbc', 'ADBC_SQLITE_DRIVER'),
   options: () => ({ driver: sqlitePath, databaseOptions: { uri: ':memory:' } }),
   series: (n) => `WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < ${n - 1}) SELECT i FROM s`,
   param: () => '?',
@@ -76,7 +85,7 @@ export const SQLITE: DriverSpec = {
 export const POSTGRESQL: DriverSpec = {
   name: 'postgresql',
   library: postgresqlPath,
-  missing: missing(postgresqlPath, 'the PostgreSQL ADBC driver (libadbc_driver_postgresql.so)', 'npm run setup:adbc'),
+  missing: missing(postgresqlPath, 'the PostgreSQL ADBC driver (libadbc_driver_postgresql.so)', 'npm run setup:adbc', 'ADBC_POSTGRESQL_DRIVER'),
   options: (uri) => ({ driver: postgresqlPath, databaseOptions: { uri: uri ?? 'postgresql://127.0.0.1/postgres' } }),
   series: (n) => `SELECT i::BIGINT AS i FROM generate_series(0, ${n - 1}) AS g(i)`,
   param: (i) => `$${i}`,
@@ -85,7 +94,7 @@ export const POSTGRESQL: DriverSpec = {
 export const FLIGHTSQL: DriverSpec = {
   name: 'flightsql',
   library: flightsqlPath,
-  missing: missing(flightsqlPath, 'the Flight SQL ADBC driver (libadbc_driver_flightsql.so)', 'npm run setup:adbc'),
+  missing: missing(flightsqlPath, 'the Flight SQL ADBC driver (libadbc_driver_flightsql.so)', 'npm run setup:adbc', 'ADBC_FLIGHTSQL_DRIVER'),
   options: (uri) => ({ driver: flightsqlPath, databaseOptions: { uri: uri ?? 'grpc://127.0.0.1:32010' } }),
   series: SQLITE.series, // the test server runs SQLite
   param: () => '?',
