@@ -6,7 +6,8 @@
  *   npm run bench [-- --json FILE] [-- --quick]
  *
  * Prints medians, the ratio IPC / C Data, and how import time grows with
- * rows (DESIGN.md: import costs O(number of buffers), not O(bytes)).
+ * rows (import costs O(number of buffers), not O(bytes):
+ * docs/architecture.md#import-one-plan-per-schema-one-reader).
  */
 import { writeFileSync } from 'node:fs';
 import { Int64, RecordBatch, Table, tableFromIPC, tableToIPC, Utf8, vectorFromArray, type Vector } from 'apache-arrow';

@@ -13,7 +13,7 @@
  */
 import { Table, Utf8, vectorFromArray } from 'apache-arrow';
 import { DeviceType } from '../src/abi/constants.js';
-import { cudaAvailable, exportDeviceArray, freeDeviceArray, importDeviceArray, MemcpyKind } from '../src/device/index.js';
+import { cudaAvailable, cudaRuntime, exportDeviceArray, freeDeviceArray, importDeviceArray, MemcpyKind } from '../src/device/index.js';
 import { nativeMemory } from '../src/memory/index.js';
 
 const args = process.argv.slice(2);
@@ -26,7 +26,7 @@ if (!cuda.ok) {
   console.log(`device bench skipped: ${cuda.reason}`);
   process.exit(0);
 }
-const rt = cuda.runtime;
+const rt = cudaRuntime(); // loaded by cudaAvailable above
 const mem = nativeMemory();
 
 function median(xs: number[]): number {

@@ -113,8 +113,8 @@ async function duck(): Promise<void> {
 }
 
 /**
- * Memory over a long stream read and dropped (DESIGN.md, "GC cannot bound
- * memory"): a C producer (test/ownership/counting.c) hands out batches of
+ * Memory over a long stream read and dropped
+ * (docs/architecture.md#a-stream-bounds-its-own-memory): a C producer (test/ownership/counting.c) hands out batches of
  * 8 MiB and counts those outstanding (handed out, not released). Read the way
  * the README shows (`for (const b of reader) use(b)`, nothing kept), a reader
  * must keep that count small by itself. Peak outstanding batches and peak

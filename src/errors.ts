@@ -1,7 +1,7 @@
 /**
  * One error hierarchy for the whole library. Every error carries an
- * errno-style code (the value a C callback would return for it, STYLE.md:
- * "one place maps errors to errno") and the path of the place it names,
+ * errno-style code (the value a C callback would return for it: one place
+ * maps errors to errno, docs/architecture.md#errors) and the path of the place it names,
  * such as `schema.children[2].format`. When an error passes up a level, the
  * parent puts its own segment in front with `prefixPath`.
  */

@@ -231,7 +231,8 @@ export const ArrowAsyncTaskDef = {
 /**
  * The spec text shows a `release` member here, but its field list does not,
  * and the header Arrow C++ ships and implements (abi.h) has none. Real
- * producers and consumers use the header's layout, so we do (DESIGN.md, "Two ABI traps").
+ * producers and consumers use the header's layout, so we do
+ * (docs/architecture.md#struct-layouts-and-two-traps-in-the-spec-text).
  */
 export const ArrowAsyncProducerDef = {
   name: 'ArrowAsyncProducer',

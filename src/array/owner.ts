@@ -1,7 +1,7 @@
 /**
  * `ImportOwner`: the one owner of an imported `ArrowArray` (or
- * `ArrowDeviceArray`) tree (DESIGN.md, "Ownership"; STYLE.md, "one owner per
- * import", after arrow-rs). Every importer (arrays, record batches, tables,
+ * `ArrowDeviceArray`) tree (docs/architecture.md#one-owner-per-import; one
+ * owner per import, after arrow-rs). Every importer (arrays, record batches, tables,
  * device arrays, stream batches, async tasks) moves the foreign struct into
  * one of these and builds its JS objects over it; nothing else calls the
  * producer's `release`.

@@ -242,14 +242,11 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   private error: ArrowDeviceError | null = null;
   private errorAfterCancel: AsyncStreamError | null = null;
   private resolveClosed!: () => void;
-  /** The producer's `additional_metadata`, decoded (null: none). Known once the schema arrived. */
-  additionalMetadata: Metadata | null = null;
-  /** The producer's device type. Known once the schema arrived. */
-  deviceType: number | undefined;
-  /** The most batches ever queued at once (received, not yet read): proof of the bound. */
-  maxQueued = 0;
-  /** Tasks extracted with a NULL out (after a cancel). */
-  discardedTasks = 0;
+  // Written by the reader alone; the public getters below read them.
+  private producerMetadata: Metadata | null = null;
+  private producerDeviceType: number | undefined;
+  private queuedAtMost = 0;
+  private discarded = 0;
 
   /** A reader and its handler; `createAsyncDeviceStreamReader` is the typed way to make one. */
   constructor(
@@ -325,12 +322,32 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     return this.mem;
   }
 
-  /** Doorbells the producer rang (native ring only; each wakes the JS thread once): for tests and benchmarks. */
+  /** @internal Doorbells the producer rang (native ring only; each wakes the JS thread once): for tests and benchmarks. */
   get doorbells(): number {
     return this.ring && !this.handlerReleased ? this.ring.doorbells(this.handler) : this.finalDoorbells;
   }
 
   private finalDoorbells = 0;
+
+  /** @internal The most batches ever queued at once (received, not yet read): for tests of the bound. */
+  get maxQueued(): number {
+    return this.queuedAtMost;
+  }
+
+  /** @internal Tasks extracted with a NULL out (after a cancel): for tests. */
+  get discardedTasks(): number {
+    return this.discarded;
+  }
+
+  /** The producer's `additional_metadata`, decoded (null: none). Known once the schema arrived. */
+  get additionalMetadata(): Metadata | null {
+    return this.producerMetadata;
+  }
+
+  /** The producer's device type. Known once the schema arrived. */
+  get deviceType(): number | undefined {
+    return this.producerDeviceType;
+  }
 
   /**
    * The stream's schema as arrow-js `Schema`, once the producer sent it
@@ -372,9 +389,9 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
       const P = A.ArrowAsyncProducer;
       const pat = stage(rawOf(this.mem), Number(this.producer), P.$size);
       const pdv = staged.dv;
-      this.deviceType = P.device_type.get(pdv, pat);
+      this.producerDeviceType = P.device_type.get(pdv, pat);
       const md = P.additional_metadata.big(pdv, pat);
-      this.additionalMetadata = readMetadata(this.mem, md, 'producer.additional_metadata');
+      this.producerMetadata = readMetadata(this.mem, md, 'producer.additional_metadata');
     } catch (e) {
       this.fail(e instanceof ArrowDeviceError ? e : new ArrowDeviceError('io', 'on_schema', String(e)));
       return toErrno(e).errno;
@@ -417,7 +434,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
       md = new Map([['arrow-device:error', (e as Error).message]]);
     }
     this.queue.push({ bytes, metadata: md });
-    this.maxQueued = Math.max(this.maxQueued, this.queue.length);
+    this.queuedAtMost = Math.max(this.queuedAtMost, this.queue.length);
     this.changed.wake();
   }
 
@@ -655,7 +672,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   /** Extracts a task with a NULL out: the producer cleans up, no data. */
   private discard(bytes: Uint8Array): void {
     this.withTask(bytes, (t) => this.mem.call(this.extractFn(bytes), EXTRACT_DATA, t, 0n));
-    this.discardedTasks++;
+    this.discarded++;
   }
 
   /** Extracts a task into an ArrowDeviceArray and imports it. */

@@ -429,15 +429,15 @@ export function cudaRuntime(): CudaRuntime {
  *
  * @example
  * const cuda = cudaAvailable();
- * if (cuda.ok) console.log(`${cuda.devices} CUDA device(s)`);
+ * if (cuda.ok) console.log(`${cuda.devices} CUDA device(s) through ${cuda.library}`);
  * else console.log(`no CUDA: ${cuda.reason}`);
  */
 export function cudaAvailable():
   | {
       /** CUDA can be used. */
       ok: true;
-      /** The loaded runtime (loaded once per process, on first use). */
-      runtime: CudaRuntime;
+      /** The runtime library that loaded (once per process, on first use): a path or a name. */
+      library: string;
       /** How many devices the runtime sees: at least 1. */
       devices: number;
     }
@@ -451,7 +451,7 @@ export function cudaAvailable():
     const rt = cudaRuntime();
     const devices = rt.deviceCount();
     if (devices < 1) return { ok: false, reason: `the CUDA runtime ${rt.library} sees no device` };
-    return { ok: true, runtime: rt, devices };
+    return { ok: true, library: rt.library, devices };
   } catch (e) {
     return { ok: false, reason: (e as Error).message };
   }

@@ -1,5 +1,5 @@
 /**
- * Live-object accounting (DESIGN.md, "Accounting"): how many imports still
+ * Live-object accounting (docs/architecture.md#accounting): how many imports still
  * hold a producer's memory, how many exports still wait for a consumer's
  * `release`, and how many bytes those exports pin. Tests use it to prove
  * that nothing leaked after a round trip.

@@ -26,7 +26,7 @@
  * is bitwise the one it wrote (at a new address, as a move allows).
  * Consequence: the root's release runs JS, so a consumer that releases from
  * another thread needs the JS thread free, the rule of every export of this
- * library (README, "Threads").
+ * library (docs/native.md#native-calls-that-call-back-from-other-threads).
  *
  * Consumer side, `takeHandle`: the checks a handle from any producer gets
  * (an object, a bigint address, a disposer, a known `memory`) and the

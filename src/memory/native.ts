@@ -208,8 +208,8 @@ class NativeMemory implements Memory {
    * Every live allocation of ours: the small ones are known to the slabs
    * (each block's size class), the C allocator's are here. `free` of
    * anything else (an address we never allocated, or one freed already) is
-   * a typed error, never a libc abort ("double free") or a crash (DESIGN.md,
-   * "Our allocations are tracked").
+   * a typed error, never a libc abort ("double free") or a crash
+   * (docs/architecture.md#our-own-allocations-are-tracked).
    */
   private readonly large = new Set<number>();
 

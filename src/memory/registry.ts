@@ -2,7 +2,7 @@
  * Callbacks for exported structs. One C callback is registered per signature
  * (koffi allows 8192 registrations in all), and it dispatches on the
  * struct's `private_data`, which holds a small integer id into a table of
- * JS records (DESIGN.md, "Export pins"). The record is what keeps the
+ * JS records (docs/architecture.md#exports-pin-their-buffers). The record is what keeps the
  * exported JS buffers reachable until the consumer calls `release`.
  */
 import type { CValue, Memory, Ptr, Signature } from './memory.js';

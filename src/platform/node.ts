@@ -56,7 +56,7 @@ export function homeDir(): string | undefined {
 }
 
 /**
- * Released means unreadable (DESIGN.md, "Ownership"): a release detaches
+ * Released means unreadable (docs/architecture.md#released-means-unreadable): a release detaches
  * every `ArrayBuffer` it handed out over foreign memory, with
  * `ArrayBuffer.prototype.transfer`. A runtime without it (Node.js 20 and
  * older) would leave a typed array that escaped before the release reading

@@ -13,8 +13,8 @@
  *
  * Batches are imported through the one import path (array/importer.ts) and
  * live independently of the stream (CStreamInterface.rst, "Result
- * lifetimes"), but a reader bounds memory by itself (DESIGN.md, "GC cannot
- * bound memory"): it keeps one batch alive at a time, releasing the batch it
+ * lifetimes"), but a reader bounds memory by itself
+ * (docs/architecture.md#a-stream-bounds-its-own-memory): it keeps one batch alive at a time, releasing the batch it
  * handed out when it hands out the next one or when the reading ends,
  * unless that batch was kept (`reader.keep(batch)`, the `keep` option,
  * `readAll()`, `toTable()`). A kept batch is the caller's: released by its

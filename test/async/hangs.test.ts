@@ -1,5 +1,5 @@
 /**
- * No silent hangs (DESIGN.md, "Runtimes and platforms"): whatever fails,
+ * No silent hangs (docs/architecture.md#runtimes-and-platforms): whatever fails,
  * an async stream falls back or fails loudly, and a program ends when its
  * work is done.
  *

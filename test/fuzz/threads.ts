@@ -3,7 +3,7 @@
  * (schemas, arrays, device arrays, array streams, device array streams)
  * handed to a C consumer (test/fuzz/consumer.c) that releases and reads
  * them from several native threads at once, called with koffi's async form
- * (README, "Threads": our callbacks then run on the JS thread while the
+ * (docs/native.md#native-calls-that-call-back-from-other-threads: our callbacks then run on the JS thread while the
  * consumer's threads wait for them).
  *
  * A case is seeded: how many threads, which exports, and per export what

@@ -1,5 +1,5 @@
 /**
- * Ownership rules (DESIGN.md, "Ownership"), proven once for every importer
+ * Ownership rules (docs/architecture.md#ownership-and-release), proven once for every importer
  * against one C producer that counts what it hands out (counting.c):
  * exactly one release whichever of release(), using, the garbage collector
  * or the end of a stream comes first; released means unreadable; streams

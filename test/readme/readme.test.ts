@@ -39,7 +39,9 @@
  *
  * Also here: every guide about an API has at least one block, and every
  * relative link of README.md and docs/*.md points at a file that exists
- * (and, for a Markdown file, at a heading it has).
+ * (and, for a Markdown file, at a heading it has); so does every citation of
+ * a guide in the code (`docs/architecture.md#errors` in a comment under
+ * src/, test/, tools/, bench/, demo/ or examples/).
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -324,4 +326,50 @@ describe('every relative link of the README and the guides resolves', () => {
       assert.deepEqual(bad, [], `broken links:\n${bad.join('\n')}`);
     });
   }
+});
+
+/** Where the code cites the guides: the comments of these folders' sources. */
+const CITING = ['src', 'test', 'tools', 'bench', 'demo', 'examples'];
+const CITING_FILE = /\.(ts|mts|mjs|c|cu|sh)$/;
+// Built from pieces so that this file's own text holds no citation.
+const CITATION = new RegExp(['\\b', 'docs/', '([\\w-]+\\.md)', '(?:#([\\w-]+))?'].join(''), 'g');
+
+/** The citations of `text` (a file at `where`) that name no guide, or no heading of it. */
+function citationProblems(where: string, text: string): string[] {
+  const bad: string[] = [];
+  for (const m of text.matchAll(CITATION)) {
+    const file = `docs/${m[1]!}`;
+    const line = text.slice(0, m.index).split('\n').length;
+    if (!texts.has(file)) bad.push(`${where}:${line}: ${m[0]} (no file ${file})`);
+    else if (m[2] !== undefined && !anchors(texts.get(file)!).has(m[2])) bad.push(`${where}:${line}: ${m[0]} (no heading #${m[2]} in ${file})`);
+  }
+  return bad;
+}
+
+function sourcesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    if (e.name === 'node_modules' || e.name.startsWith('.')) return [];
+    const p = join(dir, e.name);
+    return e.isDirectory() ? sourcesUnder(p) : CITING_FILE.test(e.name) ? [p] : [];
+  });
+}
+
+describe('every citation of a guide in the code resolves', () => {
+  test('comments under src/, test/, tools/, bench/, demo/ and examples/ cite guides and headings that exist', () => {
+    const files = CITING.flatMap((d) => sourcesUnder(join(ROOT, d)));
+    assert.ok(files.length > 100, `found ${files.length} source files`);
+    const cited = files.filter((f) => [...readFileSync(f, 'utf8').matchAll(CITATION)].length > 0);
+    assert.ok(cited.length >= 5, `found ${cited.length} files citing a guide`);
+    const bad = files.flatMap((f) => citationProblems(relative(ROOT, f), readFileSync(f, 'utf8')));
+    assert.deepEqual(bad, [], `broken citations:\n${bad.join('\n')}`);
+  });
+
+  test('the check fails on a citation of a missing guide or heading', () => {
+    const doc = ['docs', 'architecture.md'].join('/');
+    assert.deepEqual(citationProblems('x.ts', `// see ${doc}#errors and ${doc}\n`), []);
+    assert.deepEqual(citationProblems('x.ts', `// ok\n// see ${doc}#no-such-heading\n`), [`x.ts:2: ${doc}#no-such-heading (no heading #no-such-heading in ${doc})`]);
+    const missing = ['docs', 'design.md'].join('/');
+    assert.deepEqual(citationProblems('x.ts', `/* ${missing}#errors */`), [`x.ts:1: ${missing}#errors (no file ${missing})`]);
+  });
 });

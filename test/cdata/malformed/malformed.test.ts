@@ -1,6 +1,6 @@
 /**
  * Malformed foreign input, built in native memory by a test producer
- * (`builder.ts`). Every case proves three things (DESIGN.md, "Errors"):
+ * (`builder.ts`). Every case proves three things (docs/architecture.md#errors):
  *
  * - the import throws an `ArrowDeviceError` of the expected kind whose
  *   message names the place (`array.children[1].n_buffers: ...`);

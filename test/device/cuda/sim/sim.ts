@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
-import { cudaAvailable, resetCudaRuntimeForTests, type CudaRuntime } from '../../../../src/device/cuda.js';
+import { cudaAvailable, cudaRuntime, resetCudaRuntimeForTests, type CudaRuntime } from '../../../../src/device/cuda.js';
 import { run, which } from '../../../helpers/tools.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -75,10 +75,10 @@ export function setupCuda(): CudaSetup {
       const peer = process.env.ARROW_DEVICE_CUDA_PEER ?? fileURLToPath(new URL('../build/libpeer.so', import.meta.url));
       setup = {
         mode: 'gpu',
-        runtime: real.runtime,
+        runtime: cudaRuntime(), // loaded by cudaAvailable: the same runtime
         devices: real.devices,
         peer: existsSync(peer) ? peer : undefined,
-        describe: `a real GPU: ${real.runtime.library}, ${real.devices} device(s)`,
+        describe: `a real GPU: ${real.library}, ${real.devices} device(s)`,
       };
       return setup;
     }
@@ -95,7 +95,7 @@ export function setupCuda(): CudaSetup {
   resetCudaRuntimeForTests();
   const sim = cudaAvailable();
   if (!sim.ok) return (setup = { mode: 'none', reason: sim.reason, describe: `the simulator did not load: ${sim.reason}` });
-  setup = { mode: 'sim', runtime: sim.runtime, devices: sim.devices, peer: b.peer, describe: `the simulated CUDA runtime (${b.cudart}), ${sim.devices} devices` };
+  setup = { mode: 'sim', runtime: cudaRuntime(), devices: sim.devices, peer: b.peer, describe: `the simulated CUDA runtime (${b.cudart}), ${sim.devices} devices` };
   return setup;
 }
 
