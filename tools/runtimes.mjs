@@ -119,6 +119,36 @@ export function nodeWin64() {
   return { cmd: wine, args: [node], env };
 }
 
+/**
+ * The suite's core selection, what every runtime runs (tools/test-runtime.mjs,
+ * tools/windows.mjs): round trips, streams, ownership, async with C threads,
+ * protocol, package.
+ */
+export const CORE = [
+  'test/platform/platform.test.ts',
+  'test/platform/deno.test.ts',
+  'test/abi/accessors.test.ts',
+  'test/memory/native.test.ts',
+  'test/memory/handles.test.ts',
+  'test/cdata/roundtrip.test.ts',
+  'test/cdata/full-checks.test.ts',
+  'test/cdata/schema-reuse.test.ts',
+  'test/cdata/malformed/malformed.test.ts',
+  'test/stream/stream.test.ts',
+  'test/stream/device-stream.test.ts',
+  'test/stream/offthread.test.ts',
+  'test/stream/source-errors.test.ts',
+  'test/ownership/ownership.test.ts',
+  'test/device/cpu.test.ts',
+  'test/device/opaque.test.ts',
+  'test/async/async.test.ts',
+  'test/async/ring.test.ts',
+  'test/async/hangs.test.ts',
+  'test/protocol/protocol.test.ts',
+  'test/wasm/memory.test.ts',
+  'test/package/package.test.ts',
+];
+
 /** The runtime names this module knows. */
 export const RUNTIMES = ['bun', 'deno', 'node-arm64'];
 

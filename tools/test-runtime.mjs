@@ -18,36 +18,10 @@
 import { spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RUNTIMES, bun, deno, nodeArm64 } from './runtimes.mjs';
+import { CORE, RUNTIMES, bun, deno, nodeArm64 } from './runtimes.mjs';
 import { zigCc } from './zig.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-
-/** What the issue asks of every runtime: round trips, streams, ownership, async with C threads, protocol, package. */
-const CORE = [
-  'test/platform/platform.test.ts',
-  'test/platform/deno.test.ts',
-  'test/abi/accessors.test.ts',
-  'test/memory/native.test.ts',
-  'test/memory/handles.test.ts',
-  'test/cdata/roundtrip.test.ts',
-  'test/cdata/full-checks.test.ts',
-  'test/cdata/schema-reuse.test.ts',
-  'test/cdata/malformed/malformed.test.ts',
-  'test/stream/stream.test.ts',
-  'test/stream/device-stream.test.ts',
-  'test/stream/offthread.test.ts',
-  'test/stream/source-errors.test.ts',
-  'test/ownership/ownership.test.ts',
-  'test/device/cpu.test.ts',
-  'test/device/opaque.test.ts',
-  'test/async/async.test.ts',
-  'test/async/ring.test.ts',
-  'test/async/hangs.test.ts',
-  'test/protocol/protocol.test.ts',
-  'test/wasm/memory.test.ts',
-  'test/package/package.test.ts',
-];
 
 /** What the emulated arm64 Node runs: the round trips and the async ring and pump with the C peers. */
 const ARM64 = ['test/platform/platform.test.ts', 'test/cdata/roundtrip.test.ts', 'test/async/async.test.ts', 'test/async/ring.test.ts', 'test/async/hangs.test.ts'];

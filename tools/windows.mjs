@@ -32,44 +32,21 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { nodeWin64 } from './runtimes.mjs';
+import { CORE, nodeWin64 } from './runtimes.mjs';
 import { zig, zigEnv } from './zig.mjs';
 import { describeBinary } from './binary.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const work = join(root, '.build', 'windows');
 
-/** The runtime selection (tools/test-runtime.mjs CORE) less what cannot run under Wine, and why. */
-const CORE = [
-  'test/platform/platform.test.ts',
-  'test/abi/accessors.test.ts',
-  'test/memory/native.test.ts',
-  'test/memory/handles.test.ts',
-  'test/cdata/roundtrip.test.ts',
-  'test/cdata/full-checks.test.ts',
-  'test/cdata/schema-reuse.test.ts',
-  'test/cdata/malformed/malformed.test.ts',
-  'test/stream/stream.test.ts',
-  'test/stream/device-stream.test.ts',
-  'test/stream/offthread.test.ts',
-  'test/stream/source-errors.test.ts',
-  'test/ownership/ownership.test.ts',
-  'test/ownership/unloaded.test.ts',
-  'test/device/cpu.test.ts',
-  'test/device/opaque.test.ts',
-  'test/async/async.test.ts',
-  'test/async/ring.test.ts',
-  'test/async/hangs.test.ts',
-  'test/protocol/protocol.test.ts',
-  'test/wasm/memory.test.ts',
-  // arrow-device/adbc with the SQLite driver's win_amd64 wheel (step 4); the other drivers skip, saying why.
-  'test/adbc/adbc.test.ts',
-  'test/adbc/discovery.test.ts',
-];
+/** What cannot run under Wine of the core selection (tools/runtimes.mjs CORE), and why. */
 const LEFT_OUT = {
   'test/platform/deno.test.ts': 'it runs Deno, a Linux program here, which a Windows process under Wine cannot start',
   'test/package/package.test.ts': 'it packs and installs with npm and runs Bun and Deno, Linux programs here; this run itself installs the packed tarball for win32',
 };
+/** Beside the core selection: the library pin (GetModuleHandleExW), and arrow-device/adbc with SQLite's driver (step 4). */
+const EXTRA = ['test/ownership/unloaded.test.ts', 'test/adbc/adbc.test.ts', 'test/adbc/discovery.test.ts'];
+const SELECTION = [...CORE.filter((f) => !(f in LEFT_OUT)), ...EXTRA];
 
 function step(what) {
   console.log(`\n----- windows: ${what}`);
@@ -83,7 +60,7 @@ function npm(args, cwd) {
 }
 
 const picked = process.argv.slice(2);
-const files = picked.length > 0 ? picked : CORE;
+const files = picked.length > 0 ? picked : SELECTION;
 
 // 1. Node for Windows under Wine.
 step('Node.js for Windows under Wine');
