@@ -39,21 +39,19 @@
  * with the figures, met or not, with the machine's load average.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
 import { Float64, Int64, makeData, RecordBatch, Schema, Field, Struct, Table, tableFromIPC, tableToIPC, Utf8, type Data } from 'apache-arrow';
-import {
-  allocArrowArrayStream, exportArray, exportSchema, freeArrowArray, freeArrowArrayStream, freeArrowSchema, nativeMemory, NULL, type Ptr,
-  type Signature,
-} from '../src/index.js';
-import { AdbcDatabase, defaultEntrypoint, IngestMode, type AdbcConnection, type ConnectOptions } from '../src/adbc/index.js';
-import { allocHandle, Driver, freeNative, loadLibrary } from '../src/adbc/driver.js';
+import { allocArrowArrayStream, exportArray, exportSchema, freeArrowArray, freeArrowArrayStream, freeArrowSchema, nativeMemory, NULL, type Ptr } from '../src/index.js';
+import { IngestMode, type AdbcConnection } from '../src/adbc/index.js';
+import type { Driver } from '../src/adbc/driver.js';
 import { DRIVERS, type DriverName, type DriverSpec } from '../test/adbc/drivers.js';
 import { postgresMissing, startPostgres, type PostgresServer } from '../test/adbc/postgres.js';
 import { run, which } from '../test/helpers/tools.js';
+import { benchDb, drain, open, peakOf, rawConnection, withStatement, type BenchDb } from './adbc-raw.js';
 
 const ROWS = 1_000_000;
 const INGEST_BATCH = 65_536;
@@ -61,40 +59,7 @@ const REPS = Number(process.env.BENCH_REPS ?? 9);
 const LATENCY_REPS = 200;
 const mem = nativeMemory();
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
 const mib = (n: number): string => `${(n / 2 ** 20).toFixed(1)} MiB`;
-
-// ---------------------------------------------------------------------------------------------
-// Memory of this process
-
-const kib = (field: 'VmRSS' | 'VmHWM'): number => {
-  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync('/proc/self/status', 'utf8'));
-  if (!m) throw new Error(`no ${field} in /proc/self/status`);
-  return Number(m[1]) * 1024;
-};
-
-/** Resets the peak resident size to the current one (Linux 4.0+); false where it cannot. */
-function resetPeak(): boolean {
-  try {
-    writeFileSync('/proc/self/clear_refs', '5');
-    return kib('VmHWM') <= kib('VmRSS') + (1 << 20);
-  } catch {
-    return false;
-  }
-}
-
-/** Runs `f` once: its peak resident size over the size just before (after a full collection). */
-async function peakOf<T>(f: () => Promise<T>): Promise<{ peak: number; base: number; value: T; exact: boolean }> {
-  gc();
-  const exact = resetPeak();
-  const base = kib('VmRSS');
-  const before = exact ? base : kib('VmHWM');
-  const value = await f();
-  return { peak: Math.max(0, kib('VmHWM') - (exact ? base : Math.max(base, before))), base, value, exact };
-}
-
-// ---------------------------------------------------------------------------------------------
-// The routes
 
 /** The routes whose peak memory is measured, each in a fresh process. */
 const MEMORY_ROUTES = ['query-floor', 'query-floor-kept', 'query-ours', 'query-ipc', 'ingest-floor', 'ingest-ours', 'ingest-ipc'] as const;
@@ -102,22 +67,6 @@ type MemoryRoute = (typeof MEMORY_ROUTES)[number];
 
 /** What a child does: one route's memory, or the times of every query route, or of every ingest route. */
 type Task = { kind: 'memory'; route: MemoryRoute } | { kind: 'time-query' } | { kind: 'time-ingest' };
-
-/** A database as the bench opens it: a driver library and string options (every driver here takes that form). */
-interface BenchDb {
-  driver: string;
-  entrypoint?: string;
-  databaseOptions: Record<string, string>;
-}
-
-const open = (o: BenchDb): AdbcDatabase => new AdbcDatabase(o as ConnectOptions);
-
-/** The spec's options in the bench's form (the specs give a driver path and string options). */
-function benchDb(spec: DriverSpec, uri: string | undefined, databaseOptions?: Record<string, string>): BenchDb {
-  const o = spec.options(uri) as { driver?: unknown; entrypoint?: string; databaseOptions?: Record<string, string> };
-  if (typeof o.driver !== 'string') throw new Error(`the ${spec.name} spec gives no driver path`);
-  return { driver: o.driver, entrypoint: o.entrypoint, databaseOptions: databaseOptions ?? o.databaseOptions ?? {} };
-}
 
 interface ChildArgs {
   driver: DriverName;
@@ -152,89 +101,6 @@ function tableBytes(t: Table): number {
   return n;
 }
 
-const GET_NEXT: Signature = { name: 'get_next', result: 'int32', params: ['pointer', 'pointer'] };
-const RELEASE: Signature = { name: 'release', result: 'void', params: ['pointer'] };
-
-/** A database and connection through the raw ADBC calls of src/adbc/driver.ts (no module object). */
-async function rawConnection(options: BenchDb): Promise<{ d: Driver; conn: Ptr; close: () => void }> {
-  const library = options.driver;
-  const entry = options.entrypoint ?? defaultEntrypoint(library);
-  const d = Driver.init(loadLibrary(library), entry, 'bench');
-  const db = allocHandle();
-  const conn = allocHandle();
-  d.call('DatabaseNew', db);
-  for (const [k, v] of Object.entries(options.databaseOptions)) d.call('DatabaseSetOption', db, k, v);
-  await d.callAsync('DatabaseInit', db);
-  d.call('ConnectionNew', conn);
-  await d.callAsync('ConnectionInit', conn, db);
-  return {
-    d,
-    conn,
-    close: () => {
-      d.call('ConnectionRelease', conn);
-      d.call('DatabaseRelease', db);
-      freeNative(conn);
-      freeNative(db);
-      d.release();
-    },
-  };
-}
-
-/** A raw statement: `f` with it, then released. */
-async function withStatement<T>(d: Driver, conn: Ptr, f: (stmt: Ptr) => Promise<T>): Promise<T> {
-  const stmt = allocHandle();
-  d.call('StatementNew', conn, stmt);
-  try {
-    return await f(stmt);
-  } finally {
-    d.call('StatementRelease', stmt);
-    freeNative(stmt);
-  }
-}
-
-/**
- * The query floor: the driver's stream drained by hand, `get_next` on a
- * worker thread as our reader's (or on the JS thread: `sync`), each array
- * released as it comes, or all kept and released at the end (`keep`), as a
- * Table keeps them. Returns the batch count.
- */
-async function drain(d: Driver, conn: Ptr, sql: string, { keep, sync }: { keep: boolean; sync: boolean }): Promise<number> {
-  const lay = mem.layouts.ArrowArrayStream.offsets;
-  const arr = mem.layouts.ArrowArray;
-  return withStatement(d, conn, async (stmt) => {
-    d.call('StatementSetSqlQuery', stmt, sql);
-    const stream = allocArrowArrayStream();
-    const kept: Ptr[] = [];
-    let n = 0;
-    try {
-      await d.callAsync('StatementExecuteQuery', stmt, stream, NULL);
-      const getNext = mem.readPtr(stream + BigInt(lay.get_next!));
-      for (;;) {
-        const out = mem.alloc(arr.size);
-        const rc = (sync ? mem.call(getNext, GET_NEXT, stream, out) : await mem.callAsync(getNext, GET_NEXT, stream, out)) as number;
-        const release = mem.readPtr(out + BigInt(arr.offsets.release!));
-        if (rc !== 0 || release === NULL) {
-          mem.free(out);
-          if (rc !== 0) throw new Error(`get_next: ${rc}`);
-          break;
-        }
-        n++;
-        if (keep) kept.push(out);
-        else {
-          mem.call(release, RELEASE, out);
-          mem.free(out);
-        }
-      }
-    } finally {
-      for (const out of kept) {
-        mem.call(mem.readPtr(out + BigInt(arr.offsets.release!)), RELEASE, out);
-        mem.free(out);
-      }
-      freeArrowArrayStream(stream);
-    }
-    return n;
-  });
-}
 
 /** The IPC route of a query: every batch of the driver's stream serialised to IPC and read back by arrow-js. */
 async function queryViaIpc(conn: AdbcConnection, sql: string): Promise<Table> {
@@ -638,7 +504,7 @@ async function main(): Promise<void> {
     for (const spec of DRIVERS) {
       if (spec.name === 'flightsql') {
         // Its server is the tests' (test/adbc/flightsql.ts); the bench's routes (the official package's IPC route, the floor) are not written for it yet.
-        console.log('adbc flightsql: skipped (not benchmarked yet)');
+        console.log('adbc flightsql: skipped here (these routes are not written for it); bench/adbc-peers.bench.ts gives its floor');
         continue;
       }
       if (spec.missing) {
