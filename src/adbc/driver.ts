@@ -83,6 +83,7 @@ const PROTOS = {
   StatementNew: koffi.proto('uint8_t', [P, P, P]),
   StatementSetSqlQuery: koffi.proto('uint8_t', [P, P, P]),
   StatementSetOption: koffi.proto('uint8_t', [P, P, P, P]),
+  StatementSetSubstraitPlan: koffi.proto('uint8_t', [P, P, 'size_t', P]),
   StatementPrepare: koffi.proto('uint8_t', [P, P]),
   StatementBindStream: koffi.proto('uint8_t', [P, P, P]),
   StatementExecuteQuery: koffi.proto('uint8_t', [P, P, P, P]),

@@ -11,7 +11,7 @@ import {
   isArrowExportable, nativeMemory, NULL,
   type ArrowStreamExportable, type Ptr, type RecordBatchSource, type StreamImportOptions,
 } from '../index.js';
-import { allocNative, allocPartitions, freeNative, readI64, takePartitions, type Driver } from './driver.js';
+import { allocNative, allocPartitions, bytesIn, freeNative, readI64, takePartitions, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, type Serial } from './lifetime.js';
 import * as options from './options.js';
@@ -158,6 +158,28 @@ export class AdbcStatement extends Closable {
   async setSqlQuery(query: string): Promise<void> {
     const p = this.#queued('setSqlQuery');
     await this.#conn.serial.run(() => this.#conn.driver.call('StatementSetSqlQuery', p, query));
+  }
+
+  /**
+   * Sets a serialized Substrait plan (`substrait.Plan` bytes) to execute instead of SQL
+   * (`AdbcStatementSetSubstraitPlan`; the bytes are copied for the call). NOT_IMPLEMENTED where the
+   * driver takes no Substrait (DuckDB's, SQLite's, PostgreSQL's); Flight SQL's sends the plan to the
+   * server at execution, which may refuse it there.
+   *
+   * @example
+   * await stmt.setSubstraitPlan(planBytes);
+   * const table = await (await stmt.executeQuery()).toTableAsync();
+   */
+  async setSubstraitPlan(plan: Uint8Array): Promise<void> {
+    const p = this.#queued('setSubstraitPlan');
+    await this.#conn.serial.run(() => {
+      const bytes = bytesIn(plan);
+      try {
+        this.#conn.driver.call('StatementSetSubstraitPlan', p, bytes, plan.byteLength);
+      } finally {
+        freeNative(bytes);
+      }
+    });
   }
 
   /**

@@ -590,6 +590,25 @@ for (const spec of DRIVERS) {
       assert.deepEqual(schema.fields.map((f) => `${f.name}: ${f.type}`), want);
     });
 
+    test('setSubstraitPlan: NOT_IMPLEMENTED on every driver tested (Flight SQL\'s: the server\'s, at execution); the statement still takes SQL', async () => {
+      const { conn } = await open();
+      await using stmt = await conn.createStatement();
+      const plan = Uint8Array.of(0x0a, 0x00);
+      if (spec.name === 'flightsql') {
+        // Flight SQL's driver sends the plan to the server at execution; arrow-go's example server has no Substrait.
+        await stmt.setSubstraitPlan(plan);
+        const err = await adbcFailure(() => stmt.executeQuery(), AdbcStatus.NOT_IMPLEMENTED, 'AdbcStatementExecuteQuery');
+        assert.match(err.message, /SubstraitPlan not implemented/);
+      } else {
+        // DuckDB's and PostgreSQL's drivers leave the entry NULL; SQLite's returns NOT_IMPLEMENTED.
+        await adbcFailure(() => stmt.setSubstraitPlan(plan), AdbcStatus.NOT_IMPLEMENTED, 'AdbcStatementSetSubstraitPlan');
+      }
+      await stmt.setSqlQuery('SELECT 1 AS one');
+      const t = await (await stmt.executeQuery()).toTableAsync();
+      assert.equal(t.numRows, 1);
+      t.release();
+    });
+
     if (spec.name !== 'flightsql') {
       test('executePartitions and readPartition: an AdbcError with status NOT_IMPLEMENTED (the driver has no partitioned results)', async () => {
         const { conn } = await open();
