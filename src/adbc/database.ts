@@ -85,7 +85,7 @@ export class AdbcDatabase extends Closable {
    * Sets a bytes option after initialisation (`AdbcDatabaseSetOptionBytes`, ADBC 1.1.0).
    *
    * @example
-   * db.setOptionBytes('adbc.my_driver.certificate', pemBytes);
+   * db.setOptionBytes('adbc.my_driver.certificate', new TextEncoder().encode('-----BEGIN CERTIFICATE-----...'));
    */
   setOptionBytes(key: string, value: Uint8Array): void {
     options.setOptionBytes(this.#driver, 'Database', this.#use('setOptionBytes'), key, value);

@@ -196,7 +196,7 @@ export class AdbcStatement extends Closable {
    * Sets a bytes option (`AdbcStatementSetOptionBytes`, ADBC 1.1.0; NOT_IMPLEMENTED where the driver lacks it).
    *
    * @example
-   * stmt.setOptionBytes('adbc.my_driver.plan', planBytes);
+   * stmt.setOptionBytes('adbc.my_driver.token', new TextEncoder().encode('secret'));
    */
   setOptionBytes(key: string, value: Uint8Array): void {
     options.setOptionBytes(this.#conn.driver, 'Statement', this.#use('setOptionBytes'), key, value);
@@ -237,7 +237,7 @@ export class AdbcStatement extends Closable {
    * Reads a bytes option (`AdbcStatementGetOptionBytes`, ADBC 1.1.0).
    *
    * @example
-   * const plan = stmt.getOptionBytes('adbc.my_driver.plan');
+   * const token = stmt.getOptionBytes('adbc.my_driver.token');
    */
   getOptionBytes(key: string): Uint8Array {
     return options.getOptionBytes(this.#conn.driver, 'Statement', this.#use('getOptionBytes'), key);
