@@ -9,6 +9,7 @@ import { importArrayStreamFrom, importSchemaFrom, NULL, type ImportedTable, type
 import { allocNative, bytesIn, freeNative, u32Array, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
+import * as options from './options.js';
 import { AdbcRecordBatchReader } from './reader.js';
 import {
   AdbcStatement, collect, isAsyncSource, type AsyncBatchSource, type BindSource, type ConnectionCore, type PartitionedResult, type QueryOptions,
@@ -94,6 +95,77 @@ export class AdbcConnection extends Closable {
   }
 
   /**
+   * Sets a bytes option (`AdbcConnectionSetOptionBytes`, ADBC 1.1.0; NOT_IMPLEMENTED where the driver lacks it).
+   *
+   * @example
+   * conn.setOptionBytes('adbc.my_driver.token', new TextEncoder().encode('secret'));
+   */
+  setOptionBytes(key: string, value: Uint8Array): void {
+    options.setOptionBytes(this.#core.driver, 'Connection', this.#sync('setOptionBytes'), key, value);
+  }
+
+  /**
+   * Sets an integer option (`AdbcConnectionSetOptionInt`, ADBC 1.1.0): a bigint, or a number that is a safe integer.
+   *
+   * @example
+   * conn.setOptionInt('adbc.my_driver.batch_rows', 65536);
+   */
+  setOptionInt(key: string, value: bigint | number): void {
+    options.setOptionInt(this.#core.driver, 'Connection', this.#sync('setOptionInt'), key, value);
+  }
+
+  /**
+   * Sets a floating-point option (`AdbcConnectionSetOptionDouble`, ADBC 1.1.0).
+   *
+   * @example
+   * conn.setOptionDouble('adbc.flight.sql.rpc.timeout_seconds.fetch', 30);
+   */
+  setOptionDouble(key: string, value: number): void {
+    options.setOptionDouble(this.#core.driver, 'Connection', this.#sync('setOptionDouble'), key, value);
+  }
+
+  /**
+   * Reads a string option (`AdbcConnectionGetOption`, ADBC 1.1.0): NOT_FOUND for a key the driver does
+   * not know, NOT_IMPLEMENTED where the driver has no getters.
+   *
+   * @example
+   * const autocommit = conn.getOption('adbc.connection.autocommit'); // 'true'
+   */
+  getOption(key: string): string {
+    return options.getOption(this.#core.driver, 'Connection', this.#sync('getOption'), key);
+  }
+
+  /**
+   * Reads a bytes option (`AdbcConnectionGetOptionBytes`, ADBC 1.1.0).
+   *
+   * @example
+   * const bytes = conn.getOptionBytes('adbc.my_driver.token');
+   */
+  getOptionBytes(key: string): Uint8Array {
+    return options.getOptionBytes(this.#core.driver, 'Connection', this.#sync('getOptionBytes'), key);
+  }
+
+  /**
+   * Reads an integer option (`AdbcConnectionGetOptionInt`, ADBC 1.1.0), as a bigint (int64).
+   *
+   * @example
+   * const rows = conn.getOptionInt('adbc.my_driver.batch_rows');
+   */
+  getOptionInt(key: string): bigint {
+    return options.getOptionInt(this.#core.driver, 'Connection', this.#sync('getOptionInt'), key);
+  }
+
+  /**
+   * Reads a floating-point option (`AdbcConnectionGetOptionDouble`, ADBC 1.1.0).
+   *
+   * @example
+   * const seconds = conn.getOptionDouble('adbc.flight.sql.rpc.timeout_seconds.fetch');
+   */
+  getOptionDouble(key: string): number {
+    return options.getOptionDouble(this.#core.driver, 'Connection', this.#sync('getOptionDouble'), key);
+  }
+
+  /**
    * Turns autocommit on or off (`adbc.connection.autocommit`).
    *
    * @example
@@ -168,6 +240,39 @@ export class AdbcConnection extends Closable {
   async getTableTypes(): Promise<ImportedTable> {
     const { driver } = this.#core;
     return this.#metadata('getTableTypes', (p, out) => driver.callAsync('ConnectionGetTableTypes', p, out));
+  }
+
+  /**
+   * Statistics of tables and columns (`AdbcConnectionGetStatistics`, ADBC 1.1.0), as the nested Table
+   * adbc.h describes: per catalog, `catalog_db_schemas`, each with `db_schema_statistics` rows of
+   * `table_name`, `column_name` (null: the whole table), `statistic_key` (`StatisticKey` for ADBC's own,
+   * 1024 and up the driver's: see `getStatisticNames`), `statistic_value` (a union of int64, uint64,
+   * float64, binary) and `statistic_is_approximate`. `approximate` (true unless given) lets the driver
+   * answer from its estimates; false asks for exact values, which may cost a scan or be refused. The
+   * names may be patterns (`%`, `_`). NOT_IMPLEMENTED where the driver has no statistics.
+   *
+   * @example
+   * const stats = await conn.getStatistics({ tableName: 'people' });
+   * for (const catalog of stats) console.log(catalog.toJSON());
+   */
+  async getStatistics(options: { catalog?: string; dbSchema?: string; tableName?: string; approximate?: boolean } = {}): Promise<ImportedTable> {
+    const { driver } = this.#core;
+    return this.#metadata('getStatistics', (p, out) =>
+      driver.callAsync('ConnectionGetStatistics', p, options.catalog, options.dbSchema, options.tableName, options.approximate === false ? 0 : 1, out),
+    );
+  }
+
+  /**
+   * The driver's own statistic names (`AdbcConnectionGetStatisticNames`, ADBC 1.1.0): rows of
+   * `statistic_name` and `statistic_key`, the key `getStatistics` gives for it.
+   * NOT_IMPLEMENTED where the driver has no statistics.
+   *
+   * @example
+   * const names = await conn.getStatisticNames();
+   */
+  async getStatisticNames(): Promise<ImportedTable> {
+    const { driver } = this.#core;
+    return this.#metadata('getStatisticNames', (p, out) => driver.callAsync('ConnectionGetStatisticNames', p, out));
   }
 
   /**

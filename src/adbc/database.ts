@@ -6,6 +6,7 @@ import { allocHandle, Driver, freeNative, loadLibrary } from './driver.js';
 import { defaultEntrypoint, findDriver, resolveOptions } from './discovery.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
+import * as options from './options.js';
 import { openConnection, type AdbcConnection } from './connection.js';
 import { LoadFlags, type ConnectOptions } from './types.js';
 import type { Ptr } from '../index.js';
@@ -59,6 +60,96 @@ export class AdbcDatabase extends Closable {
     this.#driver = opened.driver;
     this.#ptr = opened.ptr;
     this.#life = opened.life;
+  }
+
+  /** The database for a synchronous call: open, and no connection being opened (`AdbcConnectionInit` reads it). */
+  #use(op: string): Ptr {
+    this.#life.check(op);
+    this.#serial.checkIdle(op, 'database');
+    return this.#ptr;
+  }
+
+  /**
+   * Sets a string option after initialisation (`AdbcDatabaseSetOption`), where the driver allows it
+   * (adbc.h: "some drivers may support setting options after initialization"); options for the start go
+   * in the constructor's `databaseOptions`.
+   *
+   * @example
+   * db.setOption('adbc.my_driver.log_level', 'debug');
+   */
+  setOption(key: string, value: string): void {
+    this.#driver.call('DatabaseSetOption', this.#use('setOption'), key, value);
+  }
+
+  /**
+   * Sets a bytes option after initialisation (`AdbcDatabaseSetOptionBytes`, ADBC 1.1.0).
+   *
+   * @example
+   * db.setOptionBytes('adbc.my_driver.certificate', new TextEncoder().encode('-----BEGIN CERTIFICATE-----...'));
+   */
+  setOptionBytes(key: string, value: Uint8Array): void {
+    options.setOptionBytes(this.#driver, 'Database', this.#use('setOptionBytes'), key, value);
+  }
+
+  /**
+   * Sets an integer option after initialisation (`AdbcDatabaseSetOptionInt`, ADBC 1.1.0).
+   *
+   * @example
+   * db.setOptionInt('adbc.my_driver.pool_size', 8);
+   */
+  setOptionInt(key: string, value: bigint | number): void {
+    options.setOptionInt(this.#driver, 'Database', this.#use('setOptionInt'), key, value);
+  }
+
+  /**
+   * Sets a floating-point option after initialisation (`AdbcDatabaseSetOptionDouble`, ADBC 1.1.0).
+   *
+   * @example
+   * db.setOptionDouble('adbc.my_driver.timeout_seconds', 2.5);
+   */
+  setOptionDouble(key: string, value: number): void {
+    options.setOptionDouble(this.#driver, 'Database', this.#use('setOptionDouble'), key, value);
+  }
+
+  /**
+   * Reads a string option (`AdbcDatabaseGetOption`, ADBC 1.1.0): NOT_FOUND for a key the driver does
+   * not know, NOT_IMPLEMENTED where the driver has no getters.
+   *
+   * @example
+   * const uri = db.getOption('uri');
+   */
+  getOption(key: string): string {
+    return options.getOption(this.#driver, 'Database', this.#use('getOption'), key);
+  }
+
+  /**
+   * Reads a bytes option (`AdbcDatabaseGetOptionBytes`, ADBC 1.1.0).
+   *
+   * @example
+   * const pem = db.getOptionBytes('adbc.my_driver.certificate');
+   */
+  getOptionBytes(key: string): Uint8Array {
+    return options.getOptionBytes(this.#driver, 'Database', this.#use('getOptionBytes'), key);
+  }
+
+  /**
+   * Reads an integer option (`AdbcDatabaseGetOptionInt`, ADBC 1.1.0), as a bigint (int64).
+   *
+   * @example
+   * const size = db.getOptionInt('adbc.my_driver.pool_size');
+   */
+  getOptionInt(key: string): bigint {
+    return options.getOptionInt(this.#driver, 'Database', this.#use('getOptionInt'), key);
+  }
+
+  /**
+   * Reads a floating-point option (`AdbcDatabaseGetOptionDouble`, ADBC 1.1.0).
+   *
+   * @example
+   * const seconds = db.getOptionDouble('adbc.my_driver.timeout_seconds');
+   */
+  getOptionDouble(key: string): number {
+    return options.getOptionDouble(this.#driver, 'Database', this.#use('getOptionDouble'), key);
   }
 
   /**

@@ -109,10 +109,10 @@ export class AdbcError extends Error {
   /** The ADBC function (or step of this module) that failed. */
   readonly operation: string;
 
-  /** The error of `operation`; `message` is the driver's, else `<operation>: <code>`. */
+  /** The error of `operation`; `message` is the driver's, else (none, or empty) `<operation>: <code>`. */
   constructor(operation: string, init: AdbcErrorInit, options?: { cause?: unknown }) {
     const code = CODE_NAMES[init.status] ?? (`Status${init.status}` as const);
-    super(init.message ?? `${operation}: ${code}`, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(init.message || `${operation}: ${code}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.operation = operation;
     this.status = init.status;
     this.code = code;

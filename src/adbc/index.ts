@@ -15,7 +15,7 @@ export { AdbcStatement, type QueryOptions, type BindSource, type AsyncBatchSourc
 export { AdbcRecordBatchReader } from './reader.js';
 export { AdbcError, AdbcStatus, type AdbcErrorCode, type AdbcErrorInit } from './error.js';
 export {
-  LoadFlags, ObjectDepth, InfoCode, IngestMode,
+  LoadFlags, ObjectDepth, InfoCode, IngestMode, StatisticKey,
   type ConnectOptions, type ConnectOptionsBase, type IngestOptions, type GetObjectsOptions,
 } from './types.js';
 export { defaultEntrypoint, platformTuple } from './discovery.js';

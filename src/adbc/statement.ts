@@ -11,9 +11,10 @@ import {
   isArrowExportable, nativeMemory, NULL,
   type ArrowStreamExportable, type Ptr, type RecordBatchSource, type StreamImportOptions,
 } from '../index.js';
-import { allocNative, allocPartitions, freeNative, readI64, takePartitions, type Driver } from './driver.js';
+import { allocNative, allocPartitions, bytesIn, freeNative, readI64, takePartitions, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, type Serial } from './lifetime.js';
+import * as options from './options.js';
 import { AdbcRecordBatchReader } from './reader.js';
 import { isReleased } from '../memory/cstruct.js';
 
@@ -160,6 +161,28 @@ export class AdbcStatement extends Closable {
   }
 
   /**
+   * Sets a serialized Substrait plan (`substrait.Plan` bytes) to execute instead of SQL
+   * (`AdbcStatementSetSubstraitPlan`; the bytes are copied for the call). NOT_IMPLEMENTED where the
+   * driver takes no Substrait (DuckDB's, SQLite's, PostgreSQL's); Flight SQL's sends the plan to the
+   * server at execution, which may refuse it there.
+   *
+   * @example
+   * await stmt.setSubstraitPlan(planBytes);
+   * const table = await (await stmt.executeQuery()).toTableAsync();
+   */
+  async setSubstraitPlan(plan: Uint8Array): Promise<void> {
+    const p = this.#queued('setSubstraitPlan');
+    await this.#conn.serial.run(() => {
+      const bytes = bytesIn(plan);
+      try {
+        this.#conn.driver.call('StatementSetSubstraitPlan', p, bytes, plan.byteLength);
+      } finally {
+        freeNative(bytes);
+      }
+    });
+  }
+
+  /**
    * Sets an option (`AdbcStatementSetOption`): `adbc.ingest.target_table`, a driver's own keys.
    *
    * @example
@@ -167,6 +190,77 @@ export class AdbcStatement extends Closable {
    */
   setOption(key: string, value: string): void {
     this.#conn.driver.call('StatementSetOption', this.#use('setOption'), key, value);
+  }
+
+  /**
+   * Sets a bytes option (`AdbcStatementSetOptionBytes`, ADBC 1.1.0; NOT_IMPLEMENTED where the driver lacks it).
+   *
+   * @example
+   * stmt.setOptionBytes('adbc.my_driver.token', new TextEncoder().encode('secret'));
+   */
+  setOptionBytes(key: string, value: Uint8Array): void {
+    options.setOptionBytes(this.#conn.driver, 'Statement', this.#use('setOptionBytes'), key, value);
+  }
+
+  /**
+   * Sets an integer option (`AdbcStatementSetOptionInt`, ADBC 1.1.0): a bigint, or a number that is a safe integer.
+   *
+   * @example
+   * stmt.setOptionInt('adbc.postgresql.batch_size_hint_bytes', 65536);
+   */
+  setOptionInt(key: string, value: bigint | number): void {
+    options.setOptionInt(this.#conn.driver, 'Statement', this.#use('setOptionInt'), key, value);
+  }
+
+  /**
+   * Sets a floating-point option (`AdbcStatementSetOptionDouble`, ADBC 1.1.0).
+   *
+   * @example
+   * stmt.setOptionDouble('adbc.flight.sql.rpc.timeout_seconds.query', 60);
+   */
+  setOptionDouble(key: string, value: number): void {
+    options.setOptionDouble(this.#conn.driver, 'Statement', this.#use('setOptionDouble'), key, value);
+  }
+
+  /**
+   * Reads a string option (`AdbcStatementGetOption`, ADBC 1.1.0): NOT_FOUND for a key the driver does
+   * not know, NOT_IMPLEMENTED where the driver has no getters.
+   *
+   * @example
+   * const table = stmt.getOption('adbc.ingest.target_table');
+   */
+  getOption(key: string): string {
+    return options.getOption(this.#conn.driver, 'Statement', this.#use('getOption'), key);
+  }
+
+  /**
+   * Reads a bytes option (`AdbcStatementGetOptionBytes`, ADBC 1.1.0).
+   *
+   * @example
+   * const token = stmt.getOptionBytes('adbc.my_driver.token');
+   */
+  getOptionBytes(key: string): Uint8Array {
+    return options.getOptionBytes(this.#conn.driver, 'Statement', this.#use('getOptionBytes'), key);
+  }
+
+  /**
+   * Reads an integer option (`AdbcStatementGetOptionInt`, ADBC 1.1.0), as a bigint (int64).
+   *
+   * @example
+   * const hint = stmt.getOptionInt('adbc.postgresql.batch_size_hint_bytes');
+   */
+  getOptionInt(key: string): bigint {
+    return options.getOptionInt(this.#conn.driver, 'Statement', this.#use('getOptionInt'), key);
+  }
+
+  /**
+   * Reads a floating-point option (`AdbcStatementGetOptionDouble`, ADBC 1.1.0).
+   *
+   * @example
+   * const progress = stmt.getOptionDouble('adbc.statement.exec.progress');
+   */
+  getOptionDouble(key: string): number {
+    return options.getOptionDouble(this.#conn.driver, 'Statement', this.#use('getOptionDouble'), key);
   }
 
   /**
@@ -340,6 +434,21 @@ export class AdbcStatement extends Closable {
   async executeSchema(): Promise<Schema> {
     const p = this.#queued('executeSchema');
     return this.#run(() => importSchemaFrom((out) => this.#conn.driver.callAsync('StatementExecuteSchema', p, out)));
+  }
+
+  /**
+   * The schema of the statement's parameters (`AdbcStatementGetParameterSchema`, ADBC 1.1.0), after
+   * `prepare()`: one field per parameter in order, named where the driver knows the name (else ''),
+   * typed where it knows the type (else Null). NOT_IMPLEMENTED where the driver cannot tell.
+   *
+   * @example
+   * await stmt.setSqlQuery('SELECT * FROM people WHERE id = ? AND name = ?');
+   * await stmt.prepare();
+   * const params = await stmt.getParameterSchema(); // two fields
+   */
+  async getParameterSchema(): Promise<Schema> {
+    const p = this.#queued('getParameterSchema');
+    return this.#run(() => importSchemaFrom((out) => this.#conn.driver.callAsync('StatementGetParameterSchema', p, out)));
   }
 
   /**

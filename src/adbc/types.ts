@@ -82,6 +82,33 @@ export const InfoCode = {
 export type InfoCode = (typeof InfoCode)[keyof typeof InfoCode];
 
 /**
+ * The statistics ADBC defines (`ADBC_STATISTIC_*_KEY`), as `getStatistics` gives them in
+ * `statistic_key`; keys from 1024 up are the driver's own (`getStatisticNames` names them).
+ *
+ * @example
+ * const stats = await conn.getStatistics({ tableName: 'people' });
+ * // in each catalog's db_schema_statistics: statistic_key === StatisticKey.RowCount
+ */
+export const StatisticKey = {
+  /** `adbc.statistic.byte_width`: the average size of a value of the column, in bytes (float64). */
+  AverageByteWidth: 0,
+  /** `adbc.statistic.distinct_count`: how many distinct values the column holds. */
+  DistinctCount: 1,
+  /** `adbc.statistic.max_byte_width`: the largest value of the column, in bytes. */
+  MaxByteWidth: 2,
+  /** `adbc.statistic.max_value`: the column's largest value. */
+  MaxValue: 3,
+  /** `adbc.statistic.min_value`: the column's smallest value. */
+  MinValue: 4,
+  /** `adbc.statistic.null_count`: how many values of the column are null. */
+  NullCount: 5,
+  /** `adbc.statistic.row_count`: the rows of the table (or column). */
+  RowCount: 6,
+} as const;
+/** A `StatisticKey` value. */
+export type StatisticKey = (typeof StatisticKey)[keyof typeof StatisticKey];
+
+/**
  * What bulk ingestion does with an existing table (`adbc.ingest.mode.*`).
  *
  * @example

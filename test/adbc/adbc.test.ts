@@ -9,7 +9,9 @@
  * errors with the driver's status, SQLSTATE and details (at execute and in
  * mid-stream), the release order ADBC requires whatever order the caller
  * closes in, cancellation, parameters that bind the same on every driver,
- * partitioned results (Flight SQL; NOT_IMPLEMENTED elsewhere); and after
+ * partitioned results (Flight SQL; NOT_IMPLEMENTED elsewhere), the ADBC
+ * 1.1 option getters, statistics and parameter schemas (NOT_IMPLEMENTED
+ * where a driver lacks them); and after
  * every test, failing ones included, nothing left: no import or export
  * live, every database released. What the example Flight SQL server cannot
  * do (bulk ingestion) skips with the reason.
@@ -22,7 +24,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { Bool, Float64, Int32, RecordBatchReader, Table, tableFromArrays, tableToIPC, Utf8, vectorFromArray, type Vector } from 'apache-arrow';
 import { accounting, isImportReleased, StreamProducerError, type ImportedRecordBatch } from '../../src/index.js';
-import { AdbcConnection, AdbcDatabase, AdbcRecordBatchReader, AdbcError, AdbcStatus, InfoCode, IngestMode, ObjectDepth } from '../../src/adbc/index.js';
+import { AdbcConnection, AdbcDatabase, AdbcRecordBatchReader, AdbcError, AdbcStatus, InfoCode, IngestMode, ObjectDepth, StatisticKey } from '../../src/adbc/index.js';
 import { collectUntil } from '../helpers/gc.js';
 import { DRIVERS, type DriverName, type DriverSpec } from './drivers.js';
 import { postgresMissing, startPostgres, type PostgresServer } from './postgres.js';
@@ -73,6 +75,32 @@ const MID_STREAM_ERROR: Record<DriverName, string> = {
   sqlite: 'WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 9999) SELECT CASE WHEN i < 5000 THEN i ELSE abs(-9223372036854775807 - 1) END AS x FROM c',
   postgresql: 'SELECT CASE WHEN i < 50000 THEN i ELSE 1 / (i - i) END AS x FROM generate_series(0, 100000) AS g(i)',
   flightsql: 'WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 9999) SELECT CASE WHEN i < 5000 THEN i ELSE abs(-9223372036854775807 - 1) END AS x FROM c',
+};
+
+/** Rejects or throws an AdbcError with `status` from `operation`; returns it. */
+async function adbcFailure(f: () => unknown, status: number, operation: string): Promise<AdbcError> {
+  const err = await (async () => f())().then(() => undefined, (e: unknown) => e);
+  assert.ok(err instanceof AdbcError, `${operation}: ${String(err)}`);
+  assert.equal(err.operation, operation);
+  assert.equal(err.status, status, `${operation}: ${err.message}`);
+  assert.ok(err.message.length > 0, `${operation}: a message`);
+  return err;
+}
+
+/** What each driver's `getParameterSchema` says of `x = <param 1> AND y = <param 2>` after prepare, or undefined: NOT_IMPLEMENTED. */
+const PARAMETER_SCHEMA: Record<DriverName, string[] | undefined> = {
+  duckdb: ['0: Null', '1: Null'], // positional, types unknown before binding
+  sqlite: ['0: Null', '1: Null'],
+  postgresql: ['$1: Int32', '$2: Utf8'], // the server's inferred types
+  flightsql: undefined, // arrow-go's example server sends no parameter schema with its prepared statement
+};
+
+/** Which drivers have statistics (DuckDB's: the row count; PostgreSQL's: pg_stats, approximate only, one schema per call). */
+const STATISTICS: Record<DriverName, { dbSchema?: string; exact: boolean } | undefined> = {
+  duckdb: { exact: true },
+  sqlite: undefined,
+  postgresql: { dbSchema: 'public', exact: false },
+  flightsql: undefined,
 };
 
 let serial = 0;
@@ -464,6 +492,121 @@ for (const spec of DRIVERS) {
       } finally {
         all.release();
       }
+    });
+
+    test('option getters: autocommit read back as set, every typed getter NOT_FOUND for an unknown key, a typed option round trip', async () => {
+      const { db, conn } = await open();
+      assert.equal(conn.getOption('adbc.connection.autocommit'), 'true');
+      conn.setAutoCommit(false);
+      assert.equal(conn.getOption('adbc.connection.autocommit'), 'false');
+      conn.setAutoCommit(true);
+      await using stmt = await conn.createStatement();
+      for (const [what, h] of [['Database', db], ['Connection', conn], ['Statement', stmt]] as const) {
+        await adbcFailure(() => h.getOption('arrow_device.no.such.option'), AdbcStatus.NOT_FOUND, `Adbc${what}GetOption`);
+        await adbcFailure(() => h.getOptionBytes('arrow_device.no.such.option'), AdbcStatus.NOT_FOUND, `Adbc${what}GetOptionBytes`);
+        await adbcFailure(() => h.getOptionInt('arrow_device.no.such.option'), AdbcStatus.NOT_FOUND, `Adbc${what}GetOptionInt`);
+        await adbcFailure(() => h.getOptionDouble('arrow_device.no.such.option'), AdbcStatus.NOT_FOUND, `Adbc${what}GetOptionDouble`);
+      }
+      await adbcFailure(() => stmt.setOptionInt('x', 2 ** 60), AdbcStatus.INVALID_ARGUMENT, 'AdbcStatementSetOptionInt');
+      if (spec.name === 'duckdb' || spec.name === 'postgresql') {
+        // A value longer than the first buffer offered (256 bytes): the driver says the length, the getter asks again.
+        const long = `t_${'x'.repeat(600)}`;
+        stmt.setOption('adbc.ingest.target_table', long);
+        assert.equal(stmt.getOption('adbc.ingest.target_table'), long);
+        stmt.setOption('adbc.ingest.target_table', 'short');
+        assert.equal(stmt.getOption('adbc.ingest.target_table'), 'short');
+      }
+      if (spec.name === 'postgresql') {
+        stmt.setOptionInt('adbc.postgresql.batch_size_hint_bytes', 65536n);
+        assert.equal(stmt.getOptionInt('adbc.postgresql.batch_size_hint_bytes'), 65536n);
+      } else if (spec.name === 'sqlite') {
+        stmt.setOptionInt('adbc.sqlite.query.batch_rows', 100);
+        assert.equal(stmt.getOptionInt('adbc.sqlite.query.batch_rows'), 100n);
+        assert.equal(stmt.getOption('adbc.sqlite.query.batch_rows'), '100', 'the same option as a string');
+        assert.equal(db.getOption('uri'), ':memory:');
+        assert.deepEqual(db.getOptionBytes('uri'), new TextEncoder().encode(':memory:'), 'the bytes getter: the bytes, as many as the driver says');
+      } else if (spec.name === 'flightsql') {
+        conn.setOptionDouble('adbc.flight.sql.rpc.timeout_seconds.fetch', 12.5);
+        assert.equal(conn.getOptionDouble('adbc.flight.sql.rpc.timeout_seconds.fetch'), 12.5);
+        assert.equal(conn.getOption('adbc.flight.sql.rpc.timeout_seconds.fetch'), '12.5s');
+        assert.equal(stmt.getOptionDouble('adbc.statement.exec.progress'), 0);
+      } else {
+        assert.equal(db.getOption('path'), ':memory:');
+        assert.equal(conn.getOption('adbc.connection.db_schema'), 'main');
+      }
+    });
+
+    test(STATISTICS[spec.name] ? 'getStatistics: the row count of a table; getStatisticNames: the driver\'s own names (none)' : 'getStatistics and getStatisticNames: an AdbcError with status NOT_IMPLEMENTED', async () => {
+      const { conn } = await open();
+      const t = unique('stats');
+      await conn.execute(`CREATE TABLE ${t} (x INTEGER, y TEXT)`);
+      await conn.execute(`INSERT INTO ${t} VALUES (1, 'a'), (2, NULL), (3, 'c')`);
+      const how = STATISTICS[spec.name];
+      if (!how) {
+        await adbcFailure(() => conn.getStatistics({ tableName: t }), AdbcStatus.NOT_IMPLEMENTED, 'AdbcConnectionGetStatistics');
+        await adbcFailure(() => conn.getStatisticNames(), AdbcStatus.NOT_IMPLEMENTED, 'AdbcConnectionGetStatisticNames');
+        (await conn.query('SELECT 1 AS one')).release(); // the connection is still usable
+        return;
+      }
+      if (spec.name === 'postgresql') await conn.execute(`ANALYZE ${t}`);
+      const stats = await conn.getStatistics({ dbSchema: how.dbSchema, tableName: t });
+      try {
+        assert.deepEqual(stats.schema.fields.map((f) => f.name), ['catalog_name', 'catalog_db_schemas']);
+        const rows: { table_name: string; column_name: string | null; statistic_key: number; statistic_value: unknown }[] = [];
+        for (const cat of stats) for (const s of cat.toJSON().catalog_db_schemas ?? []) for (const r of (s as { db_schema_statistics: Iterable<{ toJSON(): typeof rows[number] }> }).db_schema_statistics) rows.push(r.toJSON());
+        assert.ok(rows.length > 0 && rows.every((r) => r.table_name === t), JSON.stringify(rows));
+        const count = rows.find((r) => r.column_name === null && r.statistic_key === StatisticKey.RowCount);
+        assert.ok(count, `a row count among ${JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
+        assert.equal(Number(count.statistic_value), 3);
+      } finally {
+        stats.release();
+      }
+      if (!how.exact) {
+        await adbcFailure(() => conn.getStatistics({ dbSchema: how.dbSchema, tableName: t, approximate: false }), AdbcStatus.NOT_IMPLEMENTED, 'AdbcConnectionGetStatistics');
+      }
+      const names = await conn.getStatisticNames();
+      try {
+        assert.deepEqual(names.schema.fields.map((f) => `${f.name}: ${f.type}`), ['statistic_name: Utf8', 'statistic_key: Int16']);
+        assert.equal(names.numRows, 0);
+      } finally {
+        names.release();
+      }
+    });
+
+    test(PARAMETER_SCHEMA[spec.name] ? 'getParameterSchema after prepare: one field per parameter' : 'getParameterSchema: an AdbcError with status NOT_IMPLEMENTED', async () => {
+      const { conn } = await open();
+      const t = unique('pschema');
+      await conn.execute(`CREATE TABLE ${t} (x INTEGER, y TEXT)`);
+      await using stmt = await conn.createStatement();
+      await stmt.setSqlQuery(`SELECT * FROM ${t} WHERE x = ${spec.param(1)} AND y = ${spec.param(2)}`);
+      await stmt.prepare();
+      const want = PARAMETER_SCHEMA[spec.name];
+      if (!want) {
+        const err = await adbcFailure(() => stmt.getParameterSchema(), AdbcStatus.NOT_IMPLEMENTED, 'AdbcStatementGetParameterSchema');
+        assert.equal(err.message, 'AdbcStatementGetParameterSchema: NotImplemented', 'the driver gave no text: the operation and status say it');
+        return;
+      }
+      const schema = await stmt.getParameterSchema();
+      assert.deepEqual(schema.fields.map((f) => `${f.name}: ${f.type}`), want);
+    });
+
+    test('setSubstraitPlan: NOT_IMPLEMENTED on every driver tested (Flight SQL\'s: the server\'s, at execution); the statement still takes SQL', async () => {
+      const { conn } = await open();
+      await using stmt = await conn.createStatement();
+      const plan = Uint8Array.of(0x0a, 0x00);
+      if (spec.name === 'flightsql') {
+        // Flight SQL's driver sends the plan to the server at execution; arrow-go's example server has no Substrait.
+        await stmt.setSubstraitPlan(plan);
+        const err = await adbcFailure(() => stmt.executeQuery(), AdbcStatus.NOT_IMPLEMENTED, 'AdbcStatementExecuteQuery');
+        assert.match(err.message, /SubstraitPlan not implemented/);
+      } else {
+        // DuckDB's and PostgreSQL's drivers leave the entry NULL; SQLite's returns NOT_IMPLEMENTED.
+        await adbcFailure(() => stmt.setSubstraitPlan(plan), AdbcStatus.NOT_IMPLEMENTED, 'AdbcStatementSetSubstraitPlan');
+      }
+      await stmt.setSqlQuery('SELECT 1 AS one');
+      const t = await (await stmt.executeQuery()).toTableAsync();
+      assert.equal(t.numRows, 1);
+      t.release();
     });
 
     if (spec.name !== 'flightsql') {

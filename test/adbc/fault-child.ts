@@ -1,37 +1,64 @@
 /**
- * The child process of test/adbc/faults.test.ts: starts its own Flight SQL
- * server, streams a result too large to sit in the socket buffers, kills the
- * server (SIGKILL) after the first batch, reads on, and prints one JSON line
- * (what the reader threw, how long after the kill, what was left live). It
- * ends by returning, never with `process.exit`: that it exits at all is what
- * the parent checks (no native thread or handle keeps it alive).
+ * The child process of test/adbc/faults.test.ts: starts its own server (the
+ * driver named by its argument: `flightsql`, the default, or `postgresql`),
+ * streams a result too large to sit in the socket buffers, stops the server
+ * hard after the first batch (Flight SQL: SIGKILL; PostgreSQL: `pg_ctl stop
+ * -m immediate`, which ends every backend at once without a checkpoint),
+ * reads on, and prints one JSON line (what the reader threw, how long after
+ * the fault, what was left live). It ends by returning, never with
+ * `process.exit`: that it exits at all is what the parent checks (no native
+ * thread or handle keeps it alive).
  */
-import { AdbcDatabase, AdbcError } from '../../src/adbc/index.js';
+import { AdbcDatabase, AdbcError, type AdbcRecordBatchReader } from '../../src/adbc/index.js';
 import { accounting, StreamProducerError } from '../../src/index.js';
-import { FLIGHTSQL } from './drivers.js';
+import { FLIGHTSQL, POSTGRESQL } from './drivers.js';
 import { startFlightSql } from './flightsql.js';
+import { startPostgres } from './postgres.js';
 
-const server = await startFlightSql();
-const db = new AdbcDatabase(FLIGHTSQL.options(server.uri));
+const which = process.argv[2] ?? 'flightsql';
+const spec = which === 'postgresql' ? POSTGRESQL : FLIGHTSQL;
+let fault: () => Promise<void>;
+let uri: string;
+if (which === 'postgresql') {
+  const server = await startPostgres();
+  uri = server.uri;
+  fault = async () => server.stop(); // pg_ctl stop -m immediate
+} else {
+  const server = await startFlightSql();
+  uri = server.uri;
+  fault = () => server.kill();
+}
+const db = new AdbcDatabase(spec.options(uri));
 const conn = await db.connect();
-// About 40 MB of rows: far more than gRPC's flow-control windows and the socket buffers hold, so the
-// server is still sending when it is killed.
-const reader = await conn.queryStream(`WITH s AS (${FLIGHTSQL.series(1_000_000)}) SELECT i, 'row number ' || i || ' of a long result' AS label FROM s`);
+// About 40 MB of rows: far more than gRPC's flow-control windows, libpq's buffer and the socket buffers
+// hold, so the server is still sending when it stops.
+const sql = `WITH s AS (${spec.series(1_000_000)}) SELECT i, 'row number ' || i || ' of a long result' AS label FROM s`;
+let reader: AdbcRecordBatchReader;
+if (which === 'postgresql') {
+  // Small batches (the driver's default is 16 MB): many come before the end.
+  const stmt = await conn.createStatement();
+  stmt.setOption('adbc.postgresql.batch_size_hint_bytes', '65536');
+  await stmt.setSqlQuery(sql);
+  reader = await stmt.executeQuery();
+  await stmt.close(); // released after the reader
+} else {
+  reader = await conn.queryStream(sql);
+}
 let rows = 0;
-let killedAt = 0;
+let faultAt = 0;
 let error: unknown;
 try {
   for await (const batch of reader) {
     rows += batch.numRows;
-    if (killedAt === 0) {
-      await server.kill();
-      killedAt = performance.now();
+    if (faultAt === 0) {
+      await fault();
+      faultAt = performance.now();
     }
   }
 } catch (e) {
   error = e;
 }
-const errorAfterMs = performance.now() - killedAt;
+const errorAfterMs = performance.now() - faultAt;
 const released = reader.released;
 await conn.close();
 await db.close();
@@ -40,10 +67,12 @@ process.stdout.write(
     rows,
     errorAfterMs,
     released,
+    dbReleased: db.released,
     kind: error instanceof AdbcError ? 'AdbcError' : error instanceof StreamProducerError ? 'StreamProducerError' : error === undefined ? 'none' : String(error),
     status: error instanceof AdbcError ? error.status : undefined,
     operation: error instanceof AdbcError ? error.operation : undefined,
     message: error instanceof Error ? error.message : undefined,
+    sqlState: error instanceof AdbcError ? error.sqlState : undefined,
     liveImports: accounting().liveImports,
     liveExports: accounting().liveExports,
   })}\n`,

@@ -1,17 +1,19 @@
 /**
- * Faults on the network path of arrow-device/adbc, with the Flight SQL
- * driver and arrow-go's example Flight SQL server (test/adbc/flightsql.ts):
+ * Faults on the network path of arrow-device/adbc, against real servers:
+ * arrow-go's example Flight SQL server (test/adbc/flightsql.ts) and
+ * PostgreSQL (test/adbc/postgres.ts).
  *
- * - the server killed (SIGKILL) in mid-stream: the reader throws the
- *   driver's typed error (an `AdbcError` with status IO, from
- *   `AdbcErrorFromArrayStream`) within FAULT_BOUND_MS of the kill, nothing is
- *   left live, and the process exits by itself (run in a child process,
- *   test/adbc/fault-child.ts, which must end within CHILD_BOUND_MS);
+ * - a server stopped hard in mid-stream (Flight SQL: SIGKILL; PostgreSQL:
+ *   `pg_ctl stop -m immediate`): the reader throws the driver's typed error
+ *   (an `AdbcError` with status IO, from `AdbcErrorFromArrayStream`) within
+ *   FAULT_BOUND_MS of the fault, nothing is left live, and the process exits
+ *   by itself (run in a child process, test/adbc/fault-child.ts, which must
+ *   end within CHILD_BOUND_MS);
  * - a server that is not there: the first call fails within FAULT_BOUND_MS
  *   with the driver's message (connection refused), status IO.
  *
  * The bounds are generous against a loaded 2-core machine: what they prove
- * is "bounded", not "fast" (the kill is seen in milliseconds here).
+ * is "bounded", not "fast" (the fault is seen in milliseconds here).
  * Skips with the reason where the driver or the server is missing;
  * ADBC_REQUIRED=1 makes that a failure.
  */
@@ -23,8 +25,9 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { accounting } from '../../src/index.js';
 import { AdbcDatabase, AdbcError, AdbcStatus } from '../../src/adbc/index.js';
-import { FLIGHTSQL } from './drivers.js';
+import { FLIGHTSQL, POSTGRESQL } from './drivers.js';
 import { flightSqlServerMissing } from './flightsql.js';
+import { postgresMissing } from './postgres.js';
 
 /** How long after the fault the typed error may come. */
 const FAULT_BOUND_MS = 10_000;
@@ -32,7 +35,8 @@ const FAULT_BOUND_MS = 10_000;
 const CHILD_BOUND_MS = 60_000;
 
 const missing = FLIGHTSQL.missing ?? flightSqlServerMissing();
-if (missing && process.env.ADBC_REQUIRED === '1') throw new Error(`ADBC_REQUIRED=1: ${missing}`);
+const pgMissing = POSTGRESQL.missing ?? postgresMissing();
+for (const why of [missing, pgMissing]) if (why && process.env.ADBC_REQUIRED === '1') throw new Error(`ADBC_REQUIRED=1: ${why}`);
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -49,6 +53,7 @@ interface ChildReport {
   rows: number;
   errorAfterMs: number;
   released: boolean;
+  dbReleased: boolean;
   kind: string;
   status: number | undefined;
   operation: string | undefined;
@@ -57,32 +62,44 @@ interface ChildReport {
   liveExports: number;
 }
 
+/**
+ * Runs test/adbc/fault-child.ts against `driver`'s server and checks what the
+ * reader saw: the driver's own error for the stream (status IO) within
+ * FAULT_BOUND_MS of the fault, after some rows but not all, the stream
+ * released, nothing live, and the child's exit by itself.
+ */
+async function stopInMidStream(driver: 'flightsql' | 'postgresql'): Promise<ChildReport> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(dirname(fileURLToPath(import.meta.url)), 'fault-child.ts'), driver], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, CHILD_BOUND_MS);
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+  clearTimeout(timer);
+  assert.equal(timedOut, false, `the child exited by itself within ${CHILD_BOUND_MS} ms (stdout: ${out}, stderr: ${err})`);
+  assert.deepEqual([code, signal], [0, null], `the child's exit (stderr: ${err})`);
+  const report = JSON.parse(out.trim().split('\n').pop()!) as ChildReport;
+  assert.equal(report.kind, 'AdbcError', `what the reader threw: ${report.message}`);
+  assert.equal(report.operation, 'AdbcErrorFromArrayStream', "the driver's own error for the stream");
+  assert.equal(report.status, AdbcStatus.IO, report.message);
+  assert.ok(report.rows > 0 && report.rows < 1_000_000, `${report.rows} rows came before the error, not all of them`);
+  assert.ok(report.errorAfterMs < FAULT_BOUND_MS, `the error came ${report.errorAfterMs.toFixed(0)} ms after the fault`);
+  assert.equal(report.released, true, 'the failed stream is released');
+  assert.equal(report.dbReleased, true, 'the database (and so its connection and statement) released');
+  assert.deepEqual([report.liveImports, report.liveExports], [0, 0], 'nothing left live');
+  return report;
+}
+
 describe('arrow-device/adbc faults: Flight SQL', { skip: missing }, () => {
   test(`a server killed in mid-stream: an AdbcError (IO) within ${FAULT_BOUND_MS} ms, nothing live, and the process exits by itself`, async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(dirname(fileURLToPath(import.meta.url)), 'fault-child.ts')], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, CHILD_BOUND_MS);
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
-    clearTimeout(timer);
-    assert.equal(timedOut, false, `the child exited by itself within ${CHILD_BOUND_MS} ms (stdout: ${out}, stderr: ${err})`);
-    assert.deepEqual([code, signal], [0, null], `the child's exit (stderr: ${err})`);
-    const report = JSON.parse(out.trim().split('\n').pop()!) as ChildReport;
-    assert.equal(report.kind, 'AdbcError', `what the reader threw: ${report.message}`);
-    assert.equal(report.operation, 'AdbcErrorFromArrayStream', "the driver's own error for the stream");
-    assert.equal(report.status, AdbcStatus.IO, report.message);
-    assert.ok(report.rows > 0 && report.rows < 1_000_000, `${report.rows} rows came before the error, not all of them`);
-    assert.ok(report.errorAfterMs < FAULT_BOUND_MS, `the error came ${report.errorAfterMs.toFixed(0)} ms after the kill`);
-    assert.equal(report.released, true, 'the failed stream is released');
-    assert.deepEqual([report.liveImports, report.liveExports], [0, 0], 'nothing left live');
+    await stopInMidStream('flightsql');
   });
 
   test(`no server at the address: the first call fails within ${FAULT_BOUND_MS} ms with the driver's message (IO)`, async () => {
@@ -109,5 +126,13 @@ describe('arrow-device/adbc faults: Flight SQL', { skip: missing }, () => {
       await db.close();
     }
     assert.deepEqual([accounting().liveImports, accounting().liveExports], [0, 0]);
+  });
+});
+
+describe('arrow-device/adbc faults: PostgreSQL', { skip: pgMissing }, () => {
+  test(`a server stopped hard in mid-stream (pg_ctl stop -m immediate): an AdbcError (IO) within ${FAULT_BOUND_MS} ms, nothing live, and the process exits by itself`, async () => {
+    const report = await stopInMidStream('postgresql');
+    // libpq's own words for a connection the server dropped.
+    assert.match(report.message ?? '', /server closed the connection unexpectedly/);
   });
 });

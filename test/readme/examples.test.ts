@@ -124,12 +124,13 @@ declare global {
   const connPtr: Ptr;
   const errPtr: Ptr;
 
-  // arrow-device/adbc: a database, a connection, a statement open; an error caught; Arrow IPC stream bytes.
+  // arrow-device/adbc: a database, a connection, a statement open; an error caught; Arrow IPC stream bytes; a serialized Substrait plan.
   const db: AdbcDatabase;
   const conn: AdbcConnection;
   const stmt: AdbcStatement;
   const err: AdbcError;
   const ipcBytes: Uint8Array;
+  const planBytes: Uint8Array;
 
   // WebAssembly: a module's bytes (read from a file), a Parquet file, addresses a wasm32 module returned.
   const wasmBytes: Uint8Array<ArrayBuffer>;
