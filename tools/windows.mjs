@@ -18,9 +18,12 @@
 // 4. The C test peers (test/ownership/counting.c, test/async/peer.c) built
 //    as Windows DLLs with zig (x86_64-windows-gnu, against the UCRT): a
 //    Windows process under Wine cannot start a Linux compiler. The tests
-//    find them through ARROW_DEVICE_TEST_PEERS. The SQLite ADBC driver from
-//    its win_amd64 wheel (pip download, the version setup-drivers.sh pins),
-//    for test/adbc (ADBC_SQLITE_DRIVER).
+//    find them through ARROW_DEVICE_TEST_PEERS. The SQLite and Flight SQL
+//    ADBC drivers from their win_amd64 wheels (pip download, the version
+//    setup-drivers.sh pins), and arrow-go's example Flight SQL server built
+//    for Windows with Go, for test/adbc (ADBC_SQLITE_DRIVER,
+//    ADBC_FLIGHTSQL_DRIVER, ADBC_FLIGHTSQL_SERVER). Go programs need
+//    bcryptprimitives.dll, which Wine 8 lacks: tools/wine/ has a stand-in.
 // 5. Each file in its own `node.exe --test`, its output sent to a file and
 //    printed after (Node under Wine cannot write to a Linux pipe).
 //
@@ -44,8 +47,8 @@ const LEFT_OUT = {
   'test/platform/deno.test.ts': 'it runs Deno, a Linux program here, which a Windows process under Wine cannot start',
   'test/package/package.test.ts': 'it packs and installs with npm and runs Bun and Deno, Linux programs here; this run itself installs the packed tarball for win32',
 };
-/** Beside the core selection: the library pin (GetModuleHandleExW), and arrow-device/adbc with SQLite's driver (step 4). */
-const EXTRA = ['test/ownership/unloaded.test.ts', 'test/adbc/adbc.test.ts', 'test/adbc/discovery.test.ts'];
+/** Beside the core selection: the library pin (GetModuleHandleExW), and arrow-device/adbc with SQLite's and Flight SQL's drivers (step 4). */
+const EXTRA = ['test/ownership/unloaded.test.ts', 'test/adbc/adbc.test.ts', 'test/adbc/discovery.test.ts', 'test/adbc/faults.test.ts'];
 const SELECTION = [...CORE.filter((f) => !(f in LEFT_OUT)), ...EXTRA];
 
 function step(what) {
@@ -160,34 +163,91 @@ for (const [name, fn] of [['counting', 'cp_make_batch'], ['asyncpeer', 'peer_pro
   }
 }
 
-// The SQLite ADBC driver for Windows: the win_amd64 wheel of the version test/adbc/setup-drivers.sh pins.
-step('the SQLite ADBC driver for Windows (the adbc-driver-sqlite win_amd64 wheel)');
+// The ADBC drivers for Windows: the win_amd64 wheels of the version test/adbc/setup-drivers.sh pins.
 const adbcVersion = /^VERSION=(\S+)$/m.exec(readFileSync(join(root, 'test', 'adbc', 'setup-drivers.sh'), 'utf8'))?.[1];
-const sqliteDir = join(work, 'adbc-sqlite');
-// Named as on Windows (the entry point AdbcDriverSqliteInit is derived from the name), one folder per version.
-const sqliteDll = join(sqliteDir, adbcVersion, 'adbc_driver_sqlite.dll');
-if (!existsSync(sqliteDll)) {
-  mkdirSync(join(sqliteDir, 'wheels'), { recursive: true });
-  mkdirSync(dirname(sqliteDll), { recursive: true });
-  const py = process.env.PYTHON ?? 'python3';
-  const dl = spawnSync(
-    py,
-    ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:', '--platform', 'win_amd64', '--dest', join(sqliteDir, 'wheels'), `adbc-driver-sqlite==${adbcVersion}`],
-    { stdio: 'inherit', env: { ...process.env, PIP_CACHE_DIR: join(sqliteDir, 'pip-cache') } },
-  );
-  // The wheel names its DLL libadbc_driver_sqlite.so on every platform: taken out under a Windows name.
-  const unpack = `import sys, zipfile, glob\nw = glob.glob(sys.argv[1] + '/adbc_driver_sqlite-' + sys.argv[3] + '-*-win_amd64.whl')[0]\nopen(sys.argv[2], 'wb').write(zipfile.ZipFile(w).read('adbc_driver_sqlite/libadbc_driver_sqlite.so'))`;
-  if (dl.status !== 0 || spawnSync(py, ['-c', unpack, join(sqliteDir, 'wheels'), sqliteDll, adbcVersion], { stdio: 'inherit' }).status !== 0) {
-    console.error(`windows: could not get adbc-driver-sqlite==${adbcVersion} for win_amd64 (pip)`);
+
+/** The DLL of `adbc-driver-<name>` for win_amd64, under .build/windows/adbc-<name>/<version>/ (downloaded once). */
+function adbcDriver(name) {
+  const dir = join(work, `adbc-${name}`);
+  // Named as on Windows (the entry point, AdbcDriver<Name>Init, is derived from the name), one folder per version.
+  const dll = join(dir, adbcVersion, `adbc_driver_${name}.dll`);
+  if (!existsSync(dll)) {
+    mkdirSync(join(dir, 'wheels'), { recursive: true });
+    mkdirSync(dirname(dll), { recursive: true });
+    const py = process.env.PYTHON ?? 'python3';
+    const dl = spawnSync(
+      py,
+      ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:', '--platform', 'win_amd64', '--dest', join(dir, 'wheels'), `adbc-driver-${name}==${adbcVersion}`],
+      { stdio: 'inherit', env: { ...process.env, PIP_CACHE_DIR: join(dir, 'pip-cache') } },
+    );
+    // The wheel names its DLL libadbc_driver_<name>.so on every platform: taken out under a Windows name.
+    const unpack = `import sys, zipfile, glob\nw = glob.glob(sys.argv[1] + '/adbc_driver_${name}-' + sys.argv[3] + '-*-win_amd64.whl')[0]\nopen(sys.argv[2], 'wb').write(zipfile.ZipFile(w).read('adbc_driver_${name}/libadbc_driver_${name}.so'))`;
+    if (dl.status !== 0 || spawnSync(py, ['-c', unpack, join(dir, 'wheels'), dll, adbcVersion], { stdio: 'inherit' }).status !== 0) {
+      console.error(`windows: could not get adbc-driver-${name}==${adbcVersion} for win_amd64 (pip)`);
+      process.exit(1);
+    }
+  }
+  const entry = `AdbcDriver${name[0].toUpperCase()}${name.slice(1)}Init`;
+  const d = describeBinary(dll);
+  if (d.target !== 'win32-x64' || !d.exports.includes(entry)) {
+    console.error(`windows: ${dll} is a ${d.target} library${d.exports.includes(entry) ? '' : ` without ${entry}`}`);
     process.exit(1);
   }
+  console.log(`${relative(root, dll)} (adbc-driver-${name} ${adbcVersion}, win_amd64)`);
+  return dll;
 }
-const sqliteBinary = describeBinary(sqliteDll);
-if (sqliteBinary.target !== 'win32-x64' || !sqliteBinary.exports.includes('AdbcDriverSqliteInit')) {
-  console.error(`windows: ${sqliteDll} is a ${sqliteBinary.target} library${sqliteBinary.exports.includes('AdbcDriverSqliteInit') ? '' : ' without AdbcDriverSqliteInit'}`);
-  process.exit(1);
+
+step('the SQLite and Flight SQL ADBC drivers for Windows (their win_amd64 wheels)');
+const driverEnv = { ADBC_SQLITE_DRIVER: winPath(adbcDriver('sqlite')) };
+
+// Flight SQL: the driver (Go, in a DLL) and arrow-go's example server built for Windows with the
+// machine's Go, at the version test/adbc/setup-flightsql-server.sh pins, sharing its module cache.
+// Go programs ask bcryptprimitives.dll for ProcessPrng at start, which Wine 8 lacks: a stand-in
+// (tools/wine/bcryptprimitives.c, never shipped) goes into the Wine prefix.
+step("Flight SQL for Windows: arrow-go's example server (GOOS=windows) and Wine's missing bcryptprimitives.dll");
+const go = [process.env.GO, ...(process.env.PATH ?? '').split(':').map((d) => d && join(d, 'go')), '/usr/local/go/bin/go'].find((g) => g && existsSync(g));
+if (!go) {
+  console.log('no Go here: the Flight SQL tests skip under Wine (they say why)');
+} else {
+  const serverVersion = /^VERSION=(\S+)$/m.exec(readFileSync(join(root, 'test', 'adbc', 'setup-flightsql-server.sh'), 'utf8'))?.[1];
+  const module = /^MODULE=(\S+)$/m.exec(readFileSync(join(root, 'test', 'adbc', 'setup-flightsql-server.sh'), 'utf8'))?.[1];
+  const goDir = join(root, '.build', 'flightsql');
+  const server = join(goDir, 'gopath', 'bin', 'windows_amd64', 'sqlite_flightsql_server.exe');
+  const stamp = join(goDir, 'VERSION-windows');
+  if (!existsSync(server) || !existsSync(stamp) || readFileSync(stamp, 'utf8').trim() !== serverVersion) {
+    const r = spawnSync(go, ['install', `${module}@${serverVersion}`], {
+      stdio: 'inherit',
+      env: {
+        ...process.env,
+        GOPATH: join(goDir, 'gopath'),
+        GOMODCACHE: join(goDir, 'gopath', 'pkg', 'mod'),
+        GOCACHE: join(goDir, 'gocache'),
+        GOFLAGS: '-modcacherw',
+        GOTOOLCHAIN: 'local',
+        GOOS: 'windows',
+        GOARCH: 'amd64',
+        CGO_ENABLED: '0',
+        GOBIN: '',
+      },
+    });
+    if (r.status !== 0 || !existsSync(server)) {
+      console.error(`windows: go install ${module}@${serverVersion} for windows/amd64 failed`);
+      process.exit(1);
+    }
+    writeFileSync(stamp, `${serverVersion}\n`);
+  }
+  console.log(`${relative(root, server)} (${module}@${serverVersion}, windows/amd64)`);
+  const shim = join(node.env.WINEPREFIX, 'drive_c', 'windows', 'system32', 'bcryptprimitives.dll');
+  const shimSource = join(root, 'tools', 'wine', 'bcryptprimitives.c');
+  if (!existsSync(shim) || statSync(shim).mtimeMs < statSync(shimSource).mtimeMs) {
+    const r = spawnSync(zig(), ['cc', '-target', 'x86_64-windows-gnu', '-O2', '-shared', '-o', shim, shimSource], { stdio: 'inherit', env: { ...process.env, ...zigEnv() } });
+    if (r.status !== 0) {
+      console.error('windows: zig cc failed for tools/wine/bcryptprimitives.c');
+      process.exit(1);
+    }
+  }
+  Object.assign(driverEnv, { ADBC_FLIGHTSQL_DRIVER: winPath(adbcDriver('flightsql')), ADBC_FLIGHTSQL_SERVER: winPath(server) });
 }
-console.log(`${relative(root, sqliteDll)} (adbc-driver-sqlite ${adbcVersion}, win_amd64)`);
 
 // 5. Each file under Wine.
 console.log(`\n===== windows: ${readFileSync(version, 'utf8')} under Wine, ${files.length} test files =====`);
@@ -206,7 +266,7 @@ for (const f of files) {
   // cmd's redirection: Node writes to a Windows file handle, not to a Linux pipe.
   const r = spawnSync(node.cmd, ['cmd', '/c', `${winPath(node.args[0])} --test --test-reporter=spec ${winPath(js)} > ${winPath(log)} 2>&1`], {
     cwd: root,
-    env: { ...env, ARROW_DEVICE_TEST_PEERS: winPath(peers), ADBC_SQLITE_DRIVER: winPath(sqliteDll) },
+    env: { ...env, ARROW_DEVICE_TEST_PEERS: winPath(peers), ...driverEnv },
     stdio: 'ignore',
     timeout: 600_000,
   });

@@ -20,7 +20,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
+import { dirname, extname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { accounting } from '../../src/index.js';
@@ -28,6 +28,7 @@ import { AdbcDatabase, AdbcError, AdbcStatus } from '../../src/adbc/index.js';
 import { FLIGHTSQL, POSTGRESQL } from './drivers.js';
 import { flightSqlServerMissing } from './flightsql.js';
 import { postgresMissing } from './postgres.js';
+import { runtimeArgs } from '../helpers/child.js';
 
 /** How long after the fault the typed error may come. */
 const FAULT_BOUND_MS = 10_000;
@@ -69,7 +70,9 @@ interface ChildReport {
  * released, nothing live, and the child's exit by itself.
  */
 async function stopInMidStream(driver: 'flightsql' | 'postgresql'): Promise<ChildReport> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(dirname(fileURLToPath(import.meta.url)), 'fault-child.ts'), driver], {
+  // The child beside this file, .ts or (compiled: the Windows run) .js.
+  const here = fileURLToPath(import.meta.url);
+  const child = spawn(process.execPath, [...runtimeArgs(), join(dirname(here), `fault-child${extname(here)}`), driver], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -119,7 +122,7 @@ describe('arrow-device/adbc faults: Flight SQL', { skip: missing }, () => {
       const elapsed = performance.now() - started;
       assert.ok(error instanceof AdbcError, String(error));
       assert.equal(error.status, AdbcStatus.IO);
-      assert.match(error.message, /connection refused/);
+      assert.match(error.message, /connection refused/i); // Windows: "connectex: Connection refused."
       assert.match(error.message, new RegExp(`127\\.0\\.0\\.1:${port}`), 'the message names the address');
       assert.ok(elapsed < FAULT_BOUND_MS, `failed after ${elapsed.toFixed(0)} ms`);
     } finally {
