@@ -26,7 +26,7 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
 import { matchesImage, MAX_NESTING_DEPTH, schemaImage, type SchemaImage, type SchemaNode } from '../schema/node.js';
 
-/** The O(length) checks of `full` (read.ts), as bits of `PlanNode.full`. */
+/** The O(length) checks of `full` (full-checks.ts), as bits of `PlanNode.full`. */
 export const enum FullCheck {
   /** Offsets monotone and inside their buffer (binary, lists). */
   Offsets = 1,
@@ -50,8 +50,8 @@ export const enum FullCheck {
  * keep it).
  */
 export const enum Form {
-  /** Validity only (struct, fixed-size list): children windows. */
-  None,
+  /** Struct or fixed-size list: validity only, and the children seen through the parent's window. */
+  StructOrFixedList,
   /** Null: no buffers. */
   Null,
   /** bool: the values bitmap as is. */
@@ -84,7 +84,8 @@ export class PlanNode {
   dictionary: PlanNode | null = null;
   /** The arrow-js type of the node (set when the plan's arrow-js form is made). */
   type: DataType | null = null;
-  form = Form.None;
+  /** How its arrow-js `Data` is made (set with `type`). */
+  form = Form.StructOrFixedList;
   /** Fixed: elements of `Ctor` per value. */
   stride = 0;
   /** Fixed, Indices: the typed array constructor of the values. */
@@ -158,7 +159,7 @@ export class Plan {
   readonly root: PlanNode;
   /** Whether a node is under two parents (a `SchemaNode` DAG made in JS): the reader then checks struct addresses as it goes. */
   readonly shared: boolean;
-  /** The size of an array's record (read.ts), where the schema alone decides it (0 for view types: their buffers vary). */
+  /** The size of an array's record (record.ts), where the schema alone decides it (0 for view types: their buffers vary). */
   readonly recordSize: number;
   #arrow: DataType | null = null;
   #batch: BatchForm | null = null;
@@ -276,7 +277,7 @@ function assignForms(pn: PlanNode, type: DataType, path: string): void {
       child(0, (type.children[0] as Field).type);
       return;
     case Kind.FixedList: case Kind.Struct: case Kind.SparseUnion: case Kind.DenseUnion:
-      pn.form = l.kind === Kind.SparseUnion ? Form.Sparse : l.kind === Kind.DenseUnion ? Form.Dense : Form.None;
+      pn.form = l.kind === Kind.SparseUnion ? Form.Sparse : l.kind === Kind.DenseUnion ? Form.Dense : Form.StructOrFixedList;
       for (let i = 0; i < pn.children.length; i++) child(i, (type.children[i] as Field).type);
       return;
     case Kind.ListView: case Kind.RunEnd:

@@ -7,7 +7,7 @@
  */
 import type { SchemaNode } from '../schema/node.js';
 import type { PlanNode } from './plan.js';
-import { BUFFERS, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, skip, type ImportRead } from './read.js';
+import { BUFFERS, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, skip, type ImportRead } from './record.js';
 
 /**
  * An `ArrowArray` tree as plain JS: each node's counts, and each buffer as a byte view, with every type

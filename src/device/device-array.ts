@@ -20,14 +20,14 @@ import {
 import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from '../array/exchange.js';
 import { moveToHandle } from '../array/handoff.js';
 import { ArrayExportHandles, type ExportHandle } from '../memory/handle.js';
-import { importBatch, importData } from '../array/imported.js';
+import { buildBatch, buildData } from '../array/build.js';
 import { writeArrayView } from '../array/export.js';
 import type { ArrayView } from '../array/view.js';
 import { viewOf } from '../array/view.js';
 import {
-  BUFFERS, checkBufferSize, checkFull, childPos, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, readArray, recordCopy, resolveDeferred, resolveDeferredAsync, skip, UNKNOWN, readTree, checkLevelAsync,
-  validationLevel, type DeviceReader, type ValidationLevel,
+  checkBufferSize, checkFull, checkLevelAsync, FULL, readArray, readTree, resolveDeferred, resolveDeferredAsync, validationLevel, type DeviceReader, type ValidationLevel,
 } from '../array/read.js';
+import { BUFFERS, childPos, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, recordCopy, skip, UNKNOWN } from '../array/record.js';
 import { planOfNode, type Plan, type PlanNode } from '../array/plan.js';
 import { allocBytes, ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -103,7 +103,7 @@ export interface DeviceArrayNode {
   readonly dictionary: DeviceArrayNode | null;
 }
 
-/** A node of a device array's record (see src/array/read.ts). */
+/** A node of a device array's record (see src/array/record.ts). */
 class DeviceNode implements DeviceArrayNode {
   #buffers: DeviceBuffer[] | null = null;
   #children: DeviceNode[] | null = null;
@@ -345,7 +345,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
 
   /** A host copy, with the `full` checks its options ask for and its import did not run. */
   #checkCopy(copy: ImportRead, opts: ToHostOptions): ImportRead {
-    if (validationLevel(opts.validate) >= 3 && this.#read.level < 3) checkFull(copy, null);
+    if (validationLevel(opts.validate) >= FULL && this.#read.level < FULL) checkFull(copy, null);
     return copy;
   }
 
@@ -419,7 +419,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
    */
   toHost(opts: ToHostOptions = {}): Data {
     const copy = this.#copyToHost(opts);
-    return importData(retarget(copy, planOfNode(this.schema, opts)));
+    return buildData(retarget(copy, planOfNode(this.schema, opts)));
   }
 
   /**
@@ -442,7 +442,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
    */
   async toHostAsync(opts: ToHostOptions = {}): Promise<Data> {
     const copy = await this.#copyToHostAsync(opts);
-    return importData(retarget(copy, planOfNode(this.schema, opts)));
+    return buildData(retarget(copy, planOfNode(this.schema, opts)));
   }
 
   /** `toHostRecordBatch` for every device, WebGPU included. */
@@ -450,7 +450,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     if (this.schema.type.id !== 'struct') throw invalid('schema.format', `a record batch needs a struct ("+s"), got "${this.schema.format}"`);
     const plan = planOfNode(this.schema, opts);
     plan.batch();
-    return importBatch(retarget(await this.#copyToHostAsync(opts), plan));
+    return buildBatch(retarget(await this.#copyToHostAsync(opts), plan));
   }
 
   /** Copies a struct array to the host as an arrow-js `RecordBatch`. */
@@ -459,7 +459,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     const plan = planOfNode(this.schema, opts);
     plan.batch();
     // A host copy: nothing to release (owned by no import), but releasable like every imported batch.
-    return importBatch(retarget(this.#copyToHost(opts), plan));
+    return buildBatch(retarget(this.#copyToHost(opts), plan));
   }
 
   /**

@@ -30,7 +30,7 @@ import type { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import { isDetached } from '../memory/wasm.js';
 import type { ImportOwner } from './owner.js';
 import { Form, planWithType, type Plan, type PlanNode, type TypedArrayCtor } from './plan.js';
-import { BUFFERS, childPos, ImportRead, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, skip } from './read.js';
+import { BUFFERS, childPos, ImportRead, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, skip } from './record.js';
 import type { ArrayView } from './view.js';
 import { viewOf } from './view.js';
 import { expandView } from './expand.js';
@@ -393,7 +393,7 @@ function dataOf(read: ImportRead, pn: PlanNode, p: number, add: number, len: num
     case Form.Expanded:
     case Form.Narrowed:
       return copied(read, pn, p, add, N, root);
-    case Form.None: case Form.Sparse: {
+    case Form.StructOrFixedList: case Form.Sparse: {
       // Struct and sparse union children are indexed like the parent; a fixed-size list's by `listSize`.
       const size = pn.layout.listSize;
       const kids = pn.children;
@@ -477,7 +477,7 @@ function asImportedData(d: Data): ImportedData {
 }
 
 /** The arrow-js `Data` of a whole import: lazy over the producer's buffers (or over the copies, with `copy`). */
-export function importData(read: ImportRead): ImportedData {
+export function buildData(read: ImportRead): ImportedData {
   read.plan.type();
   return dataOf(read, read.plan.root, 0, 0, -1, true) as ImportedData;
 }
@@ -486,7 +486,7 @@ export function importData(read: ImportRead): ImportedData {
  * The `RecordBatch` of an import of a struct array: its columns are the
  * struct's children in the struct's window, its schema the plan's.
  */
-export function importBatch(read: ImportRead): ImportedRecordBatch {
+export function buildBatch(read: ImportRead): ImportedRecordBatch {
   const { schema, struct } = read.plan.batch();
   const pn = read.plan.root;
   const nums = read.nums;
