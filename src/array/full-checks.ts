@@ -11,7 +11,7 @@
 import { ArrowDeviceError, invalid } from '../errors.js';
 import { Kind } from '../schema/layout.js';
 import { FullCheck, type PlanNode } from './plan.js';
-import { BUFFERS, childPos, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, type ImportRead } from './record.js';
+import { BUFFERS, childrenAt, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, type ImportRead } from './record.js';
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
@@ -45,7 +45,7 @@ export function checkedBuffers(read: ImportRead, pn: PlanNode, p: number): numbe
   if (f & FullCheck.Views) for (let k = 0; k < nBuffers; k++) out.push(b(k));
   if (f & FullCheck.ListViews) out.push(b(1), b(2));
   if (f & FullCheck.Union) for (let k = 0; k < nBuffers; k++) out.push(b(k));
-  if (f & FullCheck.RunEnds) out.push(b(1, p + BUFFERS + 2 * nBuffers));
+  if (f & FullCheck.RunEnds) out.push(b(1, childrenAt(read, p)[0]!));
   return out;
 }
 
@@ -74,16 +74,17 @@ export function fullCheck(read: ImportRead, pn: PlanNode, p: number, bytes: Byte
   if (f & FullCheck.ListViews) {
     const o = buf(1);
     const s = buf(2);
-    if (o !== null && s !== null) checkListViews(o, s, pn.layout.width === 8, offset, end, nums[childPos(read, pn, p, 0) + LENGTH]!, path());
+    if (o !== null && s !== null) checkListViews(o, s, pn.layout.width === 8, offset, end, nums[childrenAt(read, p)[0]! + LENGTH]!, path());
   }
   if (f & FullCheck.Union) {
     const ids = buf(0);
-    const lengths = pn.children.map((_, k) => nums[childPos(read, pn, p, k) + LENGTH]!);
+    const at = childrenAt(read, p);
+    const lengths = pn.children.map((_, k) => nums[at[k]! + LENGTH]!);
     const declared = (pn.schema.type as { typeIds: readonly number[] }).typeIds;
     if (ids !== null) checkUnion(ids, pn.layout.kind === Kind.DenseUnion ? buf(1) : null, declared, lengths, offset, end, path());
   }
   if (f & FullCheck.RunEnds) {
-    const q = childPos(read, pn, p, 0);
+    const q = childrenAt(read, p)[0]!;
     const w = (pn.children[0]!.schema.type as { bitWidth: number }).bitWidth / 8;
     checkRunEnds(buf(1, q), w, nums[q + OFFSET]!, nums[q + LENGTH]!, end, path());
   }
@@ -94,7 +95,7 @@ export function fullCheck(read: ImportRead, pn: PlanNode, p: number, bytes: Byte
     checkMillis(buf(1), offset, length, validity(), path(), divisor);
   }
   if (f & FullCheck.Indices) {
-    const dictLength = nums[childPos(read, pn, p, pn.children.length) + LENGTH]!;
+    const dictLength = nums[childrenAt(read, p)[pn.children.length]! + LENGTH]!;
     checkIndices(buf(1), pn.schema.type, offset, length, dictLength, validity(), path());
   }
 }

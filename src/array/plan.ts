@@ -25,6 +25,7 @@ import { encodeSchema, toSchemaNode, writeSchemaNode, type EncodedSchema } from 
 import type { Memory, Ptr } from '../memory/memory.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
 import { matchesImage, MAX_NESTING_DEPTH, schemaImage, type SchemaImage, type SchemaNode } from '../schema/node.js';
+import { BUFFERS } from './record.js';
 
 /** The O(length) checks of `full` (full-checks.ts), as bits of `PlanNode.full`. */
 export const enum FullCheck {
@@ -233,10 +234,10 @@ function planNode(node: SchemaNode, made: Map<SchemaNode, PlanNode>, depth: numb
   return pn;
 }
 
-/** The record size of an array of `pn`'s tree (4 numbers per node, 2 per buffer), or 0 where view types make it vary. */
+/** The record size of an array of `pn`'s tree (BUFFERS numbers per node, 2 per buffer), or 0 where view types make it vary. */
 function recordSize(pn: PlanNode): number {
   if (pn.layout.variadic) return 0;
-  let n = 4 + 2 * pn.layout.nBuffers;
+  let n = BUFFERS + 2 * pn.layout.nBuffers;
   for (const c of pn.children) {
     const k = recordSize(c);
     if (k === 0) return 0;

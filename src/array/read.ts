@@ -56,7 +56,7 @@ import { AddressSet, MAX_NESTING_DEPTH, reachedTwice, visitOnce } from '../schem
 import { checkedBuffers, fullCheck, offsetAt, type Bytes } from './full-checks.js';
 import type { PlanNode } from './plan.js';
 import {
-  bufferView, BUFFERS, Deferred, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, pathOf, UNKNOWN, type DeferredRead, type ImportRead,
+  bufferView, BUFFERS, Deferred, END, forEachNode, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, pathOf, UNKNOWN, type DeferredRead, type ImportRead,
 } from './record.js';
 
 /**
@@ -410,6 +410,7 @@ function readArrayStruct(r: Reader, pn: PlanNode, addr: Addr, depth: number): nu
     nums[q++] = offset;
     nums[q++] = nullCount;
     nums[q++] = nBuffers;
+    nums[q++] = 0; // END, once the children and the dictionary are read
     for (let i = 0; i < nBuffers; i++) {
       const b = ptrAt(bdv, bat + i * ps, wide);
       // A device address is any 64-bit value (a handle, say): one a number cannot hold is kept exact.
@@ -501,6 +502,7 @@ function readArrayStruct(r: Reader, pn: PlanNode, addr: Addr, depth: number): nu
       readArrayStruct(r, pn.dictionary, dictPtr, depth + 1);
       trail.pop();
     }
+    nums[p + END] = read.length;
     return p;
   }
 }
@@ -784,7 +786,7 @@ function fullBatch(read: ImportRead, device: DeviceReader): Batch {
   const copies = new Map<number, Uint8Array>();
   const ranges: Range[] = [];
   let first = -1;
-  visitNodes(read, (pn, p) => {
+  forEachNode(read, (pn, p) => {
     if (pn.full === 0) return;
     for (const at of checkedBuffers(read, pn, p)) {
       const size = nums[at + 1]!;
@@ -811,19 +813,8 @@ function fullBatch(read: ImportRead, device: DeviceReader): Batch {
 
 /** Runs the checks of `full` at every node that has some, on the bytes `bytes` gives. */
 function runChecks(read: ImportRead, bytes: Bytes): void {
-  visitNodes(read, (pn, p) => {
+  forEachNode(read, (pn, p) => {
     if (pn.full !== 0) fullCheck(read, pn, p, bytes);
   });
 }
 
-/** Calls `fn` with each node of the record and its position, in record order. */
-function visitNodes(read: ImportRead, fn: (pn: PlanNode, p: number) => void): void {
-  const walk = (pn: PlanNode, p: number): number => {
-    fn(pn, p);
-    let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
-    for (const c of pn.children) next = walk(c, next);
-    if (pn.dictionary !== null) next = walk(pn.dictionary, next);
-    return next;
-  };
-  walk(read.plan.root, 0);
-}

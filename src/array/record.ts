@@ -1,10 +1,11 @@
 /**
  * The record of one import: what the reader (read.ts) found in an
  * `ArrowArray` tree, as a flat array of numbers. Per node, in pre-order
- * (the node, its children, its dictionary): its length, offset, null count
- * and buffer count, then each buffer's address and size in bytes (from its
- * start to the end of what the array uses). Also the place of a node (for
- * errors after the read), and the views of its buffers, made on first read.
+ * (the node, its children, its dictionary): its length, offset, null count,
+ * buffer count and the end of its subtree, then each buffer's address and
+ * size in bytes (from its start to the end of what the array uses). Also a
+ * node's children (`childrenAt`, the one way to them), its place (for errors
+ * after the read), and the views of its buffers, made on first read.
  */
 import { allocBytes, invalid } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -18,8 +19,10 @@ export const LENGTH = 0;
 export const OFFSET = 1;
 export const NULL_COUNT = 2;
 export const N_BUFFERS = 3;
+/** The end of the node's subtree: the position one past its last descendant's record (its next sibling's). */
+export const END = 4;
 /** Buffer `k` of the node at `p`: its address at `p + BUFFERS + 2k`, its size right after. */
-export const BUFFERS = 4;
+export const BUFFERS = 5;
 
 /** A size not known yet: it depends on device values not read yet. */
 export const UNKNOWN = -1;
@@ -51,7 +54,7 @@ export interface DeferredRead {
  * while any of them can still make a view).
  */
 export class ImportRead {
-  /** See the file comment (LENGTH, OFFSET, NULL_COUNT, N_BUFFERS, BUFFERS). */
+  /** See the file comment (LENGTH, OFFSET, NULL_COUNT, N_BUFFERS, END, BUFFERS). */
   readonly nums: number[] = [];
   /** How much of `nums` the reader has written. */
   length = 0;
@@ -164,39 +167,52 @@ export function recordCopy(read: ImportRead, plan: Plan = read.plan): ImportRead
 
 /** The place of the node at record position `p` (for errors after the read). */
 export function pathAt(read: ImportRead, p: number): string {
-  const trail: number[] = [];
-  const found = (function walk(pn: PlanNode, q: number): number {
-    if (q === p) return -1;
-    const nums = read.nums;
-    let next = q + BUFFERS + 2 * nums[q + N_BUFFERS]!;
-    for (let k = 0; k < pn.children.length; k++) {
-      trail.push(k);
-      const r = walk(pn.children[k]!, next);
-      if (r < 0) return r;
-      trail.pop();
-      next = r;
+  let path = read.prefix;
+  let pn = read.plan.root;
+  let q = 0;
+  while (q !== p) {
+    // The child whose subtree holds `p`: the last that starts at or before it.
+    const at = childrenAt(read, q);
+    let k = at.length - 1;
+    while (k >= 0 && at[k]! > p) k--;
+    if (k < 0 || p >= read.nums[at[k]! + END]!) return read.prefix;
+    if (k < pn.children.length) {
+      path += `.children[${k}]`;
+      pn = pn.children[k]!;
+    } else {
+      path += '.dictionary';
+      pn = pn.dictionary!;
     }
-    if (pn.dictionary !== null) {
-      trail.push(-1);
-      const r = walk(pn.dictionary, next);
-      if (r < 0) return r;
-      trail.pop();
-      next = r;
-    }
-    return next;
-  })(read.plan.root, 0);
-  return found < 0 ? pathOf(read.prefix, trail) : read.prefix;
+    q = at[k]!;
+  }
+  return path;
 }
 
-/** The position after the subtree of the node at `p` (its children's and dictionary's records). */
-export function skip(read: ImportRead, pn: PlanNode, p: number): number {
-  const next = childPos(read, pn, p, pn.children.length);
-  return pn.dictionary !== null ? skip(read, pn.dictionary, next) : next;
+const NO_CHILDREN: readonly number[] = Object.freeze([]);
+
+/**
+ * The record positions of the children of the node at `p`, in order, then of its dictionary where it has
+ * one (at index `children.length` of its plan node): the first follows the node's buffers, each next one
+ * starts where the one before ends (its END). The one way to a node's children in the record.
+ */
+export function childrenAt(read: ImportRead, p: number): readonly number[] {
+  const nums = read.nums;
+  const end = nums[p + END]!;
+  let q = p + BUFFERS + 2 * nums[p + N_BUFFERS]!;
+  if (q >= end) return NO_CHILDREN;
+  const out: number[] = [];
+  for (; q < end; q = nums[q + END]!) out.push(q);
+  return out;
 }
 
-/** The record position of child `k` of the node at `p` (`k` = its child count: its dictionary's). */
-export function childPos(read: ImportRead, pn: PlanNode, p: number, k: number): number {
-  let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
-  for (let j = 0; j < k; j++) next = skip(read, pn.children[j]!, next);
-  return next;
+/** Calls `fn` with each node of the record (its plan node and position), in record order (pre-order). */
+export function forEachNode(read: ImportRead, fn: (pn: PlanNode, p: number) => void): void {
+  const walk = (pn: PlanNode, p: number): void => {
+    fn(pn, p);
+    const at = childrenAt(read, p);
+    const kids = pn.children;
+    for (let k = 0; k < kids.length; k++) walk(kids[k]!, at[k]!);
+    if (pn.dictionary !== null) walk(pn.dictionary, at[kids.length]!);
+  };
+  walk(read.plan.root, 0);
 }

@@ -27,7 +27,7 @@ import { viewOf } from '../array/view.js';
 import {
   checkBufferSize, checkFull, checkLevelAsync, FULL, readArray, readTree, resolveDeferred, resolveDeferredAsync, validationLevel, type DeviceReader, type ValidationLevel,
 } from '../array/read.js';
-import { BUFFERS, childPos, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, recordCopy, skip, UNKNOWN } from '../array/record.js';
+import { BUFFERS, childrenAt, forEachNode, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, recordCopy, UNKNOWN } from '../array/record.js';
 import { planOfNode, type Plan, type PlanNode } from '../array/plan.js';
 import { allocBytes, ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -142,12 +142,8 @@ class DeviceNode implements DeviceArrayNode {
 
   get children(): readonly DeviceNode[] {
     if (this.#children === null) {
-      let q = this.at + BUFFERS + 2 * this.read.nums[this.at + N_BUFFERS]!;
-      this.#children = this.pn.children.map((c) => {
-        const node = new DeviceNode(this.read, c, q, this.gpu);
-        q = skip(this.read, c, q);
-        return node;
-      });
+      const at = childrenAt(this.read, this.at);
+      this.#children = this.pn.children.map((c, k) => new DeviceNode(this.read, c, at[k]!, this.gpu));
     }
     return this.#children;
   }
@@ -156,7 +152,7 @@ class DeviceNode implements DeviceArrayNode {
   get dictionary(): DeviceNode | null {
     if (this.#dictionary === undefined) {
       if (this.pn.dictionary === null) this.#dictionary = null;
-      else this.#dictionary = new DeviceNode(this.read, this.pn.dictionary, childPos(this.read, this.pn, this.at, this.pn.children.length), this.gpu);
+      else this.#dictionary = new DeviceNode(this.read, this.pn.dictionary, childrenAt(this.read, this.at)[this.pn.children.length]!, this.gpu);
     }
     return this.#dictionary;
   }
@@ -375,13 +371,11 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     const ctx = this.context(opts);
     // Each buffer's place, for errors (made only then).
     const place = (p: number, k: number): string => `${pathAt(read, p)}.buffers[${k}]`;
-    const each = (fn: (p: number, k: number, at: number) => void): void => {
-      for (let p = 0; p < read.length; ) {
+    const each = (fn: (p: number, k: number, at: number) => void): void =>
+      forEachNode(read, (_, p) => {
         const nb = nums[p + N_BUFFERS]!;
         for (let k = 0; k < nb; k++) fn(p, k, p + BUFFERS + 2 * k);
-        p += BUFFERS + 2 * nb;
-      }
-    };
+      });
     each((p, k, at) => {
       if (nums[at] === 0) return;
       try {
