@@ -41,7 +41,8 @@ import {
   type ImportedData, type ImportedRecordBatch, type ImportedTable, type ImportedVector,
 } from './build.js';
 import { ImportOwner } from './owner.js';
-import { batchNodeOf, batchSchemaOf, planOfNode, writeSchema, type Plan } from './plan.js';
+import { batchSchemaOf, planOfNode, type Plan } from './plan.js';
+import { batchNodeOf, writeSchema } from '../schema/export.js';
 import { validationLevel } from './read.js';
 import { viewOf, type ArrayView } from './view.js';
 

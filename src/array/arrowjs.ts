@@ -13,7 +13,7 @@
 import { Data, DataType, makeBuilder, Type, Vector, type Builder } from 'apache-arrow';
 import { liveCounters } from '../memory/accounting.js';
 import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { layoutNodeOf, schemaNodeOf } from './plan.js';
+import { layoutNodeOf, schemaNodeOf } from '../schema/export.js';
 import { Kind, layoutOf } from '../schema/layout.js';
 import type { SchemaNode } from '../schema/node.js';
 import { dataFromView } from './build.js';

@@ -17,7 +17,7 @@ import { dataToView } from './arrowjs.js';
 import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from './exchange.js';
 import { writeArrayView } from './export.js';
 import { ImportedData, ImportedRecordBatch, ImportedVector, ownersOf } from './build.js';
-import { batchNodeOf, schemaNodeOf } from './plan.js';
+import { batchNodeOf, schemaNodeOf } from '../schema/export.js';
 import type { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
 

@@ -22,7 +22,8 @@ import { isArrowType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { readSchemaNode, type SchemaNode } from '../schema/node.js';
 import { owned } from './build.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
-import { planOfNode, planOfSchema, planOfType, rememberSchemaAt, sharedNode, sharedNodeAt, type Plan, type SchemaLike } from './plan.js';
+import { type SchemaLike } from '../schema/export.js';
+import { planOfNode, planOfSchema, planOfType, rememberSchemaAt, sharedNode, sharedNodeAt, type Plan } from './plan.js';
 
 export type { SchemaLike };
 import { readArray, validationLevel, type DeviceReader, type ValidationLevel } from './read.js';

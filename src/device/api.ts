@@ -36,7 +36,8 @@ import { exportSchema, memoryOf, releaseArrowSchema, toExportView, type ArrayImp
 import { writeArrayView } from '../array/export.js';
 import { consume, importWith, PlanOf, quietly } from '../array/importer.js';
 import { ImportOwner } from '../array/owner.js';
-import { batchNodeOf, type Plan } from '../array/plan.js';
+import type { Plan } from '../array/plan.js';
+import { batchNodeOf } from '../schema/export.js';
 import type { ImportRead } from '../array/record.js';
 import { isReleased, moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import { viewOf, type ArrayView } from '../array/view.js';
