@@ -49,7 +49,7 @@ export {
 } from './array/api.js';
 export {
   releaseImport, isImportReleased, ImportedRecordBatch, ImportedTable, ImportedVector, ImportedData, type Releasable, type Exchangeable,
-} from './array/imported.js';
+} from './array/build.js';
 
 // --- device arrays (ArrowDeviceArray) --------------------------------------------------------------
 export {

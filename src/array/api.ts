@@ -37,11 +37,12 @@ import { writeArrayView, arrayReleaseCallback } from './export.js';
 import './handoff.js'; // the exchange protocol's methods of imported objects
 import { consume, importWith, planOf, PlanOf, readSchemaPtr, type ImportCoreOptions, type SchemaLike } from './importer.js';
 import {
-  importBatch, importData as dataOfRead, importedTable, importedVector, ownersOf, releaseImport,
+  buildBatch, buildData, importedTable, importedVector, ownersOf, releaseImport,
   type ImportedData, type ImportedRecordBatch, type ImportedTable, type ImportedVector,
-} from './imported.js';
+} from './build.js';
 import { ImportOwner } from './owner.js';
-import { batchNodeOf, batchSchemaOf, planOfNode, writeSchema, type Plan } from './plan.js';
+import { batchSchemaOf, planOfNode, type Plan } from './plan.js';
+import { batchNodeOf, writeSchema } from '../schema/export.js';
 import { validationLevel } from './read.js';
 import { viewOf, type ArrayView } from './view.js';
 
@@ -250,7 +251,7 @@ export function importData(ptr: Ptr | ArrowArrayExportable, schema?: SchemaLike 
   const sch = schema as SchemaLike | Ptr;
   const m = memoryOf(opts);
   const c = consume(m, 'ArrowArray', ptr, sch, opts, 'array', PlanOf.Data);
-  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', c.staged, c.at), c.plan!, opts, c.level, 'array', dataOfRead);
+  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', c.staged, c.at), c.plan!, opts, c.level, 'array', buildData);
 }
 
 /**
@@ -296,7 +297,7 @@ export function importRecordBatch(ptr: Ptr | ArrowArrayExportable, schema?: Sche
   const sch = schema as Schema | SchemaNode | Ptr;
   const m = memoryOf(opts);
   const c = consume(m, 'ArrowArray', ptr, sch, opts, 'array', PlanOf.Batch);
-  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', c.staged, c.at), c.plan!, opts, c.level, 'array', importBatch);
+  return importWith(ImportOwner.move(m, ptr, 'ArrowArray', c.staged, c.at), c.plan!, opts, c.level, 'array', buildBatch);
 }
 
 /**
@@ -342,7 +343,7 @@ export function importTable(
   for (let i = 0; i < ptrs.length; i++) {
     try {
       const c = consume(m, 'ArrowArray', ptrs[i]!, undefined, opts, 'arrays', PlanOf.None, i);
-      batches.push(importWith(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', c.staged, c.at), plan, opts, c.level, 'arrays', importBatch, null, i));
+      batches.push(importWith(ImportOwner.move(m, ptrs[i]!, 'ArrowArray', c.staged, c.at), plan, opts, c.level, 'arrays', buildBatch, null, i));
     } catch (e) {
       for (const b of batches) b.release();
       for (const p of ptrs.slice(i + 1)) if (typeof p === 'bigint') releaseStruct(m, 'ArrowArray', p);

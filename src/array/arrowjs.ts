@@ -1,6 +1,6 @@
 /**
  * `ArrayView` <-> arrow-js `Data`, for the views that are plain JS (the
- * arrow-js objects of imports are built in imported.ts, over their records).
+ * arrow-js objects of imports are built in build.ts, over their records).
  *
  * arrow-js keeps a different offset convention from C: a `Data`'s `offset`
  * applies to its bitmaps (validity, and bool values) only; its values, value
@@ -13,10 +13,10 @@
 import { Data, DataType, makeBuilder, Type, Vector, type Builder } from 'apache-arrow';
 import { liveCounters } from '../memory/accounting.js';
 import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { layoutNodeOf, schemaNodeOf } from './plan.js';
+import { layoutNodeOf, schemaNodeOf } from '../schema/export.js';
 import { Kind, layoutOf } from '../schema/layout.js';
 import type { SchemaNode } from '../schema/node.js';
-import { dataFromView } from './imported.js';
+import { dataFromView } from './build.js';
 import type { ArrayView } from './view.js';
 
 // --- import: ArrayView -> Data ---------------------------------------------------------

@@ -27,9 +27,9 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import type { WasmMemory } from '../memory/wasm.js';
 import type { SchemaNode } from '../schema/node.js';
-import type { ImportedTable } from './imported.js';
+import type { ImportedTable } from './build.js';
 import { readSchemaPtr, type ImportCoreOptions } from './importer.js';
-import { schemaNodeOf, writeSchema, type SchemaLike } from './plan.js';
+import { schemaNodeOf, writeSchema, type SchemaLike } from '../schema/export.js';
 
 /** Options of an import from a protocol object. */
 export interface ExchangeImportOptions {

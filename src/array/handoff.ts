@@ -1,5 +1,5 @@
 /**
- * The exchange protocol's methods of an import (`Exchangeable`, imported.ts):
+ * The exchange protocol's methods of an import (`Exchangeable`, build.ts):
  * the struct its owner holds moves unchanged into a new owned handle
  * (`ImportOwner.moveTo`; CDataInterface.rst, "Moving an array"), so the
  * producer's `release` is called exactly once, by whoever ends up owning it.
@@ -16,8 +16,8 @@ import type { SchemaNode } from '../schema/node.js';
 import { dataToView } from './arrowjs.js';
 import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from './exchange.js';
 import { writeArrayView } from './export.js';
-import { ImportedData, ImportedRecordBatch, ImportedVector, ownersOf } from './imported.js';
-import { batchNodeOf, schemaNodeOf } from './plan.js';
+import { ImportedData, ImportedRecordBatch, ImportedVector, ownersOf } from './build.js';
+import { batchNodeOf, schemaNodeOf } from '../schema/export.js';
 import type { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
 
@@ -138,8 +138,8 @@ function defineExchange(proto: object, what: string): void {
   });
 }
 
-// Installed here rather than in imported.ts, which the modules this one needs (arrowjs.ts) extend
-// from: imported.ts stays a leaf of the layer. array/api.ts loads this module.
+// Installed here rather than in build.ts, which the modules this one needs (arrowjs.ts) extend
+// from: build.ts stays a leaf of the layer. array/api.ts loads this module.
 defineExchange(ImportedRecordBatch.prototype, 'batch');
 defineExchange(ImportedVector.prototype, 'vector');
 defineExchange(ImportedData.prototype, 'data');

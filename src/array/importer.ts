@@ -20,12 +20,14 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Arena } from '../memory/raw.js';
 import { isArrowType, type ToArrowOptions } from '../schema/arrowjs.js';
 import { readSchemaNode, type SchemaNode } from '../schema/node.js';
-import { owned } from './imported.js';
+import { owned } from './build.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
-import { planOfNode, planOfSchema, planOfType, rememberSchemaAt, sharedNode, sharedNodeAt, type Plan, type SchemaLike } from './plan.js';
+import { type SchemaLike } from '../schema/export.js';
+import { planOfNode, planOfSchema, planOfType, rememberSchemaAt, sharedNode, sharedNodeAt, type Plan } from './plan.js';
 
 export type { SchemaLike };
-import { ImportRead, readArray, validationLevel, type DeviceReader, type ValidationLevel } from './read.js';
+import { readArray, validationLevel, type DeviceReader, type ValidationLevel } from './read.js';
+import { ImportRead } from './record.js';
 
 /** Options every array import takes. */
 export interface ImportCoreOptions extends ToArrowOptions {

@@ -8,7 +8,7 @@
  * buffers, in which roles, how long its children must be: src/schema/layout.ts),
  * the O(length) checks `full` runs on it, and, once asked, the arrow-js type
  * and form it becomes. The reader (read.ts) follows a plan through each
- * array; the arrow-js builder (arrowjs.ts) follows it through each read.
+ * array; the arrow-js builder (build.ts) follows it through each read.
  * Nothing of a plan depends on one array, so any number of arrays, batches,
  * stream items and async tasks share it.
  *
@@ -20,13 +20,14 @@
  */
 import { DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
 import { invalid } from '../errors.js';
-import { isArrowType, nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { encodeSchema, toSchemaNode, writeSchemaNode, type EncodedSchema } from '../schema/export.js';
+import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
+import { schemaNodeOf } from '../schema/export.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
 import { matchesImage, MAX_NESTING_DEPTH, schemaImage, type SchemaImage, type SchemaNode } from '../schema/node.js';
+import { BUFFERS } from './record.js';
 
-/** The O(length) checks of `full` (read.ts), as bits of `PlanNode.full`. */
+/** The O(length) checks of `full` (full-checks.ts), as bits of `PlanNode.full`. */
 export const enum FullCheck {
   /** Offsets monotone and inside their buffer (binary, lists). */
   Offsets = 1,
@@ -50,8 +51,8 @@ export const enum FullCheck {
  * keep it).
  */
 export const enum Form {
-  /** Validity only (struct, fixed-size list): children windows. */
-  None,
+  /** Struct or fixed-size list: validity only, and the children seen through the parent's window. */
+  StructOrFixedList,
   /** Null: no buffers. */
   Null,
   /** bool: the values bitmap as is. */
@@ -84,7 +85,8 @@ export class PlanNode {
   dictionary: PlanNode | null = null;
   /** The arrow-js type of the node (set when the plan's arrow-js form is made). */
   type: DataType | null = null;
-  form = Form.None;
+  /** How its arrow-js `Data` is made (set with `type`). */
+  form = Form.StructOrFixedList;
   /** Fixed: elements of `Ctor` per value. */
   stride = 0;
   /** Fixed, Indices: the typed array constructor of the values. */
@@ -158,7 +160,7 @@ export class Plan {
   readonly root: PlanNode;
   /** Whether a node is under two parents (a `SchemaNode` DAG made in JS): the reader then checks struct addresses as it goes. */
   readonly shared: boolean;
-  /** The size of an array's record (read.ts), where the schema alone decides it (0 for view types: their buffers vary). */
+  /** The size of an array's record (record.ts), where the schema alone decides it (0 for view types: their buffers vary). */
   readonly recordSize: number;
   #arrow: DataType | null = null;
   #batch: BatchForm | null = null;
@@ -232,10 +234,10 @@ function planNode(node: SchemaNode, made: Map<SchemaNode, PlanNode>, depth: numb
   return pn;
 }
 
-/** The record size of an array of `pn`'s tree (4 numbers per node, 2 per buffer), or 0 where view types make it vary. */
+/** The record size of an array of `pn`'s tree (BUFFERS numbers per node, 2 per buffer), or 0 where view types make it vary. */
 function recordSize(pn: PlanNode): number {
   if (pn.layout.variadic) return 0;
-  let n = 4 + 2 * pn.layout.nBuffers;
+  let n = BUFFERS + 2 * pn.layout.nBuffers;
   for (const c of pn.children) {
     const k = recordSize(c);
     if (k === 0) return 0;
@@ -276,7 +278,7 @@ function assignForms(pn: PlanNode, type: DataType, path: string): void {
       child(0, (type.children[0] as Field).type);
       return;
     case Kind.FixedList: case Kind.Struct: case Kind.SparseUnion: case Kind.DenseUnion:
-      pn.form = l.kind === Kind.SparseUnion ? Form.Sparse : l.kind === Kind.DenseUnion ? Form.Dense : Form.None;
+      pn.form = l.kind === Kind.SparseUnion ? Form.Sparse : l.kind === Kind.DenseUnion ? Form.Dense : Form.StructOrFixedList;
       for (let i = 0; i < pn.children.length; i++) child(i, (type.children[i] as Field).type);
       return;
     case Kind.ListView: case Kind.RunEnd:
@@ -333,119 +335,6 @@ function planOfArrow(key: Schema | DataType | Field, given: Schema | DataType): 
   let p = byArrow.get(key);
   if (p === undefined) byArrow.set(key, (p = new Plan(schemaNodeOf(key), false, given, 'schema')));
   return p;
-}
-
-// --- the nodes of arrow-js schemas (for exports too) -------------------------------------------
-
-/** Anything that describes a type: arrow-js objects or a `SchemaNode`. */
-export type SchemaLike = Schema | Field | DataType | SchemaNode;
-
-/**
- * A node made from an arrow-js object, with every metadata map it was made
- * from and what each held: arrow-js schemas, fields and types are immutable
- * but for the contents of their metadata maps, so the node is used again
- * while those hold what they held.
- */
-interface FromArrow {
-  readonly node: SchemaNode;
-  readonly maps: readonly ReadonlyMap<string, string>[];
-  readonly contents: readonly (readonly string[])[];
-}
-const nodesOfArrow = new WeakMap<object, FromArrow>();
-
-function fromArrow(key: object, maps: () => ReadonlyMap<string, string>[], make: () => SchemaNode): SchemaNode {
-  const hit = nodesOfArrow.get(key);
-  if (hit !== undefined && fresh(hit)) return hit.node;
-  const node = make();
-  const m = maps();
-  nodesOfArrow.set(key, { node, maps: m, contents: m.map(mapContents) });
-  return node;
-}
-
-/** Whether the maps a node was made from hold what they held (the maps themselves are fixed: fields are immutable). */
-function fresh(f: FromArrow): boolean {
-  for (let i = 0; i < f.maps.length; i++) if (!sameContents(f.maps[i], f.contents[i]!)) return false;
-  return true;
-}
-
-/** The encodings of exported nodes (schema/export.ts `encodeSchema`), by node, for one pointer width. */
-const encodings = new WeakMap<SchemaNode, { ps: number; encoded: EncodedSchema }>();
-
-/** Writes the schema `s` into the `ArrowSchema` at `into` (schema/export.ts `writeSchemaNode`), encoded once per node. */
-export function writeSchema(mem: Memory, s: SchemaLike, into: Ptr): void {
-  const node = schemaNodeOf(s);
-  const ps = mem.target.pointerSize;
-  let e = encodings.get(node);
-  if (e === undefined || e.ps !== ps) encodings.set(node, (e = { ps, encoded: encodeSchema(node, ps, mem.layouts.ArrowSchema.size) }));
-  writeSchemaNode(mem, node, into, e.encoded);
-}
-
-/** The `SchemaNode` of any schema form (an arrow-js object's made once: see `FromArrow`). */
-export function schemaNodeOf(s: SchemaLike): SchemaNode {
-  if (!(s instanceof Schema || s instanceof Field || isArrowType(s))) return s;
-  return fromArrow(s, () => metadataMaps(s), () => toSchemaNode(s));
-}
-
-/**
- * The node of an arrow-js type for its layout alone: the export writer
- * (src/array/export.ts) reads only types, never names or metadata, and types
- * are immutable, so a node made before serves even if a metadata map in it
- * changed since.
- */
-export function layoutNodeOf(t: DataType): SchemaNode {
-  return nodesOfArrow.get(t)?.node ?? schemaNodeOf(t);
-}
-
-/**
- * The node of a record batch's schema as its data says (its struct type's
- * fields, its schema's metadata): arrow-js can give a batch a `schema`
- * that disagrees with its data where field names repeat (gold case
- * duplicate_fieldnames). Made once per struct type and schema metadata
- * (compared by contents: the batches arrow-js makes have schemas of their own).
- */
-export function batchNodeOf(batch: { readonly data: { readonly type: DataType }; readonly schema: Schema }): SchemaNode {
-  const struct = batch.data.type as Struct;
-  const metadata = batch.schema.metadata;
-  const hit = batchNodes.get(struct);
-  if (hit !== undefined && sameContents(metadata, hit.metadata) && fresh(hit.fields)) return hit.fields.node;
-  const node = toSchemaNode(new Schema(struct.children, metadata));
-  const maps = metadataMaps(struct);
-  batchNodes.set(struct, { metadata: mapContents(metadata), fields: { node, maps, contents: maps.map(mapContents) } });
-  return node;
-}
-const batchNodes = new WeakMap<DataType, { metadata: readonly string[]; fields: FromArrow }>();
-
-/** Every metadata map a node of `s` is made from: its own (a schema's or a field's), its fields', theirs... */
-function metadataMaps(s: Schema | Field | DataType): ReadonlyMap<string, string>[] {
-  const out: ReadonlyMap<string, string>[] = [];
-  const ofType = (t: DataType): void => {
-    if (DataType.isDictionary(t)) return ofType(t.dictionary);
-    for (const f of (t.children ?? []) as Field[]) ofField(f);
-  };
-  const ofField = (f: Field): void => {
-    out.push(f.metadata);
-    ofType(f.type);
-  };
-  if (s instanceof Schema) {
-    out.push(s.metadata);
-    for (const f of s.fields) ofField(f);
-  } else if (s instanceof Field) ofField(s);
-  else ofType(s);
-  return out;
-}
-
-function mapContents(m: ReadonlyMap<string, string> | null | undefined): string[] {
-  const out: string[] = [];
-  if (m) for (const [k, v] of m) out.push(k, v);
-  return out;
-}
-
-function sameContents(m: ReadonlyMap<string, string> | null | undefined, c: readonly string[]): boolean {
-  if ((m?.size ?? 0) * 2 !== c.length) return false;
-  if (c.length === 0) return true;
-  let i = 0;
-  for (const [k, v] of m!) if (k !== c[i++] || v !== c[i++]) return false;
-  return true;
 }
 
 /**

@@ -1,9 +1,8 @@
 /**
  * The one reader: an `ArrowArray` tree, followed through its plan
- * (plan.ts), into a flat record of numbers: per node (pre-order: the node,
- * its children, its dictionary) its length, offset, null count and buffer
- * count, then each buffer's address and size in bytes (from its start to
- * the end of what the array uses). Every import reads through here: arrays,
+ * (plan.ts), into a flat record of numbers (record.ts: per node, in
+ * pre-order, its counts, then each buffer's address and size in bytes).
+ * Every import reads through here: arrays,
  * batches, tables, stream items, async tasks, and device arrays, whose
  * structs are in CPU memory and whose buffers may not be.
  *
@@ -44,17 +43,21 @@
  * MAX_BITMAP_BITS, and a copy JS cannot allocate (`nomem`).
  *
  * Buffers are not viewed here: the record holds addresses, and views are
- * made on first read (`bufferView`), or, with `copy`, copies made now.
+ * made on first read (record.ts `bufferView`), or, with `copy`, copies made
+ * now. The O(length) checks of `full` are in full-checks.ts.
  */
 import { allocBytes, ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Addr, type RawAccess } from '../memory/raw.js';
 import { access, type Access } from '../abi/accessors.js';
-import { ChildRule, Kind, Role, specAt } from '../schema/layout.js';
+import { ChildRule, Kind, Role } from '../schema/layout.js';
 import { AddressSet, MAX_NESTING_DEPTH, reachedTwice, visitOnce } from '../schema/node.js';
-import type { ImportOwner } from './owner.js';
-import { FullCheck, type Plan, type PlanNode } from './plan.js';
+import { checkedBuffers, fullCheck, offsetAt, type Bytes } from './full-checks.js';
+import type { PlanNode } from './plan.js';
+import {
+  bufferView, BUFFERS, Deferred, END, forEachNode, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, pathOf, UNKNOWN, type DeferredRead, type ImportRead,
+} from './record.js';
 
 /**
  * How much of foreign input an import checks, each level documented by its cost (the `validate` option;
@@ -112,92 +115,6 @@ export const MAX_BITMAP_BITS = 2 ** 31 - 1;
 export function checkBufferSize(size: number, path: string): void {
   if (size > MAX_BUFFER_BYTES) {
     throw new ArrowDeviceError('unsupported', path, `a buffer of ${size} bytes is larger than the ${MAX_BUFFER_BYTES} bytes JS can hold`);
-  }
-}
-
-// --- the record ----------------------------------------------------------------------------
-
-/** Where a node's fields are in the record, from its position `p`. */
-export const LENGTH = 0;
-export const OFFSET = 1;
-export const NULL_COUNT = 2;
-export const N_BUFFERS = 3;
-/** Buffer `k` of the node at `p`: its address at `p + BUFFERS + 2k`, its size right after. */
-export const BUFFERS = 4;
-
-/** A size not known yet: it depends on device values not read yet. */
-export const UNKNOWN = -1;
-
-/** Reads of device values that sizes and checks depend on, not done yet (`DeviceReads.apply`). */
-const enum Deferred {
-  /** The first and last offsets of buffer `i` of the node at `p`. */
-  Offsets,
-  /** The variadic sizes of the node at `p`. */
-  Variadic,
-}
-
-/** One deferred read: what it reads and what it sizes. */
-interface DeferredRead {
-  readonly kind: Deferred;
-  readonly pn: PlanNode;
-  /** The node's position in the record, and the buffer's index. */
-  readonly p: number;
-  readonly i: number;
-  /** Lists: the child's position, once read (-1 before). */
-  child: number;
-  readonly path: string;
-}
-
-/**
- * One import's record: what the reader found, and the import's keep-alive
- * token (every lazy arrow-js `Data` and `ArrayView` of the import refers
- * to it; `ImportOwner.hold` registers it, so the producer's memory stays
- * while any of them can still make a view).
- */
-export class ImportRead {
-  /** See the file comment (LENGTH, OFFSET, NULL_COUNT, N_BUFFERS, BUFFERS). */
-  readonly nums: number[] = [];
-  /** How much of `nums` the reader has written. */
-  length = 0;
-  /** Views (or, with `copy`, copies) made so far, by the record index of the buffer's address. */
-  views: Map<number, Uint8Array> | null = null;
-  /** Device reads not done yet (validation `minimal`: done by `resolve`). */
-  deferred: DeferredRead[] | null = null;
-  /** Whether a buffer read on host memory has bytes (an import of only empty buffers holds nothing). */
-  holds = false;
-  /** The buffer slots the import's lazy arrow-js Data made, 5 per Data in the order the Data were made (imported.ts). */
-  slots: unknown[] | undefined = undefined;
-  /** How many lazy Data were made over this record (imported.ts). */
-  nData = 0;
-  /**
-   * Whether the buffers will be viewed or copied into JS (every import but a
-   * `DeviceArray`, which holds addresses): only then is a buffer JS cannot
-   * hold refused here (a `DeviceArray` refuses it when copied).
-   */
-  viewed = true;
-  /** Device addresses of 2^53 or more (which a number cannot hold exactly), by record index: kept exact for the `DeviceArray`. */
-  exact: Map<number, bigint> | null = null;
-
-  constructor(
-    readonly plan: Plan,
-    /** Null for a copy (its bytes are ours) and for a device read that keeps no owner. */
-    readonly owner: ImportOwner | null,
-    /** The memory the structs are in (null for a plain view's record, which reads no memory). */
-    readonly mem: Memory | null,
-    /** The root's place (`array`, `device_array.array`), or with `index` the list's (`arrays`). */
-    private readonly base: string,
-    readonly level: number,
-    readonly copy: boolean,
-    /** The array's index in a list of them (`importTable`'s), or -1: the place is `base[index]`, made only for an error. */
-    private readonly index = -1,
-  ) {
-    // A tree plan's record has a size known in advance (view types and DAGs grow it as they are read).
-    if (plan !== null && plan.recordSize > 0) this.nums = new Array<number>(plan.recordSize);
-  }
-
-  /** The root's place: `array`, `arrays[3]`, `device_array.array`. */
-  get prefix(): string {
-    return this.index < 0 ? this.base : `${this.base}[${this.index}]`;
   }
 }
 
@@ -328,12 +245,6 @@ function place(w: Where): string {
   return typeof w === 'string' ? w : w.path();
 }
 
-function pathOf(prefix: string, trail: readonly number[]): string {
-  let path = prefix;
-  for (const k of trail) path += k < 0 ? '.dictionary' : `.children[${k}]`;
-  return path;
-}
-
 /**
  * Reads the `ArrowArray` tree at `addr` (our copy of the root, moved from the
  * producer) into `read`, at `read.level`. `device`: how buffer bytes are
@@ -362,7 +273,7 @@ export function readTree(read: ImportRead, addr: Addr, device: DeviceReader | nu
   const r = (idle ?? new Reader()).reset(read, device);
   idle = null;
   try {
-    readNode(r, read.plan.root, addr, 0);
+    readArrayStruct(r, read.plan.root, addr, 0);
   } catch (e) {
     // An error that names no place (a bad address, say) is the node's being read: the trail is still its.
     if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, r.path());
@@ -437,8 +348,8 @@ function badNullCount(r: Reader, dv: DataView, at: number, length: number): Arro
     : invalid(`${r.path()}.null_count`, `${Number(v)} is greater than the length ${length}`);
 }
 
-/** Reads the node at `addr` (plan node `pn`) into the record; returns its position. */
-function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
+/** Reads the `ArrowArray` struct at `addr` (plan node `pn`), its children and its dictionary, into the record; returns its position. */
+function readArrayStruct(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
   if (addr === 0) throw invalid(r.path(), 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(r.path(), `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
   const read = r.read;
@@ -499,6 +410,7 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
     nums[q++] = offset;
     nums[q++] = nullCount;
     nums[q++] = nBuffers;
+    nums[q++] = 0; // END, once the children and the dictionary are read
     for (let i = 0; i < nBuffers; i++) {
       const b = ptrAt(bdv, bat + i * ps, wide);
       // A device address is any 64-bit value (a handle, say): one a number cannot hold is kept exact.
@@ -567,7 +479,7 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
     let first = -1;
     for (let k = 0; k < nChildren; k++) {
       trail.push(k);
-      const cp = readNode(r, kids[k]!, ptrAt(cdv, cat + k * ps, wide), depth + 1);
+      const cp = readArrayStruct(r, kids[k]!, ptrAt(cdv, cat + k * ps, wide), depth + 1);
       trail.pop();
       if (k === 0) first = cp;
       const clen = nums[cp + LENGTH]!;
@@ -587,9 +499,10 @@ function readNode(r: Reader, pn: PlanNode, addr: Addr, depth: number): number {
     }
     if (pn.dictionary !== null) {
       trail.push(-1);
-      readNode(r, pn.dictionary, dictPtr, depth + 1);
+      readArrayStruct(r, pn.dictionary, dictPtr, depth + 1);
       trail.pop();
     }
+    nums[p + END] = read.length;
     return p;
   }
 }
@@ -682,23 +595,6 @@ function sizeBuffer(r: Reader, p: number, i: number, size: number, what: string,
   } catch (e) {
     throw e instanceof ArrowDeviceError && e.path === '' ? prefixPath(e, `${r.path()}.buffers[${i}]`) : e;
   }
-}
-
-/**
- * Offset `k` from bytes `b`, which hold offsets from `base` on starting at
- * byte `at0`; exact within 2^53 (refused past it at every level, as buffer
- * `i` of `w`'s node).
- */
-function offsetAt(b: Uint8Array, at0: number, wide: boolean, k: number, base: number, w: Where, i: number): number {
-  const j = at0 + (k - base) * (wide ? 8 : 4);
-  const lo = (b[j]! | (b[j + 1]! << 8) | (b[j + 2]! << 16) | (b[j + 3]! << 24)) >>> 0;
-  if (!wide) return lo | 0;
-  const hi = b[j + 4]! | (b[j + 5]! << 8) | (b[j + 6]! << 16) | (b[j + 7]! << 24); // signed high word
-  const v = hi * 4294967296 + lo;
-  if (v > Number.MAX_SAFE_INTEGER || v < -Number.MAX_SAFE_INTEGER) {
-    throw invalid(`${place(w)}.buffers[${i}]`, `offset ${(BigInt(hi) << 32n) | BigInt(lo)} at ${k} is out of range`);
-  }
-  return v;
 }
 
 /**
@@ -867,112 +763,14 @@ function deferredBatch(read: ImportRead, device: DeviceReader): Batch {
   };
 }
 
-// --- views -------------------------------------------------------------------------------
+// --- full validation ---------------------------------------------------------------------
 
 const EMPTY = new Uint8Array(0);
 
 /**
- * Buffer `at` (the record index of its address) of an import, from its
- * start to the end of what the array uses: null for a NULL buffer; viewed
- * now (zero-copy) unless a view or copy was made before (kept for the next
- * read unless `keep` is false: a lazy Data keeps what it made itself). Throws once the
- * import is released. `align`: the JS element size the view must be
- * aligned to (a wasm memory's views start at the buffer's address; a
- * misaligned one is copied, and counted). `node`: the record position of
- * the buffer's node, for the place of an error (-1: none).
- */
-export function bufferView(read: ImportRead, at: number, align: number, node: number, keep = true): Uint8Array | null {
-  const nums = read.nums;
-  const addr = nums[at]!;
-  if (addr === 0) return null;
-  const size = nums[at + 1]!;
-  if (size === 0) return EMPTY;
-  const owner = read.owner;
-  if (owner !== null && owner.isReleased) owner.check(bufferPlace(read, node, at), 'a buffer read');
-  const made = read.views?.get(at);
-  if (made !== undefined) return made;
-  if (size === UNKNOWN) throw invalid(bufferPlace(read, node, at), 'a buffer size is unknown: resolve the sizes first');
-  let v = owner!.view(addr, size);
-  if (v.byteOffset % align !== 0) {
-    const copy = allocBytes(size, bufferPlace(read, node, at));
-    copy.set(v);
-    v = copy;
-    liveCounters.copiedBuffers++;
-    liveCounters.copiedBytes += size;
-  }
-  if (keep) (read.views ??= new Map()).set(at, v);
-  return v;
-}
-
-/** C buffer `k` of the node at `p` (plan node `pn`): `bufferView` of it, or null past the node's buffers. */
-export function nodeBuffer(read: ImportRead, pn: PlanNode, p: number, k: number, keep = true): Uint8Array | null {
-  const nb = read.nums[p + N_BUFFERS]!;
-  if (k >= nb) return null;
-  return bufferView(read, p + BUFFERS + 2 * k, specAt(pn.layout, k, nb).align, p, keep);
-}
-
-/** The place of the buffer at record index `at` of the node at `node` (-1: no place). */
-function bufferPlace(read: ImportRead, node: number, at: number): string {
-  return node < 0 ? '' : `${pathAt(read, node)}.buffers[${(at - node - BUFFERS) / 2}]`;
-}
-
-/** A copy of `read`'s record, for a copy of its bytes (`views`, filled by the caller) read through `plan`. */
-export function recordCopy(read: ImportRead, plan: Plan = read.plan): ImportRead {
-  const r = new ImportRead(plan, null, read.mem, read.prefix, read.level, true);
-  for (let i = 0; i < read.length; i++) r.nums[i] = read.nums[i]!;
-  r.length = read.length;
-  r.exact = read.exact;
-  return r;
-}
-
-/** The place of the node at record position `p` (for errors after the read). */
-export function pathAt(read: ImportRead, p: number): string {
-  const trail: number[] = [];
-  const found = (function walk(pn: PlanNode, q: number): number {
-    if (q === p) return -1;
-    const nums = read.nums;
-    let next = q + BUFFERS + 2 * nums[q + N_BUFFERS]!;
-    for (let k = 0; k < pn.children.length; k++) {
-      trail.push(k);
-      const r = walk(pn.children[k]!, next);
-      if (r < 0) return r;
-      trail.pop();
-      next = r;
-    }
-    if (pn.dictionary !== null) {
-      trail.push(-1);
-      const r = walk(pn.dictionary, next);
-      if (r < 0) return r;
-      trail.pop();
-      next = r;
-    }
-    return next;
-  })(read.plan.root, 0);
-  return found < 0 ? pathOf(read.prefix, trail) : read.prefix;
-}
-
-/** The position after the subtree of the node at `p` (its children's and dictionary's records). */
-export function skip(read: ImportRead, pn: PlanNode, p: number): number {
-  const next = childPos(read, pn, p, pn.children.length);
-  return pn.dictionary !== null ? skip(read, pn.dictionary, next) : next;
-}
-
-/** The record position of child `k` of the node at `p` (`k` = its child count: its dictionary's). */
-export function childPos(read: ImportRead, pn: PlanNode, p: number, k: number): number {
-  let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
-  for (let j = 0; j < k; j++) next = skip(read, pn.children[j]!, next);
-  return next;
-}
-
-// --- full validation ---------------------------------------------------------------------
-
-/** The bytes of buffer `at` for a check: a host view, or a device copy. */
-type Bytes = (at: number) => Uint8Array | null;
-
-/**
- * The O(length) checks of `full`, node by node in record order, on the
- * bytes of the buffers they read: views of host memory (or the copies a
- * copy holds), or on device memory copies read in one batch.
+ * The O(length) checks of `full` (full-checks.ts), node by node in record
+ * order, on the bytes of the buffers they read: views of host memory (or the
+ * copies a copy holds), or on device memory copies read in one batch.
  */
 export function checkFull(read: ImportRead, device: DeviceReader | null): void {
   if (device === null) {
@@ -988,7 +786,7 @@ function fullBatch(read: ImportRead, device: DeviceReader): Batch {
   const copies = new Map<number, Uint8Array>();
   const ranges: Range[] = [];
   let first = -1;
-  visitNodes(read, (pn, p) => {
+  forEachNode(read, (pn, p) => {
     if (pn.full === 0) return;
     for (const at of checkedBuffers(read, pn, p)) {
       const size = nums[at + 1]!;
@@ -1015,254 +813,8 @@ function fullBatch(read: ImportRead, device: DeviceReader): Batch {
 
 /** Runs the checks of `full` at every node that has some, on the bytes `bytes` gives. */
 function runChecks(read: ImportRead, bytes: Bytes): void {
-  visitNodes(read, (pn, p) => {
+  forEachNode(read, (pn, p) => {
     if (pn.full !== 0) fullCheck(read, pn, p, bytes);
   });
 }
 
-/** Calls `fn` with each node of the record and its position, in record order. */
-function visitNodes(read: ImportRead, fn: (pn: PlanNode, p: number) => void): void {
-  const walk = (pn: PlanNode, p: number): number => {
-    fn(pn, p);
-    let next = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
-    for (const c of pn.children) next = walk(c, next);
-    if (pn.dictionary !== null) next = walk(pn.dictionary, next);
-    return next;
-  };
-  walk(read.plan.root, 0);
-}
-
-/** The record indices of the buffers `full` reads at the node at `p`. */
-function checkedBuffers(read: ImportRead, pn: PlanNode, p: number): number[] {
-  const b = (k: number, q = p): number => q + BUFFERS + 2 * k;
-  const out: number[] = [];
-  const f = pn.full;
-  const nBuffers = read.nums[p + N_BUFFERS]!;
-  if (f & (FullCheck.Offsets | FullCheck.Millis | FullCheck.Indices)) out.push(b(0), b(1));
-  if (f & FullCheck.Views) for (let k = 0; k < nBuffers; k++) out.push(b(k));
-  if (f & FullCheck.ListViews) out.push(b(1), b(2));
-  if (f & FullCheck.Union) for (let k = 0; k < nBuffers; k++) out.push(b(k));
-  if (f & FullCheck.RunEnds) out.push(b(1, p + BUFFERS + 2 * nBuffers));
-  return out;
-}
-
-/** The checks of `full` at the node at `p`. */
-function fullCheck(read: ImportRead, pn: PlanNode, p: number, bytes: Bytes): void {
-  const nums = read.nums;
-  const f = pn.full;
-  const offset = nums[p + OFFSET]!;
-  const length = nums[p + LENGTH]!;
-  const nullCount = nums[p + NULL_COUNT]!;
-  const end = offset + length;
-  const buf = (k: number, q = p): Uint8Array | null => bytes(q + BUFFERS + 2 * k);
-  const path = (): string => pathAt(read, p);
-  const validity = (): Uint8Array | null => (pn.layout.hasValidity && nullCount !== 0 ? buf(0) : null);
-  if (f & FullCheck.Offsets) {
-    const b = buf(1);
-    if (b !== null && b.byteLength > 0) checkOffsets(b, pn.layout.buffers[1]!.width === 8, offset, end, pn.layout.buffers[1]!.what, path());
-  }
-  if (f & FullCheck.Views) {
-    const views = buf(1);
-    const nVar = nums[p + N_BUFFERS]! - 3;
-    const sizes: number[] = [];
-    for (let k = 0; k < nVar; k++) sizes.push(nums[p + BUFFERS + 2 * (2 + k) + 1]!);
-    if (views !== null) checkViews(views, offset, length, sizes, validity(), path());
-  }
-  if (f & FullCheck.ListViews) {
-    const o = buf(1);
-    const s = buf(2);
-    if (o !== null && s !== null) checkListViews(o, s, pn.layout.width === 8, offset, end, nums[childPos(read, pn, p, 0) + LENGTH]!, path());
-  }
-  if (f & FullCheck.Union) {
-    const ids = buf(0);
-    const lengths = pn.children.map((_, k) => nums[childPos(read, pn, p, k) + LENGTH]!);
-    const declared = (pn.schema.type as { typeIds: readonly number[] }).typeIds;
-    if (ids !== null) checkUnion(ids, pn.layout.kind === Kind.DenseUnion ? buf(1) : null, declared, lengths, offset, end, path());
-  }
-  if (f & FullCheck.RunEnds) {
-    const q = childPos(read, pn, p, 0);
-    const w = (pn.children[0]!.schema.type as { bitWidth: number }).bitWidth / 8;
-    checkRunEnds(buf(1, q), w, nums[q + OFFSET]!, nums[q + LENGTH]!, end, path());
-  }
-  if (f & FullCheck.Millis) {
-    const t = pn.schema.type;
-    // arrow-js reads a microsecond timestamp as v / 1000 (whole milliseconds must fit 2^53 too).
-    const divisor = t.id === 'timestamp' && t.unit === 'us' ? 1000n : 1n;
-    checkMillis(buf(1), offset, length, validity(), path(), divisor);
-  }
-  if (f & FullCheck.Indices) {
-    const dictLength = nums[childPos(read, pn, p, pn.children.length) + LENGTH]!;
-    checkIndices(buf(1), pn.schema.type, offset, length, dictLength, validity(), path());
-  }
-}
-
-function checkOffsets(b: Uint8Array, wide: boolean, offset: number, end: number, what: string, path: string): void {
-  let prev = offsetAt(b, 0, wide, offset, 0, path, 1);
-  for (let k = offset + 1; k <= end; k++) {
-    const cur = offsetAt(b, 0, wide, k, 0, path, 1);
-    if (cur < prev) throw invalid(`${path}.buffers[1]`, `${what}s are not monotone at ${k}: ${cur} after ${prev}`);
-    prev = cur;
-  }
-}
-
-function checkRunEnds(b: Uint8Array | null, w: number, offset: number, length: number, end: number, path: string): void {
-  if (!b || length === 0) {
-    if (end > 0) throw invalid(`${path}.children[0]`, `no run ends for ${end} elements`);
-    return;
-  }
-  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  const get = (k: number): number =>
-    w === 2 ? dv.getInt16(k * 2, true) : w === 4 ? dv.getInt32(k * 4, true) : Number(dv.getBigInt64(k * 8, true));
-  let prev = 0;
-  for (let k = offset; k < offset + length; k++) {
-    const cur = get(k);
-    if (cur <= prev) throw invalid(`${path}.children[0]`, `run ends must be positive and strictly increasing: ${cur} after ${prev} at ${k}`);
-    prev = cur;
-  }
-  if (prev < end) throw invalid(`${path}.children[0]`, `the last run end ${prev} is less than offset + length ${end}`);
-}
-
-const isNull = (validity: Uint8Array | null, k: number): boolean => validity !== null && (validity[k >> 3]! & (1 << (k & 7))) === 0;
-
-function checkViews(views: Uint8Array, offset: number, length: number, sizes: number[], validity: Uint8Array | null, path: string): void {
-  const dv = new DataView(views.buffer, views.byteOffset, views.byteLength);
-  for (let k = offset; k < offset + length; k++) {
-    if (isNull(validity, k)) continue;
-    const len = dv.getInt32(k * 16, true);
-    if (len < 0) throw invalid(`${path}.buffers[1]`, `view ${k} has negative length ${len}`);
-    if (len > 12) {
-      const buf = dv.getInt32(k * 16 + 8, true);
-      const off = dv.getInt32(k * 16 + 12, true);
-      if (buf < 0 || buf >= sizes.length) throw invalid(`${path}.buffers[1]`, `view ${k} refers to data buffer ${buf} of ${sizes.length}`);
-      if (off < 0 || off + len > sizes[buf]!) {
-        throw invalid(`${path}.buffers[1]`, `view ${k} (offset ${off}, length ${len}) is outside data buffer ${buf} of ${sizes[buf]} bytes`);
-      }
-    }
-  }
-}
-
-/**
- * `b` as an array of `Ctor`: zero-copy where aligned, else over a copy. The
- * O(length) checks read elements through typed arrays (a DataView call or
- * a BigInt per element made `full` validation of a large buffer take minutes).
- */
-function elements<C extends Int8ArrayConstructor | Uint8ArrayConstructor | Int16ArrayConstructor | Uint16ArrayConstructor | Int32ArrayConstructor | Uint32ArrayConstructor>(
-  Ctor: C,
-  b: Uint8Array,
-): InstanceType<C> {
-  const w = Ctor.BYTES_PER_ELEMENT;
-  const src = b.byteOffset % w === 0 ? b : b.slice();
-  return new Ctor(src.buffer as ArrayBuffer, src.byteOffset, Math.floor(src.byteLength / w)) as InstanceType<C>;
-}
-
-/** Element `k` of 64-bit little-endian integers held as int32 words, exact within 2^53 (-1 for any negative value). */
-function word64(words: Int32Array, k: number): number {
-  const hi = words[2 * k + 1]!;
-  return hi < 0 ? -1 : hi * 4294967296 + (words[2 * k]! >>> 0);
-}
-
-/** Every list view (null ones too, Columnar.rst "ListView Layout") inside the child. */
-function checkListViews(offs: Uint8Array, sizes: Uint8Array, wide: boolean, offset: number, end: number, childLength: number, path: string): void {
-  const bad = (k: number, off: number | bigint, size: number | bigint): ArrowDeviceError =>
-    invalid(`${path}.buffers[1]`, `list view ${k} (offset ${off}, size ${size}) is outside the child of length ${childLength}`);
-  const o = elements(Int32Array, offs);
-  const z = elements(Int32Array, sizes);
-  for (let k = offset; k < end; k++) {
-    const off = wide ? word64(o, k) : o[k]!;
-    const size = wide ? word64(z, k) : z[k]!;
-    if (off < 0 || size < 0 || off + size > childLength) {
-      const big = (w: Int32Array): bigint => (BigInt(w[2 * k + 1]!) << 32n) | BigInt(w[2 * k]! >>> 0);
-      throw wide ? bad(k, big(o), big(z)) : bad(k, off, size);
-    }
-  }
-}
-
-/** Every type id declared by the union; every dense offset inside its child. */
-function checkUnion(typeIds: Uint8Array, offs: Uint8Array | null, declared: readonly number[], lengths: readonly number[], offset: number, end: number, path: string): void {
-  const childOf = new Int16Array(256).fill(-1);
-  declared.forEach((id, k) => {
-    if (id >= 0 && id < 128) childOf[id] = k;
-  });
-  const ids = elements(Int8Array, typeIds);
-  const o = offs ? elements(Int32Array, offs) : null;
-  for (let k = offset; k < end; k++) {
-    const id = ids[k]!;
-    const c = childOf[id & 255]!;
-    if (c < 0) throw invalid(`${path}.buffers[0]`, `type id ${id} at ${k} is not one of the union's (${declared.join(',')})`);
-    if (o) {
-      const off = o[k]!;
-      if (off < 0 || off >= lengths[c]!) throw invalid(`${path}.buffers[1]`, `offset ${off} at ${k} is outside child ${c} of length ${lengths[c]}`);
-    }
-  }
-}
-
-/**
- * arrow-js reads date64 and second/millisecond/microsecond timestamps as JS
- * numbers of milliseconds, and throws for an int64 it cannot convert exactly
- * (beyond 2^53 once divided by `divisor`). Valid Arrow, but `full` promises
- * every value reads: such a value is refused as `unsupported`, with its place.
- */
-function checkMillis(values: Uint8Array | null, offset: number, length: number, validity: Uint8Array | null, path: string, divisor: bigint): void {
-  if (!values) return;
-  const words = elements(Int32Array, values);
-  // A high word within +-limit is safe without a closer look.
-  const limit = divisor === 1n ? 2097151 : 2097151999;
-  for (let k = offset; k < offset + length; k++) {
-    const hi = words[2 * k + 1]!;
-    if (hi <= limit && hi >= -limit) continue;
-    if (isNull(validity, k)) continue;
-    const raw = (BigInt(hi) << 32n) | BigInt(words[2 * k]! >>> 0);
-    const v = divisor === 1n ? raw : raw / divisor;
-    if (v > MAX_SAFE || v < -MAX_SAFE) {
-      throw new ArrowDeviceError('unsupported', `${path}.buffers[1]`, `value ${v} at ${k} is beyond the 2^53 arrow-js can read as a number`);
-    }
-  }
-}
-
-function checkIndices(values: Uint8Array | null, t: PlanNode['schema']['type'], offset: number, length: number, dictLength: number, validity: Uint8Array | null, path: string): void {
-  if (!values || t.id !== 'int') return;
-  const end = offset + length;
-  const bad = (k: number, i: number | bigint): ArrowDeviceError =>
-    invalid(`${path}.buffers[1]`, `dictionary index ${i} at ${k} is outside the dictionary of length ${dictLength}`);
-  if (t.bitWidth === 64) {
-    const words = elements(Int32Array, values);
-    for (let k = offset; k < end; k++) {
-      const i = word64(words, k);
-      if ((i < 0 || i >= dictLength) && !isNull(validity, k)) {
-        const hi = BigInt(words[2 * k + 1]!);
-        const lo = BigInt(words[2 * k]! >>> 0);
-        throw bad(k, t.signed ? (hi << 32n) | lo : BigInt.asUintN(64, (hi << 32n) | lo));
-      }
-    }
-    return;
-  }
-  // Read as unsigned: a signed index is inside exactly when its unsigned reading is below
-  // min(dictLength, 2^(bits-1)). One monomorphic scan per width (a loop over several typed array
-  // kinds runs several times slower: a 4 GiB index buffer must scan in seconds).
-  const bits = t.bitWidth;
-  const bound = t.signed ? Math.min(dictLength, 2 ** (bits - 1)) : dictLength;
-  if (bound >= 2 ** bits) return;
-  const ix = bits === 8 ? elements(Uint8Array, values) : bits === 16 ? elements(Uint16Array, values) : elements(Uint32Array, values);
-  const scan = bits === 8 ? firstAtLeast8 : bits === 16 ? firstAtLeast16 : firstAtLeast32;
-  for (let k = scan(ix as never, offset, end, bound); k >= 0; k = scan(ix as never, k + 1, end, bound)) {
-    if (isNull(validity, k)) continue;
-    const u = ix[k]!;
-    throw bad(k, t.signed && u >= 2 ** (bits - 1) ? u - 2 ** bits : u);
-  }
-}
-
-/** The first `k` in [from, to) with `a[k] >= bound`, or -1. */
-function firstAtLeast8(a: Uint8Array, from: number, to: number, bound: number): number {
-  for (let k = from; k < to; k++) if (a[k]! >= bound) return k;
-  return -1;
-}
-
-function firstAtLeast16(a: Uint16Array, from: number, to: number, bound: number): number {
-  for (let k = from; k < to; k++) if (a[k]! >= bound) return k;
-  return -1;
-}
-
-function firstAtLeast32(a: Uint32Array, from: number, to: number, bound: number): number {
-  for (let k = from; k < to; k++) if (a[k]! >= bound) return k;
-  return -1;
-}

@@ -7,7 +7,7 @@
  */
 import type { SchemaNode } from '../schema/node.js';
 import type { PlanNode } from './plan.js';
-import { BUFFERS, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, skip, type ImportRead } from './read.js';
+import { childrenAt, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, type ImportRead } from './record.js';
 
 /**
  * An `ArrowArray` tree as plain JS: each node's counts, and each buffer as a byte view, with every type
@@ -86,13 +86,9 @@ export class ImportedView implements ArrayView {
 
 /** The `ArrayView` of the node at `p` of an import, and of its children and dictionary. */
 export function viewOf(read: ImportRead, pn: PlanNode, p: number): ImportedView {
-  let q = p + BUFFERS + 2 * read.nums[p + N_BUFFERS]!;
-  const children: ArrayView[] = [];
-  for (const c of pn.children) {
-    children.push(viewOf(read, c, q));
-    q = skip(read, c, q);
-  }
-  const dictionary = pn.dictionary === null ? null : viewOf(read, pn.dictionary, q);
+  const at = childrenAt(read, p);
+  const children = pn.children.map((c, k) => viewOf(read, c, at[k]!));
+  const dictionary = pn.dictionary === null ? null : viewOf(read, pn.dictionary, at[children.length]!);
   return new ImportedView(read, pn, p, children, dictionary);
 }
 

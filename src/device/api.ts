@@ -30,14 +30,15 @@ import { Data, RecordBatch, Schema, Vector } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
 import { ArrowSymbols, hasArrowMethod, isArrowExportable, type ArrowArrayExportable, type ArrowDeviceArrayExportable } from '../abi/protocol.js';
 import { exchangeOptions, importFromArrayHandles, type ExchangeImportOptions } from '../array/exchange.js';
-import { importBatch, importData, owned, releaseImport, type ImportedData, type ImportedRecordBatch } from '../array/imported.js';
+import { buildBatch, buildData, owned, releaseImport, type ImportedData, type ImportedRecordBatch } from '../array/build.js';
 import { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import { exportSchema, memoryOf, releaseArrowSchema, toExportView, type ArrayImportOptions, type MemoryOption, type SchemaLike } from '../array/api.js';
 import { writeArrayView } from '../array/export.js';
 import { consume, importWith, PlanOf, quietly } from '../array/importer.js';
 import { ImportOwner } from '../array/owner.js';
-import { batchNodeOf, type Plan } from '../array/plan.js';
-import type { ImportRead } from '../array/read.js';
+import type { Plan } from '../array/plan.js';
+import { batchNodeOf } from '../schema/export.js';
+import type { ImportRead } from '../array/record.js';
 import { isReleased, moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import { viewOf, type ArrayView } from '../array/view.js';
 import { deviceArrayPtrArg } from '../args.js';
@@ -291,7 +292,7 @@ export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts: Devic
 export function importDeviceData(ptr: Ptr, schema: SchemaLike | Ptr, opts?: DeviceImportOptions): ImportedData | DeviceArray;
 export function importDeviceData(ptr: Ptr | DeviceArraySource, schema?: SchemaLike | Ptr | DeviceExchangeOptions, opts: DeviceImportOptions = {}): ImportedData | DeviceArray {
   if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceData', (p, s, o) => importDeviceData(p, s, o));
-  return importDevice(ptr, schema as SchemaLike | Ptr, opts, PlanOf.Data, importData);
+  return importDevice(ptr, schema as SchemaLike | Ptr, opts, PlanOf.Data, buildData);
 }
 
 /**
@@ -313,7 +314,7 @@ export function importDeviceRecordBatch(
   opts: DeviceImportOptions = {},
 ): ImportedRecordBatch | DeviceArray {
   if (isArrowExportable(ptr)) return viaDeviceArray(ptr, schema, 'importDeviceRecordBatch', (p, s, o) => importDeviceRecordBatch(p, s, o));
-  return importDevice(ptr, schema as Schema | SchemaNode | Ptr, opts, PlanOf.Batch, importBatch);
+  return importDevice(ptr, schema as Schema | SchemaNode | Ptr, opts, PlanOf.Batch, buildBatch);
 }
 
 /**

@@ -20,14 +20,14 @@ import {
 import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from '../array/exchange.js';
 import { moveToHandle } from '../array/handoff.js';
 import { ArrayExportHandles, type ExportHandle } from '../memory/handle.js';
-import { importBatch, importData } from '../array/imported.js';
+import { buildBatch, buildData } from '../array/build.js';
 import { writeArrayView } from '../array/export.js';
 import type { ArrayView } from '../array/view.js';
 import { viewOf } from '../array/view.js';
 import {
-  BUFFERS, checkBufferSize, checkFull, childPos, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, readArray, recordCopy, resolveDeferred, resolveDeferredAsync, skip, UNKNOWN, readTree, checkLevelAsync,
-  validationLevel, type DeviceReader, type ValidationLevel,
+  checkBufferSize, checkFull, checkLevelAsync, FULL, readArray, readTree, resolveDeferred, resolveDeferredAsync, validationLevel, type DeviceReader, type ValidationLevel,
 } from '../array/read.js';
+import { BUFFERS, childrenAt, forEachNode, ImportRead, LENGTH, N_BUFFERS, NULL_COUNT, OFFSET, pathAt, recordCopy, UNKNOWN } from '../array/record.js';
 import { planOfNode, type Plan, type PlanNode } from '../array/plan.js';
 import { allocBytes, ArrowDeviceError, invalid, prefixPath, unsupported } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -103,7 +103,7 @@ export interface DeviceArrayNode {
   readonly dictionary: DeviceArrayNode | null;
 }
 
-/** A node of a device array's record (see src/array/read.ts). */
+/** A node of a device array's record (see src/array/record.ts). */
 class DeviceNode implements DeviceArrayNode {
   #buffers: DeviceBuffer[] | null = null;
   #children: DeviceNode[] | null = null;
@@ -142,12 +142,8 @@ class DeviceNode implements DeviceArrayNode {
 
   get children(): readonly DeviceNode[] {
     if (this.#children === null) {
-      let q = this.at + BUFFERS + 2 * this.read.nums[this.at + N_BUFFERS]!;
-      this.#children = this.pn.children.map((c) => {
-        const node = new DeviceNode(this.read, c, q, this.gpu);
-        q = skip(this.read, c, q);
-        return node;
-      });
+      const at = childrenAt(this.read, this.at);
+      this.#children = this.pn.children.map((c, k) => new DeviceNode(this.read, c, at[k]!, this.gpu));
     }
     return this.#children;
   }
@@ -156,7 +152,7 @@ class DeviceNode implements DeviceArrayNode {
   get dictionary(): DeviceNode | null {
     if (this.#dictionary === undefined) {
       if (this.pn.dictionary === null) this.#dictionary = null;
-      else this.#dictionary = new DeviceNode(this.read, this.pn.dictionary, childPos(this.read, this.pn, this.at, this.pn.children.length), this.gpu);
+      else this.#dictionary = new DeviceNode(this.read, this.pn.dictionary, childrenAt(this.read, this.at)[this.pn.children.length]!, this.gpu);
     }
     return this.#dictionary;
   }
@@ -345,7 +341,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
 
   /** A host copy, with the `full` checks its options ask for and its import did not run. */
   #checkCopy(copy: ImportRead, opts: ToHostOptions): ImportRead {
-    if (validationLevel(opts.validate) >= 3 && this.#read.level < 3) checkFull(copy, null);
+    if (validationLevel(opts.validate) >= FULL && this.#read.level < FULL) checkFull(copy, null);
     return copy;
   }
 
@@ -375,13 +371,11 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     const ctx = this.context(opts);
     // Each buffer's place, for errors (made only then).
     const place = (p: number, k: number): string => `${pathAt(read, p)}.buffers[${k}]`;
-    const each = (fn: (p: number, k: number, at: number) => void): void => {
-      for (let p = 0; p < read.length; ) {
+    const each = (fn: (p: number, k: number, at: number) => void): void =>
+      forEachNode(read, (_, p) => {
         const nb = nums[p + N_BUFFERS]!;
         for (let k = 0; k < nb; k++) fn(p, k, p + BUFFERS + 2 * k);
-        p += BUFFERS + 2 * nb;
-      }
-    };
+      });
     each((p, k, at) => {
       if (nums[at] === 0) return;
       try {
@@ -419,7 +413,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
    */
   toHost(opts: ToHostOptions = {}): Data {
     const copy = this.#copyToHost(opts);
-    return importData(retarget(copy, planOfNode(this.schema, opts)));
+    return buildData(retarget(copy, planOfNode(this.schema, opts)));
   }
 
   /**
@@ -442,7 +436,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
    */
   async toHostAsync(opts: ToHostOptions = {}): Promise<Data> {
     const copy = await this.#copyToHostAsync(opts);
-    return importData(retarget(copy, planOfNode(this.schema, opts)));
+    return buildData(retarget(copy, planOfNode(this.schema, opts)));
   }
 
   /** `toHostRecordBatch` for every device, WebGPU included. */
@@ -450,7 +444,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     if (this.schema.type.id !== 'struct') throw invalid('schema.format', `a record batch needs a struct ("+s"), got "${this.schema.format}"`);
     const plan = planOfNode(this.schema, opts);
     plan.batch();
-    return importBatch(retarget(await this.#copyToHostAsync(opts), plan));
+    return buildBatch(retarget(await this.#copyToHostAsync(opts), plan));
   }
 
   /** Copies a struct array to the host as an arrow-js `RecordBatch`. */
@@ -459,7 +453,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
     const plan = planOfNode(this.schema, opts);
     plan.batch();
     // A host copy: nothing to release (owned by no import), but releasable like every imported batch.
-    return importBatch(retarget(this.#copyToHost(opts), plan));
+    return buildBatch(retarget(this.#copyToHost(opts), plan));
   }
 
   /**

@@ -27,7 +27,7 @@
  */
 import type { Schema } from 'apache-arrow';
 import { importRecordBatch, importSchema, type ArrayImportOptions, type SchemaImportOptions } from '../array/api.js';
-import type { ImportedRecordBatch } from '../array/imported.js';
+import type { ImportedRecordBatch } from '../array/build.js';
 import type { ArrayView } from '../array/view.js';
 import { importDeviceRecordBatch, type DeviceImportOptions } from '../device/api.js';
 import type { DeviceArray } from '../device/device-array.js';

@@ -24,7 +24,7 @@ import type { ArrayView } from '../array/view.js';
 import { exportDeviceArray, exportDeviceRecordBatch } from '../device/api.js';
 import { invalid } from '../errors.js';
 import { ArrayExportHandles, type ExportHandle } from '../memory/handle.js';
-import { batchNodeOf, schemaNodeOf } from '../array/plan.js';
+import { batchNodeOf, schemaNodeOf } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import { exportArrayStream, exportDeviceArrayStream, type RecordBatchSource, type StreamExportItem } from '../stream/export.js';
 

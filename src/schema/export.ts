@@ -7,8 +7,13 @@
  * its own (CDataInterface.rst, "Moving child arrays" applies to schemas
  * too). One registered release callback serves all schema exports;
  * `private_data` holds the id of the node's record.
+ *
+ * The `SchemaNode` of an arrow-js object is made once and used again while
+ * its metadata maps hold what they held (`schemaNodeOf`); an exported node is
+ * encoded once per pointer width (`writeSchema`). Imports against an arrow-js
+ * schema make their plan from the same nodes (src/array/plan.ts).
  */
-import { DataType, Dictionary, Field, Schema, Type, type Map_ } from 'apache-arrow';
+import { DataType, Dictionary, Field, Schema, Type, type Map_, type Struct } from 'apache-arrow';
 import { Flag } from '../abi/constants.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -238,4 +243,117 @@ export function toSchemaNode(s: Schema | Field | DataType | SchemaNode): SchemaN
   if (s instanceof Field) return fieldToNode(s);
   if (isArrowType(s)) return typeToNode(s, '', true, null);
   return s;
+}
+
+// --- the nodes of arrow-js schemas, made once (for exports, and for the plans of imports against them) ---
+
+/** Anything that describes a type: arrow-js objects or a `SchemaNode`. */
+export type SchemaLike = Schema | Field | DataType | SchemaNode;
+
+/**
+ * A node made from an arrow-js object, with every metadata map it was made
+ * from and what each held: arrow-js schemas, fields and types are immutable
+ * but for the contents of their metadata maps, so the node is used again
+ * while those hold what they held.
+ */
+interface FromArrow {
+  readonly node: SchemaNode;
+  readonly maps: readonly ReadonlyMap<string, string>[];
+  readonly contents: readonly (readonly string[])[];
+}
+const nodesOfArrow = new WeakMap<object, FromArrow>();
+
+function fromArrow(key: object, maps: () => ReadonlyMap<string, string>[], make: () => SchemaNode): SchemaNode {
+  const hit = nodesOfArrow.get(key);
+  if (hit !== undefined && fresh(hit)) return hit.node;
+  const node = make();
+  const m = maps();
+  nodesOfArrow.set(key, { node, maps: m, contents: m.map(mapContents) });
+  return node;
+}
+
+/** Whether the maps a node was made from hold what they held (the maps themselves are fixed: fields are immutable). */
+function fresh(f: FromArrow): boolean {
+  for (let i = 0; i < f.maps.length; i++) if (!sameContents(f.maps[i], f.contents[i]!)) return false;
+  return true;
+}
+
+/** The encodings of exported nodes (`encodeSchema`), by node, for one pointer width. */
+const encodings = new WeakMap<SchemaNode, { ps: number; encoded: EncodedSchema }>();
+
+/** Writes the schema `s` into the `ArrowSchema` at `into` (`writeSchemaNode`), encoded once per node. */
+export function writeSchema(mem: Memory, s: SchemaLike, into: Ptr): void {
+  const node = schemaNodeOf(s);
+  const ps = mem.target.pointerSize;
+  let e = encodings.get(node);
+  if (e === undefined || e.ps !== ps) encodings.set(node, (e = { ps, encoded: encodeSchema(node, ps, mem.layouts.ArrowSchema.size) }));
+  writeSchemaNode(mem, node, into, e.encoded);
+}
+
+/** The `SchemaNode` of any schema form (an arrow-js object's made once: see `FromArrow`). */
+export function schemaNodeOf(s: SchemaLike): SchemaNode {
+  if (!(s instanceof Schema || s instanceof Field || isArrowType(s))) return s;
+  return fromArrow(s, () => metadataMaps(s), () => toSchemaNode(s));
+}
+
+/**
+ * The node of an arrow-js type for its layout alone: the export writer
+ * (src/array/export.ts) reads only types, never names or metadata, and types
+ * are immutable, so a node made before serves even if a metadata map in it
+ * changed since.
+ */
+export function layoutNodeOf(t: DataType): SchemaNode {
+  return nodesOfArrow.get(t)?.node ?? schemaNodeOf(t);
+}
+
+/**
+ * The node of a record batch's schema as its data says (its struct type's
+ * fields, its schema's metadata): arrow-js can give a batch a `schema`
+ * that disagrees with its data where field names repeat (gold case
+ * duplicate_fieldnames). Made once per struct type and schema metadata
+ * (compared by contents: the batches arrow-js makes have schemas of their own).
+ */
+export function batchNodeOf(batch: { readonly data: { readonly type: DataType }; readonly schema: Schema }): SchemaNode {
+  const struct = batch.data.type as Struct;
+  const metadata = batch.schema.metadata;
+  const hit = batchNodes.get(struct);
+  if (hit !== undefined && sameContents(metadata, hit.metadata) && fresh(hit.fields)) return hit.fields.node;
+  const node = toSchemaNode(new Schema(struct.children, metadata));
+  const maps = metadataMaps(struct);
+  batchNodes.set(struct, { metadata: mapContents(metadata), fields: { node, maps, contents: maps.map(mapContents) } });
+  return node;
+}
+const batchNodes = new WeakMap<DataType, { metadata: readonly string[]; fields: FromArrow }>();
+
+/** Every metadata map a node of `s` is made from: its own (a schema's or a field's), its fields', theirs... */
+function metadataMaps(s: Schema | Field | DataType): ReadonlyMap<string, string>[] {
+  const out: ReadonlyMap<string, string>[] = [];
+  const ofType = (t: DataType): void => {
+    if (DataType.isDictionary(t)) return ofType(t.dictionary);
+    for (const f of (t.children ?? []) as Field[]) ofField(f);
+  };
+  const ofField = (f: Field): void => {
+    out.push(f.metadata);
+    ofType(f.type);
+  };
+  if (s instanceof Schema) {
+    out.push(s.metadata);
+    for (const f of s.fields) ofField(f);
+  } else if (s instanceof Field) ofField(s);
+  else ofType(s);
+  return out;
+}
+
+function mapContents(m: ReadonlyMap<string, string> | null | undefined): string[] {
+  const out: string[] = [];
+  if (m) for (const [k, v] of m) out.push(k, v);
+  return out;
+}
+
+function sameContents(m: ReadonlyMap<string, string> | null | undefined, c: readonly string[]): boolean {
+  if ((m?.size ?? 0) * 2 !== c.length) return false;
+  if (c.length === 0) return true;
+  let i = 0;
+  for (const [k, v] of m!) if (k !== c[i++] || v !== c[i++]) return false;
+  return true;
 }

@@ -166,7 +166,7 @@ export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema'): SchemaNo
   const A = access(mem.target).ArrowSchema;
   const seen = AddressSet.shared();
   try {
-    return readNode({ raw, A, wide, ps: wide ? 8 : 4, seen }, Number(ptr), path, 0);
+    return readSchemaStruct({ raw, A, wide, ps: wide ? 8 : 4, seen }, Number(ptr), path, 0);
   } finally {
     seen.done();
   }
@@ -219,7 +219,8 @@ function schemaFields(raw: RawAccess, A: Access['ArrowSchema'], addr: Addr): Sch
   return fields;
 }
 
-function readNode(r: SchemaRead, addr: Addr, path: string, depth: number): SchemaNode {
+/** Reads the `ArrowSchema` struct at `addr`, its children and its dictionary, into a `SchemaNode`. */
+function readSchemaStruct(r: SchemaRead, addr: Addr, path: string, depth: number): SchemaNode {
   if (addr === 0) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
   visitOnce(r.seen, addr, path);
@@ -254,10 +255,10 @@ function readNode(r: SchemaRead, addr: Addr, path: string, depth: number): Schem
       children = new Array(n);
       for (let i = 0; i < n; i++) {
         const cp = r.wide ? cdv.getUint32(cat + i * 8 + 4, true) * 4294967296 + cdv.getUint32(cat + i * 8, true) : cdv.getUint32(cat + i * 4, true);
-        children[i] = readNode(r, cp, `${path}.children[${i}]`, depth + 1);
+        children[i] = readSchemaStruct(r, cp, `${path}.children[${i}]`, depth + 1);
       }
     }
-    const dictionary = dictPtr === 0 ? null : readNode(r, dictPtr, `${path}.dictionary`, depth + 1);
+    const dictionary = dictPtr === 0 ? null : readSchemaStruct(r, dictPtr, `${path}.dictionary`, depth + 1);
     const node: SchemaNode = { format, type, name, metadata, flags, children, dictionary };
     checkNode(node, path);
     return node;

@@ -25,7 +25,7 @@ import { ExportHandle } from '../memory/handle.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
 import { access } from '../abi/accessors.js';
 import { arena, rawOf, reserve, writeField } from '../memory/raw.js';
-import { batchNodeOf, schemaNodeOf } from '../array/plan.js';
+import { batchNodeOf, schemaNodeOf } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
 import { writeDeviceFields } from '../device/export.js';
 import { DeviceArray } from '../device/device-array.js';

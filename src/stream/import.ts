@@ -33,12 +33,13 @@ import {
 import { ExportHandle } from '../memory/handle.js';
 import { importWith } from '../array/importer.js';
 import { batchSchemaOf, planOfNode, type Plan } from '../array/plan.js';
-import { validationLevel, type ImportRead } from '../array/read.js';
+import { validationLevel } from '../array/read.js';
+import type { ImportRead } from '../array/record.js';
 import { viewOf, type ArrayView } from '../array/view.js';
 import { importDeviceArrayLater, importDeviceArrayView, importDeviceRecordBatch, readDeviceFields, settleDeviceItem, type DeviceImportOptions } from '../device/api.js';
 import { readsAsync } from '../device/backend.js';
 import { DeviceArray } from '../device/device-array.js';
-import { importBatch, importedTable, releaseObject, type ImportedRecordBatch, type ImportedTable } from '../array/imported.js';
+import { buildBatch, importedTable, releaseObject, type ImportedRecordBatch, type ImportedTable } from '../array/build.js';
 import { ImportOwner } from '../array/owner.js';
 import { isReleased, markReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
 import { streamPtrArg } from '../args.js';
@@ -612,7 +613,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     if (this.deviceType === undefined || this.deviceType === DeviceType.CPU) {
       const owner = new ImportOwner(m, out, kind);
       const plan = this.#plan;
-      const build: (read: ImportRead) => object = opts.view ? (read) => viewOf(read, plan.root, 0) : importBatch;
+      const build: (read: ImportRead) => object = opts.view ? (read) => viewOf(read, plan.root, 0) : buildBatch;
       return importWith(owner, plan, opts, this.#level, path, build) as T;
     }
     try {

@@ -1,6 +1,6 @@
 /**
  * The arrow-js objects an import makes without arrow-js's constructors
- * (src/array/imported.ts: `makeBatch`, `makeTable`) are taken only where a
+ * (src/array/build.ts: `makeBatch`, `makeTable`) are taken only where a
  * load-time check against the arrow-js in use says both make the same
  * object. A check that fails silently leaves the constructor running: the
  * slower path, but correct, and invisible (one such check compared the
@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RecordBatch, Table, tableFromArrays } from 'apache-arrow';
 import { exportTable, freeArrowArray, freeArrowSchema, importTable } from '../../src/index.js';
-import { BATCH_SHORTCUT, TABLE_SHORTCUT } from '../../src/array/imported.js';
+import { BATCH_SHORTCUT, TABLE_SHORTCUT } from '../../src/array/build.js';
 
 describe('arrow-js objects made without their constructors', () => {
   test('the load-time checks hold for this arrow-js (else the constructors run, unseen)', () => {

@@ -59,7 +59,7 @@ describe('C Data Interface self round trip', { skip: goldSkip }, () => {
         // FAST_LAZY and FAST_BATCH_DATA): every node, the batch's own first, carries the fields the
         // constructor would give it, stride first (arrow-js slices values by it).
         back.batches.forEach((b, i) => sameDataFields(b.data, table.batches[i]!.data, `batch ${i}`));
-        // The table too (FAST_TABLE in src/array/imported.ts): what arrow-js's constructor makes of its batches.
+        // The table too (FAST_TABLE in src/array/build.ts): what arrow-js's constructor makes of its batches.
         const made = new Table([...back.batches]) as unknown as Record<PropertyKey, unknown>;
         const own = back as unknown as Record<PropertyKey, unknown>;
         const arrowKeys = (o: object): PropertyKey[] => Reflect.ownKeys(o).filter((k) => typeof k !== 'symbol' || !k.description?.startsWith('arrow-device.'));

@@ -15,7 +15,7 @@ import {
 } from 'apache-arrow';
 import { DeviceType } from '../../src/abi/constants.js';
 import { exportArray, exportSchema, freeArrowArray, freeArrowSchema, importArrayView } from '../../src/array/api.js';
-import { releaseImport } from '../../src/array/imported.js';
+import { releaseImport } from '../../src/array/build.js';
 import { cpuBackend, setDeviceBackend, type DeviceBackend } from '../../src/device/backend.js';
 import { exportDeviceArray, freeDeviceArray, importDeviceArray, importDeviceArrayAsync, importDeviceRecordBatch, DeviceArray } from '../../src/device/index.js';
 import { ArrowDeviceError } from '../../src/errors.js';

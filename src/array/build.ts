@@ -30,7 +30,7 @@ import type { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
 import { isDetached } from '../memory/wasm.js';
 import type { ImportOwner } from './owner.js';
 import { Form, planWithType, type Plan, type PlanNode, type TypedArrayCtor } from './plan.js';
-import { BUFFERS, childPos, ImportRead, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt, skip } from './read.js';
+import { BUFFERS, childrenAt, END, ImportRead, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt } from './record.js';
 import type { ArrayView } from './view.js';
 import { viewOf } from './view.js';
 import { expandView } from './expand.js';
@@ -364,14 +364,11 @@ function slotOf(read: ImportRead, pn: PlanNode, p: number, key: SlotKey, O: numb
 
 // --- building ------------------------------------------------------------------------------
 
-/** The record position after the subtree `dataOf` built last. */
-let after = 0;
-
 /**
  * The arrow-js `Data` of the node at `p` of `read` (plan node `pn`), seen
  * through a parent's window: its arrow-js offset is its own plus `add`, its
  * length `len` (-1: its own). Lazy over an import; made at once over copies
- * (`read.copy`). Sets `after`.
+ * (`read.copy`).
  */
 function dataOf(read: ImportRead, pn: PlanNode, p: number, add: number, len: number, root: boolean): Data {
   const nums = read.nums;
@@ -383,44 +380,29 @@ function dataOf(read: ImportRead, pn: PlanNode, p: number, add: number, len: num
   const counted = nullCount !== 0 && pn.layout.hasValidity && nums[p + BUFFERS] !== 0 && nums[p + BUFFERS + 1]! > 0;
   nullCount = !counted ? 0 : add !== 0 || N !== own ? -1 : nullCount;
   const type = pn.type!;
-  let q = p + BUFFERS + 2 * nums[p + N_BUFFERS]!;
   let children: Data[] = NONE as never;
 
   switch (pn.form) {
     case Form.Null:
-      after = q;
       return new (root ? ImportedData : Data)(type, O, N, N);
     case Form.Expanded:
     case Form.Narrowed:
       return copied(read, pn, p, add, N, root);
-    case Form.None: case Form.Sparse: {
-      // Struct and sparse union children are indexed like the parent; a fixed-size list's by `listSize`.
-      const size = pn.layout.listSize;
-      const kids = pn.children;
-      children = new Array(kids.length);
-      for (let k = 0; k < kids.length; k++) {
-        children[k] = size > 0 ? dataOf(read, kids[k]!, q, O * size, N * size, false) : dataOf(read, kids[k]!, q, O, N, false);
-        q = after;
-      }
-      break;
-    }
-    default: {
-      const kids = pn.children;
-      if (kids.length > 0) {
-        children = new Array(kids.length);
-        for (let k = 0; k < kids.length; k++) {
-          children[k] = dataOf(read, kids[k]!, q, 0, -1, false);
-          q = after;
-        }
-      }
-    }
   }
-  let dictionary: Vector | undefined;
-  if (pn.dictionary !== null) {
-    dictionary = new Vector([dataOf(read, pn.dictionary, q, 0, -1, false)]);
-    q = after;
+  const at = childrenAt(read, p);
+  const kids = pn.children;
+  if (pn.form === Form.StructOrFixedList || pn.form === Form.Sparse) {
+    // Struct and sparse union children are indexed like the parent; a fixed-size list's by `listSize`.
+    const size = pn.layout.listSize;
+    children = new Array(kids.length);
+    for (let k = 0; k < kids.length; k++) {
+      children[k] = size > 0 ? dataOf(read, kids[k]!, at[k]!, O * size, N * size, false) : dataOf(read, kids[k]!, at[k]!, O, N, false);
+    }
+  } else if (kids.length > 0) {
+    children = new Array(kids.length);
+    for (let k = 0; k < kids.length; k++) children[k] = dataOf(read, kids[k]!, at[k]!, 0, -1, false);
   }
-  after = q;
+  const dictionary = pn.dictionary === null ? undefined : new Vector([dataOf(read, pn.dictionary, at[kids.length]!, 0, -1, false)]);
   if (!read.copy) return new (pn.form === Form.Views ? LazyViewData : LazyData)(read, pn, p, pn.type!, O, N, nullCount, children, dictionary);
   const slot = (k: SlotKey): unknown => slotOf(read, pn, p, k, O, N, counted);
   const buffers = [slot('valueOffsets'), slot('values'), slot('nullBitmap'), slot('typeIds')];
@@ -452,8 +434,7 @@ function copied(read: ImportRead, pn: PlanNode, p: number, add: number, N: numbe
       out[k] = Number(x);
     }
     liveCounters.copiedBytes += out.byteLength;
-    const dict = new Vector([dataOf(read, pn.dictionary!, childPos(read, pn, p, pn.children.length), 0, -1, false)]);
-    after = skip(read, pn, p);
+    const dict = new Vector([dataOf(read, pn.dictionary!, childrenAt(read, p)[pn.children.length]!, 0, -1, false)]);
     const bitmap = validity ?? EMPTY;
     return new (root ? ImportedData : Data)(pn.type!, O, N, counted ? -1 : 0, [undefined, out, bitmap] as never, [], dict);
   }
@@ -466,7 +447,6 @@ function copied(read: ImportRead, pn: PlanNode, p: number, add: number, N: numbe
     if (e instanceof ArrowDeviceError) throw e;
     throw new ArrowDeviceError('unsupported', path, `arrow-js cannot expand this array: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
-  after = skip(read, pn, p);
   if (add !== 0 || N !== d.length) d = d.slice(add, N);
   return root ? asImportedData(d) : d;
 }
@@ -477,7 +457,7 @@ function asImportedData(d: Data): ImportedData {
 }
 
 /** The arrow-js `Data` of a whole import: lazy over the producer's buffers (or over the copies, with `copy`). */
-export function importData(read: ImportRead): ImportedData {
+export function buildData(read: ImportRead): ImportedData {
   read.plan.type();
   return dataOf(read, read.plan.root, 0, 0, -1, true) as ImportedData;
 }
@@ -486,7 +466,7 @@ export function importData(read: ImportRead): ImportedData {
  * The `RecordBatch` of an import of a struct array: its columns are the
  * struct's children in the struct's window, its schema the plan's.
  */
-export function importBatch(read: ImportRead): ImportedRecordBatch {
+export function buildBatch(read: ImportRead): ImportedRecordBatch {
   const { schema, struct } = read.plan.batch();
   const pn = read.plan.root;
   const nums = read.nums;
@@ -494,11 +474,8 @@ export function importBatch(read: ImportRead): ImportedRecordBatch {
   const N = nums[LENGTH]!;
   const kids = pn.children;
   const children: Data[] = new Array(kids.length);
-  let q = BUFFERS + 2 * nums[N_BUFFERS]!;
-  for (let k = 0; k < kids.length; k++) {
-    children[k] = dataOf(read, kids[k]!, q, O, N, false);
-    q = after;
-  }
+  const at = childrenAt(read, 0);
+  for (let k = 0; k < kids.length; k++) children[k] = dataOf(read, kids[k]!, at[k]!, O, N, false);
   return makeBatch(schema, struct, children, N);
 }
 
@@ -616,11 +593,13 @@ function recordOfView(view: ArrayView, plan: Plan, path: string): ImportRead {
   const nums = read.nums;
   const walk = (v: ArrayView, pn: PlanNode, depth: number): void => {
     if (depth > 64) throw invalid(path, 'nesting deeper than 64 levels');
-    let q = read.length;
+    const p = read.length;
+    let q = p;
     nums[q++] = v.length;
     nums[q++] = v.offset;
     nums[q++] = v.nullCount;
     nums[q++] = v.buffers.length;
+    nums[q++] = 0; // END, once the children and the dictionary are in
     for (const b of v.buffers) {
       if (b !== null && b.byteLength > 0) views.set(q, b);
       nums[q++] = b === null ? 0 : 1;
@@ -633,6 +612,7 @@ function recordOfView(view: ArrayView, plan: Plan, path: string): ImportRead {
       if (!v.dictionary) throw invalid(path, 'the schema is dictionary-encoded, the view has no dictionary');
       walk(v.dictionary, pn.dictionary, depth + 1);
     }
+    nums[p + END] = read.length;
   };
   walk(view, plan.root, 0);
   return read;
