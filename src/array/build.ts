@@ -159,6 +159,7 @@ export interface Exchangeable {
 /* eslint-disable @typescript-eslint/no-explicit-any -- arrow-js's own defaults for its type parameters */
 /**
  * A `RecordBatch` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`).
+ * Its other members are arrow-js's `RecordBatch`'s (linked above), documented there.
  *
  * @example
  * function firstX(arrayPtr: bigint, schema: Schema): unknown {
@@ -172,6 +173,7 @@ defineReleasable(ImportedRecordBatch.prototype);
 
 /**
  * A `Table` an import returned: releasing it releases every batch.
+ * Its other members are arrow-js's `Table`'s (linked above), documented there.
  *
  * @example
  * const table = importArrayStream(streamPtr).toTable();  // an ImportedTable
@@ -184,6 +186,7 @@ defineReleasable(ImportedTable.prototype);
 
 /**
  * A `Vector` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`).
+ * Its other members are arrow-js's `Vector`'s (linked above), documented there.
  *
  * @example
  * using v = importVector(arrayPtr, schemaPtr);
@@ -195,6 +198,7 @@ defineReleasable(ImportedVector.prototype);
 
 /**
  * A `Data` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`).
+ * Its other members are arrow-js's `Data`'s (linked above), documented there.
  *
  * @example
  * const data = importData(arrayPtr, schemaPtr);
