@@ -310,9 +310,9 @@ function counted(d: Data): boolean {
 
 /**
  * Whether a `LazyData` gives what arrow-js's own `Data` gives over the same
- * buffers, checked once against the arrow-js in use on an int32 and a utf8
- * node with a null, at an offset, with the null count known and unknown
- * (-1): the same own properties (the buffer fields stay accessors: a
+ * buffers, checked once against the arrow-js in use on an int32, a utf8 and
+ * a utf8_view node (`LazyViewData`) with a null, at an offset, with the
+ * null count known and unknown (-1): the same own properties (the buffer fields stay accessors: a
  * constructor that defined them as own fields would hide the lazy ones), the
  * same fields arrow-js reads (`type`, `offset`, `length`, `stride`,
  * `_nullCount`, `nullCount`, the four buffers, `variadicBuffers`,
@@ -326,7 +326,7 @@ function counted(d: Data): boolean {
  */
 export const LAZY_DATA = ((): boolean => {
   try {
-    const probe = (format: string, type: DataType, form: Form, c: Uint8Array[], arrowBuffers: (c: Uint8Array[]) => unknown[], nullCount: number): boolean => {
+    const probe = (format: string, type: DataType, form: Form, c: Uint8Array[], arrowBuffers: (c: Uint8Array[]) => unknown[], nullCount: number, variadic: (c: Uint8Array[]) => Uint8Array[] = () => []): boolean => {
       // C: length 3 at offset 1 of 4 values, the second of the window null.
       const read = new ImportRead(null as never, null, null, 'probe', 0, false);
       read.nums.push(3, 1, nullCount === -1 ? 1 : nullCount, c.length, BUFFERS + 2 * c.length);
@@ -337,13 +337,16 @@ export const LAZY_DATA = ((): boolean => {
       }
       read.length = read.nums.length;
       const pn = { form, layout: layoutOf(parseFormat(format)), Ctor: Int32Array, stride: 1, children: [], dictionary: null, type } as unknown as PlanNode;
-      const lazy = new LazyData(read, pn, 0, type, 1, 3, nullCount, NONE as never, undefined) as unknown as Record<string, unknown> & Data;
+      const views = form === Form.Views;
+      const lazy = new (views ? LazyViewData : LazyData)(read, pn, 0, type, 1, 3, nullCount, NONE as never, undefined) as unknown as Record<string, unknown> & Data;
       const copies = c.map((b) => b.slice());
-      const own = new Data(type, 1, 3, nullCount, arrowBuffers(copies) as never) as unknown as Record<string, unknown> & Data;
+      const own = new Data(type, 1, 3, nullCount, arrowBuffers(copies) as never, [], undefined, variadic(copies)) as unknown as Record<string, unknown> & Data;
       const str = (o: object): string => Reflect.ownKeys(o).filter((k) => typeof k === 'string').join(',');
-      const bufferKeys = ['valueOffsets', 'values', 'nullBitmap', 'typeIds'];
+      const bufferKeys = ['valueOffsets', 'values', 'nullBitmap', 'typeIds', ...(views ? ['variadicBuffers'] : [])];
       const sameBuf = (a: unknown, b: unknown): boolean =>
-        a === b || (ArrayBuffer.isView(a) && ArrayBuffer.isView(b) && a.constructor === b.constructor && String(a) === String(b));
+        a === b ||
+        (ArrayBuffer.isView(a) && ArrayBuffer.isView(b) && a.constructor === b.constructor && String(a) === String(b)) ||
+        (Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, k) => sameBuf(x, b[k])));
       const ok =
         str(own).split(',').filter((k) => !bufferKeys.includes(k)).join(',') === str(lazy) &&
         bufferKeys.every((k) => !Object.hasOwn(lazy, k) && sameBuf(lazy[k], own[k])) &&
@@ -363,7 +366,19 @@ export const LAZY_DATA = ((): boolean => {
       probe('i', new Int32(), Form.Fixed, [Uint8Array.of(0b1011), new Uint8Array(Int32Array.of(5, 6, 7, 8).buffer)], (c) => [undefined, new Int32Array(c[1]!.buffer).subarray(1, 4), c[0]], nc);
     const strings = (nc: number): boolean =>
       probe('u', new Utf8(), Form.Offsets32, [Uint8Array.of(0b1011), new Uint8Array(Int32Array.of(0, 1, 3, 3, 6).buffer), Uint8Array.of(97, 98, 99, 100, 101, 102)], (c) => [new Int32Array(c[1]!.buffer).subarray(1, 5), c[2], c[0]], nc);
-    return ints(1) && ints(-1) && strings(1) && strings(-1);
+    // utf8_view: 'x', a 16-byte string in the data buffer, 'yz', the same long string.
+    const long = Array.from('abcdefghijklmnop', (ch) => ch.charCodeAt(0));
+    const viewBytes = (): Uint8Array => {
+      const v = new Uint8Array(64);
+      const dv = new DataView(v.buffer);
+      const inline = (i: number, str: string): void => { dv.setInt32(i * 16, str.length, true); for (let k = 0; k < str.length; k++) v[i * 16 + 4 + k] = str.charCodeAt(k); };
+      const out = (i: number): void => { dv.setInt32(i * 16, 16, true); v.set(long.slice(0, 4), i * 16 + 4); dv.setInt32(i * 16 + 8, 0, true); dv.setInt32(i * 16 + 12, 0, true); };
+      inline(0, 'x'); out(1); inline(2, 'yz'); out(3);
+      return v;
+    };
+    const stringViews = (nc: number): boolean =>
+      probe('vu', new Utf8View(), Form.Views, [Uint8Array.of(0b1011), viewBytes(), Uint8Array.from(long), new Uint8Array(BigInt64Array.of(16n).buffer)], (c) => [undefined, c[1]!.subarray(16, 64), c[0]], nc, (c) => [c[2]!]);
+    return ints(1) && ints(-1) && strings(1) && strings(-1) && stringViews(1) && stringViews(-1);
   } catch {
     return false;
   }
