@@ -34,6 +34,8 @@ import { BUFFERS, childrenAt, END, ImportRead, LENGTH, N_BUFFERS, nodeBuffer, NU
 import type { ArrayView } from './view.js';
 import { viewOf } from './view.js';
 import { expandView } from './expand.js';
+import { layoutOf } from '../schema/layout.js';
+import { parseFormat } from '../schema/format.js';
 
 // --- the objects and their release ----------------------------------------------------------
 
@@ -157,6 +159,7 @@ export interface Exchangeable {
 /* eslint-disable @typescript-eslint/no-explicit-any -- arrow-js's own defaults for its type parameters */
 /**
  * A `RecordBatch` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`).
+ * Its other members are arrow-js's `RecordBatch`'s (linked above), documented there.
  *
  * @example
  * function firstX(arrayPtr: bigint, schema: Schema): unknown {
@@ -170,6 +173,7 @@ defineReleasable(ImportedRecordBatch.prototype);
 
 /**
  * A `Table` an import returned: releasing it releases every batch.
+ * Its other members are arrow-js's `Table`'s (linked above), documented there.
  *
  * @example
  * const table = importArrayStream(streamPtr).toTable();  // an ImportedTable
@@ -182,6 +186,7 @@ defineReleasable(ImportedTable.prototype);
 
 /**
  * A `Vector` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`).
+ * Its other members are arrow-js's `Vector`'s (linked above), documented there.
  *
  * @example
  * using v = importVector(arrayPtr, schemaPtr);
@@ -193,6 +198,7 @@ defineReleasable(ImportedVector.prototype);
 
 /**
  * A `Data` an import returned: releasable, and handed on by the exchange protocol (see `Exchangeable`).
+ * Its other members are arrow-js's `Data`'s (linked above), documented there.
  *
  * @example
  * const data = importData(arrayPtr, schemaPtr);
@@ -302,6 +308,82 @@ function counted(d: Data): boolean {
   return (d as unknown as { _nullCount: number })._nullCount !== 0;
 }
 
+/**
+ * Whether a `LazyData` gives what arrow-js's own `Data` gives over the same
+ * buffers, checked once against the arrow-js in use on an int32, a utf8 and
+ * a utf8_view node (`LazyViewData`) with a null, at an offset, with the
+ * null count known and unknown (-1): the same own properties (the buffer fields stay accessors: a
+ * constructor that defined them as own fields would hide the lazy ones), the
+ * same fields arrow-js reads (`type`, `offset`, `length`, `stride`,
+ * `_nullCount`, `nullCount`, the four buffers, `variadicBuffers`,
+ * `children`, `dictionary`), and the same values, validity, byte length and
+ * slice. Where it fails, `dataOf` makes every buffer's view at import and
+ * gives arrow-js's constructor plain buffers: the same values, but a Data
+ * read after its release then reads as empty instead of throwing (nine
+ * ownership tests fail that way with the check forced off), so
+ * test/array/shortcuts.test.ts keeps it true for the arrow-js the package
+ * is tested with.
+ */
+export const LAZY_DATA = ((): boolean => {
+  try {
+    const probe = (format: string, type: DataType, form: Form, c: Uint8Array[], arrowBuffers: (c: Uint8Array[]) => unknown[], nullCount: number, variadic: (c: Uint8Array[]) => Uint8Array[] = () => []): boolean => {
+      // C: length 3 at offset 1 of 4 values, the second of the window null.
+      const read = new ImportRead(null as never, null, null, 'probe', 0, false);
+      read.nums.push(3, 1, nullCount === -1 ? 1 : nullCount, c.length, BUFFERS + 2 * c.length);
+      read.views = new Map();
+      for (const b of c) {
+        read.views.set(read.nums.length, b);
+        read.nums.push(1, b.byteLength);
+      }
+      read.length = read.nums.length;
+      const pn = { form, layout: layoutOf(parseFormat(format)), Ctor: Int32Array, stride: 1, children: [], dictionary: null, type } as unknown as PlanNode;
+      const views = form === Form.Views;
+      const lazy = new (views ? LazyViewData : LazyData)(read, pn, 0, type, 1, 3, nullCount, NONE as never, undefined) as unknown as Record<string, unknown> & Data;
+      const copies = c.map((b) => b.slice());
+      const own = new Data(type, 1, 3, nullCount, arrowBuffers(copies) as never, [], undefined, variadic(copies)) as unknown as Record<string, unknown> & Data;
+      const str = (o: object): string => Reflect.ownKeys(o).filter((k) => typeof k === 'string').join(',');
+      const bufferKeys = ['valueOffsets', 'values', 'nullBitmap', 'typeIds', ...(views ? ['variadicBuffers'] : [])];
+      const sameBuf = (a: unknown, b: unknown): boolean =>
+        a === b ||
+        (ArrayBuffer.isView(a) && ArrayBuffer.isView(b) && a.constructor === b.constructor && String(a) === String(b)) ||
+        (Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, k) => sameBuf(x, b[k])));
+      const ok =
+        str(own).split(',').filter((k) => !bufferKeys.includes(k)).join(',') === str(lazy) &&
+        bufferKeys.every((k) => !Object.hasOwn(lazy, k) && sameBuf(lazy[k], own[k])) &&
+        ['type', 'offset', 'length', 'stride', '_nullCount', 'dictionary'].every((k) => lazy[k] === own[k]) &&
+        lazy.children.length === 0 && own.children.length === 0 &&
+        Array.isArray(lazy.variadicBuffers) && lazy.variadicBuffers.length === own.variadicBuffers.length &&
+        lazy.nullCount === own.nullCount && lazy.nullCount === 1 && lazy["_nullCount"] === own["_nullCount"] && lazy["_nullCount"] === 1 &&
+        lazy.getValid(0) && !lazy.getValid(1) && own.getValid(0) && !own.getValid(1) &&
+        lazy.byteLength === own.byteLength && lazy.nullable === own.nullable &&
+        JSON.stringify(new Vector([lazy]).toArray()) === JSON.stringify(new Vector([own]).toArray()) &&
+        JSON.stringify(new Vector([lazy.slice(1, 2)]).toArray()) === JSON.stringify(new Vector([own.slice(1, 2)]).toArray()) &&
+        lazy.slice(1, 2).nullCount === own.slice(1, 2).nullCount;
+      return ok;
+    };
+    // Bitmap 0b1011: with offset 1 the window is valid, null, valid.
+    const ints = (nc: number): boolean =>
+      probe('i', new Int32(), Form.Fixed, [Uint8Array.of(0b1011), new Uint8Array(Int32Array.of(5, 6, 7, 8).buffer)], (c) => [undefined, new Int32Array(c[1]!.buffer).subarray(1, 4), c[0]], nc);
+    const strings = (nc: number): boolean =>
+      probe('u', new Utf8(), Form.Offsets32, [Uint8Array.of(0b1011), new Uint8Array(Int32Array.of(0, 1, 3, 3, 6).buffer), Uint8Array.of(97, 98, 99, 100, 101, 102)], (c) => [new Int32Array(c[1]!.buffer).subarray(1, 5), c[2], c[0]], nc);
+    // utf8_view: 'x', a 16-byte string in the data buffer, 'yz', the same long string.
+    const long = Array.from('abcdefghijklmnop', (ch) => ch.charCodeAt(0));
+    const viewBytes = (): Uint8Array => {
+      const v = new Uint8Array(64);
+      const dv = new DataView(v.buffer);
+      const inline = (i: number, str: string): void => { dv.setInt32(i * 16, str.length, true); for (let k = 0; k < str.length; k++) v[i * 16 + 4 + k] = str.charCodeAt(k); };
+      const out = (i: number): void => { dv.setInt32(i * 16, 16, true); v.set(long.slice(0, 4), i * 16 + 4); dv.setInt32(i * 16 + 8, 0, true); dv.setInt32(i * 16 + 12, 0, true); };
+      inline(0, 'x'); out(1); inline(2, 'yz'); out(3);
+      return v;
+    };
+    const stringViews = (nc: number): boolean =>
+      probe('vu', new Utf8View(), Form.Views, [Uint8Array.of(0b1011), viewBytes(), Uint8Array.from(long), new Uint8Array(BigInt64Array.of(16n).buffer)], (c) => [undefined, c[1]!.subarray(16, 64), c[0]], nc, (c) => [c[2]!]);
+    return ints(1) && ints(-1) && strings(1) && strings(-1) && stringViews(1) && stringViews(-1);
+  } catch {
+    return false;
+  }
+})();
+
 // --- slots -------------------------------------------------------------------------------
 
 /**
@@ -403,7 +485,7 @@ function dataOf(read: ImportRead, pn: PlanNode, p: number, add: number, len: num
     for (let k = 0; k < kids.length; k++) children[k] = dataOf(read, kids[k]!, at[k]!, 0, -1, false);
   }
   const dictionary = pn.dictionary === null ? undefined : new Vector([dataOf(read, pn.dictionary, at[kids.length]!, 0, -1, false)]);
-  if (!read.copy) return new (pn.form === Form.Views ? LazyViewData : LazyData)(read, pn, p, pn.type!, O, N, nullCount, children, dictionary);
+  if (!read.copy && LAZY_DATA) return new (pn.form === Form.Views ? LazyViewData : LazyData)(read, pn, p, pn.type!, O, N, nullCount, children, dictionary);
   const slot = (k: SlotKey): unknown => slotOf(read, pn, p, k, O, N, counted);
   const buffers = [slot('valueOffsets'), slot('values'), slot('nullBitmap'), slot('typeIds')];
   return new (root ? ImportedData : Data)(type, O, N, nullCount, buffers as never, children, dictionary, (slot('variadicBuffers') as Uint8Array[] | undefined) ?? []);
@@ -494,6 +576,10 @@ export function makeBatch(schema: Schema, struct: Struct, children: Data[], N: n
   let same = BATCH_SHORTCUT && children.length === schema.fields.length;
   for (let i = 0; same && i < children.length; i++) same = children[i]!.length === N;
   if (!same) return new ImportedRecordBatch(schema, data);
+  return batchFields(schema, data);
+}
+
+function batchFields(schema: Schema, data: Data<Struct>): ImportedRecordBatch {
   const b = Object.create(ImportedRecordBatch.prototype) as { schema: Schema; data: Data<Struct>; _metadata: Map<string, string> };
   b.schema = schema;
   b.data = data;
@@ -501,15 +587,60 @@ export function makeBatch(schema: Schema, struct: Struct, children: Data[], N: n
   return b as unknown as ImportedRecordBatch;
 }
 
+/**
+ * Whether arrow-js's RecordBatch constructor makes what `batchFields` makes
+ * (see `makeBatch`), checked on a two-column batch with metadata: the same
+ * prototype and own properties; a schema equal field by field (the
+ * constructor's is a copy: `schema.assign`); a struct `Data` with the same
+ * fields and the very same children; an empty `_metadata`; and the same
+ * values read back.
+ */
 export const BATCH_SHORTCUT = ((): boolean => {
   try {
-    const schema = new Schema([]);
-    const rb = new RecordBatch(schema, new Data(new Struct([]), 0, 0, 0, [undefined, undefined, EMPTY] as never, []) as Data<Struct>);
-    return Object.keys(rb).join(',') === 'schema,data,_metadata' && rb.metadata instanceof Map && rb.metadata.size === 0;
+    const fields = [new Field('a', new Int32(), true, new Map([['m', '1']])), new Field('b', new Utf8(), false)];
+    const schema = new Schema(fields, new Map([['k', 'v']]));
+    const data = (): Data<Struct> =>
+      new Data(new Struct(fields), 0, 2, 0, [undefined, undefined, EMPTY] as never, [
+        new Data(new Int32(), 0, 2, 1, [undefined, Int32Array.of(7, 8), Uint8Array.of(2)] as never),
+        new Data(new Utf8(), 0, 2, 0, [Int32Array.of(0, 1, 3), Uint8Array.of(120, 121, 122)] as never),
+      ]) as Data<Struct>;
+    const d = data();
+    const slow = new ImportedRecordBatch(schema, d) as unknown as Record<string | symbol, unknown>;
+    const fast = batchFields(schema, data()) as unknown as Record<string | symbol, unknown>;
+    return sameBatch(slow, fast) && (slow.data as Data).children.every((c, i) => c === d.children[i]);
   } catch {
     return false;
   }
 })();
+
+/** What `BATCH_SHORTCUT` compares (children by value: the check makes each batch its own). */
+function sameBatch(slow: Record<string | symbol, unknown>, fast: Record<string | symbol, unknown>): boolean {
+  const keys = (o: object): string => Reflect.ownKeys(o).map(String).join(',');
+  const sameMap = (a: unknown, b: unknown): boolean =>
+    a instanceof Map && b instanceof Map && a.size === b.size && [...a].every(([k, v]) => b.get(k) === v);
+  const s1 = slow.schema as Schema;
+  const s2 = fast.schema as Schema;
+  const d1 = slow.data as Data<Struct>;
+  const d2 = fast.data as Data<Struct>;
+  const b1 = slow as unknown as RecordBatch;
+  const b2 = fast as unknown as RecordBatch;
+  return (
+    Object.getPrototypeOf(slow) === Object.getPrototypeOf(fast) &&
+    keys(slow) === 'schema,data,_metadata' && keys(fast) === keys(slow) &&
+    Object.getPrototypeOf(s1) === Object.getPrototypeOf(s2) && keys(s1) === keys(s2) &&
+    sameMap(s1.metadata, s2.metadata) && s1.fields.length === s2.fields.length &&
+    s1.fields.every((f, i) => {
+      const g = s2.fields[i]!;
+      return f.name === g.name && f.nullable === g.nullable && String(f.type) === String(g.type) && f.typeId === g.typeId && sameMap(f.metadata, g.metadata);
+    }) &&
+    Object.getPrototypeOf(d1) === Object.getPrototypeOf(d2) && keys(d1) === keys(d2) &&
+    String(d1.type) === String(d2.type) && d1.offset === d2.offset && d1.length === d2.length && d1.nullCount === d2.nullCount &&
+    d1.children.length === d2.children.length &&
+    sameMap(slow._metadata, fast._metadata) && (slow._metadata as Map<string, string>).size === 0 &&
+    b1.numRows === b2.numRows && b1.numCols === b2.numCols &&
+    JSON.stringify(b1.toArray()) === JSON.stringify(b2.toArray())
+  );
+}
 
 /** An `ImportedTable` of imported batches (of `schema` when there are none), owned by their owners. */
 export function importedTable(batches: readonly ImportedRecordBatch[], schema: Schema): ImportedTable {
