@@ -38,7 +38,7 @@ export interface DriverSpec {
 }
 
 /** `rel` under .build/ of this module's directory or an ancestor (it also runs compiled, from .build/run). */
-function findBuilt(rel: string): string {
+export function findBuilt(rel: string): string {
   for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
     const p = join(dir, '.build', rel);
     if (existsSync(p)) return p;

@@ -19,7 +19,6 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { dirname, extname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +26,7 @@ import { accounting } from '../../src/index.js';
 import { AdbcDatabase, AdbcError, AdbcStatus } from '../../src/adbc/index.js';
 import { FLIGHTSQL, POSTGRESQL } from './drivers.js';
 import { flightSqlServerMissing } from './flightsql.js';
-import { postgresMissing } from './postgres.js';
+import { freePort, postgresMissing } from './postgres.js';
 import { runtimeArgs } from '../helpers/child.js';
 
 /** How long after the fault the typed error may come. */
@@ -39,16 +38,6 @@ const missing = FLIGHTSQL.missing ?? flightSqlServerMissing();
 const pgMissing = POSTGRESQL.missing ?? postgresMissing();
 for (const why of [missing, pgMissing]) if (why && process.env.ADBC_REQUIRED === '1') throw new Error(`ADBC_REQUIRED=1: ${why}`);
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      s.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 interface ChildReport {
   rows: number;

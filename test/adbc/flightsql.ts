@@ -13,8 +13,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { findBuilt } from './drivers.js';
 
 export interface FlightSqlServer {
   /** `grpc://127.0.0.1:<port>`: what the Flight SQL driver's `uri` option takes. */
@@ -26,15 +26,6 @@ export interface FlightSqlServer {
   kill(): Promise<void>;
 }
 
-/** `rel` under .build/ of this module's directory or an ancestor (as test/adbc/drivers.ts finds the drivers). */
-function findBuilt(rel: string): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    const p = join(dir, '.build', rel);
-    if (existsSync(p)) return p;
-    if (dirname(dir) === dir) break;
-  }
-  return join(process.cwd(), '.build', rel);
-}
 
 export const flightSqlServerPath = process.env.ADBC_FLIGHTSQL_SERVER || findBuilt(join('flightsql', 'bin', process.platform === 'win32' ? 'sqlite_flightsql_server.exe' : 'sqlite_flightsql_server'));
 

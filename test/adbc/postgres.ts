@@ -29,7 +29,8 @@ function binDir(): string | undefined {
   return versions[0] === undefined ? undefined : join(base, versions[0], 'bin');
 }
 
-function freePort(): Promise<number> {
+/** A port free on 127.0.0.1 now (taken and given back). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
