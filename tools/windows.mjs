@@ -73,6 +73,8 @@ if (typeof node === 'string') {
   process.exit(1);
 }
 const env = { ...process.env, ...node.env };
+// The Node that ran npm (with-node.mjs) is a Linux program, which a Windows process cannot start.
+delete env.ARROW_DEVICE_LAUNCHER_NODE;
 // Node's own output to a file: it cannot write to a Linux pipe.
 const version = join(work, 'version.txt');
 mkdirSync(work, { recursive: true });

@@ -54,7 +54,8 @@ describe('the runtime', () => {
 
   // The Node that ran npm, when with-node.mjs put a newer one first on PATH (this machine's Node 20, say).
   const launcher = process.env.ARROW_DEVICE_LAUNCHER_NODE;
-  const launcherMajor = launcher && !childSkip ? Number(spawnSync(launcher, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout.trim()) : NaN;
+  // NaN where it does not start (stdout is undefined then).
+  const launcherMajor = launcher && !childSkip ? Number(spawnSync(launcher, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout?.trim()) : NaN;
   const oldNode = launcher && launcherMajor < 22 ? launcher : undefined;
   test(
     'Node.js older than 22 refuses to load the package, saying why',
