@@ -22,7 +22,7 @@
  * element, and the children of structs, sparse unions and fixed-size lists
  * are sliced to the parent's window. The builder applies it (`dataOf`).
  */
-import { Data, Decimal, Field, FixedSizeBinary, Int32, RecordBatch, Schema, Struct, Table, Utf8, Utf8View, Vector, type DataType, type TypeMap } from 'apache-arrow';
+import { Data, Field, Int32, RecordBatch, Schema, Struct, Table, Utf8, Utf8View, Vector, type DataType, type TypeMap } from 'apache-arrow';
 import { ArrowSymbols, type ArrowDeviceExportOptions, type ArrowSchemaExportable } from '../abi/protocol.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';

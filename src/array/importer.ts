@@ -12,7 +12,7 @@
  *    owner releases at once, no view having escaped; on success the
  *    objects are recorded as owned.
  */
-import { DataType, Field, Schema } from 'apache-arrow';
+import { Field, Schema } from 'apache-arrow';
 import { batchSchemaArg, ptrArg, schemaLikeArg, schemaPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
 import { isReleased, releaseOffset, releaseStruct, type CStructKind } from '../memory/cstruct.js';

@@ -3,7 +3,7 @@
  * It describes every type of the spec, including those arrow-js cannot
  * represent, and is what the array layer validates arrays against.
  */
-import { Flag, ALL_FLAGS } from '../abi/constants.js';
+import { ALL_FLAGS } from '../abi/constants.js';
 import { ArrowDeviceError, invalid, prefixPath } from '../errors.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { parseFormat, type TypeInfo } from './format.js';
