@@ -24,15 +24,16 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { afterEach, describe, test } from 'node:test';
 import { Bool, Float64, Int32, RecordBatchReader, Table, tableFromArrays, tableToIPC, Utf8, vectorFromArray, type Vector } from 'apache-arrow';
 import { accounting, isImportReleased, StreamProducerError, type ImportedRecordBatch } from '../../src/index.js';
 import { AdbcConnection, AdbcDatabase, AdbcRecordBatchReader, AdbcError, AdbcStatus, InfoCode, IngestMode, ObjectDepth, StatisticKey } from '../../src/adbc/index.js';
 import { collectUntil } from '../helpers/gc.js';
 import { runtimeArgs } from '../helpers/child.js';
 import { DRIVERS, type DriverName, type DriverSpec } from './drivers.js';
-import { postgresMissing, startPostgres, type PostgresServer } from './postgres.js';
-import { flightSqlServerMissing, startFlightSql, type FlightSqlServer } from './flightsql.js';
+import { postgresMissing } from './postgres.js';
+import { flightSqlServerMissing } from './flightsql.js';
+import { serveDuringSuite } from './servers.js';
 
 const required = process.env.ADBC_REQUIRED === '1';
 for (const d of DRIVERS) if (d.missing && required) throw new Error(`ADBC_REQUIRED=1: ${d.missing}`);
@@ -113,17 +114,8 @@ const unique = (base: string): string => `${base}_${process.pid}_${serial++}`;
 for (const spec of DRIVERS) {
   const skip = spec.missing ?? (spec.name === 'postgresql' ? pgMissing : spec.name === 'flightsql' ? flightMissing : undefined);
   describe(`arrow-device/adbc: ${spec.name}`, { skip }, () => {
-    let server: PostgresServer | undefined;
-    let flight: FlightSqlServer | undefined;
+    const uri = serveDuringSuite(spec);
     const opened: AdbcDatabase[] = [];
-    before(async () => {
-      if (spec.name === 'postgresql') server = await startPostgres();
-      if (spec.name === 'flightsql') flight = await startFlightSql();
-    });
-    after(async () => {
-      server?.stop();
-      await flight?.stop();
-    });
     afterEach(async () => {
       // Whatever a test did, failing or not: every database it opened released, nothing live.
       for (const db of opened.splice(0)) await db.close();
@@ -133,7 +125,7 @@ for (const spec of DRIVERS) {
 
     /** A fresh database and connection of `spec`, closed by afterEach (and checked released by the test that asks). */
     async function open(): Promise<{ db: AdbcDatabase; conn: AdbcConnection }> {
-      const db = new AdbcDatabase(spec.options(server?.uri ?? flight?.uri));
+      const db = new AdbcDatabase(spec.options(uri()));
       opened.push(db);
       return { db, conn: await db.connect() };
     }
@@ -370,7 +362,7 @@ for (const spec of DRIVERS) {
         const r = spawnSync(process.execPath, [...runtimeArgs(), join(dirname(here), `ingest-refused-child${extname(here)}`)], {
           encoding: 'utf8',
           timeout: 60_000,
-          env: { ...process.env, FLIGHT_URI: flight!.uri },
+          env: { ...process.env, FLIGHT_URI: uri()! },
         });
         assert.equal(r.status, 0, r.stderr);
         const ingest = JSON.parse(r.stdout.trim().split('\n').pop()!) as { name: string; status: number; message: string };

@@ -11,13 +11,14 @@
  * ADBC_REQUIRED=1 makes that a failure.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { accounting } from '../../src/index.js';
 import { AdbcDatabase, type AdbcConnection } from '../../src/adbc/index.js';
 import { collectUntil } from '../helpers/gc.js';
 import { DRIVERS } from './drivers.js';
-import { flightSqlServerMissing, startFlightSql, type FlightSqlServer } from './flightsql.js';
-import { postgresMissing, startPostgres, type PostgresServer } from './postgres.js';
+import { flightSqlServerMissing } from './flightsql.js';
+import { serveDuringSuite } from './servers.js';
+import { postgresMissing } from './postgres.js';
 
 /** Connections querying at once. */
 const CONNECTIONS = 8;
@@ -32,19 +33,10 @@ for (const why of [...DRIVERS.map((d) => d.missing), pgMissing, flightMissing]) 
 for (const spec of DRIVERS) {
   const skip = spec.missing ?? (spec.name === 'postgresql' ? pgMissing : spec.name === 'flightsql' ? flightMissing : undefined);
   describe(`arrow-device/adbc under load: ${spec.name}`, { skip }, () => {
-    let server: PostgresServer | undefined;
-    let flight: FlightSqlServer | undefined;
-    before(async () => {
-      if (spec.name === 'postgresql') server = await startPostgres();
-      if (spec.name === 'flightsql') flight = await startFlightSql();
-    });
-    after(async () => {
-      server?.stop();
-      await flight?.stop();
-    });
+    const uri = serveDuringSuite(spec);
 
     test(`${CONNECTIONS} connections of one database query at once: every result right, and the event loop's timer fires meanwhile`, async () => {
-      const db = new AdbcDatabase(spec.options(server?.uri ?? flight?.uri));
+      const db = new AdbcDatabase(spec.options(uri()));
       const conns: AdbcConnection[] = [];
       let ticks = 0;
       let timer: NodeJS.Timeout | undefined;
