@@ -182,20 +182,15 @@ interface Fields {
   readonly A: Access['ArrowArray'];
 }
 
-const fieldsByTarget = new WeakMap<object, Fields>();
+/** The fields of `mem`'s target (made when the reader changes memory; a cache per target did not pay: docs/performance.md). */
 function fieldsOf(mem: Memory): Fields {
-  let f = fieldsByTarget.get(mem.target);
-  if (f === undefined) {
-    const A = access(mem.target).ArrowArray;
-    const wide = mem.target.pointerSize === 8;
-    f = {
-      size: A.$size, length: A.length.offset, nullCount: A.null_count.offset, offset: A.offset.offset, nBuffers: A.n_buffers.offset,
-      nChildren: A.n_children.offset, buffers: A.buffers.offset, children: A.children.offset, dictionary: A.dictionary.offset,
-      release: A.release.offset, wide, ps: wide ? 8 : 4, A,
-    };
-    fieldsByTarget.set(mem.target, f);
-  }
-  return f;
+  const A = access(mem.target).ArrowArray;
+  const wide = mem.target.pointerSize === 8;
+  return {
+    size: A.$size, length: A.length.offset, nullCount: A.null_count.offset, offset: A.offset.offset, nBuffers: A.n_buffers.offset,
+    nChildren: A.n_children.offset, buffers: A.buffers.offset, children: A.children.offset, dictionary: A.dictionary.offset,
+    release: A.release.offset, wide, ps: wide ? 8 : 4, A,
+  };
 }
 
 /** What every node of one read needs (one object, reused by the reads that follow: see `readArray`). */
