@@ -195,19 +195,17 @@ function fieldsOf(mem: Memory): Fields {
 
 /** What every node of one read needs (one object, reused by the reads that follow: see `readArray`). */
 class Reader {
-  /** The struct addresses read so far, while they are few (`firstVisit`). */
-  readonly addrs: number[] = [];
   /** The child indices from the root to the node being read (-1: a dictionary), for paths. */
   readonly trail: number[] = [];
   // The read, how its buffers are read (null: by the host at their addresses), the memory `raw`
-  // and `f` are of, and the addresses read, once they are many or the plan's nodes are shared (a
-  // DAG made in JS: it costs its input, not its unfolding). Set by `reset`.
+  // and `f` are of, and the struct addresses read (each is read once: a DAG costs its input, not
+  // its unfolding). Set by `reset`.
   read: ImportRead = NO_READ;
   device: DeviceReader | null = null;
   mem: Memory | null = null;
   raw!: RawAccess;
   f!: Fields;
-  seen: AddressSet | null = null;
+  seen!: AddressSet;
   host = true;
 
   /** Sets the reader to another read. */
@@ -221,8 +219,7 @@ class Reader {
       this.f = fieldsOf(mem);
     }
     this.host = device === null;
-    this.seen = read.plan.shared ? AddressSet.shared() : null;
-    this.addrs.length = 0;
+    this.seen = AddressSet.shared();
     this.trail.length = 0;
     return this;
   }
@@ -274,7 +271,7 @@ export function readTree(read: ImportRead, addr: Addr, device: DeviceReader | nu
     if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, r.path());
     throw e;
   } finally {
-    r.seen?.done();
+    r.seen.done();
     // Nothing of this import stays in the idle reader (its record is the import's keep-alive token).
     r.read = NO_READ;
     r.device = null;
@@ -306,27 +303,6 @@ let idle: Reader | null = null;
 /** What an idle Reader reads: nothing. */
 const NO_READ = {} as ImportRead;
 
-/**
- * Refuses a struct reached a second time (schema/node.ts `visitOnce`)
- * before anything of it is read: read again under another plan node, its
- * buffers would be sized (and, with `copy` or at `default`, read) by
- * another type. A small tree is checked by a scan of the addresses read so
- * far; past SMALL_TREE structs they move to an address set.
- */
-function firstVisit(r: Reader, addr: Addr): void {
-  const a = r.addrs;
-  const n = a.length;
-  if (n < SMALL_TREE) {
-    for (let j = 0; j < n; j++) if (a[j] === addr) throw reachedTwice(addr, '');
-    a.push(addr);
-    return;
-  }
-  const seen = (r.seen = AddressSet.shared());
-  for (let j = 0; j < n; j++) seen.add(a[j]!);
-  visitOnce(seen, addr, '');
-}
-const SMALL_TREE = 32;
-
 /** An int64 count of the struct staged at `at` with a non-zero high word: refused with its exact value. */
 function bigCount(r: Reader, dv: DataView, at: number, o: number, what: string): number {
   const v = dv.getBigInt64(at + o, true);
@@ -354,8 +330,9 @@ function readArrayStruct(r: Reader, pn: PlanNode, addr: Addr, depth: number): nu
   const ps = f.ps;
   {
     const p = read.length;
-    if (r.seen !== null) visitOnce(r.seen, addr, '');
-    else firstVisit(r, addr);
+    // Refused before anything of it is read: read again under another plan node, its buffers
+    // would be sized (and read) by another type (schema/node.ts `visitOnce`).
+    visitOnce(r.seen, addr, '');
     const at = stage(r.raw, addr, f.size);
     const dv = staged.dv;
     // The fields, read in place: int64 counts below 2^32 (high word 0) are the common case.
