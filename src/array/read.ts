@@ -357,25 +357,19 @@ function readArrayStruct(r: Reader, pn: PlanNode, addr: Addr, depth: number): nu
     const dictPtr = ptrAt(dv, at + f.dictionary, wide);
     checkCounts(r, pn, nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount);
 
-    // The buffer and child pointer arrays: in one read when the children follow the buffers (a tree
-    // exported in one allocation), else one read each.
+    // The buffer and child pointer arrays, one read each (one read of both where they are
+    // contiguous was measured and did not pay: docs/performance.md).
     let bdv = dv;
     let bat = 0;
     let cdv = dv;
     let cat = 0;
-    if (nBuffers > 0 && nChildren > 0 && childrenPtr === buffersPtr + nBuffers * ps) {
-      bat = stagePointers(r, buffersPtr, nBuffers + nChildren, 'buffers');
-      bdv = cdv = staged.dv;
-      cat = bat + nBuffers * ps;
-    } else {
-      if (nBuffers > 0) {
-        bat = stagePointers(r, buffersPtr, nBuffers, 'buffers');
-        bdv = staged.dv;
-      }
-      if (nChildren > 0) {
-        cat = stagePointers(r, childrenPtr, nChildren, 'children');
-        cdv = staged.dv;
-      }
+    if (nBuffers > 0) {
+      bat = stagePointers(r, buffersPtr, nBuffers, 'buffers');
+      bdv = staged.dv;
+    }
+    if (nChildren > 0) {
+      cat = stagePointers(r, childrenPtr, nChildren, 'children');
+      cdv = staged.dv;
     }
     let q = p;
     nums[q++] = length;
