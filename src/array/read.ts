@@ -564,8 +564,8 @@ function sizeBuffer(r: Reader, p: number, i: number, size: number, what: string,
 }
 
 /**
- * Reads the first and last offsets of buffer `i` (host memory; in one read
- * when they are close) and applies them (`applyOffsets`).
+ * Reads the first and last offsets of buffer `i` (host memory) and applies
+ * them (`applyOffsets`).
  */
 function readOffsets(r: Reader, pn: PlanNode, p: number, i: number, offset: number, end: number, wide: boolean): number {
   const w = wide ? 8 : 4;
@@ -577,17 +577,12 @@ function readOffsets(r: Reader, pn: PlanNode, p: number, i: number, offset: numb
     first = offsetAt(copy, 0, wide, offset, 0, r, i);
     last = offsetAt(copy, 0, wide, end, 0, r, i);
   } else {
+    // One read each (one read of both where they are close was measured and did not pay: docs/performance.md).
     const addr = r.read.nums[at]!;
-    if ((end - offset) * w <= 64) {
-      const o = stage(r.raw, addr + offset * w, (end - offset + 1) * w);
-      first = offsetAt(staged.u8, o, wide, offset, offset, r, i);
-      last = offsetAt(staged.u8, o, wide, end, offset, r, i);
-    } else {
-      const o1 = stage(r.raw, addr + offset * w, w);
-      first = offsetAt(staged.u8, o1, wide, offset, offset, r, i);
-      const o2 = stage(r.raw, addr + end * w, w);
-      last = offsetAt(staged.u8, o2, wide, end, end, r, i);
-    }
+    const o1 = stage(r.raw, addr + offset * w, w);
+    first = offsetAt(staged.u8, o1, wide, offset, offset, r, i);
+    const o2 = stage(r.raw, addr + end * w, w);
+    last = offsetAt(staged.u8, o2, wide, end, end, r, i);
   }
   return applyOffsets(r.read, pn, p, i, first, last, r);
 }
