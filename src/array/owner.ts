@@ -35,44 +35,6 @@ import { ptrAt, rawOf, readField, stage, staged, type Addr, type Arena } from '.
 import { access } from '../abi/accessors.js';
 import { ArrowDeviceError } from '../errors.js';
 
-/**
- * Slots for our copies of moved structs (80 or 128 bytes), carved from
- * chunks of 64: an import then costs no allocator call through the FFI (no
- * calloc and free per import). Chunks are kept for reuse, so the memory held
- * is that of the most imports live at once. It pays: without it, `bench:overhead`
- * `1 row x 1 int32 column` into one struct took 1.18-1.31x as long per batch
- * (docs/performance.md).
- */
-class SlotPool {
-  private readonly free: Addr[] = [];
-  constructor(
-    private readonly mem: Memory,
-    private readonly size: number,
-  ) {}
-
-  take(): Addr {
-    const p = this.free.pop();
-    if (p !== undefined) return p;
-    const n = 64;
-    const chunk = Number(this.mem.alloc(this.size * n));
-    for (let k = n - 1; k > 0; k--) this.free.push(chunk + k * this.size);
-    return chunk;
-  }
-
-  give(p: Addr): void {
-    this.free.push(p);
-  }
-}
-
-const pools = new WeakMap<Memory, Map<number, SlotPool>>();
-function poolFor(mem: Memory, size: number): SlotPool {
-  let bySize = pools.get(mem);
-  if (!bySize) pools.set(mem, (bySize = new Map()));
-  let pool = bySize.get(size);
-  if (!pool) bySize.set(size, (pool = new SlotPool(mem, size)));
-  return pool;
-}
-
 const viewRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.viewCollected());
 const holderRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.holderCollected());
 
@@ -181,8 +143,6 @@ export class ImportOwner {
     liveCounters.liveImports++;
   }
 
-  /** Where our copy of the struct came from: a slot pool (moved), or `mem.alloc` (adopted). */
-  private pool: SlotPool | null = null;
   /** The producer's release callback, from the moved bytes; -1 when adopted (read at release). */
   private releaseFn: Addr = -1;
 
@@ -195,18 +155,16 @@ export class ImportOwner {
     const size = mem.layouts[kind].size;
     const raw = rawOf(mem);
     const s = Number(src);
-    // Native memory pools the struct copies (an FFI allocator call saved per import); a wasm
-    // module's allocator is a plain call into the module, and tests prove its memory back to empty.
-    const pool = mem.viewsShareBuffer ? null : poolFor(mem, size);
-    const dst = pool ? pool.take() : Number(mem.alloc(size));
+    // One allocation per import: a pool of struct slots for native memory was measured and did not
+    // pay (docs/performance.md).
+    const dst = Number(mem.alloc(size));
     // The allocation may have grown a wasm memory, detaching bytes staged in it in place (a
     // detached view has no bytes): then, as when nothing was staged, stage the struct now.
     if (from === undefined || from.u8.byteLength === 0) {
       try {
         at = stage(raw, s, size);
       } catch (e) {
-        if (pool) pool.give(dst);
-        else mem.free(BigInt(dst));
+        mem.free(BigInt(dst));
         throw e;
       }
       from = staged;
@@ -219,14 +177,12 @@ export class ImportOwner {
       // Marked released (CDataInterface.rst, "Moving an array"): the caller may free its struct now.
       raw.writeWord(s + relAt, 0);
     } catch (e) {
-      if (pool) pool.give(dst);
-      else mem.free(BigInt(dst));
+      mem.free(BigInt(dst));
       throw e;
     }
     // The release callback is called later, maybe after the producer's library handle is gone.
     mem.keepLoaded?.(rel);
     const owner = new ImportOwner(mem, dst, kind);
-    owner.pool = pool;
     owner.releaseFn = rel;
     return owner;
   }
@@ -360,8 +316,7 @@ export class ImportOwner {
   }
 
   private freeStruct(): void {
-    if (this.pool) this.pool.give(this.addr);
-    else this.mem.free(BigInt(this.addr));
+    this.mem.free(BigInt(this.addr));
   }
 
   /**
