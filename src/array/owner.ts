@@ -49,7 +49,8 @@ const holderRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.ho
  * Release takes an import off the list at once (`leavePending`): a released
  * import is never kept alive by it. It pays: registering at once made
  * `bench:overhead` `1 row x 1 int32 column` into one struct 1.22-1.48x as slow
- * per batch (released by GC, though, was 0.53-0.70x: docs/performance.md).
+ * per batch, in either order (released by GC, though, was 0.53-0.83x:
+ * docs/performance.md).
  */
 let pendingOwners: (ImportOwner | null)[] = [];
 let pendingHolders: (object | null)[] = [];
