@@ -19,11 +19,11 @@ import { isReleased, releaseOffset, releaseStruct, type CStructKind } from '../m
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Arena } from '../memory/raw.js';
 import { isArrowType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { readSchemaNode, type SchemaNode } from '../schema/node.js';
+import { readSchemaNode, rememberSchemaAt, sharedNode, sharedNodeAt, type SchemaNode } from '../schema/node.js';
 import { owned } from './build.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
 import { type SchemaLike } from '../schema/export.js';
-import { planOfNode, planOfSchema, planOfType, rememberSchemaAt, sharedNode, sharedNodeAt, type Plan } from './plan.js';
+import { planOfNode, planOfSchema, planOfType, type Plan } from './plan.js';
 
 export type { SchemaLike };
 import { readArray, validationLevel, type DeviceReader, type ValidationLevel } from './read.js';
@@ -41,7 +41,7 @@ export interface ImportCoreOptions extends ToArrowOptions {
 /**
  * Reads (and releases, unless `keep`) an `ArrowSchema` pointer into a
  * `SchemaNode`; `param` names the pointer in argument errors. A schema
- * equal to one read before comes back as that node (plan.ts `sharedNode`;
+ * equal to one read before comes back as that node (src/schema/node.ts `sharedNode`;
  * the last one read is found by its bytes, `sharedNodeAt`), so arrays
  * imported against either share one plan.
  */

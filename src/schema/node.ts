@@ -394,3 +394,61 @@ function metadataLength(raw: RawAccess, base: Addr, max: number): number {
   }
   return pos;
 }
+
+// --- schemas read before ---------------------------------------------------------------
+
+/**
+ * Schemas read from pointers, by content: every node read equal to one seen
+ * before is mapped to that one, so its plan (and arrow-js schema) is shared.
+ * Bounded: the oldest entry goes when a new one would exceed MAX_READ_NODES.
+ */
+const byContent = new Map<string, SchemaNode>();
+const MAX_READ_NODES = 64;
+/** Schemas whose key would be longer are not shared (the key costs as much as the plan). */
+const MAX_KEY_LENGTH = 1 << 16;
+
+/** The node equal to `node` read before, or `node` itself (remembered). */
+export function sharedNode(node: SchemaNode): SchemaNode {
+  const key = contentKey(node, '');
+  if (key.length > MAX_KEY_LENGTH) return node;
+  const hit = byContent.get(key);
+  if (hit !== undefined) return hit;
+  if (byContent.size >= MAX_READ_NODES) byContent.delete(byContent.keys().next().value!);
+  byContent.set(key, node);
+  return node;
+}
+
+/**
+ * The last schema read from a pointer, as its image (`SchemaImage`) and its node: a schema handed
+ * again with each array (a wasm module's, a driver's) is found by comparing its bytes, without decoding a
+ * string or building a node (bench:wasm, one import at a time); test/array/schema-image.test.ts proves a
+ * match gives the node the full read would, and a difference the full read's verdict.
+ */
+let lastImage: { readonly image: SchemaImage; readonly node: SchemaNode } | null = null;
+
+/** The node of the last schema read when the `ArrowSchema` at `ptr` has its content; else undefined. */
+export function sharedNodeAt(m: Memory, ptr: Ptr): SchemaNode | undefined {
+  const last = lastImage;
+  return last !== null && matchesImage(m, ptr, last.image) ? last.node : undefined;
+}
+
+/** Remembers the schema at `ptr`, just read and checked in full into `node`, for `sharedNodeAt`. */
+export function rememberSchemaAt(m: Memory, ptr: Ptr, node: SchemaNode): void {
+  const image = schemaImage(m, ptr);
+  lastImage = image === null ? null : { image, node };
+}
+
+/** Everything of a node, each string prefixed by its length so that no two different schemas give one key. */
+function contentKey(n: SchemaNode, key: string): string {
+  key += `(${n.format.length}:${n.format}${n.name === null ? '-' : `${n.name.length}:${n.name}`}f${n.flags}`;
+  if (n.metadata !== null) {
+    key += `m${n.metadata.size}`;
+    for (const [k, v] of n.metadata) key += `${k.length}:${k}${v.length}:${v}`;
+  }
+  for (const c of n.children) {
+    key = contentKey(c, key);
+    if (key.length > MAX_KEY_LENGTH) return key;
+  }
+  if (n.dictionary !== null) key = contentKey(n.dictionary, `${key}d`);
+  return `${key})`;
+}
