@@ -19,7 +19,7 @@ import { isReleased, releaseOffset, releaseStruct, type CStructKind } from '../m
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Arena } from '../memory/raw.js';
 import { isArrowType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { readSchemaNode, rememberSchemaAt, sharedNode, sharedNodeAt, type SchemaNode } from '../schema/node.js';
+import { readSchemaNode, rememberImage, sharedNode, sharedNodeAt, type SchemaNode } from '../schema/node.js';
 import { owned } from './build.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
 import { type SchemaLike } from '../schema/export.js';
@@ -52,8 +52,9 @@ export function readSchemaPtr(m: Memory, ptr: Ptr, keep = false, path = 'schema'
   try {
     const seen = sharedNodeAt(m, ptr);
     if (seen !== undefined) return seen;
-    const node = sharedNode(readSchemaNode(m, ptr, path));
-    rememberSchemaAt(m, ptr, node);
+    const image: number[] = [];
+    const node = sharedNode(readSchemaNode(m, ptr, path, image));
+    rememberImage(image, node);
     return node;
   } finally {
     // Import consumes the struct, on success and on failure (a released child
