@@ -182,37 +182,30 @@ interface Fields {
   readonly A: Access['ArrowArray'];
 }
 
-const fieldsByTarget = new WeakMap<object, Fields>();
+/** The fields of `mem`'s target (made when the reader changes memory; a cache per target did not pay: docs/performance.md). */
 function fieldsOf(mem: Memory): Fields {
-  let f = fieldsByTarget.get(mem.target);
-  if (f === undefined) {
-    const A = access(mem.target).ArrowArray;
-    const wide = mem.target.pointerSize === 8;
-    f = {
-      size: A.$size, length: A.length.offset, nullCount: A.null_count.offset, offset: A.offset.offset, nBuffers: A.n_buffers.offset,
-      nChildren: A.n_children.offset, buffers: A.buffers.offset, children: A.children.offset, dictionary: A.dictionary.offset,
-      release: A.release.offset, wide, ps: wide ? 8 : 4, A,
-    };
-    fieldsByTarget.set(mem.target, f);
-  }
-  return f;
+  const A = access(mem.target).ArrowArray;
+  const wide = mem.target.pointerSize === 8;
+  return {
+    size: A.$size, length: A.length.offset, nullCount: A.null_count.offset, offset: A.offset.offset, nBuffers: A.n_buffers.offset,
+    nChildren: A.n_children.offset, buffers: A.buffers.offset, children: A.children.offset, dictionary: A.dictionary.offset,
+    release: A.release.offset, wide, ps: wide ? 8 : 4, A,
+  };
 }
 
 /** What every node of one read needs (one object, reused by the reads that follow: see `readArray`). */
 class Reader {
-  /** The struct addresses read so far, while they are few (`firstVisit`). */
-  readonly addrs: number[] = [];
   /** The child indices from the root to the node being read (-1: a dictionary), for paths. */
   readonly trail: number[] = [];
   // The read, how its buffers are read (null: by the host at their addresses), the memory `raw`
-  // and `f` are of, and the addresses read, once they are many or the plan's nodes are shared (a
-  // DAG made in JS: it costs its input, not its unfolding). Set by `reset`.
+  // and `f` are of, and the struct addresses read (each is read once: a DAG costs its input, not
+  // its unfolding). Set by `reset`.
   read: ImportRead = NO_READ;
   device: DeviceReader | null = null;
   mem: Memory | null = null;
   raw!: RawAccess;
   f!: Fields;
-  seen: AddressSet | null = null;
+  seen!: AddressSet;
   host = true;
 
   /** Sets the reader to another read. */
@@ -226,8 +219,7 @@ class Reader {
       this.f = fieldsOf(mem);
     }
     this.host = device === null;
-    this.seen = read.plan.shared ? AddressSet.shared() : null;
-    this.addrs.length = 0;
+    this.seen = AddressSet.shared();
     this.trail.length = 0;
     return this;
   }
@@ -279,7 +271,7 @@ export function readTree(read: ImportRead, addr: Addr, device: DeviceReader | nu
     if (e instanceof ArrowDeviceError && e.path === '') throw prefixPath(e, r.path());
     throw e;
   } finally {
-    r.seen?.done();
+    r.seen.done();
     // Nothing of this import stays in the idle reader (its record is the import's keep-alive token).
     r.read = NO_READ;
     r.device = null;
@@ -311,27 +303,6 @@ let idle: Reader | null = null;
 /** What an idle Reader reads: nothing. */
 const NO_READ = {} as ImportRead;
 
-/**
- * Refuses a struct reached a second time (schema/node.ts `visitOnce`)
- * before anything of it is read: read again under another plan node, its
- * buffers would be sized (and, with `copy` or at `default`, read) by
- * another type. A small tree is checked by a scan of the addresses read so
- * far; past SMALL_TREE structs they move to an address set.
- */
-function firstVisit(r: Reader, addr: Addr): void {
-  const a = r.addrs;
-  const n = a.length;
-  if (n < SMALL_TREE) {
-    for (let j = 0; j < n; j++) if (a[j] === addr) throw reachedTwice(addr, '');
-    a.push(addr);
-    return;
-  }
-  const seen = (r.seen = AddressSet.shared());
-  for (let j = 0; j < n; j++) seen.add(a[j]!);
-  visitOnce(seen, addr, '');
-}
-const SMALL_TREE = 32;
-
 /** An int64 count of the struct staged at `at` with a non-zero high word: refused with its exact value. */
 function bigCount(r: Reader, dv: DataView, at: number, o: number, what: string): number {
   const v = dv.getBigInt64(at + o, true);
@@ -359,8 +330,9 @@ function readArrayStruct(r: Reader, pn: PlanNode, addr: Addr, depth: number): nu
   const ps = f.ps;
   {
     const p = read.length;
-    if (r.seen !== null) visitOnce(r.seen, addr, '');
-    else firstVisit(r, addr);
+    // Refused before anything of it is read: read again under another plan node, its buffers
+    // would be sized (and read) by another type (schema/node.ts `visitOnce`).
+    visitOnce(r.seen, addr, '');
     const at = stage(r.raw, addr, f.size);
     const dv = staged.dv;
     // The fields, read in place: int64 counts below 2^32 (high word 0) are the common case.
@@ -385,25 +357,19 @@ function readArrayStruct(r: Reader, pn: PlanNode, addr: Addr, depth: number): nu
     const dictPtr = ptrAt(dv, at + f.dictionary, wide);
     checkCounts(r, pn, nBuffers, nChildren, buffersPtr, childrenPtr, dictPtr, nullCount);
 
-    // The buffer and child pointer arrays: in one read when the children follow the buffers (a tree
-    // exported in one allocation), else one read each.
+    // The buffer and child pointer arrays, one read each (one read of both where they are
+    // contiguous was measured and did not pay: docs/performance.md).
     let bdv = dv;
     let bat = 0;
     let cdv = dv;
     let cat = 0;
-    if (nBuffers > 0 && nChildren > 0 && childrenPtr === buffersPtr + nBuffers * ps) {
-      bat = stagePointers(r, buffersPtr, nBuffers + nChildren, 'buffers');
-      bdv = cdv = staged.dv;
-      cat = bat + nBuffers * ps;
-    } else {
-      if (nBuffers > 0) {
-        bat = stagePointers(r, buffersPtr, nBuffers, 'buffers');
-        bdv = staged.dv;
-      }
-      if (nChildren > 0) {
-        cat = stagePointers(r, childrenPtr, nChildren, 'children');
-        cdv = staged.dv;
-      }
+    if (nBuffers > 0) {
+      bat = stagePointers(r, buffersPtr, nBuffers, 'buffers');
+      bdv = staged.dv;
+    }
+    if (nChildren > 0) {
+      cat = stagePointers(r, childrenPtr, nChildren, 'children');
+      cdv = staged.dv;
     }
     let q = p;
     nums[q++] = length;
@@ -598,8 +564,8 @@ function sizeBuffer(r: Reader, p: number, i: number, size: number, what: string,
 }
 
 /**
- * Reads the first and last offsets of buffer `i` (host memory; in one read
- * when they are close) and applies them (`applyOffsets`).
+ * Reads the first and last offsets of buffer `i` (host memory) and applies
+ * them (`applyOffsets`).
  */
 function readOffsets(r: Reader, pn: PlanNode, p: number, i: number, offset: number, end: number, wide: boolean): number {
   const w = wide ? 8 : 4;
@@ -611,17 +577,12 @@ function readOffsets(r: Reader, pn: PlanNode, p: number, i: number, offset: numb
     first = offsetAt(copy, 0, wide, offset, 0, r, i);
     last = offsetAt(copy, 0, wide, end, 0, r, i);
   } else {
+    // One read each (one read of both where they are close was measured and did not pay: docs/performance.md).
     const addr = r.read.nums[at]!;
-    if ((end - offset) * w <= 64) {
-      const o = stage(r.raw, addr + offset * w, (end - offset + 1) * w);
-      first = offsetAt(staged.u8, o, wide, offset, offset, r, i);
-      last = offsetAt(staged.u8, o, wide, end, offset, r, i);
-    } else {
-      const o1 = stage(r.raw, addr + offset * w, w);
-      first = offsetAt(staged.u8, o1, wide, offset, offset, r, i);
-      const o2 = stage(r.raw, addr + end * w, w);
-      last = offsetAt(staged.u8, o2, wide, end, end, r, i);
-    }
+    const o1 = stage(r.raw, addr + offset * w, w);
+    first = offsetAt(staged.u8, o1, wide, offset, offset, r, i);
+    const o2 = stage(r.raw, addr + end * w, w);
+    last = offsetAt(staged.u8, o2, wide, end, end, r, i);
   }
   return applyOffsets(r.read, pn, p, i, first, last, r);
 }

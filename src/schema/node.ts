@@ -57,7 +57,10 @@ export function reachedTwice(ptr: bigint | number, path: string): ArrowDeviceErr
  * use: an open-addressing table whose slots are stamped with the use they
  * belong to, so starting a new use (`reset`) clears nothing. The array
  * import reads one tree at a time and asks for `shared()`; nested use gets a
- * table of its own.
+ * table of its own. It pays (docs/performance.md): with a `Set` per walk,
+ * `bench:overhead` `1 row x 100 int32 columns, schema with each batch` took
+ * 1.08-1.09x as long per batch and `1 row x 1 int32 column` 1.09x; with a new
+ * table per walk, `1 row x 1 int32 column, schema with each batch` 1.48x.
  */
 export class AddressSet {
   private keys = new Float64Array(256);
