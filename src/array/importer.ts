@@ -78,16 +78,15 @@ export function planOf(m: Memory, schema: SchemaLike | Ptr, opts: ToArrowOptions
   return planOfNode(schema as SchemaNode, opts);
 }
 
-/** What `consume` found: one object, filled anew by each call (read it at once). */
+/** What `consume` found. */
 export interface Consumed {
   /** The plan of the schema (null when `consume` was given none to find). */
-  plan: Plan | null;
-  level: number;
+  readonly plan: Plan | null;
+  readonly level: number;
   /** Where the struct's bytes were staged (the move takes them from there). */
-  staged: Arena;
-  at: number;
+  readonly staged: Arena;
+  readonly at: number;
 }
-const consumed: Consumed = { plan: null, level: 0, staged: staged, at: 0 };
 
 /** How `consume` finds the plan of a schema argument. */
 export const enum PlanOf {
@@ -135,11 +134,7 @@ export function consume(
       if (plan === PlanOf.Batch) p.batch();
       else if (plan === PlanOf.Data) p.type();
     }
-    consumed.plan = p;
-    consumed.level = level;
-    consumed.staged = from;
-    consumed.at = at;
-    return consumed;
+    return { plan: p, level, staged: from, at };
   } catch (e) {
     // Consume what can be consumed; a pointer that is itself the problem (bad address) must not
     // turn the error the caller needs into another one.
