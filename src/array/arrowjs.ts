@@ -13,7 +13,7 @@
 import { Data, DataType, makeBuilder, Type, Vector, type Builder } from 'apache-arrow';
 import { liveCounters } from '../memory/accounting.js';
 import { nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { layoutNodeOf, schemaNodeOf } from '../schema/export.js';
+import { typeNodeOf, schemaNodeOf } from '../schema/export.js';
 import { Kind, layoutOf } from '../schema/layout.js';
 import type { SchemaNode } from '../schema/node.js';
 import { dataFromView } from './build.js';
@@ -100,11 +100,11 @@ export function dataToView(data: Data, schema?: SchemaNode): ArrayView {
 /**
  * `dataToView` for the export writer (src/array/export.ts) only: its
  * buffers may be any typed array over the bytes, not only `Uint8Array`s,
- * and its schema node is the type's (`layoutNodeOf`: the writer reads only
+ * and its schema node is the type's (`typeNodeOf`: the writer reads only
  * the layout).
  */
 export function dataToExportView(data: Data): ArrayView {
-  return toView(data, layoutNodeOf(data.type as DataType), true);
+  return toView(data, typeNodeOf(data.type as DataType), true);
 }
 
 const NONE: readonly never[] = Object.freeze([]);

@@ -19,11 +19,11 @@ import { isReleased, releaseOffset, releaseStruct, type CStructKind } from '../m
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Arena } from '../memory/raw.js';
 import { isArrowType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { readSchemaNode, type SchemaNode } from '../schema/node.js';
+import { readSchemaNode, rememberImage, sharedNode, sharedNodeAt, type SchemaNode } from '../schema/node.js';
 import { owned } from './build.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
 import { type SchemaLike } from '../schema/export.js';
-import { planOfNode, planOfSchema, planOfType, rememberSchemaAt, sharedNode, sharedNodeAt, type Plan } from './plan.js';
+import { planOfNode, planOfSchema, planOfType, type Plan } from './plan.js';
 
 export type { SchemaLike };
 import { readArray, validationLevel, type DeviceReader, type ValidationLevel } from './read.js';
@@ -41,7 +41,7 @@ export interface ImportCoreOptions extends ToArrowOptions {
 /**
  * Reads (and releases, unless `keep`) an `ArrowSchema` pointer into a
  * `SchemaNode`; `param` names the pointer in argument errors. A schema
- * equal to one read before comes back as that node (plan.ts `sharedNode`;
+ * equal to one read before comes back as that node (src/schema/node.ts `sharedNode`;
  * the last one read is found by its bytes, `sharedNodeAt`), so arrays
  * imported against either share one plan.
  */
@@ -52,8 +52,9 @@ export function readSchemaPtr(m: Memory, ptr: Ptr, keep = false, path = 'schema'
   try {
     const seen = sharedNodeAt(m, ptr);
     if (seen !== undefined) return seen;
-    const node = sharedNode(readSchemaNode(m, ptr, path));
-    rememberSchemaAt(m, ptr, node);
+    const image: number[] = [];
+    const node = sharedNode(readSchemaNode(m, ptr, path, image));
+    rememberImage(image, node);
     return node;
   } finally {
     // Import consumes the struct, on success and on failure (a released child
@@ -77,16 +78,15 @@ export function planOf(m: Memory, schema: SchemaLike | Ptr, opts: ToArrowOptions
   return planOfNode(schema as SchemaNode, opts);
 }
 
-/** What `consume` found: one object, filled anew by each call (read it at once). */
+/** What `consume` found. */
 export interface Consumed {
   /** The plan of the schema (null when `consume` was given none to find). */
-  plan: Plan | null;
-  level: number;
+  readonly plan: Plan | null;
+  readonly level: number;
   /** Where the struct's bytes were staged (the move takes them from there). */
-  staged: Arena;
-  at: number;
+  readonly staged: Arena;
+  readonly at: number;
 }
-const consumed: Consumed = { plan: null, level: 0, staged: staged, at: 0 };
 
 /** How `consume` finds the plan of a schema argument. */
 export const enum PlanOf {
@@ -134,11 +134,7 @@ export function consume(
       if (plan === PlanOf.Batch) p.batch();
       else if (plan === PlanOf.Data) p.type();
     }
-    consumed.plan = p;
-    consumed.level = level;
-    consumed.staged = from;
-    consumed.at = at;
-    return consumed;
+    return { plan: p, level, staged: from, at };
   } catch (e) {
     // Consume what can be consumed; a pointer that is itself the problem (bad address) must not
     // turn the error the caller needs into another one.

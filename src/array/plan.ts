@@ -12,19 +12,18 @@
  * Nothing of a plan depends on one array, so any number of arrays, batches,
  * stream items and async tasks share it.
  *
- * Plans are found by the schema object they were made from: a `SchemaNode`,
- * or an arrow-js `Schema`, `Field` or `DataType` (whose types the imports
- * then carry as given). A schema read from a pointer is a new `SchemaNode`
- * each time; equal ones (by content) are mapped to the first, so a producer
- * that sends its schema with every array shares one plan too.
+ * Plans are cached in one map, found by the schema object they were given
+ * (see "the cache" below). A schema read from a pointer is a new
+ * `SchemaNode` each time; equal ones (by content) are mapped to the first
+ * (src/schema/node.ts `sharedNode`), so a producer that sends its schema
+ * with every array shares one plan too.
  */
 import { DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
 import { invalid } from '../errors.js';
 import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { schemaNodeOf } from '../schema/export.js';
-import type { Memory, Ptr } from '../memory/memory.js';
+import { schemaNodeOf, typeNodeOf } from '../schema/export.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
-import { matchesImage, MAX_NESTING_DEPTH, schemaImage, type SchemaImage, type SchemaNode } from '../schema/node.js';
+import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
 import { BUFFERS } from './record.js';
 
 /** The O(length) checks of `full` (full-checks.ts), as bits of `PlanNode.full`. */
@@ -199,6 +198,11 @@ export class Plan {
     return this.#batch!;
   }
 
+  /** Whether `form` is this plan's arrow-js form: its root type, or its `Schema`. */
+  hasForm(form: Schema | DataType): boolean {
+    return this.#arrow === form || this.#batch?.schema === form;
+  }
+
   #setType(type: DataType, path: string): void {
     assignForms(this.root, type, path);
     this.#arrow = type;
@@ -296,24 +300,45 @@ function assignForms(pn: PlanNode, type: DataType, path: string): void {
 
 // --- the cache ---------------------------------------------------------------------------
 
-/** Plans of `SchemaNode`s, by `expand` (0: off, 1: on). */
-const byNode = new WeakMap<SchemaNode, [Plan | undefined, Plan | undefined]>();
 /**
- * Plans of arrow-js schemas and types: made from them (their imports carry
- * them as given), or, for the `Schema` of a plan made from a node read from
- * a producer (`batchSchemaOf`), that plan (imports against it read arrays
- * by the producer's node, also where `expand` changed the arrow-js form).
+ * The one plan cache. A plan is found by the object its imports were given:
+ * the `SchemaNode` they read arrays by, or the arrow-js `Schema`, `Field` or
+ * `DataType` they carry (for an arrow-js `Schema` handed out by
+ * `batchSchemaOf`, the plan it came from: imports against it read arrays by
+ * the producer's node, also where `expand` changed the arrow-js form). Each
+ * key holds its plans by `expand` (0: off, 1: on). A node's entry takes the
+ * first plan made for it, given form or not, and a given form finds the
+ * node's plan when that plan has this very form: one schema, however it
+ * comes, makes one plan (test/array/plan.test.ts).
  */
-const byArrow = new WeakMap<Schema | DataType | Field, Plan>();
+type Plans = [Plan | undefined, Plan | undefined];
+const plans = new WeakMap<SchemaNode | Schema | DataType | Field, Plans>();
+
+function plansOf(key: SchemaNode | Schema | DataType | Field): Plans {
+  let ps = plans.get(key);
+  if (ps === undefined) plans.set(key, (ps = [undefined, undefined]));
+  return ps;
+}
 
 /** The plan of a `SchemaNode` (a schema read from a producer, or one made in JS). */
 export function planOfNode(node: SchemaNode, opts: ToArrowOptions = {}, path = 'schema'): Plan {
   const e = opts.expand ? 1 : 0;
-  let entry = byNode.get(node);
-  if (entry === undefined) byNode.set(node, (entry = [undefined, undefined]));
-  let p = entry[e];
-  if (p === undefined) entry[e] = p = new Plan(node, e === 1, null, path);
-  return p;
+  return (plansOf(node)[e] ??= new Plan(node, e === 1, null, path));
+}
+
+/** The plan found by `key` that reads by `node` and carries `form` (the arrow-js form given with it). */
+function planGiven(key: Schema | DataType | Field, node: SchemaNode, form: Schema | DataType, expand: boolean, path: string): Plan {
+  const e = expand ? 1 : 0;
+  const byKey = plansOf(key);
+  let p = byKey[e];
+  if (p !== undefined && p.node === node) return p;
+  const byNode = plansOf(node);
+  p = byNode[e];
+  if (p === undefined || !p.hasForm(form)) {
+    p = new Plan(node, expand, form, path);
+    byNode[e] ??= p;
+  }
+  return (byKey[e] = p);
 }
 
 /**
@@ -323,90 +348,31 @@ export function planOfNode(node: SchemaNode, opts: ToArrowOptions = {}, path = '
  * follow: `schemaNodeOf`).
  */
 export function planOfSchema(schema: Schema): Plan {
-  return planOfArrow(schema, schema);
+  const ps = plans.get(schema);
+  return ps?.[0] ?? ps?.[1] ?? planGiven(schema, schemaNodeOf(schema), schema, false, 'schema');
 }
 
-/** The plan of an arrow-js `DataType` or `Field`: imports carry its type as given. */
+/**
+ * The plan of an arrow-js `DataType` or `Field`: imports carry its type as
+ * given. Found by the node made for it before (`typeNodeOf`), whatever its
+ * metadata maps hold now, as a `Schema`'s is: a type is also the key of
+ * `planWithType`'s plans, which read by other nodes.
+ */
 export function planOfType(t: DataType | Field): Plan {
-  return planOfArrow(t, t instanceof Field ? t.type : t);
-}
-
-function planOfArrow(key: Schema | DataType | Field, given: Schema | DataType): Plan {
-  let p = byArrow.get(key);
-  if (p === undefined) byArrow.set(key, (p = new Plan(schemaNodeOf(key), false, given, 'schema')));
-  return p;
+  return planGiven(t, typeNodeOf(t), t instanceof Field ? t.type : t, false, 'schema');
 }
 
 /**
  * The plan of `node` whose arrow-js type is `type` (a plain view converted
- * with a given type, as after an expansion): made once per type object.
+ * with a given type, as after an expansion).
  */
-const byGivenType = new WeakMap<DataType, Plan>();
 export function planWithType(node: SchemaNode, type: DataType, expand: boolean, path: string): Plan {
-  let p = byGivenType.get(type);
-  if (p === undefined || p.node !== node) byGivenType.set(type, (p = new Plan(node, expand, type, path)));
-  return p;
+  return planGiven(type, node, type, expand, path);
 }
 
 /** The `Schema` of `plan` as a record batch, remembered so that imports against it find this plan. */
 export function batchSchemaOf(plan: Plan, path = 'schema'): Schema {
   const s = plan.batch(path).schema;
-  if (!byArrow.has(s)) byArrow.set(s, plan);
+  plansOf(s)[plan.expand ? 1 : 0] ??= plan;
   return s;
-}
-
-/**
- * Schemas read from pointers, by content: every node read equal to one seen
- * before is mapped to that one, so its plan (and arrow-js schema) is shared.
- * Bounded: the oldest entry goes when a new one would exceed MAX_READ_NODES.
- */
-const byContent = new Map<string, SchemaNode>();
-const MAX_READ_NODES = 64;
-/** Schemas whose key would be longer are not shared (the key costs as much as the plan). */
-const MAX_KEY_LENGTH = 1 << 16;
-
-/** The node equal to `node` read before, or `node` itself (remembered). */
-export function sharedNode(node: SchemaNode): SchemaNode {
-  const key = contentKey(node, '');
-  if (key.length > MAX_KEY_LENGTH) return node;
-  const hit = byContent.get(key);
-  if (hit !== undefined) return hit;
-  if (byContent.size >= MAX_READ_NODES) byContent.delete(byContent.keys().next().value!);
-  byContent.set(key, node);
-  return node;
-}
-
-/**
- * The last schema read from a pointer, as its image (node.ts `SchemaImage`) and its node: a schema handed
- * again with each array (a wasm module's, a driver's) is found by comparing its bytes, without decoding a
- * string or building a node (bench:wasm, one import at a time); test/array/schema-image.test.ts proves a
- * match gives the node the full read would, and a difference the full read's verdict.
- */
-let lastImage: { readonly image: SchemaImage; readonly node: SchemaNode } | null = null;
-
-/** The node of the last schema read when the `ArrowSchema` at `ptr` has its content; else undefined. */
-export function sharedNodeAt(m: Memory, ptr: Ptr): SchemaNode | undefined {
-  const last = lastImage;
-  return last !== null && matchesImage(m, ptr, last.image) ? last.node : undefined;
-}
-
-/** Remembers the schema at `ptr`, just read and checked in full into `node`, for `sharedNodeAt`. */
-export function rememberSchemaAt(m: Memory, ptr: Ptr, node: SchemaNode): void {
-  const image = schemaImage(m, ptr);
-  lastImage = image === null ? null : { image, node };
-}
-
-/** Everything of a node, each string prefixed by its length so that no two different schemas give one key. */
-function contentKey(n: SchemaNode, key: string): string {
-  key += `(${n.format.length}:${n.format}${n.name === null ? '-' : `${n.name.length}:${n.name}`}f${n.flags}`;
-  if (n.metadata !== null) {
-    key += `m${n.metadata.size}`;
-    for (const [k, v] of n.metadata) key += `${k.length}:${k}${v.length}:${v}`;
-  }
-  for (const c of n.children) {
-    key = contentKey(c, key);
-    if (key.length > MAX_KEY_LENGTH) return key;
-  }
-  if (n.dictionary !== null) key = contentKey(n.dictionary, `${key}d`);
-  return `${key})`;
 }

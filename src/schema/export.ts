@@ -11,7 +11,7 @@
  * The `SchemaNode` of an arrow-js object is made once and used again while
  * its metadata maps hold what they held (`schemaNodeOf`); an exported node is
  * encoded once per pointer width (`writeSchema`). Imports against an arrow-js
- * schema make their plan from the same nodes (src/array/plan.ts).
+ * schema find and make their plan by the same nodes (src/array/plan.ts).
  */
 import { DataType, Dictionary, Field, Schema, Type, type Map_, type Struct } from 'apache-arrow';
 import { Flag } from '../abi/constants.js';
@@ -297,13 +297,13 @@ export function schemaNodeOf(s: SchemaLike): SchemaNode {
 }
 
 /**
- * The node of an arrow-js type for its layout alone: the export writer
- * (src/array/export.ts) reads only types, never names or metadata, and types
- * are immutable, so a node made before serves even if a metadata map in it
- * changed since.
+ * The node made before for `s` (else made now), whatever its metadata maps
+ * hold now: for what follows types alone, which are immutable (the export
+ * writer, src/array/export.ts, reads no names or metadata; the plans of
+ * imports against an arrow-js type, src/array/plan.ts).
  */
-export function layoutNodeOf(t: DataType): SchemaNode {
-  return nodesOfArrow.get(t)?.node ?? schemaNodeOf(t);
+export function typeNodeOf(s: Field | DataType): SchemaNode {
+  return nodesOfArrow.get(s)?.node ?? schemaNodeOf(s);
 }
 
 /**

@@ -161,27 +161,75 @@ function checkNode(node: SchemaNode, path: string): void {
 
 /**
  * Reads the `ArrowSchema` at `ptr` without taking ownership (the caller
- * releases it). `path` prefixes error places; `depth` guards nesting.
+ * releases it). `path` prefixes error places. With `image`, the schema's
+ * `SchemaImage` is recorded into it on the way (emptied where the schema is
+ * too large for one).
  */
-export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema'): SchemaNode {
-  const raw = rawOf(mem);
-  const wide = mem.target.pointerSize === 8;
-  const A = access(mem.target).ArrowSchema;
-  const seen = AddressSet.shared();
+export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', image: number[] | null = null): SchemaNode {
+  const w = schemaWalk(mem, image, null);
   try {
-    return readSchemaStruct({ raw, A, wide, ps: wide ? 8 : 4, seen }, Number(ptr), path, 0);
+    const node = walkSchema(w, Number(ptr), path, 0)!;
+    if (image !== null && w.out === null) image.length = 0;
+    return node;
   } finally {
-    seen.done();
+    w.seen.done();
   }
 }
 
-/** What every node of one schema read needs. */
-interface SchemaRead {
+/**
+ * The bytes of an `ArrowSchema` tree that make its content, as plain numbers in the order
+ * `readSchemaNode` reads them: per node (pre-order, children before the dictionary) its flags, child
+ * count, whether it has a dictionary, then its format, name and metadata, each as its byte length
+ * (-1 for a NULL name or metadata) and its bytes. A schema handed again with each array (a wasm module's,
+ * a driver's) is compared with the image of the last one read (`matchesImage`), without decoding a
+ * string or building a node: bench:wasm's one-at-a-time imports of 1,000-row tables, each with a new
+ * schema, are about a fifth slower without it. The image is recorded only by a read that checked the
+ * schema in full (`readSchemaNode`).
+ */
+export type SchemaImage = readonly number[];
+
+/** The most numbers an image holds: a larger schema is read in full every time. */
+const MAX_IMAGE = 1 << 14;
+
+/**
+ * Whether the schema at `ptr` has the content of `image`. The one walk of `readSchemaNode`, comparing
+ * instead of building: it reads what the full read reads, in its order, and stops at the first
+ * difference, before following a pointer of it, so it reads nothing that the full read would not. A
+ * struct released or reached twice (which content alone cannot tell) is a difference: the full read then
+ * says what is wrong.
+ */
+export function matchesImage(mem: Memory, ptr: Ptr, image: SchemaImage): boolean {
+  const w = schemaWalk(mem, null, image);
+  try {
+    walkSchema(w, Number(ptr), '', 0);
+    return w.pos === image.length;
+  } catch {
+    return false;
+  } finally {
+    w.seen.done();
+  }
+}
+
+/**
+ * One walk of an `ArrowSchema` tree: building its `SchemaNode` (`compare` null), recording its image on
+ * the way (`out`: null where not asked, or where it grew past MAX_IMAGE), or comparing it with an image
+ * (`compare`: then nothing is built or decoded).
+ */
+interface SchemaWalk {
   readonly raw: RawAccess;
   readonly A: Access['ArrowSchema'];
   readonly wide: boolean;
   readonly ps: number;
   readonly seen: AddressSet;
+  out: number[] | null;
+  readonly compare: SchemaImage | null;
+  /** Where the comparison is in `compare`. */
+  pos: number;
+}
+
+function schemaWalk(mem: Memory, out: number[] | null, compare: SchemaImage | null): SchemaWalk {
+  const wide = mem.target.pointerSize === 8;
+  return { raw: rawOf(mem), A: access(mem.target).ArrowSchema, wide, ps: wide ? 8 : 4, seen: AddressSet.shared(), out, compare, pos: 0 };
 }
 
 /** The flags bits the spec defines, as a number (they fit 32 bits). */
@@ -222,47 +270,65 @@ function schemaFields(raw: RawAccess, A: Access['ArrowSchema'], addr: Addr): Sch
   return fields;
 }
 
-/** Reads the `ArrowSchema` struct at `addr`, its children and its dictionary, into a `SchemaNode`. */
-function readSchemaStruct(r: SchemaRead, addr: Addr, path: string, depth: number): SchemaNode {
+/** What a comparison throws at the first difference (`matchesImage` takes it as false). */
+const DIFFERS = Symbol('differs');
+
+/**
+ * Walks the `ArrowSchema` struct at `addr`, its children and its dictionary: into a `SchemaNode`, or
+ * (comparing) into null.
+ */
+function walkSchema(w: SchemaWalk, addr: Addr, path: string, depth: number): SchemaNode | null {
   if (addr === 0) throw invalid(path, 'NULL pointer');
   if (depth > MAX_NESTING_DEPTH) throw invalid(path, `nesting deeper than ${MAX_NESTING_DEPTH} levels`);
-  visitOnce(r.seen, addr, path);
+  visitOnce(w.seen, addr, path);
   try {
-    const { raw, A } = r;
+    const { raw, A } = w;
     const { release, formatPtr, namePtr, metadataPtr, flagsLo, flagsHi, n, childrenPtr, dictPtr, dv, at } = schemaFields(raw, A, addr);
     if (release === 0) {
       throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
     }
     if (formatPtr === 0) throw invalid(`${path}.format`, 'NULL pointer');
-    const format = stringAt(raw, formatPtr, 1 << 16, `${path}.format`);
-    const type = parseFormat(format, `${path}.format`);
-    const name = namePtr === 0 ? null : stringAt(raw, namePtr, 1 << 20, `${path}.name`);
-    const metadata = metadataPtr === 0 ? null : readMetadataAt(raw, metadataPtr, `${path}.metadata`);
+    const build = w.compare === null;
+    let format = '';
+    let type: TypeInfo | null = null;
+    let name: string | null = null;
+    let metadata: Metadata | null = null;
+    if (!build) putNode(w, flagsLo, flagsHi, n, dictPtr, formatPtr, namePtr, metadataPtr);
+    else {
+      format = stringAt(raw, formatPtr, 1 << 16, `${path}.format`);
+      type = parseFormat(format, `${path}.format`);
+      name = namePtr === 0 ? null : stringAt(raw, namePtr, 1 << 20, `${path}.name`);
+      metadata = metadataPtr === 0 ? null : readMetadataAt(raw, metadataPtr, `${path}.metadata`);
+    }
     if (flagsHi !== 0 || (flagsLo & ~KNOWN_FLAGS) !== 0) {
       throw invalid(`${path}.flags`, `unknown flag bits 0x${BigInt.asUintN(64, A.flags.big(dv, at)).toString(16)}`);
     }
-    const flags = flagsLo;
     // The exact values (bigints) only for the messages: a read allocates none.
     if (n < 0) throw invalid(`${path}.n_children`, `negative value ${A.n_children.big(dv, at)}`);
     if (n > 1_000_000) throw invalid(`${path}.n_children`, `implausible value ${A.n_children.big(dv, at)}`);
     if (n > 0 && childrenPtr === 0) throw invalid(`${path}.children`, `NULL pointer with n_children = ${n}`);
+    // Recorded once the node's own fields are checked: the image reads what the read found valid.
+    if (build && w.out !== null) putNode(w, flagsLo, flagsHi, n, dictPtr, formatPtr, namePtr, metadataPtr);
     let children: SchemaNode[] = NO_NODES as SchemaNode[];
     if (n > 0) {
       let cat: number;
       try {
-        cat = stage(raw, childrenPtr, n * r.ps);
+        cat = stage(raw, childrenPtr, n * w.ps);
       } catch (e) {
         throw prefixPath(e, `${path}.children`);
       }
+      // Staged copies are not written over while reachable (raw.ts): the pointers stay readable across the children's walks.
       const cdv = staged.dv;
-      children = new Array(n);
+      if (build) children = new Array(n);
       for (let i = 0; i < n; i++) {
-        const cp = r.wide ? cdv.getUint32(cat + i * 8 + 4, true) * 4294967296 + cdv.getUint32(cat + i * 8, true) : cdv.getUint32(cat + i * 4, true);
-        children[i] = readSchemaStruct(r, cp, `${path}.children[${i}]`, depth + 1);
+        const cp = w.wide ? cdv.getUint32(cat + i * 8 + 4, true) * 4294967296 + cdv.getUint32(cat + i * 8, true) : cdv.getUint32(cat + i * 4, true);
+        const child = walkSchema(w, cp, build ? `${path}.children[${i}]` : '', depth + 1);
+        if (build) children[i] = child!;
       }
     }
-    const dictionary = dictPtr === 0 ? null : readSchemaStruct(r, dictPtr, `${path}.dictionary`, depth + 1);
-    const node: SchemaNode = { format, type, name, metadata, flags, children, dictionary };
+    const dictionary = dictPtr === 0 ? null : walkSchema(w, dictPtr, build ? `${path}.dictionary` : '', depth + 1);
+    if (!build) return null;
+    const node: SchemaNode = { format, type: type!, name, metadata, flags: flagsLo, children, dictionary };
     checkNode(node, path);
     return node;
   } catch (e) {
@@ -283,99 +349,48 @@ function stringAt(raw: RawAccess, p: Addr, max: number, path: string): string {
 /** The children of every leaf node read (an empty array shared by them all). */
 const NO_NODES: readonly SchemaNode[] = Object.freeze([]);
 
-/**
- * The bytes of an `ArrowSchema` tree that make its content, as plain numbers in the order
- * `readSchemaNode` reads them: per node (pre-order, children before the dictionary) its flags, child
- * count, whether it has a dictionary, then its format, name and metadata, each as its byte length
- * (-1 for a NULL name or metadata) and its bytes. A schema handed again with each array (a wasm module's,
- * a driver's) is compared with the image of the last one read (`matchesImage`), without decoding a
- * string or building a node; the image is made only after that schema was read and checked in full.
- */
-export type SchemaImage = readonly number[];
-
-/** The most numbers an image holds: a larger schema is read in full every time. */
-const MAX_IMAGE = 1 << 14;
-
-/** What `imageWalk` reads with, and where it is: appending to `out`, or comparing with `image` at `pos`. */
-interface ImageWalk extends SchemaRead {
-  readonly out: number[] | null;
-  readonly image: SchemaImage | null;
-  pos: number;
-}
-
-/** The image of the schema at `ptr`, read and checked in full before; null where it is too large. */
-export function schemaImage(mem: Memory, ptr: Ptr): SchemaImage | null {
-  const out: number[] = [];
-  return imageWalk(mem, ptr, out, null) ? out : null;
-}
-
-/**
- * Whether the schema at `ptr` has the content of `image`. It reads what `readSchemaNode` reads, in its
- * order, and stops at the first difference, before following a pointer of it: so it reads nothing that
- * the full read would not. A struct released or reached twice (which content alone cannot tell) is a
- * difference: the full read then says what is wrong.
- */
-export function matchesImage(mem: Memory, ptr: Ptr, image: SchemaImage): boolean {
-  return imageWalk(mem, ptr, null, image);
-}
-
-function imageWalk(mem: Memory, ptr: Ptr, out: number[] | null, image: SchemaImage | null): boolean {
-  const wide = mem.target.pointerSize === 8;
-  const w: ImageWalk = { raw: rawOf(mem), A: access(mem.target).ArrowSchema, wide, ps: wide ? 8 : 4, seen: AddressSet.shared(), out, image, pos: 0 };
-  try {
-    return imageNode(w, Number(ptr), 0) && (image === null || w.pos === image.length);
-  } catch {
-    return false;
-  } finally {
-    w.seen.done();
+/** One node's part of the image (see `SchemaImage`), recorded or compared. */
+function putNode(w: SchemaWalk, flagsLo: number, flagsHi: number, n: number, dictPtr: Addr, formatPtr: Addr, namePtr: Addr, metadataPtr: Addr): void {
+  const raw = w.raw;
+  // No image holds a flags high word: the full read refuses one.
+  if (flagsHi !== 0) throw DIFFERS;
+  put(w, flagsLo);
+  put(w, n);
+  put(w, dictPtr === 0 ? 0 : 1);
+  const formatLen = raw.strlen(formatPtr, 1 << 16);
+  put(w, formatLen);
+  putBytes(w, formatPtr, formatLen);
+  const nameLen = namePtr === 0 ? -1 : raw.strlen(namePtr, 1 << 20);
+  put(w, nameLen);
+  if (nameLen > 0) putBytes(w, namePtr, nameLen);
+  // Compared, the blob may not run past the image's length for it; recorded, not past the image's size.
+  const metaLen = metadataPtr === 0 ? -1 : metadataLength(raw, metadataPtr, w.compare !== null ? w.compare[w.pos]! : MAX_IMAGE);
+  if (metaLen === -2) {
+    if (w.compare !== null) throw DIFFERS;
+    w.out = null;
+    return;
   }
+  put(w, metaLen);
+  if (metaLen > 0) putBytes(w, metadataPtr, metaLen);
 }
 
-/** The next number of the image: appended, or compared (a difference ends the walk before anything it describes is read). */
-function put(w: ImageWalk, v: number): boolean {
-  if (w.out !== null) {
-    if (w.out.length >= MAX_IMAGE) return false;
-    w.out.push(v);
-    return true;
+/** The next number of the image: appended (recording stops past MAX_IMAGE), or compared. */
+function put(w: SchemaWalk, v: number): void {
+  const c = w.compare;
+  if (c !== null) {
+    if (w.pos >= c.length || c[w.pos++] !== v) throw DIFFERS;
+  } else if (w.out !== null) {
+    if (w.out.length < MAX_IMAGE) w.out.push(v);
+    else w.out = null;
   }
-  return w.pos < w.image!.length && w.image![w.pos++] === v;
 }
 
 /** The `len` bytes at `p`, each as `put` takes it. */
-function putBytes(w: ImageWalk, p: Addr, len: number): boolean {
-  if (len === 0) return true;
-  if (w.out === null && w.pos + len > w.image!.length) return false;
+function putBytes(w: SchemaWalk, p: Addr, len: number): void {
+  if (w.compare !== null && w.pos + len > w.compare.length) throw DIFFERS;
   const b = stage(w.raw, p, len);
   const u8 = staged.u8;
-  for (let i = 0; i < len; i++) if (!put(w, u8[b + i]!)) return false;
-  return true;
-}
-
-/** Walks one node (its children, then its dictionary); false at a difference or anything unusual. */
-function imageNode(w: ImageWalk, addr: Addr, depth: number): boolean {
-  if (addr === 0 || depth > MAX_NESTING_DEPTH || !w.seen.add(addr)) return false;
-  const { raw } = w;
-  const { release, formatPtr, namePtr, metadataPtr, flagsLo, flagsHi, n, childrenPtr, dictPtr } = schemaFields(raw, w.A, addr);
-  if (release === 0 || formatPtr === 0 || flagsHi !== 0) return false;
-  if (!put(w, flagsLo) || !put(w, n) || !put(w, dictPtr === 0 ? 0 : 1)) return false;
-  const formatLen = raw.strlen(formatPtr, 1 << 16);
-  if (!put(w, formatLen) || !putBytes(w, formatPtr, formatLen)) return false;
-  const nameLen = namePtr === 0 ? -1 : raw.strlen(namePtr, 1 << 20);
-  if (!put(w, nameLen) || (nameLen > 0 && !putBytes(w, namePtr, nameLen))) return false;
-  // Compared, the blob may not run past the image's length for it; recorded, not past the image's size.
-  const metaLen = metadataPtr === 0 ? -1 : metadataLength(raw, metadataPtr, w.out === null ? w.image![w.pos]! : MAX_IMAGE);
-  if (metaLen === -2 || !put(w, metaLen) || (metaLen > 0 && !putBytes(w, metadataPtr, metaLen))) return false;
-  if (n > 0) {
-    if (childrenPtr === 0) return false;
-    // Staged copies are not written over while reachable (raw.ts): the pointers stay readable across the children's walks.
-    const cat = stage(raw, childrenPtr, n * w.ps);
-    const cdv = staged.dv;
-    for (let i = 0; i < n; i++) {
-      const cp = w.wide ? cdv.getUint32(cat + i * 8 + 4, true) * 4294967296 + cdv.getUint32(cat + i * 8, true) : cdv.getUint32(cat + i * 4, true);
-      if (!imageNode(w, cp, depth + 1)) return false;
-    }
-  }
-  return dictPtr === 0 || imageNode(w, dictPtr, depth + 1);
+  for (let i = 0; i < len; i++) put(w, u8[b + i]!);
 }
 
 /**
@@ -396,4 +411,61 @@ function metadataLength(raw: RawAccess, base: Addr, max: number): number {
     pos += 4 + len;
   }
   return pos;
+}
+
+// --- schemas read before ---------------------------------------------------------------
+
+/**
+ * Schemas read from pointers, by content: every node read equal to one seen
+ * before is mapped to that one, so its plan (and arrow-js schema) is shared.
+ * Bounded: the oldest entry goes when a new one would exceed MAX_READ_NODES.
+ */
+const byContent = new Map<string, SchemaNode>();
+const MAX_READ_NODES = 64;
+/** Schemas whose key would be longer are not shared (the key costs as much as the plan). */
+const MAX_KEY_LENGTH = 1 << 16;
+
+/** The node equal to `node` read before, or `node` itself (remembered). */
+export function sharedNode(node: SchemaNode): SchemaNode {
+  const key = contentKey(node, '');
+  if (key.length > MAX_KEY_LENGTH) return node;
+  const hit = byContent.get(key);
+  if (hit !== undefined) return hit;
+  if (byContent.size >= MAX_READ_NODES) byContent.delete(byContent.keys().next().value!);
+  byContent.set(key, node);
+  return node;
+}
+
+/**
+ * The last schema read from a pointer, as its image (`SchemaImage`) and its node: a schema handed
+ * again with each array (a wasm module's, a driver's) is found by comparing its bytes, without decoding a
+ * string or building a node (bench:wasm, one import at a time); test/array/schema-image.test.ts proves a
+ * match gives the node the full read would, and a difference the full read's verdict.
+ */
+let lastImage: { readonly image: SchemaImage; readonly node: SchemaNode } | null = null;
+
+/** The node of the last schema read when the `ArrowSchema` at `ptr` has its content; else undefined. */
+export function sharedNodeAt(m: Memory, ptr: Ptr): SchemaNode | undefined {
+  const last = lastImage;
+  return last !== null && matchesImage(m, ptr, last.image) ? last.node : undefined;
+}
+
+/** Remembers `image`, recorded by the read of `node` (`readSchemaNode`; empty where too large), for `sharedNodeAt`. */
+export function rememberImage(image: SchemaImage, node: SchemaNode): void {
+  lastImage = image.length === 0 ? null : { image, node };
+}
+
+/** Everything of a node, each string prefixed by its length so that no two different schemas give one key. */
+function contentKey(n: SchemaNode, key: string): string {
+  key += `(${n.format.length}:${n.format}${n.name === null ? '-' : `${n.name.length}:${n.name}`}f${n.flags}`;
+  if (n.metadata !== null) {
+    key += `m${n.metadata.size}`;
+    for (const [k, v] of n.metadata) key += `${k.length}:${k}${v.length}:${v}`;
+  }
+  for (const c of n.children) {
+    key = contentKey(c, key);
+    if (key.length > MAX_KEY_LENGTH) return key;
+  }
+  if (n.dictionary !== null) key = contentKey(n.dictionary, `${key}d`);
+  return `${key})`;
 }

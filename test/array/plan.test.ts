@@ -9,10 +9,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Field, Int32, RecordBatch, Schema, Table, Utf8, vectorFromArray } from 'apache-arrow';
 import {
-  createAsyncDeviceStreamReader, exportArrayStream, exportDeviceArray, exportRecordBatch, exportSchema, exportTable, freeArrowArrayStream,
+  createAsyncDeviceStreamReader, dataToView, exportArrayStream, exportDeviceArray, exportRecordBatch, exportSchema, exportTable, freeArrowArrayStream,
   freeArrowSchema, freeDeviceArray, importArrayStream, importDeviceArray, importRecordBatch, importSchema, importTable,
+  viewToData,
 } from '../../src/index.js';
-import { planBuilds } from '../../src/array/plan.js';
+import { planBuilds, planOfNode, planOfSchema, planOfType, planWithType, type Plan } from '../../src/array/plan.js';
+import { schemaNodeOf } from '../../src/schema/export.js';
 import { asyncPeer, peerMissing } from '../async/peer.js';
 
 let schemas = 0;
@@ -59,6 +61,58 @@ describe('one plan per schema', () => {
       }
     });
     assert.equal(made, 1);
+  });
+
+  test('one schema by its three routes (arrow-js Schema, its node, a given type): one plan object, one build', async () => {
+    const t = batches(2);
+    let routes: Plan[] = [];
+    const made = await plansMadeBy(() => {
+      const bySchema = planOfSchema(t.schema);
+      const node = schemaNodeOf(t.schema);
+      routes = [bySchema, planOfNode(node), planWithType(node, bySchema.type(), false, 'schema')];
+      // The same through the public API: a batch against the Schema, one against its node, a view converted with the batch's type.
+      const { schema, array } = exportRecordBatch(t.batches[0]!);
+      freeArrowSchema(schema);
+      const b = importRecordBatch(array, t.schema);
+      const again = exportRecordBatch(t.batches[1]!);
+      freeArrowSchema(again.schema);
+      importRecordBatch(again.array, node).release();
+      assert.equal(viewToData(dataToView(b.data, node), b.data.type).type, b.data.type);
+      b.release();
+    });
+    assert.equal(made, 1);
+    assert.equal(routes[1], routes[0], 'the node finds the Schema\'s plan');
+    assert.equal(routes[2], routes[0], 'the given type finds it too');
+  });
+
+  test('imports against a Schema whose metadata changes between batches: one plan, the Schema carried', async () => {
+    const t = batches(10);
+    const made = await plansMadeBy(() => {
+      t.batches.forEach((b, k) => {
+        t.schema.metadata.set('k', String(k));
+        const { schema, array } = exportRecordBatch(b);
+        freeArrowSchema(schema);
+        const got = importRecordBatch(array, t.schema);
+        assert.equal(got.schema, t.schema);
+        got.release();
+      });
+    });
+    assert.equal(made, 1);
+  });
+
+  test('a type given with two different nodes: a plan for each, each reading by its node', () => {
+    const type = new Int32();
+    const a = schemaNodeOf(new Field('a', type, true));
+    const b = schemaNodeOf(new Field('b', type, false));
+    const pa = planWithType(a, type, false, 'a');
+    const pb = planWithType(b, type, false, 'b');
+    assert.notEqual(pa, pb);
+    assert.equal(pa.node, a);
+    assert.equal(pb.node, b);
+    assert.equal(planWithType(a, type, false, 'a').node, a, 'the type\'s entry follows the node asked for');
+    // The type's own plan reads by the type's node, not by either field's.
+    assert.equal(planOfType(type).node, schemaNodeOf(type));
+    assert.equal(planOfType(type).type(), type);
   });
 
   test('a table of 50 arrays, and its schema imported once for more: one plan', async () => {
