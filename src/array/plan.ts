@@ -157,7 +157,7 @@ export function planBuilds(): number {
 
 export class Plan {
   readonly root: PlanNode;
-  /** Whether a node is under two parents (a `SchemaNode` DAG made in JS): the reader then checks struct addresses as it goes. */
+  /** Whether a node is under two parents (a `SchemaNode` DAG made in JS): then no record size is known before the read. */
   readonly shared: boolean;
   /** The size of an array's record (record.ts), where the schema alone decides it (0 for view types: their buffers vary). */
   readonly recordSize: number;
