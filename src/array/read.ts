@@ -182,7 +182,7 @@ interface Fields {
   readonly A: Access['ArrowArray'];
 }
 
-/** The fields of `mem`'s target (made when the reader changes memory; a cache per target did not pay: docs/performance.md). */
+/** The fields of `mem`'s target, made per read (a cache per target did not pay: docs/performance.md). */
 function fieldsOf(mem: Memory): Fields {
   const A = access(mem.target).ArrowArray;
   const wide = mem.target.pointerSize === 8;
@@ -193,35 +193,26 @@ function fieldsOf(mem: Memory): Fields {
   };
 }
 
-/** What every node of one read needs (one object, reused by the reads that follow: see `readArray`). */
+/** What every node of one read needs. */
 class Reader {
   /** The child indices from the root to the node being read (-1: a dictionary), for paths. */
   readonly trail: number[] = [];
-  // The read, how its buffers are read (null: by the host at their addresses), the memory `raw`
-  // and `f` are of, and the struct addresses read (each is read once: a DAG costs its input, not
-  // its unfolding). Set by `reset`.
-  read: ImportRead = NO_READ;
-  device: DeviceReader | null = null;
-  mem: Memory | null = null;
-  raw!: RawAccess;
-  f!: Fields;
-  seen!: AddressSet;
-  host = true;
+  readonly raw: RawAccess;
+  readonly f: Fields;
+  /** The struct addresses read: each is read once, so a DAG costs its input, not its unfolding. */
+  readonly seen = AddressSet.shared();
+  /** Whether buffers are read by the host at their addresses (`device` null). */
+  readonly host: boolean;
 
-  /** Sets the reader to another read. */
-  reset(read: ImportRead, device: DeviceReader | null): this {
+  constructor(
+    readonly read: ImportRead,
+    /** How buffer bytes are read where the host cannot read them at their addresses. */
+    readonly device: DeviceReader | null,
+  ) {
     const mem = read.mem!;
-    this.read = read;
-    this.device = device;
-    if (mem !== this.mem) {
-      this.mem = mem;
-      this.raw = rawOf(mem);
-      this.f = fieldsOf(mem);
-    }
+    this.raw = rawOf(mem);
+    this.f = fieldsOf(mem);
     this.host = device === null;
-    this.seen = AddressSet.shared();
-    this.trail.length = 0;
-    return this;
   }
 
   /** The place of the node being read. */
@@ -261,9 +252,7 @@ export function readArray(read: ImportRead, addr: Addr, device: DeviceReader | n
  * `checkLevelAsync` add the level's device reads.
  */
 export function readTree(read: ImportRead, addr: Addr, device: DeviceReader | null): void {
-  // Reading calls nothing that could start another read: one Reader serves them all, one after the other.
-  const r = (idle ?? new Reader()).reset(read, device);
-  idle = null;
+  const r = new Reader(read, device);
   try {
     readArrayStruct(r, read.plan.root, addr, 0);
   } catch (e) {
@@ -272,10 +261,6 @@ export function readTree(read: ImportRead, addr: Addr, device: DeviceReader | nu
     throw e;
   } finally {
     r.seen.done();
-    // Nothing of this import stays in the idle reader (its record is the import's keep-alive token).
-    r.read = NO_READ;
-    r.device = null;
-    idle = r;
   }
 }
 
@@ -297,11 +282,6 @@ function asyncDevice(read: ImportRead): ArrowDeviceError {
       'use the asynchronous import (importDeviceArrayAsync, resolveBufferSizesAsync), or { validate: "minimal" } to pass it on unread',
   );
 }
-
-/** The Reader not in use (see readArray). */
-let idle: Reader | null = null;
-/** What an idle Reader reads: nothing. */
-const NO_READ = {} as ImportRead;
 
 /** An int64 count of the struct staged at `at` with a non-zero high word: refused with its exact value. */
 function bigCount(r: Reader, dv: DataView, at: number, o: number, what: string): number {
