@@ -47,10 +47,9 @@ const holderRegistry = new FinalizationRegistry<ImportOwner>((owner) => owner.ho
  * The list holds the holders strongly until then, so the collector cannot
  * miss one (and cannot run a finalizer inside a synchronous loop anyway).
  * Release takes an import off the list at once (`leavePending`): a released
- * import is never kept alive by it. It pays: registering at once made
- * `bench:overhead` `1 row x 1 int32 column` into one struct 1.22-1.48x as slow
- * per batch, in either order (released by GC, though, was 0.53-0.83x:
- * docs/performance.md).
+ * import is never kept alive by it. It pays on `bench:overhead`
+ * `1 row x 1 int32 column` (into one struct, released), in either order; imports
+ * left to the collector are faster without it (docs/performance.md).
  */
 let pendingOwners: (ImportOwner | null)[] = [];
 let pendingHolders: (object | null)[] = [];

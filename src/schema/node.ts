@@ -57,10 +57,9 @@ export function reachedTwice(ptr: bigint | number, path: string): ArrowDeviceErr
  * use: an open-addressing table whose slots are stamped with the use they
  * belong to, so starting a new use (`reset`) clears nothing. The array
  * import reads one tree at a time and asks for `shared()`; nested use gets a
- * table of its own. It pays (docs/performance.md): with a `Set` per walk,
- * `bench:overhead` `1 row x 1 int32 column` into one struct took 1.09 and 1.17x
- * as long per batch (one run in each order); with a new table per walk,
- * `1 row x 1 int32 column, schema with each batch` 1.48x.
+ * table of its own. It pays against a `Set` or a new table per walk on
+ * `bench:overhead` `1 row x 1 int32 column` (into one struct, and with the
+ * schema with each batch): the figures are in docs/performance.md.
  */
 export class AddressSet {
   private keys = new Float64Array(256);
@@ -182,9 +181,9 @@ export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', image: nu
  * count, whether it has a dictionary, then its format, name and metadata, each as its byte length
  * (-1 for a NULL name or metadata) and its bytes. A schema handed again with each array (a wasm module's,
  * a driver's) is compared with the image of the last one read (`matchesImage`), without decoding a
- * string or building a node: bench:wasm's one-at-a-time imports of 1,000-row tables, each with a new
- * schema, are about a fifth slower without it. The image is recorded only by a read that checked the
- * schema in full (`readSchemaNode`).
+ * string or building a node: it pays on bench:wasm's one-at-a-time imports of 1,000-row tables, each
+ * with a new schema (figures in the CHANGELOG, issue 40). The image is recorded only by a read that
+ * checked the schema in full (`readSchemaNode`).
  */
 export type SchemaImage = readonly number[];
 
