@@ -83,26 +83,31 @@ async function runChild(driver: 'flightsql' | 'postgresql'): Promise<ChildRun> {
 }
 
 /**
- * Windows under Wine (tools/windows.mjs: Wine passes its environment on to
- * Windows programs). There, once in about fifty runs, a child was seen to
- * hang past CHILD_BOUND_MS (CI, Flight SQL; never reproduced in 46 runs
- * here, loaded or not, so its step is not known yet). The emulator is the
- * suspect, not the code under test: on Linux the same child has never hung.
+ * Windows under Wine (tools/windows.mjs; Wine passes its environment on to
+ * Windows programs). There the Flight SQL child hangs now and then (CI once;
+ * 3 of about 110 runs here, under load): the server is killed and its
+ * process is gone (a zombie), but its end of the connection stays open,
+ * held by wineserver (`ss -tanp` shows it ESTABLISHED, owned by
+ * wineserver64, still after 40 s), so the client waits for bytes that never
+ * come. That is Wine's socket leak, not the fault the test makes: a killed
+ * process's sockets are closed by Windows and by Linux. Under Wine a child
+ * that hangs is run again, up to WINE_ATTEMPTS in all, each hang's steps
+ * printed as the test's diagnostics; hanging every time fails the test.
  */
+const WINE_ATTEMPTS = 3;
 const underWine = process.platform === 'win32' && process.env.WINEPREFIX !== undefined;
 
 /**
  * Runs test/adbc/fault-child.ts against `driver`'s server and checks what the
  * reader saw: the driver's own error for the stream (status IO) within
  * FAULT_BOUND_MS of the fault, after some rows but not all, the stream
- * released, nothing live, and the child's exit by itself. Under Wine a child
- * that hangs is run once more, its steps printed (the test's diagnostics) so
- * the step it hung in is on record; a second hang fails the test.
+ * released, nothing live, and the child's exit by itself (under Wine, see
+ * WINE_ATTEMPTS).
  */
 async function stopInMidStream(t: TestContext, driver: 'flightsql' | 'postgresql'): Promise<ChildReport> {
   let run = await runChild(driver);
-  if (run.timedOut && underWine) {
-    t.diagnostic(`under Wine the child hung past ${CHILD_BOUND_MS} ms; running it once more. Its steps:\n${run.err}`);
+  for (let attempt = 1; run.timedOut && underWine && attempt < WINE_ATTEMPTS; attempt++) {
+    t.diagnostic(`under Wine the child hung past ${CHILD_BOUND_MS} ms (attempt ${attempt} of ${WINE_ATTEMPTS}: WINE_ATTEMPTS says why); its steps:\n${run.err}`);
     run = await runChild(driver);
   }
   const { timedOut, code, signal, out, err } = run;
