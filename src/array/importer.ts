@@ -19,7 +19,7 @@ import { isReleased, releaseOffset, releaseStruct, type CStructKind } from '../m
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Arena } from '../memory/raw.js';
 import { isArrowType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { readSchemaNode, rememberImage, sharedNode, sharedNodeAt, type SchemaNode } from '../schema/node.js';
+import { readSharedSchema, type SchemaNode } from '../schema/node.js';
 import { owned } from './build.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
 import { type SchemaLike } from '../schema/export.js';
@@ -41,21 +41,15 @@ export interface ImportCoreOptions extends ToArrowOptions {
 /**
  * Reads (and releases, unless `keep`) an `ArrowSchema` pointer into a
  * `SchemaNode`; `param` names the pointer in argument errors. A schema
- * equal to one read before comes back as that node (src/schema/node.ts `sharedNode`;
- * the last one read is found by its bytes, `sharedNodeAt`), so arrays
- * imported against either share one plan.
+ * equal to one read before comes back as that node (src/schema/node.ts
+ * `readSharedSchema`), so arrays imported against either share one plan.
  */
 export function readSchemaPtr(m: Memory, ptr: Ptr, keep = false, path = 'schema', param = 'ptr'): SchemaNode {
   schemaPtrArg(ptr, param, m);
   if (ptr === 0n) throw invalid(path, 'NULL pointer');
   if (isReleased(m, 'ArrowSchema', ptr)) throw new ArrowDeviceError('released', path, 'the struct is released (release is NULL)');
   try {
-    const seen = sharedNodeAt(m, ptr);
-    if (seen !== undefined) return seen;
-    const image: number[] = [];
-    const node = sharedNode(readSchemaNode(m, ptr, path, image));
-    rememberImage(image, node);
-    return node;
+    return readSharedSchema(m, ptr, path);
   } finally {
     // Import consumes the struct, on success and on failure (a released child
     // deeper down does not make the root released).

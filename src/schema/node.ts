@@ -160,16 +160,16 @@ function checkNode(node: SchemaNode, path: string): void {
 
 /**
  * Reads the `ArrowSchema` at `ptr` without taking ownership (the caller
- * releases it). `path` prefixes error places. With `image`, the schema's
- * `SchemaImage` is recorded into it on the way (emptied where the schema is
- * too large for one).
+ * releases it). `path` prefixes error places.
  */
-export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', image: number[] | null = null): SchemaNode {
-  const w = schemaWalk(mem, image, null);
+export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema'): SchemaNode {
+  return readWith(schemaWalk(mem, null, null), ptr, path);
+}
+
+/** Builds the node of the schema at `ptr` with `w`. */
+function readWith(w: SchemaWalk, ptr: Ptr, path: string): SchemaNode {
   try {
-    const node = walkSchema(w, Number(ptr), path, 0)!;
-    if (image !== null && w.out === null) image.length = 0;
-    return node;
+    return walkSchema(w, Number(ptr), path, 0)!;
   } finally {
     w.seen.done();
   }
@@ -185,7 +185,7 @@ export function readSchemaNode(mem: Memory, ptr: Ptr, path = 'schema', image: nu
  * with a new schema (figures in the CHANGELOG, issue 40). The image is recorded only by a read that
  * checked the schema in full (`readSchemaNode`).
  */
-export type SchemaImage = readonly number[];
+type SchemaImage = readonly number[];
 
 /** The most numbers an image holds: a larger schema is read in full every time. */
 const MAX_IMAGE = 1 << 14;
@@ -197,7 +197,7 @@ const MAX_IMAGE = 1 << 14;
  * struct released or reached twice (which content alone cannot tell) is a difference: the full read then
  * says what is wrong.
  */
-export function matchesImage(mem: Memory, ptr: Ptr, image: SchemaImage): boolean {
+function matchesImage(mem: Memory, ptr: Ptr, image: SchemaImage): boolean {
   const w = schemaWalk(mem, null, image);
   try {
     walkSchema(w, Number(ptr), '', 0);
@@ -425,7 +425,7 @@ const MAX_READ_NODES = 64;
 const MAX_KEY_LENGTH = 1 << 16;
 
 /** The node equal to `node` read before, or `node` itself (remembered). */
-export function sharedNode(node: SchemaNode): SchemaNode {
+function sharedNode(node: SchemaNode): SchemaNode {
   const key = contentKey(node, '');
   if (key.length > MAX_KEY_LENGTH) return node;
   const hit = byContent.get(key);
@@ -443,15 +443,19 @@ export function sharedNode(node: SchemaNode): SchemaNode {
  */
 let lastImage: { readonly image: SchemaImage; readonly node: SchemaNode } | null = null;
 
-/** The node of the last schema read when the `ArrowSchema` at `ptr` has its content; else undefined. */
-export function sharedNodeAt(m: Memory, ptr: Ptr): SchemaNode | undefined {
+/**
+ * `readSchemaNode` for the imports: a schema with the bytes of the last one read comes back as
+ * that node (`lastImage`), and one equal by content to a node read before as that node
+ * (`sharedNode`), so arrays imported against either share one plan. The read records the image
+ * it compares the next schema with (none where the schema is too large for one).
+ */
+export function readSharedSchema(mem: Memory, ptr: Ptr, path = 'schema'): SchemaNode {
   const last = lastImage;
-  return last !== null && matchesImage(m, ptr, last.image) ? last.node : undefined;
-}
-
-/** Remembers `image`, recorded by the read of `node` (`readSchemaNode`; empty where too large), for `sharedNodeAt`. */
-export function rememberImage(image: SchemaImage, node: SchemaNode): void {
-  lastImage = image.length === 0 ? null : { image, node };
+  if (last !== null && matchesImage(mem, ptr, last.image)) return last.node;
+  const w = schemaWalk(mem, [], null);
+  const node = sharedNode(readWith(w, ptr, path));
+  lastImage = w.out === null ? null : { image: w.out, node };
+  return node;
 }
 
 /** Everything of a node, each string prefixed by its length so that no two different schemas give one key. */

@@ -1,6 +1,6 @@
 /**
  * A schema read from a pointer is compared with the image of the last one
- * read (src/schema/node.ts `SchemaImage`, `sharedNodeAt`)
+ * read (src/schema/node.ts `SchemaImage`, `readSharedSchema`)
  * before it is read into a node. These tests prove the comparison
  * equivalent to the full read: every schema, read right after one that
  * differs from it in one place, gives what a read with no image behind it
