@@ -1,0 +1,254 @@
+/**
+ * The first result in a fresh process (issue 47): what a command-line tool,
+ * a script, a test or a serverless function pays to run one small query,
+ * against what a JavaScript user picks instead.
+ *
+ *   npm run bench:startup [-- --processes N] [-- --only duckdb,postgresql,sqlite] [-- --ab <git ref>]
+ *
+ * The job is README quick start 1's: open the database, query 1,000 rows of
+ * one float64 column (`range::DOUBLE * 0.5` in DuckDB's words), sum the
+ * column, close. Ours goes through `arrow-device/adbc` (`conn.query`, an
+ * arrow-js Table); the peers are `@duckdb/node-api` (the same libduckdb.so,
+ * in memory), `pg` (PostgreSQL, the suite's server on loopback,
+ * test/adbc/postgres.ts) and `node:sqlite` (in memory). Each run is a fresh
+ * process (bench/startup-child.ts, which imports nothing before the job), the
+ * two sides in turn, the first of each pair alternating, N each (default 10).
+ * Each line: the medians of the time from the process's start to the end of
+ * the job (`ours X ms, <peer> Y ms`) and the median of the pair ratios
+ * (ours / the peer); then the medians of each phase, and the first query on
+ * its own (ours: the query and the import of its 1,000 rows into arrow-js;
+ * the peer: its query).
+ *
+ * Before them, module loading alone, in fresh processes too: apache-arrow,
+ * koffi, `arrow-device` and `arrow-device/adbc` imported one after the other
+ * (each figure what that import adds to those before it), and
+ * `arrow-device/adbc` on its own after apache-arrow and koffi.
+ *
+ * The library measured is this checkout's tsconfig.run.json build
+ * (.build/run/src, the layout of `dist/` before packing); `--dist` measures
+ * `dist/` itself (`npm run build` first). `--ab <ref>` measures that commit's
+ * build (bench/ab.ts) against the working tree's instead of the peers: the
+ * loads and each driver's job, in alternating fresh processes, pair-ratio
+ * medians (ref / working tree).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { DUCKDB, POSTGRESQL, SQLITE, type DriverName } from '../test/adbc/drivers.js';
+import { postgresMissing, startPostgres } from '../test/adbc/postgres.js';
+import { buildRef, median, pairRatio, workingTree, type Build } from './ab.js';
+import type { ChildResult, Job } from './startup-child.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = existsSync(join(here, '..', 'package.json')) ? join(here, '..') : join(here, '..', '..', '..');
+const require = createRequire(import.meta.url);
+const CHILD = join(here, 'startup-child.js');
+const ROWS = 1000;
+/** The sum of i * 0.5 over i = 0..ROWS-1: every run's sum is checked against it. */
+const EXPECTED = (0.5 * ROWS * (ROWS - 1)) / 2;
+
+const option = (name: string): string | undefined => {
+  const at = process.argv.indexOf(name);
+  return at > 0 ? process.argv[at + 1] : undefined;
+};
+const PROCESSES = Number(option('--processes') ?? 10);
+const ONLY = option('--only')?.split(',');
+const AB = option('--ab');
+const DIST = process.argv.includes('--dist');
+
+const f1 = (x: number): string => x.toFixed(1);
+const f2 = (x: number): string => x.toFixed(2);
+
+function child(job: Job): ChildResult {
+  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', CHILD, JSON.stringify(job)], { encoding: 'utf8' });
+  const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
+  if (r.status !== 0 || !line) throw new Error(`startup child ${JSON.stringify(job)} failed (status ${r.status}):\n${r.stderr}${r.stdout}`);
+  const out = JSON.parse(line) as ChildResult;
+  if (out.sum !== undefined && out.sum !== EXPECTED) throw new Error(`startup child ${JSON.stringify(job)}: the sum is ${out.sum}, expected ${EXPECTED}`);
+  return out;
+}
+
+/** N runs of each job, in turn, the first of each pair alternating. */
+function alternate(a: Job, b: Job): [ChildResult[], ChildResult[]] {
+  const ra: ChildResult[] = [];
+  const rb: ChildResult[] = [];
+  for (let i = 0; i < PROCESSES; i++) {
+    if (i % 2 === 0) {
+      ra.push(child(a));
+      rb.push(child(b));
+    } else {
+      rb.push(child(b));
+      ra.push(child(a));
+    }
+  }
+  return [ra, rb];
+}
+
+const phase = (rs: ChildResult[], name: string): number => median(rs.map((r) => r.phases[name] ?? 0));
+const phases = (rs: ChildResult[]): string =>
+  Object.keys(rs[0]!.phases)
+    .map((p) => `${p === 'query' ? 'query+import' : p} ${f1(phase(rs, p))}`)
+    .join(', ');
+const peerPhases = (rs: ChildResult[]): string =>
+  Object.keys(rs[0]!.phases)
+    .map((p) => `${p} ${f1(phase(rs, p))}`)
+    .join(', ');
+
+/** The entries of a build: `arrow-device` and `arrow-device/adbc` as file URLs. */
+function entries(build: Build | 'dist'): { index: string; adbc: string } {
+  const base = build === 'dist' ? join(root, 'dist') : join(build.run, 'src');
+  const index = join(base, 'index.js');
+  if (!existsSync(index)) throw new Error(`${index} is missing${build === 'dist' ? ': run `npm run build` first' : ''}`);
+  return { index: pathToFileURL(index).href, adbc: pathToFileURL(join(base, 'adbc', 'index.js')).href };
+}
+
+function loadJobs(e: { index: string; adbc: string }): { chain: Job; alone: Job } {
+  return {
+    chain: {
+      kind: 'load',
+      entries: [
+        { name: 'apache-arrow', specifier: 'apache-arrow' },
+        { name: 'koffi', specifier: 'koffi' },
+        { name: 'arrow-device', specifier: e.index },
+        { name: 'arrow-device/adbc', specifier: e.adbc },
+      ],
+    },
+    alone: {
+      kind: 'load',
+      entries: [
+        { name: 'apache-arrow', specifier: 'apache-arrow' },
+        { name: 'koffi', specifier: 'koffi' },
+        { name: 'arrow-device/adbc', specifier: e.adbc },
+      ],
+    },
+  };
+}
+
+/** The libduckdb.so that @duckdb/node-api loads, so that ours runs the same library; else the suite's. */
+function duckdbLibrary(): string {
+  try {
+    const p = join(dirname(require.resolve(`@duckdb/node-bindings-${process.platform}-${process.arch}/package.json`)), 'libduckdb.so');
+    if (existsSync(p)) return p;
+  } catch {
+    // not installed: the suite's copy below
+  }
+  return DUCKDB.library;
+}
+
+interface Pair {
+  driver: DriverName;
+  peer: '@duckdb/node-api' | 'pg' | 'node:sqlite';
+  /** Why it cannot run here. */
+  missing: string | undefined;
+  ours(entry: string): Job;
+  theirs: Job;
+}
+
+function pairs(uri: string | undefined, pgMissing: string | undefined): Pair[] {
+  const duck = duckdbLibrary();
+  const duckSql = `SELECT range::DOUBLE * 0.5 AS x FROM range(${ROWS})`;
+  const pgSql = `SELECT i::DOUBLE PRECISION * 0.5 AS x FROM generate_series(0, ${ROWS - 1}) AS g(i)`;
+  const sqliteSql = `WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < ${ROWS - 1}) SELECT i * 0.5 AS x FROM s`;
+  const all: Pair[] = [
+    {
+      driver: 'duckdb',
+      peer: '@duckdb/node-api',
+      missing: existsSync(duck) ? undefined : DUCKDB.missing,
+      ours: (entry) => ({ kind: 'ours', driver: 'duckdb', entry, library: duck, entrypoint: 'duckdb_adbc_init', databaseOptions: { path: ':memory:' }, sql: duckSql }),
+      theirs: { kind: 'peer', peer: '@duckdb/node-api', sql: duckSql },
+    },
+    {
+      driver: 'postgresql',
+      peer: 'pg',
+      missing: POSTGRESQL.missing ?? pgMissing,
+      ours: (entry) => ({ kind: 'ours', driver: 'postgresql', entry, library: POSTGRESQL.library, databaseOptions: { uri: uri ?? '' }, sql: pgSql }),
+      theirs: { kind: 'peer', peer: 'pg', uri, sql: pgSql },
+    },
+    {
+      driver: 'sqlite',
+      peer: 'node:sqlite',
+      missing: SQLITE.missing,
+      ours: (entry) => ({ kind: 'ours', driver: 'sqlite', entry, library: SQLITE.library, databaseOptions: { uri: ':memory:' }, sql: sqliteSql }),
+      theirs: { kind: 'peer', peer: 'node:sqlite', sql: sqliteSql },
+    },
+  ];
+  return all.filter((p) => !ONLY || ONLY.includes(p.driver));
+}
+
+function peers(e: { index: string; adbc: string }, list: Pair[]): void {
+  const jobs = loadJobs(e);
+  const chain = Array.from({ length: PROCESSES }, () => child(jobs.chain));
+  const alone = Array.from({ length: PROCESSES }, () => child(jobs.alone));
+  const m = (rs: ChildResult[], name: string): string => f1(phase(rs, name));
+  console.log(`load apache-arrow ${m(chain, 'apache-arrow')} ms, koffi ${m(chain, 'koffi')} ms, arrow-device ${m(chain, 'arrow-device')} ms, arrow-device/adbc ${m(chain, 'arrow-device/adbc')} ms`);
+  console.log(`load arrow-device/adbc alone (after apache-arrow and koffi): ${m(alone, 'arrow-device/adbc')} ms`);
+  for (const p of list) {
+    if (p.missing) {
+      console.log(`startup ${p.driver} vs ${p.peer}: skipped (${p.missing})`);
+      continue;
+    }
+    const [ours, theirs] = alternate(p.ours(e.adbc), p.theirs);
+    const o = ours.map((r) => r.total);
+    const t = theirs.map((r) => r.total);
+    console.log(`startup ${p.driver} vs ${p.peer}: ours ${f1(median(o))} ms, ${p.peer} ${f1(median(t))} ms, ratio ${f2(pairRatio(o, t))}`);
+    console.log(`startup ${p.driver} phases (ms, medians): ours ${phases(ours)}; ${p.peer} ${peerPhases(theirs)}`);
+    const oq = ours.map((r) => r.phases.query!);
+    const tq = theirs.map((r) => r.phases.query!);
+    console.log(`first query ${p.driver} vs ${p.peer}: ours ${f1(median(oq))} ms (query and import of ${ROWS.toLocaleString('en')} rows), ${p.peer} ${f1(median(tq))} ms (query), ratio ${f2(pairRatio(oq, tq))}`);
+  }
+}
+
+function ab(ref: string, list: Pair[]): void {
+  const a = buildRef(root, ref);
+  const b = workingTree(root);
+  const ea = entries(a);
+  const eb = entries(b);
+  console.log(`# A/B: A = ${a.name}, B = ${b.name}; ratio = median of the pair ratios A / B (below 1: A faster)`);
+  const [ja, jb] = [loadJobs(ea), loadJobs(eb)];
+  for (const which of ['chain', 'alone'] as const) {
+    const [ra, rb] = alternate(ja[which], jb[which]);
+    const names = Object.keys(ra[0]!.phases).filter((n) => n.startsWith('arrow-device'));
+    for (const n of names) {
+      const xa = ra.map((r) => r.phases[n]!);
+      const xb = rb.map((r) => r.phases[n]!);
+      console.log(`ab load ${n}${which === 'alone' ? ' alone' : ''}: A ${f1(median(xa))} ms, B ${f1(median(xb))} ms, ratio ${f2(pairRatio(xa, xb))}`);
+    }
+  }
+  for (const p of list) {
+    if (p.missing) {
+      console.log(`ab startup ${p.driver}: skipped (${p.missing})`);
+      continue;
+    }
+    const [ra, rb] = alternate(p.ours(ea.adbc), p.ours(eb.adbc));
+    const xa = ra.map((r) => r.total);
+    const xb = rb.map((r) => r.total);
+    console.log(`ab startup ${p.driver}: A ${f1(median(xa))} ms, B ${f1(median(xb))} ms, ratio ${f2(pairRatio(xa, xb))}`);
+    console.log(`ab startup ${p.driver} phases (ms, medians): A ${phases(ra)}; B ${phases(rb)}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const load = loadavg().map((x) => x.toFixed(2)).join(' ');
+  console.log(
+    `# bench:startup: node ${process.version}, ${PROCESSES} fresh processes per side, in turn, the first of each pair alternating; ` +
+      `times from the process's start; ratio = median of the pair ratios; load average ${load}`,
+  );
+  const wantPg = !ONLY || ONLY.includes('postgresql');
+  const pgMissing = wantPg ? postgresMissing() : undefined;
+  const server = wantPg && !pgMissing && !POSTGRESQL.missing ? await startPostgres() : undefined;
+  try {
+    const list = pairs(server?.uri, pgMissing);
+    if (AB) ab(AB, list);
+    else peers(entries(DIST ? 'dist' : workingTree(root)), list);
+  } finally {
+    server?.stop();
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+});
