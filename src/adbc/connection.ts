@@ -10,6 +10,7 @@ import { allocNative, bytesIn, freeNative, u32Array, type Driver } from './drive
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
 import * as options from './options.js';
+import { AdbcPartitionReader, type ReadPartitionsOptions } from './partitions.js';
 import { AdbcRecordBatchReader } from './reader.js';
 import {
   AdbcStatement, collect, isAsyncSource, type AsyncBatchSource, type BindSource, type ConnectionCore, type PartitionedResult, type QueryOptions,
@@ -31,9 +32,11 @@ import { IngestMode, ObjectDepth, type GetObjectsOptions, type InfoCode, type In
 export class AdbcConnection extends Closable {
   readonly #core: ConnectionCore;
   readonly #ptr: Ptr;
+  /** Opens another connection of the same database (`readPartitions` reads each partition on its own). */
+  readonly #sibling: () => Promise<AdbcConnection>;
 
   /** @internal Use `AdbcDatabase.connect()`. */
-  constructor(driver: Driver, ptr: Ptr, parent: Lifetime) {
+  constructor(driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>) {
     const life = new Lifetime('connection', parent, () => {
       try {
         driver.call('ConnectionRelease', ptr);
@@ -43,6 +46,7 @@ export class AdbcConnection extends Closable {
     });
     super(life);
     this.#ptr = ptr;
+    this.#sibling = sibling;
     this.#core = {
       driver,
       serial: new Serial(),
@@ -432,6 +436,32 @@ export class AdbcConnection extends Closable {
     return new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel());
   }
 
+  /**
+   * Reads several partitions at once (descriptors from `executePartitions`,
+   * here or in another process), each on a connection of its own opened from
+   * this connection's database (this connection stays free), every driver call
+   * on a worker thread. Awaiting it opens the first partitions; the reader it
+   * gives yields `{ partition, batch }` as batches arrive, or in partition
+   * order with `ordered: true`. Memory stays bounded: at most `concurrency`
+   * partitions at a time (default 4), at most one batch outstanding per
+   * partition (released at the next step unless kept). The first failure
+   * cancels and releases the others and is thrown once, as an `AdbcError`
+   * naming the partition; `break` releases everything. The database must
+   * stay open while it reads.
+   *
+   * @example
+   * const { partitions } = await conn.executePartitions('SELECT k, count(*) AS n FROM t GROUP BY k');
+   * const rows = new Array<number>(partitions.length).fill(0);
+   * for await (const { partition, batch } of await conn.readPartitions(partitions, { concurrency: 8 })) {
+   *   rows[partition]! += batch.numRows;
+   * }
+   */
+  async readPartitions(descriptors: readonly Uint8Array[], options: ReadPartitionsOptions = {}): Promise<AdbcPartitionReader> {
+    this.#core.ptr('readPartitions');
+    const reader = new AdbcPartitionReader(descriptors, { connect: this.#sibling }, options);
+    return reader.open();
+  }
+
   #ingestOptions(tableName: string, options: IngestOptions, mode: string): Record<string, string> {
     const o: Record<string, string> = { 'adbc.ingest.target_table': tableName, 'adbc.ingest.mode': mode };
     if (options.catalog !== undefined) o['adbc.ingest.target_catalog'] = options.catalog;
@@ -542,7 +572,7 @@ export class AdbcConnection extends Closable {
 }
 
 /** @internal `AdbcConnectionNew` + `AdbcConnectionInit` (the latter on a worker thread: it may connect over the network). */
-export async function openConnection(driver: Driver, db: Ptr, parent: Lifetime): Promise<AdbcConnection> {
+export async function openConnection(driver: Driver, db: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>): Promise<AdbcConnection> {
   const p = allocNative(16);
   try {
     driver.call('ConnectionNew', p);
@@ -554,7 +584,7 @@ export async function openConnection(driver: Driver, db: Ptr, parent: Lifetime):
   const leave = parent.enter();
   try {
     await driver.callAsync('ConnectionInit', p, db);
-    return new AdbcConnection(driver, p, parent);
+    return new AdbcConnection(driver, p, parent, sibling);
   } catch (e) {
     try {
       driver.call('ConnectionRelease', p);

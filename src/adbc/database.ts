@@ -160,7 +160,7 @@ export class AdbcDatabase extends Closable {
    */
   async connect(): Promise<AdbcConnection> {
     this.#life.check('connect');
-    return this.#serial.run(() => openConnection(this.#driver, this.#ptr, this.#life));
+    return this.#serial.run(() => openConnection(this.#driver, this.#ptr, this.#life, () => this.connect()));
   }
 }
 

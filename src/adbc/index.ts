@@ -13,6 +13,7 @@ export { AdbcDatabase, type DriverInfo } from './database.js';
 export { AdbcConnection } from './connection.js';
 export { AdbcStatement, type QueryOptions, type BindSource, type AsyncBatchSource, type PartitionedResult } from './statement.js';
 export { AdbcRecordBatchReader } from './reader.js';
+export { AdbcPartitionReader, type PartitionBatch, type ReadPartitionsOptions } from './partitions.js';
 export { AdbcError, AdbcStatus, type AdbcErrorCode, type AdbcErrorInit } from './error.js';
 export {
   LoadFlags, ObjectDepth, InfoCode, IngestMode, StatisticKey,
