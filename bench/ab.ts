@@ -46,6 +46,16 @@ export function buildRef(root: string, ref: string): Build {
   return { name: `${ref} (${sha})`, run };
 }
 
+/**
+ * The two sides of `--ab <a>[,<b>]`: commit a, against commit b or, without one, the working tree
+ * (whose uncommitted changes, a neighbour's included, are then part of B).
+ */
+export function abBuilds(root: string, spec: string): [Build, Build] {
+  const [a, b] = spec.split(',');
+  if (!a) throw new Error('--ab needs a git ref');
+  return [buildRef(root, a), b ? buildRef(root, b) : workingTree(root)];
+}
+
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** The median of the pair ratios a[i] / b[i]: each pair ran back to back, so it shares the machine's moment. */

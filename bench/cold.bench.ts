@@ -37,6 +37,12 @@
  *
  * The machine's load average is printed first: figures taken under load
  * are noisier (ratios are measured in one run, their sides in turn).
+ *
+ * `--ab <ref>[,<ref>]` compares two builds instead: that commit's (checked out
+ * and compiled under .build/ab, bench/ab.ts) and the second one's or the working tree's, each
+ * running its own import child in fresh processes, in turn, the first of
+ * each pair alternating (default 10 each); per pass, the medians and the
+ * median of the pair ratios A / B: `ab cold <pass>: A X ms, B Y ms, ratio R`.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
@@ -44,6 +50,7 @@ import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { abBuilds, pairRatio, type Build } from './ab.js';
 import { Data, Field, Float64 as Float64Type, Int32, Int64, RecordBatch, Schema, Struct, Table as ArrowTable, tableFromIPC, tableToIPC, Utf8, type Float64, type Table, type Vector } from 'apache-arrow';
 import koffi from 'koffi';
 import { allocArrowSchema, freeArrowSchema, importTable, nativeMemory } from '../src/index.js';
@@ -240,13 +247,49 @@ function childViews(): void {
   console.log(JSON.stringify({ passes: [t], s }));
 }
 
+/** The import child of a build: its own compiled bench/cold.bench.js, so each side runs its own code. */
+function childOf(build: Build, lib: string): number[] {
+  const script = join(build.run, 'bench', 'cold.bench.js');
+  const r = spawnSync(process.execPath, [...process.execArgv, script, '--child', 'import', lib], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${build.name}: import child exited with ${r.status}:\n${r.stderr}`);
+  return (JSON.parse(r.stdout.trim().split('\n').pop()!) as { passes: number[] }).passes;
+}
+
+/** `--ab <ref>`: the import children of two builds in alternating fresh processes, pair-ratio medians per pass. */
+function abParent(ref: string, processes: number, lib: string): void {
+  const [a, b] = abBuilds(root, ref);
+  const [l1, l5] = loadavg();
+  console.log(
+    `# bench:cold --ab: ${N} batches x ${ROWS} rows x 4 columns, ${processes} fresh processes per build, in turn, the first of each pair alternating; ` +
+      `A = ${a.name}, B = ${b.name}; ratio = median of the pair ratios A / B (below 1: A faster); node ${process.version}; load average ${l1!.toFixed(2)} (1 min), ${l5!.toFixed(2)} (5 min)`,
+  );
+  const ra: number[][] = [];
+  const rb: number[][] = [];
+  for (let i = 0; i < processes; i++) {
+    if (i % 2 === 0) {
+      ra.push(childOf(a, lib));
+      rb.push(childOf(b, lib));
+    } else {
+      rb.push(childOf(b, lib));
+      ra.push(childOf(a, lib));
+    }
+  }
+  for (const [name, k] of TAKEN) {
+    const xa = ra.map((p) => p[k]!);
+    const xb = rb.map((p) => p[k]!);
+    console.log(`ab cold ${name}: A ${fmt(median(xa))} ms, B ${fmt(median(xb))} ms, ratio ${pairRatio(xa, xb).toFixed(2)}`);
+  }
+}
+
 const fmt = (x: number): string => x.toFixed(2);
 const TAKEN: [string, number][] = [['first', 0], ['second', 1], ['eighth', 7]];
 
 function parent(): void {
   const at = process.argv.indexOf('--processes');
-  const processes = at > 0 ? Number(process.argv[at + 1]) : 5;
+  const abAt = process.argv.indexOf('--ab');
+  const processes = at > 0 ? Number(process.argv[at + 1]) : abAt > 0 ? 10 : 5;
   const lib = producerLibrary();
+  if (abAt > 0) return abParent(process.argv[abAt + 1]!, processes, lib);
   const [l1, l5] = loadavg();
   console.log(`# bench:cold: ${N} batches x ${ROWS} rows x 4 columns, medians of ${processes} fresh processes per side; node ${process.version}; load average ${l1!.toFixed(2)} (1 min), ${l5!.toFixed(2)} (5 min)`);
 

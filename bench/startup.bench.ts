@@ -3,7 +3,7 @@
  * a script, a test or a serverless function pays to run one small query,
  * against what a JavaScript user picks instead.
  *
- *   npm run bench:startup [-- --processes N] [-- --only duckdb,postgresql,sqlite] [-- --ab <git ref>]
+ *   npm run bench:startup [-- --processes N] [-- --only duckdb,postgresql,sqlite] [-- --ab <git ref>[,<git ref>]]
  *
  * The job is README quick start 1's: open the database, query 1,000 rows of
  * one float64 column (`range::DOUBLE * 0.5` in DuckDB's words), sum the
@@ -26,10 +26,10 @@
  *
  * The library measured is this checkout's tsconfig.run.json build
  * (.build/run/src, the layout of `dist/` before packing); `--dist` measures
- * `dist/` itself (`npm run build` first). `--ab <ref>` measures that commit's
- * build (bench/ab.ts) against the working tree's instead of the peers: the
+ * `dist/` itself (`npm run build` first). `--ab <ref>[,<ref>]` measures that commit's
+ * build (bench/ab.ts) against the second one's or the working tree's instead of the peers: the
  * loads and each driver's job, in alternating fresh processes, pair-ratio
- * medians (ref / working tree).
+ * medians (A / B).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -39,7 +39,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DUCKDB, POSTGRESQL, SQLITE, type DriverName } from '../test/adbc/drivers.js';
 import { postgresMissing, startPostgres } from '../test/adbc/postgres.js';
-import { buildRef, median, pairRatio, workingTree, type Build } from './ab.js';
+import { abBuilds, median, pairRatio, workingTree, type Build } from './ab.js';
 import type { ChildResult, Job } from './startup-child.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -202,8 +202,7 @@ function peers(e: { index: string; adbc: string }, list: Pair[]): void {
 }
 
 function ab(ref: string, list: Pair[]): void {
-  const a = buildRef(root, ref);
-  const b = workingTree(root);
+  const [a, b] = abBuilds(root, ref);
   const ea = entries(a);
   const eb = entries(b);
   console.log(`# A/B: A = ${a.name}, B = ${b.name}; ratio = median of the pair ratios A / B (below 1: A faster)`);
