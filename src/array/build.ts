@@ -324,7 +324,13 @@ function counted(d: Data): boolean {
  * test/array/shortcuts.test.ts keeps it true for the arrow-js the package
  * is tested with.
  */
-export const LAZY_DATA = ((): boolean => {
+export let LAZY_DATA: boolean | undefined;
+/** `LAZY_DATA`, checked on the first import that builds a `Data` (not at load: a process that imports nothing pays nothing). */
+export function lazyDataHolds(): boolean {
+  return (LAZY_DATA ??= checkLazyData());
+}
+
+function checkLazyData(): boolean {
   try {
     const probe = (format: string, type: DataType, form: Form, c: Uint8Array[], arrowBuffers: (c: Uint8Array[]) => unknown[], nullCount: number, variadic: (c: Uint8Array[]) => Uint8Array[] = () => []): boolean => {
       // C: length 3 at offset 1 of 4 values, the second of the window null.
@@ -382,7 +388,7 @@ export const LAZY_DATA = ((): boolean => {
   } catch {
     return false;
   }
-})();
+}
 
 // --- slots -------------------------------------------------------------------------------
 
@@ -485,7 +491,7 @@ function dataOf(read: ImportRead, pn: PlanNode, p: number, add: number, len: num
     for (let k = 0; k < kids.length; k++) children[k] = dataOf(read, kids[k]!, at[k]!, 0, -1, false);
   }
   const dictionary = pn.dictionary === null ? undefined : new Vector([dataOf(read, pn.dictionary, at[kids.length]!, 0, -1, false)]);
-  if (!read.copy && LAZY_DATA) return new (pn.form === Form.Views ? LazyViewData : LazyData)(read, pn, p, pn.type!, O, N, nullCount, children, dictionary);
+  if (!read.copy && (LAZY_DATA ?? lazyDataHolds())) return new (pn.form === Form.Views ? LazyViewData : LazyData)(read, pn, p, pn.type!, O, N, nullCount, children, dictionary);
   const slot = (k: SlotKey): unknown => slotOf(read, pn, p, k, O, N, counted);
   const buffers = [slot('valueOffsets'), slot('values'), slot('nullBitmap'), slot('typeIds')];
   return new (root ? ImportedData : Data)(type, O, N, nullCount, buffers as never, children, dictionary, (slot('variadicBuffers') as Uint8Array[] | undefined) ?? []);
@@ -573,7 +579,7 @@ export function buildBatch(read: ImportRead): ImportedRecordBatch {
  */
 export function makeBatch(schema: Schema, struct: Struct, children: Data[], N: number): ImportedRecordBatch {
   const data = new Data(struct, 0, N, 0, [undefined, undefined, EMPTY] as never, children) as Data<Struct>;
-  let same = BATCH_SHORTCUT && children.length === schema.fields.length;
+  let same = (BATCH_SHORTCUT ?? batchShortcutHolds()) && children.length === schema.fields.length;
   for (let i = 0; same && i < children.length; i++) same = children[i]!.length === N;
   if (!same) return new ImportedRecordBatch(schema, data);
   return batchFields(schema, data);
@@ -595,7 +601,13 @@ function batchFields(schema: Schema, data: Data<Struct>): ImportedRecordBatch {
  * fields and the very same children; an empty `_metadata`; and the same
  * values read back.
  */
-export const BATCH_SHORTCUT = ((): boolean => {
+export let BATCH_SHORTCUT: boolean | undefined;
+/** `BATCH_SHORTCUT`, checked on the first batch made (not at load). */
+export function batchShortcutHolds(): boolean {
+  return (BATCH_SHORTCUT ??= checkBatchShortcut());
+}
+
+function checkBatchShortcut(): boolean {
   try {
     const fields = [new Field('a', new Int32(), true, new Map([['m', '1']])), new Field('b', new Utf8(), false)];
     const schema = new Schema(fields, new Map([['k', 'v']]));
@@ -611,7 +623,7 @@ export const BATCH_SHORTCUT = ((): boolean => {
   } catch {
     return false;
   }
-})();
+}
 
 /** What `BATCH_SHORTCUT` compares (children by value: the check makes each batch its own). */
 function sameBatch(slow: Record<string | symbol, unknown>, fast: Record<string | symbol, unknown>): boolean {
@@ -663,7 +675,7 @@ export function importedTable(batches: readonly ImportedRecordBatch[], schema: S
  */
 function makeTable(batches: ImportedRecordBatch[]): ImportedTable {
   const schema = batches[0]!.schema;
-  let same = TABLE_SHORTCUT;
+  let same = TABLE_SHORTCUT ?? tableShortcutHolds();
   for (let i = 1; same && i < batches.length; i++) same = batches[i]!.schema === schema;
   if (!same) return new ImportedTable(batches);
   return tableFields(schema, batches);
@@ -680,7 +692,13 @@ function tableFields(schema: Schema, batches: RecordBatch[]): ImportedTable {
 }
 
 /** Whether arrow-js's Table constructor makes what `tableFields` makes (see `makeTable`). */
-export const TABLE_SHORTCUT = ((): boolean => {
+export let TABLE_SHORTCUT: boolean | undefined;
+/** `TABLE_SHORTCUT`, checked on the first table of batches made (not at load). */
+export function tableShortcutHolds(): boolean {
+  return (TABLE_SHORTCUT ??= checkTableShortcut());
+}
+
+function checkTableShortcut(): boolean {
   try {
     const f = new Field('x', new Int32(), true);
     const schema = new Schema([f]);
@@ -704,7 +722,7 @@ export const TABLE_SHORTCUT = ((): boolean => {
   } catch {
     return false;
   }
-})();
+}
 
 /** An `ImportedVector` over one imported `Data`. */
 export function importedVector(data: Data, by: ImportOwner | readonly ImportOwner[]): ImportedVector {
