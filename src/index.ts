@@ -91,6 +91,12 @@ export {
 } from './async/consumer.js';
 export { produceAsyncDeviceStream, type AsyncBatchSource, type AsyncProducerOptions, type AsyncProduceResult } from './async/producer.js';
 
+// --- threads: Arrow data shared between the threads of one process, zero-copy (docs/threads.md) ---
+export {
+  share, importShared, dropShared, releaseThreadShares,
+  type SharedHandle, type SharedKind, type SharedImport, type ShareOptions, type SharedImportOptions, type WorkerLike,
+} from './share/index.js';
+
 // --- the exchange protocol (PROTOCOL.md): Arrow data between JavaScript libraries ------------
 export {
   ArrowSymbols, isArrowExportable, arrowExportable, ExportHandle, ArrayExportHandles, TableExportHandles,

@@ -109,6 +109,12 @@ const REASONS: Record<ReleaseReason, string> = {
   failed: 'its import failed',
 };
 
+/** The reference an import shared between threads holds (src/share/share.ts). */
+export interface SharedLink {
+  /** Drops the reference; the last one, in any thread, calls the producer's release. Idempotent. */
+  drop(): void;
+}
+
 export class ImportOwner {
   /** Zero-copy views made and not collected yet. */
   private views = 0;
@@ -130,8 +136,18 @@ export class ImportOwner {
    */
   schema: SchemaNode | null = null;
 
-  /** Our copy of the struct, as a number (src/memory/raw.ts). */
-  readonly addr: Addr;
+  /**
+   * Our copy of the struct, as a number (src/memory/raw.ts). Set again once
+   * when the import is first shared with other threads: the struct then
+   * moves into process memory (src/share/share.ts).
+   */
+  addr: Addr;
+  /**
+   * Set while the struct is shared between threads (src/share): this owner's
+   * reference to it. Release then drops the reference, and only the last
+   * holder, in whichever thread, calls the producer's release.
+   */
+  shared: SharedLink | null = null;
 
   /** Adopts `ptr`, a struct of `kind` in our own allocation (`mem.alloc`): the owner frees it. */
   constructor(
@@ -303,6 +319,15 @@ export class ImportOwner {
     if (this.reason !== null) return;
     this.reason = reason;
     this.detachAll();
+    if (this.shared !== null) {
+      // This thread's views are detached; the struct and the producer's memory are the share's.
+      try {
+        this.shared.drop();
+      } finally {
+        liveCounters.liveImports--;
+      }
+      return;
+    }
     try {
       // The struct is ours and freed right after: no need to mark it released. Its release
       // callback is known from the move (nobody else writes our copy), else read now.
@@ -327,6 +352,9 @@ export class ImportOwner {
    */
   moveTo(into: Ptr): void {
     this.check('', 'a move');
+    if (this.shared !== null) {
+      throw new ArrowDeviceError('unsupported', '', 'a move of a shared import: other threads may still read it (release this thread\'s import, or hand on a copy)');
+    }
     this.reason = 'moved';
     this.detachAll();
     this.mem.copyIn(into, this.mem.read(this.ptr, this.mem.layouts[this.kind].size));

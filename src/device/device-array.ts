@@ -179,6 +179,13 @@ export function deviceReader(ctx: DeviceContext, backend: DeviceBackend | undefi
 
 const PENDING = Symbol('pending device reads');
 
+let ownerAccess: (dev: DeviceArray) => ImportOwner;
+
+/** The owner of a `DeviceArray`'s import (internal, not on the class: src/share shares it between threads). */
+export function deviceArrayOwner(dev: DeviceArray): ImportOwner {
+  return ownerAccess(dev);
+}
+
 /**
  * An imported `ArrowDeviceArray` whose memory the CPU may not read in place (CUDA device memory, a WebGPU
  * buffer, an opaque device): what its structs say, each buffer as a device address and size, and the
@@ -253,6 +260,10 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
   /** "CUDA", "OPENCL", ... */
   get deviceTypeName(): string {
     return deviceTypeName(this.deviceType) ?? `UNKNOWN(${this.deviceType})`;
+  }
+
+  static {
+    ownerAccess = (dev) => dev.#owner;
   }
 
   /** Whether `release()` or `exportTo()` ended this handle. */
@@ -589,8 +600,17 @@ function retarget(copy: ImportRead, plan: Plan): ImportRead {
  * has been called.
  */
 export function adoptDeviceArray(mem: Memory, ptr: Ptr, plan: Plan, path: string, level: number, later = false): DeviceArray {
+  return deviceArrayOf(ImportOwner.move(mem, ptr, 'ArrowDeviceArray'), plan, path, level, later);
+}
+
+/**
+ * A `DeviceArray` over the `ArrowDeviceArray` `owner` holds (moved in by
+ * `adoptDeviceArray`, or shared from another thread: src/share), its tree
+ * read through `plan` at `level`. On failure the owner has released.
+ */
+export function deviceArrayOf(owner: ImportOwner, plan: Plan, path: string, level: number, later = false): DeviceArray {
+  const mem = owner.mem;
   const L = mem.layouts.ArrowDeviceArray;
-  const owner = ImportOwner.move(mem, ptr, 'ArrowDeviceArray');
   owner.schema = plan.node;
   const own = owner.ptr;
   try {

@@ -19,6 +19,23 @@ export interface Accounting {
   releasedImports: number;
   /** Owned handles we handed out (exchange protocol, `{ handle: true }` exports) not disposed yet. */
   liveHandles: number;
+  /** References to shared data (`share`, `importShared`) this thread holds: its imports of it. */
+  sharedReferences: number;
+  /** Shared structs live in the process, in every thread (each released once, by the last reference). */
+  processSharedEntries: number;
+  /** Handles (`share`) not imported or dropped yet, in the whole process. */
+  processSharedHandles: number;
+  /** References to shared structs in the whole process: the holds of every thread plus the handles. */
+  processSharedReferences: number;
+}
+
+/** The counters of shared data, from the table of shares (src/share), once a share or import made one. */
+export type SharedCounts = Pick<Accounting, 'sharedReferences' | 'processSharedEntries' | 'processSharedHandles' | 'processSharedReferences'>;
+let sharedCounts: (() => SharedCounts) | null = null;
+
+/** Installed by src/share: the table is read only once something was shared. */
+export function setSharedCounts(fn: () => SharedCounts): void {
+  sharedCounts = fn;
 }
 
 const counters: Accounting = {
@@ -29,6 +46,10 @@ const counters: Accounting = {
   copiedBytes: 0,
   releasedImports: 0,
   liveHandles: 0,
+  sharedReferences: 0,
+  processSharedEntries: 0,
+  processSharedHandles: 0,
+  processSharedReferences: 0,
 };
 
 /**
@@ -40,7 +61,7 @@ const counters: Accounting = {
  * accounting().liveImports - before.liveImports; // 1 until the batch is released
  */
 export function accounting(): Readonly<Accounting> {
-  return { ...counters };
+  return sharedCounts === null ? { ...counters } : { ...counters, ...sharedCounts() };
 }
 
 /** The live counters, for the library's own layers to update. */

@@ -64,6 +64,10 @@ export interface Memory {
    * touch the struct, so misuse is a typed error, never a crash.
    */
   owns?(addr: Ptr): boolean;
+  /** Memory of the process that any thread may free with `freeProcess` (native memory only: src/share). */
+  allocProcess?(size: number): Ptr;
+  /** Frees what `allocProcess` gave, in any thread. */
+  freeProcess?(addr: Ptr): void;
 
   /** Reads an unsigned 8-bit integer at `addr`. */
   readU8(addr: Ptr): number;

@@ -255,6 +255,24 @@ class NativeMemory implements Memory {
     }
   }
 
+  /**
+   * Memory of the process, not of this thread: the C allocator's, untracked,
+   * which any thread may free (`freeProcess`). Threads share imports through
+   * it (src/share): our tracked allocations (`alloc`) may sit in this
+   * thread's JS slabs, which die with the thread.
+   */
+  allocProcess(size: number): Ptr {
+    if (!Number.isSafeInteger(size) || size <= 0) throw new ArrowDeviceError('invalid', 'alloc', `size must be a positive integer, got ${String(size)}`);
+    const p = this.libc.calloc(1, size);
+    if (p === 0 || p === 0n) throw new ArrowDeviceError('nomem', '', `allocation of ${size} bytes failed`);
+    return BigInt(p);
+  }
+
+  /** Frees what `allocProcess` gave, in any thread; the caller knows it is live (src/share checks its table). */
+  freeProcess(addr: Ptr): void {
+    if (addr !== 0n) this.libc.free(this.check(addr, 1));
+  }
+
   /** Whether `addr` is a live allocation of ours. */
   owns(addr: Ptr): boolean {
     if (addr < 0n || addr > MAX_SAFE_BIG) return false;

@@ -33,3 +33,6 @@ export const envVars = (..._: string[]): NodeJS.ProcessEnv => ({});
  * the module's one buffer; documented): nothing to require here.
  */
 export const requireDetach = (_?: object): void => undefined;
+/** Sharing between threads needs native memory, which a browser lacks (src/share refuses first). */
+export const currentThread = (): { readonly id: number; readonly main: boolean } => unavailable('node:worker_threads');
+export const onThreadExit = (_: () => void): void => undefined;

@@ -7,6 +7,7 @@
 import { ArrowDeviceError } from '../errors.js';
 
 export { createRequire } from 'node:module';
+import { createRequire as createRequireLocal } from 'node:module';
 export { closeSync, existsSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 export { dirname, join } from 'node:path';
@@ -77,3 +78,32 @@ export function requireDetach(proto: object = ArrayBuffer.prototype): void {
 }
 
 requireDetach();
+
+/** node:worker_threads, loaded on first use (src/share only): a query never pays for it. */
+interface WorkerThreads {
+  readonly threadId: number;
+  readonly isMainThread: boolean;
+}
+let workerThreads: WorkerThreads | undefined;
+
+/**
+ * This thread's id among the process's threads (`worker_threads.threadId`: 0 for the main thread,
+ * unique within the process; Bun and Deno implement it too), and whether it is the main thread.
+ */
+export function currentThread(): { readonly id: number; readonly main: boolean } {
+  if (workerThreads === undefined) {
+    const require = createRequireLocal(import.meta.url);
+    workerThreads = require('node:worker_threads') as WorkerThreads;
+  }
+  return { id: workerThreads.threadId, main: workerThreads.isMainThread };
+}
+
+/**
+ * Runs `fn` when this thread's `process` emits `exit`: a worker that ends
+ * (its event loop empty, or `process.exit()`). A worker terminated from
+ * outside (`worker.terminate()`) runs no JS: its parent learns it from the
+ * `Worker`'s own `exit` event instead (src/share `share(x, { worker })`).
+ */
+export function onThreadExit(fn: () => void): void {
+  process.once('exit', fn);
+}

@@ -1,0 +1,81 @@
+/**
+ * The worker of test/threads: imports what the main thread shares and does
+ * what each message asks, answering with what it saw. One message at a time.
+ */
+import { parentPort } from 'node:worker_threads';
+import { accounting, importShared, share, type SharedHandle } from '../../src/index.js';
+import { sharedFixture } from './fixture.js';
+
+type Held = { release(): void; getChild?(name: string): { toArray(): ArrayLike<unknown> } | null };
+const held = new Map<string, Held>();
+
+/** The sum of column `v` of a table or batch, read through arrow-js. */
+function sumV(x: { getChild(name: string): { toArray(): ArrayLike<unknown> } | null }): number {
+  const v = x.getChild('v')!.toArray() as Float64Array;
+  let s = 0;
+  for (let i = 0; i < v.length; i++) s += v[i]!;
+  return s;
+}
+
+interface Msg {
+  op: string;
+  key?: string;
+  handle?: SharedHandle;
+  rows?: number;
+}
+
+parentPort!.on('message', (msg: Msg) => {
+  try {
+    const fx = sharedFixture();
+    switch (msg.op) {
+      case 'thread':
+        parentPort!.postMessage({ thread: fx.thread() });
+        break;
+      case 'import': {
+        const x = importShared(msg.handle!) as unknown as Held & { getChild(name: string): { toArray(): ArrayLike<unknown> } | null; numRows?: number; constructor: { name: string } };
+        held.set(msg.key!, x);
+        parentPort!.postMessage({ sum: sumV(x), rows: x.numRows, cls: x.constructor.name, accounting: accounting() });
+        break;
+      }
+      case 'sum': {
+        const x = held.get(msg.key!)! as unknown as { getChild(name: string): { toArray(): ArrayLike<unknown> } | null };
+        parentPort!.postMessage({ sum: sumV(x) });
+        break;
+      }
+      case 'release':
+        held.get(msg.key!)!.release();
+        held.delete(msg.key!);
+        parentPort!.postMessage({ released: true, accounting: accounting() });
+        break;
+      case 'try-import': {
+        // A handle expected to be refused: the error's kind and message, and the accounting after.
+        try {
+          importShared(msg.handle!);
+          parentPort!.postMessage({ error: null });
+        } catch (e) {
+          const err = e as { kind?: string; message: string };
+          parentPort!.postMessage({ error: { kind: err.kind, message: err.message }, accounting: accounting() });
+        }
+        break;
+      }
+      case 'share-back': {
+        // Data made here, shared back to the main thread: an arrow-js table built in this worker.
+        const x = held.get(msg.key!);
+        parentPort!.postMessage({ handle: share(x as never) });
+        break;
+      }
+      case 'exit':
+        process.exit(0);
+        break;
+      case 'hang':
+        parentPort!.postMessage({ hanging: true });
+        for (;;) {
+          // Busy: only terminate() ends this thread.
+        }
+      default:
+        throw new Error(`unknown op ${msg.op}`);
+    }
+  } catch (e) {
+    parentPort!.postMessage({ fail: String((e as Error).stack ?? e) });
+  }
+});
