@@ -5,7 +5,10 @@
  * metadata, commit) runs on a worker thread, one at a time per connection.
  */
 import { RecordBatch, Table, type Schema } from 'apache-arrow';
-import { importArrayStreamFrom, importSchemaFrom, NULL, type ImportedTable, type Ptr } from '../index.js';
+// The internal modules of the public names used, not ../index.js: a query loads no device, async or protocol code.
+import { importArrayStreamFrom, importSchemaFrom } from '../fill/fill.js';
+import type { ImportedTable } from '../array/build.js';
+import { NULL, type Ptr } from '../memory/memory.js';
 import { allocNative, bytesIn, freeNative, u32Array, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
@@ -440,8 +443,9 @@ export class AdbcConnection extends Closable {
    * Reads several partitions at once (descriptors from `executePartitions`,
    * here or in another process), each on a connection of its own opened from
    * this connection's database (this connection stays free), every driver call
-   * on a worker thread. Awaiting it opens the first partitions; the reader it
-   * gives yields `{ partition, batch }` as batches arrive, or in partition
+   * on a worker thread. Awaiting it starts the first partitions (it does not
+   * wait for them: a failure to open one comes from the reader); the reader
+   * yields `{ partition, batch }` as batches arrive, or in partition
    * order with `ordered: true`. Memory stays bounded: at most `concurrency`
    * partitions at a time (default 4), at most one batch outstanding per
    * partition (released at the next step unless kept). The first failure
@@ -458,8 +462,7 @@ export class AdbcConnection extends Closable {
    */
   async readPartitions(descriptors: readonly Uint8Array[], options: ReadPartitionsOptions = {}): Promise<AdbcPartitionReader> {
     this.#core.ptr('readPartitions');
-    const reader = new AdbcPartitionReader(descriptors, { connect: this.#sibling }, options);
-    return reader.open();
+    return new AdbcPartitionReader(descriptors, { connect: this.#sibling }, options).start();
   }
 
   #ingestOptions(tableName: string, options: IngestOptions, mode: string): Record<string, string> {

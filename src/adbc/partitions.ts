@@ -67,6 +67,7 @@ export interface PartitionSource {
 /** The part of `AdbcConnection` this module uses (it cannot import the class: the class imports this module). */
 export interface PartitionConnection {
   readPartition(descriptor: Uint8Array, options?: QueryOptions): Promise<AdbcRecordBatchReader>;
+  cancel(): boolean;
   close(): Promise<void>;
 }
 
@@ -78,8 +79,6 @@ interface Slot {
   it: AsyncIterator<ImportedRecordBatch> | undefined;
   /** The call running on a worker thread for it (connect, `readPartition`, `get_next`), settled when it returns. */
   busy: Promise<void>;
-  /** Settled once its stream is open (`AdbcConnectionReadPartition` returned) or its start failed. */
-  opened: Promise<void>;
   /** Its batch, read and not handed out yet. */
   ready: ImportedRecordBatch | undefined;
   /** Its stream ended (every batch read). */
@@ -160,15 +159,16 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
     this.#ordered = ordered;
   }
 
-  /** @internal Starts the first partitions and waits until each is open (its `AdbcConnectionReadPartition` returned); rejects as `next()` would. */
-  async open(): Promise<this> {
+  /**
+   * @internal Starts the first partitions and returns: it does not wait for them to open, as a server
+   * may answer a partition only when its first rows exist, and the caller needs the reader to cancel.
+   */
+  start(): this {
     this.#fill();
-    await Promise.all([...this.#slots.values()].map((s) => s.opened));
-    if (this.#error) await this.#end();
     return this;
   }
 
-  /** The result's schema: the first partition's, once it is open (undefined with no partitions). */
+  /** The result's schema: that of the first partition whose stream opened (undefined before, and with no partitions). */
   get schema(): Schema | undefined {
     return this.#schema;
   }
@@ -192,17 +192,14 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
   #fill(): void {
     while (!this.#closed && this.#error === undefined && this.#slots.size < this.#concurrency && this.#next < this.#descriptors.length) {
       const partition = this.#next++;
-      let opened!: () => void;
-      const slot: Slot = {
-        partition, conn: undefined, reader: undefined, it: undefined, busy: Promise.resolve(), opened: new Promise<void>((r) => (opened = r)), ready: undefined, ended: false,
-      };
+      const slot: Slot = { partition, conn: undefined, reader: undefined, it: undefined, busy: Promise.resolve(), ready: undefined, ended: false };
       this.#slots.set(partition, slot);
-      slot.busy = this.#start(slot, opened).finally(opened);
+      slot.busy = this.#start(slot);
     }
   }
 
-  /** Opens the partition's stream (a connection, then `AdbcConnectionReadPartition`), resolves `opened`, then reads its first batch. */
-  async #start(slot: Slot, opened: () => void): Promise<void> {
+  /** Opens the partition's stream (a connection, then `AdbcConnectionReadPartition`), then reads its first batch. */
+  async #start(slot: Slot): Promise<void> {
     try {
       slot.conn = this.#idle.pop() ?? (await this.#source.connect());
       if (this.#closed || this.#error) return; // released meanwhile: #releaseAll closes what the slot holds
@@ -210,7 +207,6 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
       this.#schema ??= slot.reader.schema;
       if (this.#closed || this.#error) return;
       slot.it = slot.reader[Symbol.asyncIterator]();
-      opened();
       await this.#read(slot);
     } catch (e) {
       this.#fail(e, slot);
@@ -245,9 +241,19 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
   #fail(e: unknown, slot: Slot): void {
     if (this.#error || this.#closed) return; // the first failure is the one to report; the cancelled ones follow from it
     this.#error = partitionError(e, slot.partition, this.#descriptors.length);
-    // Every other partition told to stop now, so that a get_next waiting on the network returns.
-    for (const s of this.#slots.values()) if (s !== slot) s.reader?.cancel();
+    // Every other partition told to stop now, so that a call waiting on the network returns.
+    for (const s of this.#slots.values()) if (s !== slot) this.#stop(s);
     this.#wake?.();
+  }
+
+  /**
+   * Asks the driver to stop the partition's running call (`AdbcConnectionCancel`, thread-safe in
+   * ADBC): its stream's `get_next`, or `AdbcConnectionReadPartition` itself while the stream is
+   * not open yet (a server may wait for the first rows before it answers).
+   */
+  #stop(slot: Slot): void {
+    if (slot.reader) slot.reader.cancel();
+    else slot.conn?.cancel();
   }
 
   /** The item to hand out now, if one is ready (in order: only the lowest partition in flight's). */
@@ -337,7 +343,7 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
    * Idempotent.
    */
   async cancel(): Promise<void> {
-    if (!this.#closed) for (const s of this.#slots.values()) s.reader?.cancel();
+    if (!this.#closed) for (const s of this.#slots.values()) this.#stop(s);
     await this.#release();
   }
 

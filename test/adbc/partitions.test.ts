@@ -93,8 +93,8 @@ describe('arrow-device/adbc readPartitions: Flight SQL', { skip: missing }, () =
     for (const [q, d] of parts.entries()) for await (const b of await conn.readPartition(d)) byOne[q]!.push(...ints(b));
     const atOnce = sizes.map(() => [] as number[]);
     const reader = await conn.readPartitions(parts);
-    assert.equal(reader.schema?.fields[0]?.name, 'i');
     for await (const { partition, batch } of reader) {
+      assert.equal(reader.schema?.fields[0]?.name, 'i');
       const values = ints(batch);
       assert.ok(values.every((v) => Math.floor(v / STRIDE) === partition), `every row of a batch tagged ${partition} is of partition ${partition}`);
       atOnce[partition]!.push(...values);
@@ -191,7 +191,7 @@ describe('arrow-device/adbc readPartitions: Flight SQL', { skip: missing }, () =
     kept.release();
   });
 
-  test('arguments and descriptors: a bad concurrency is INVALID_ARGUMENT; no descriptors give no batch; a descriptor the driver cannot parse fails the await', async () => {
+  test('arguments and descriptors: a bad concurrency is INVALID_ARGUMENT; no descriptors give no batch; a descriptor the driver cannot parse fails the reader', async () => {
     await open();
     for (const concurrency of [0, 1.5, -1]) {
       await assert.rejects(conn.readPartitions([], { concurrency }), (e: unknown) => e instanceof AdbcError && e.status === AdbcStatus.INVALID_ARGUMENT && /concurrency/.test(e.message));
@@ -200,7 +200,10 @@ describe('arrow-device/adbc readPartitions: Flight SQL', { skip: missing }, () =
     assert.deepEqual(await empty.next(), { done: true, value: undefined });
     assert.equal(empty.released, true);
     const good = await descriptors([series(0, ROWS)]);
-    const err = await conn.readPartitions([good[0]!, Uint8Array.of(1, 2, 3)]).then(() => undefined, (e: unknown) => e);
+    const bad = await conn.readPartitions([good[0]!, Uint8Array.of(1, 2, 3)]);
+    const err = await (async () => {
+      for await (const _ of bad);
+    })().then(() => undefined, (e: unknown) => e);
     assert.ok(err instanceof AdbcError, String(err));
     assert.equal(err.status, AdbcStatus.INVALID_ARGUMENT, err.message);
     assert.match(err.message, /^readPartitions: partition 1 of 2: /);
@@ -208,5 +211,20 @@ describe('arrow-device/adbc readPartitions: Flight SQL', { skip: missing }, () =
     const t = await conn.query('SELECT 1 AS x');
     assert.equal(t.numRows, 1);
     t.release();
+  });
+
+  // Last: the server keeps computing the endless query it was asked for until it is stopped (after()).
+  test('a failure cancels a partition whose server never answers: the error still comes, nothing live (a hang without the cancel)', { timeout: 60_000 }, async () => {
+    await open();
+    // A query that never yields a row: the server sends nothing, and the call reading it waits until cancelled.
+    const endless = 'WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s) SELECT i FROM s WHERE i < 0';
+    const parts = await descriptors([endless, failing(5000)]);
+    const error = await (async () => {
+      const reader = await conn.readPartitions(parts, { concurrency: 2 });
+      for await (const { partition } of reader) assert.equal(partition, 1);
+    })().then(() => undefined, (e: unknown) => e);
+    assert.ok(error instanceof AdbcError, String(error));
+    assert.match(error.message, /^readPartitions: partition 1 of 2: .*malformed JSON/);
+    assert.equal(accounting().liveImports, base, 'nothing live when the error is thrown');
   });
 });
