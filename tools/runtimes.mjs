@@ -139,6 +139,7 @@ export const CORE = [
   'test/stream/offthread.test.ts',
   'test/stream/source-errors.test.ts',
   'test/ownership/ownership.test.ts',
+  'test/threads/threads.test.ts',
   'test/device/cpu.test.ts',
   'test/device/opaque.test.ts',
   'test/async/async.test.ts',

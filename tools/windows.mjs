@@ -141,6 +141,7 @@ mkdirSync(peers, { recursive: true });
 const PEERS = {
   counting: { source: 'test/ownership/counting.c', flags: ['-I', join(root, 'test', 'include')] },
   asyncpeer: { source: 'test/async/peer.c', flags: [] },
+  threadsfixture: { source: 'test/threads/shared.c', flags: ['-I', join(root, 'test', 'include')] },
 };
 for (const [name, { source, flags }] of Object.entries(PEERS)) {
   const out = join(peers, `${name}.dll`);
@@ -157,7 +158,7 @@ for (const [name, { source, flags }] of Object.entries(PEERS)) {
   }
   console.log(`${relative(root, out)} (${source})`);
 }
-for (const [name, fn] of [['counting', 'cp_make_batch'], ['asyncpeer', 'peer_produce']]) {
+for (const [name, fn] of [['counting', 'cp_make_batch'], ['asyncpeer', 'peer_produce'], ['threadsfixture', 'sp_make_batch']]) {
   const d = describeBinary(join(peers, `${name}.dll`));
   if (d.target !== 'win32-x64' || !d.exports.includes(fn)) {
     console.error(`windows: ${name}.dll is a ${d.target} library${d.exports.includes(fn) ? '' : ` without ${fn}`}`);

@@ -22,7 +22,9 @@ const workerFile = new URL(compiled ? './worker.js' : './worker.ts', import.meta
 function startWorker(): Worker {
   const node = process.versions.bun === undefined && process.versions.deno === undefined;
   const tsx = node && !compiled && !process.execArgv.some((a) => a.includes('tsx'));
-  return new Worker(workerFile, tsx ? { execArgv: [...process.execArgv, '--import', 'tsx'] } : {});
+  // The fixture's path: every thread must load the same library, so the same counters.
+  const workerData = { fixture: sharedFixture().path };
+  return new Worker(workerFile, tsx ? { workerData, execArgv: [...process.execArgv, '--import', 'tsx'] } : { workerData });
 }
 
 type Reply = Record<string, unknown>;

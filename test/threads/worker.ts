@@ -2,9 +2,12 @@
  * The worker of test/threads: imports what the main thread shares and does
  * what each message asks, answering with what it saw. One message at a time.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { accounting, importShared, share, type SharedHandle } from '../../src/index.js';
 import { sharedFixture } from './fixture.js';
+
+// The library the main thread loaded (test/threads/fixture.ts): the same file, so the same counters.
+process.env.ARROW_DEVICE_SHARED_FIXTURE = (workerData as { fixture: string }).fixture;
 
 type Held = { release(): void; getChild?(name: string): { toArray(): ArrayLike<unknown> } | null };
 const held = new Map<string, Held>();
