@@ -37,6 +37,8 @@ export class AdbcConnection extends Closable {
   readonly #ptr: Ptr;
   /** Opens another connection of the same database (`readPartitions` reads each partition on its own). */
   readonly #sibling: () => Promise<AdbcConnection>;
+  /** Connections `readPartitions` opened and finished with cleanly: the next one reuses them; closed with this one. */
+  readonly #partitionConnections: AdbcConnection[] = [];
 
   /** @internal Use `AdbcDatabase.connect()`. */
   constructor(driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>) {
@@ -450,8 +452,10 @@ export class AdbcConnection extends Closable {
    * partitions at a time (default 4), at most one batch outstanding per
    * partition (released at the next step unless kept). The first failure
    * cancels and releases the others and is thrown once, as an `AdbcError`
-   * naming the partition; `break` releases everything. The database must
-   * stay open while it reads.
+   * naming the partition; `break` releases every stream. The connections
+   * it opened are kept for the next call when every partition ended cleanly
+   * (opening one can cost more than reading a partition), and closed with
+   * this connection. The database must stay open while it reads.
    *
    * @example
    * const { partitions } = await conn.executePartitions('SELECT k, count(*) AS n FROM t GROUP BY k');
@@ -462,7 +466,36 @@ export class AdbcConnection extends Closable {
    */
   async readPartitions(descriptors: readonly Uint8Array[], options: ReadPartitionsOptions = {}): Promise<AdbcPartitionReader> {
     this.#core.ptr('readPartitions');
-    return new AdbcPartitionReader(descriptors, { connect: this.#sibling }, options).start();
+    const pool = this.#partitionConnections;
+    const life = this.#core.life;
+    const source = {
+      connect: async (): Promise<AdbcConnection> => pool.pop() ?? this.#sibling(),
+      recycle: (c: AdbcConnection): void => {
+        if (life.open) pool.push(c);
+        else c.closeSync();
+      },
+    };
+    return new AdbcPartitionReader(descriptors, source, options).start();
+  }
+
+  /**
+   * Releases the connection (after its statements and readers), and the
+   * connections `readPartitions` kept for its next call. Idempotent.
+   *
+   * @example
+   * conn.closeSync();
+   */
+  override closeSync(): void {
+    let first: unknown;
+    for (const c of this.#partitionConnections.splice(0)) {
+      try {
+        c.closeSync();
+      } catch (e) {
+        first ??= e;
+      }
+    }
+    super.closeSync();
+    if (first !== undefined) throw first;
   }
 
   #ingestOptions(tableName: string, options: IngestOptions, mode: string): Record<string, string> {

@@ -7,8 +7,12 @@
  * the database of the connection that asked: ADBC connections are not
  * thread-safe, so this module runs one call at a time per connection
  * (`Serial`), and partitions on one connection could only be read one after
- * another. Connections are reused from partition to partition and closed
- * with the reader. Every `AdbcConnectionReadPartition` and `get_next` runs
+ * another. Opening a connection can cost more than reading a partition (the
+ * Flight SQL driver's `AdbcConnectionInit` talks to the server: tens of
+ * milliseconds against Ballista here), so connections are reused from
+ * partition to partition, and those whose partitions all ended cleanly are
+ * kept by the asking connection for its next `readPartitions` and closed
+ * with it. Every `AdbcConnectionReadPartition` and `get_next` runs
  * on a koffi worker thread (libuv's thread pool), never on the JS thread.
  *
  * What must hold, and where:
@@ -26,7 +30,8 @@
  *   do the same without an error.
  */
 import type { Schema } from 'apache-arrow';
-import { ArrowDeviceError, type ImportedRecordBatch } from '../index.js';
+import { ArrowDeviceError } from '../errors.js';
+import type { ImportedRecordBatch } from '../array/build.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import type { AdbcRecordBatchReader } from './reader.js';
 import type { QueryOptions } from './statement.js';
@@ -60,8 +65,10 @@ export interface PartitionBatch {
 
 /** What the reader needs of the connection that made it. */
 export interface PartitionSource {
-  /** Opens a connection of the same database. */
+  /** A connection of the same database: one kept from an earlier read, else a new one. */
   connect(): Promise<PartitionConnection>;
+  /** Takes back a connection whose partitions all ended cleanly, for the next read (or closes it). */
+  recycle(conn: PartitionConnection): void;
 }
 
 /** The part of `AdbcConnection` this module uses (it cannot import the class: the class imports this module). */
@@ -374,8 +381,11 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
       }
     }
     this.#slots.clear();
-    const conns = [...slots.map((s) => s.conn), ...this.#idle.splice(0)].filter((c): c is PartitionConnection => c !== undefined);
-    for (const c of conns) {
+    // Connections whose partitions ended cleanly serve the next read; one that was cancelled or failed,
+    // or had a stream released in mid-read, is closed: its state after a cancel is the driver's business.
+    for (const c of this.#idle.splice(0)) this.#source.recycle(c);
+    for (const c of slots.map((s) => s.conn)) {
+      if (!c) continue;
       try {
         await c.close();
       } catch (e) {
