@@ -19,10 +19,13 @@
 #
 # Linux x64 only (the prebuilt binaries are; a build elsewhere is untried).
 # Where none of the three works it says why and exits 0: the Ballista tests
-# then skip with the reason. BALLISTA_REQUIRED=1 (CI, npm run test:adbc)
-# makes that a failure.
+# then skip with the reason (and fail where BALLISTA_REQUIRED=1 is set, as
+# npm run test:adbc and CI set it). BALLISTA_REQUIRED=1 here makes a failure
+# of this script fail. --no-build leaves step 3 out (npm run test:adbc and
+# bench:adbc: an hour of build is asked for by name, never on the way).
 #
 #   npm run setup:ballista
+#   bash test/adbc/setup-ballista.sh --no-build
 #
 # Environment: BALLISTA_DIR (the cache), BALLISTA_SHARED (the folder of the
 # tarball, default ../shared/ballista beside the checkout), CARGO (default cargo).
@@ -36,14 +39,19 @@ EXECUTOR_SHA256=2de4fbd7b637b3299b194040fde139902a626c14d6c0df78326a283791e10a34
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cache="${BALLISTA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/arrow-device/ballista-$VERSION}"
-shared="${BALLISTA_SHARED:-$root/../shared/ballista}"
+shared="${BALLISTA_SHARED:-$(cd "$root/.." && pwd)/shared/ballista}"
 tarball="$shared/ballista-$VERSION-linux-x64.tar.xz"
 stamp="$cache/SOURCE"
 required="${BALLISTA_REQUIRED:-}"
+build=1
+[ "${1:-}" = --no-build ] && build=0
 
 fail() {
+  if [ "$required" = 1 ]; then
+    echo "ballista: $* (BALLISTA_REQUIRED=1)" >&2
+    exit 1
+  fi
   echo "ballista: $*; the Ballista tests will skip" >&2
-  [ "$required" = 1 ] && exit 1
   exit 0
 }
 
@@ -94,6 +102,7 @@ if ready; then
 fi
 
 # 3. A build from crates.io.
+[ "$build" = 1 ] || fail "not in $cache/bin, and no $tarball (npm run setup:ballista builds it with cargo, about an hour)"
 cargo="${CARGO:-cargo}"
 command -v "$cargo" >/dev/null || fail "no $tarball and no cargo to build Ballista with (install Rust: https://rustup.rs, then npm run setup:ballista builds it, about an hour)"
 target="$cache/target"
