@@ -132,11 +132,12 @@ describe('share and importShared across worker threads', { skip }, () => {
       const h = share(t);
       // A handle's size is its tickets, not its bytes.
       assert.equal(h.tickets.length, 1);
-      await ask(w, { op: 'import', key: 'z', handle: h });
+      const imported = await ask(w, { op: 'import', key: 'z', handle: h });
+      assert.ok(here !== undefined);
+      assert.equal(imported.addr, here, "the worker's values are the main thread's bytes, not a copy");
       t.release();
       const r = await ask(w, { op: 'sum', key: 'z' });
       assert.equal(r.sum, expectedSum(rows));
-      assert.ok(here !== undefined);
       await ask(w, { op: 'release', key: 'z' });
     }
   });

@@ -3,7 +3,7 @@
  * what each message asks, answering with what it saw. One message at a time.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { accounting, importShared, share, type SharedHandle } from '../../src/index.js';
+import { accounting, importShared, nativeMemory, share, type SharedHandle } from '../../src/index.js';
 import { sharedFixture } from './fixture.js';
 
 // The library the main thread loaded (test/threads/fixture.ts): the same file, so the same counters.
@@ -37,7 +37,10 @@ parentPort!.on('message', (msg: Msg) => {
       case 'import': {
         const x = importShared(msg.handle!) as unknown as Held & { getChild(name: string): { toArray(): ArrayLike<unknown> } | null; numRows?: number; constructor: { name: string } };
         held.set(msg.key!, x);
-        parentPort!.postMessage({ sum: sumV(x), rows: x.numRows, cls: x.constructor.name, accounting: accounting() });
+        // Where the first batch's ids are: the main thread compares it with its own view's address.
+        const ids = (x.getChild('id') as unknown as { data: { values: BigInt64Array }[] } | null)?.data[0]?.values;
+        const addr = ids === undefined ? null : nativeMemory().addressOf(ids);
+        parentPort!.postMessage({ sum: sumV(x), rows: x.numRows, cls: x.constructor.name, accounting: accounting(), addr });
         break;
       }
       case 'sum': {
