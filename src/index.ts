@@ -67,22 +67,21 @@ export {
 } from './device/webgpu.js';
 
 // --- streams (ArrowArrayStream, ArrowDeviceArrayStream) -------------------------------------------
+export { importDeviceArrayStream, exportDeviceArrayStream } from './stream/device.js';
 export {
-  importArrayStream, importDeviceArrayStream, RecordBatchStreamImport, StreamProducerError,
+  importArrayStream, RecordBatchStreamImport, StreamProducerError,
   type StreamImportOptions, type StreamItem, type StreamExchangeOptions, type DeviceStreamSource, type StreamHandOn, type DeviceStreamHandOn,
   type AnyStreamHandOn,
 } from './stream/import.js';
 export {
-  exportArrayStream, exportDeviceArrayStream, allocArrowArrayStream, allocArrowDeviceArrayStream, releaseArrowArrayStream,
+  exportArrayStream, allocArrowArrayStream, allocArrowDeviceArrayStream, releaseArrowArrayStream,
   releaseArrowDeviceArrayStream, freeArrowArrayStream, freeArrowDeviceArrayStream, isArrowArrayStreamReleased,
   type RecordBatchSource, type StreamExportOptions, type StreamExportItem,
 } from './stream/export.js';
 
 // --- fill-and-import: a native producer fills a struct we allocate, we import it ------------------
-export {
-  importArrayStreamFrom, importDeviceArrayStreamFrom, importSchemaFrom, importRecordBatchFrom, importDeviceRecordBatchFrom,
-  type FillStatus, type FillResult,
-} from './fill/fill.js';
+export { importArrayStreamFrom, importSchemaFrom, importRecordBatchFrom, type FillStatus, type FillResult } from './fill/fill.js';
+export { importDeviceArrayStreamFrom, importDeviceRecordBatchFrom } from './fill/device.js';
 
 // --- async device streams (ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask) ----
 export {

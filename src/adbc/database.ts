@@ -9,7 +9,7 @@ import { Closable, Lifetime, Serial } from './lifetime.js';
 import * as options from './options.js';
 import { openConnection, type AdbcConnection } from './connection.js';
 import { LoadFlags, type ConnectOptions } from './types.js';
-import type { Ptr } from '../index.js';
+import type { Ptr } from '../memory/memory.js';
 
 /** Where a database's driver came from (`AdbcDatabase.driverInfo`). */
 export interface DriverInfo {

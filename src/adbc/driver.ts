@@ -11,7 +11,9 @@
  * manager does not unload drivers either).
  */
 import koffi, { type LibraryHandle } from 'koffi';
-import { nativeMemory, NULL, type Ptr, type StreamProducerError } from '../index.js';
+import { NULL, type Ptr } from '../memory/memory.js';
+import { nativeMemory } from '../memory/native.js';
+import type { StreamProducerError } from '../stream/import.js';
 import { AdbcError, AdbcStatus, type AdbcErrorInit } from './error.js';
 
 // arrow-device's native memory first: it raises koffi's async stack size (DuckDB needs more than

@@ -9,7 +9,8 @@
  * if it fits, and always sets `*length` to the value's size (a string's
  * includes its NUL). A larger size means "call again with a buffer this big".
  */
-import { nativeMemory, type Ptr } from '../index.js';
+import type { Ptr } from '../memory/memory.js';
+import { nativeMemory } from '../memory/native.js';
 import { allocNative, bytesIn, freeNative, type Called, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 

@@ -6,7 +6,11 @@
  * it, so the statement is released only after the stream.
  */
 import type { Schema } from 'apache-arrow';
-import { ArrowSymbols, type ExportHandle, type ImportedRecordBatch, type ImportedTable, type RecordBatchStreamImport, type SchemaNode } from '../index.js';
+import { ArrowSymbols } from '../abi/protocol.js';
+import type { ImportedRecordBatch, ImportedTable } from '../array/build.js';
+import type { ExportHandle } from '../memory/handle.js';
+import type { SchemaNode } from '../schema/node.js';
+import type { RecordBatchStreamImport } from '../stream/import.js';
 import type { Lifetime, Serial } from './lifetime.js';
 
 /** A registry entry: what to release when a reader is collected unreleased. */

@@ -6,11 +6,14 @@
  * its own stream, moved to the driver.
  */
 import { RecordBatch, RecordBatchReader, Table, type Schema } from 'apache-arrow';
-import {
-  allocArrowSchema, ArrowSymbols, exportArrayStream, freeArrowArrayStream, freeArrowSchema, importArrayStreamFrom, importSchema, importSchemaFrom,
-  isArrowExportable, nativeMemory, NULL,
-  type ArrowStreamExportable, type Ptr, type RecordBatchSource, type StreamImportOptions,
-} from '../index.js';
+// The internal modules of the public names used, not ../index.js: a query loads no device, async or protocol code.
+import { ArrowSymbols, isArrowExportable, type ArrowStreamExportable } from '../abi/protocol.js';
+import { allocArrowSchema, freeArrowSchema, importSchema } from '../array/api.js';
+import { importArrayStreamFrom, importSchemaFrom } from '../fill/fill.js';
+import { NULL, type Ptr } from '../memory/memory.js';
+import { nativeMemory } from '../memory/native.js';
+import { exportArrayStream, freeArrowArrayStream, type RecordBatchSource } from '../stream/export.js';
+import type { StreamImportOptions } from '../stream/import.js';
 import { allocNative, allocPartitions, bytesIn, freeNative, readI64, takePartitions, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, type Serial } from './lifetime.js';

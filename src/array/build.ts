@@ -27,7 +27,7 @@ import { ArrowSymbols, type ArrowDeviceExportOptions, type ArrowSchemaExportable
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import type { ArrayExportHandles, ExportHandle } from '../memory/handle.js';
-import { isDetached } from '../memory/wasm.js';
+import { isDetached } from '../memory/detached.js';
 import type { ImportOwner } from './owner.js';
 import { Form, planWithType, type Plan, type PlanNode, type TypedArrayCtor } from './plan.js';
 import { BUFFERS, childrenAt, END, ImportRead, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt } from './record.js';

@@ -29,14 +29,12 @@ import type { Schema } from 'apache-arrow';
 import { importRecordBatch, importSchema, type ArrayImportOptions, type SchemaImportOptions } from '../array/api.js';
 import type { ImportedRecordBatch } from '../array/build.js';
 import type { ArrayView } from '../array/view.js';
-import { importDeviceRecordBatch, type DeviceImportOptions } from '../device/api.js';
-import type { DeviceArray } from '../device/device-array.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
 import { isReleased, releaseStruct, structSize, type CStructKind } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import {
-  importArrayStream, importDeviceArrayStream, type RecordBatchStreamImport, type StreamImportOptions, type StreamItem,
+  importArrayStream, type RecordBatchStreamImport, type StreamImportOptions,
 } from '../stream/import.js';
 
 /**
@@ -96,7 +94,7 @@ function settle(m: Memory, kinds: readonly CStructKind[], ptrs: readonly Ptr[], 
  * (an importer, which consumes the structs on success and on failure), and
  * settle the allocations on every path.
  */
-function fillAndImport<R>(m: Memory, kinds: readonly CStructKind[], fill: unknown, load: (ptrs: readonly Ptr[]) => R): R | Promise<R> {
+export function fillAndImport<R>(m: Memory, kinds: readonly CStructKind[], fill: unknown, load: (ptrs: readonly Ptr[]) => R): R | Promise<R> {
   if (typeof fill !== 'function') throw invalid('fill', `expected a function that fills the struct, got ${fill === null ? 'null' : typeof fill}`);
   const ptrs: Ptr[] = [];
   try {
@@ -142,7 +140,7 @@ function fillAndImport<R>(m: Memory, kinds: readonly CStructKind[], fill: unknow
   });
 }
 
-const memOf = (o: { memory?: Memory } | undefined): Memory => o?.memory ?? nativeMemory();
+export const memOf = (o: { memory?: Memory } | undefined): Memory => o?.memory ?? nativeMemory();
 
 /**
  * Allocates an `ArrowArrayStream`, lets `fill` fill it (a native producer's
@@ -178,25 +176,6 @@ export function importArrayStreamFrom(
   opts: StreamImportOptions = {},
 ): RecordBatchStreamImport<ImportedRecordBatch | ArrayView> | Promise<RecordBatchStreamImport<ImportedRecordBatch | ArrayView>> {
   return fillAndImport(memOf(opts), ['ArrowArrayStream'], fill, ([p]) => importArrayStream(p!, opts));
-}
-
-/**
- * `importArrayStreamFrom` for an `ArrowDeviceArrayStream`: allocates it, lets
- * `fill` fill it, and imports it as `importDeviceArrayStream` does, under
- * the same rules.
- *
- * @example
- * const reader = importDeviceArrayStreamFrom((out) => nativeLib.make_device_stream(out), { toHost: true });
- * for (const batch of reader) use(batch);
- */
-export function importDeviceArrayStreamFrom(fill: (out: Ptr) => number | bigint, opts?: StreamImportOptions): RecordBatchStreamImport<StreamItem>;
-export function importDeviceArrayStreamFrom(fill: (out: Ptr) => PromiseLike<FillStatus>, opts?: StreamImportOptions): Promise<RecordBatchStreamImport<StreamItem>>;
-export function importDeviceArrayStreamFrom(fill: (out: Ptr) => FillStatus, opts?: StreamImportOptions): RecordBatchStreamImport<StreamItem>;
-export function importDeviceArrayStreamFrom(
-  fill: (out: Ptr) => FillResult,
-  opts: StreamImportOptions = {},
-): RecordBatchStreamImport<StreamItem> | Promise<RecordBatchStreamImport<StreamItem>> {
-  return fillAndImport(memOf(opts), ['ArrowDeviceArrayStream'], fill, ([p]) => importDeviceArrayStream(p!, opts));
 }
 
 /**
@@ -237,30 +216,4 @@ export function importRecordBatchFrom(
   opts: ArrayImportOptions = {},
 ): ImportedRecordBatch | Promise<ImportedRecordBatch> {
   return fillAndImport(memOf(opts), ['ArrowArray', 'ArrowSchema'], fill, ([a, s]) => importRecordBatch(a!, s!, opts));
-}
-
-/**
- * Allocates an `ArrowDeviceArray` and an `ArrowSchema`, lets
- * `fill(deviceArray, schema)` fill both, and imports them as
- * `importDeviceRecordBatch` does (a record batch the CPU reads, else a
- * `DeviceArray`, or a host copy with `toHost`), under the rules of
- * `importArrayStreamFrom`.
- *
- * @example
- * const batch = importDeviceRecordBatchFrom((array, schema) => gpuLib.export_batch(array, schema), { toHost: true });
- */
-export function importDeviceRecordBatchFrom(
-  fill: (deviceArray: Ptr, schema: Ptr) => PromiseLike<FillStatus>,
-  opts: DeviceImportOptions & { toHost: true },
-): Promise<ImportedRecordBatch>;
-export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => number | bigint, opts: DeviceImportOptions & { toHost: true }): ImportedRecordBatch;
-export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => number | bigint, opts?: DeviceImportOptions): ImportedRecordBatch | DeviceArray;
-export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => PromiseLike<FillStatus>, opts?: DeviceImportOptions): Promise<ImportedRecordBatch | DeviceArray>;
-export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => FillStatus, opts: DeviceImportOptions & { toHost: true }): ImportedRecordBatch;
-export function importDeviceRecordBatchFrom(fill: (deviceArray: Ptr, schema: Ptr) => FillStatus, opts?: DeviceImportOptions): ImportedRecordBatch | DeviceArray;
-export function importDeviceRecordBatchFrom(
-  fill: (deviceArray: Ptr, schema: Ptr) => FillResult,
-  opts: DeviceImportOptions = {},
-): ImportedRecordBatch | DeviceArray | Promise<ImportedRecordBatch | DeviceArray> {
-  return fillAndImport(memOf(opts), ['ArrowDeviceArray', 'ArrowSchema'], fill, ([a, s]) => importDeviceRecordBatch(a!, s!, opts));
 }

@@ -40,7 +40,25 @@ import { access } from '../abi/accessors.js';
 import type { Memory, Ptr } from './memory.js';
 import { nativeMemory } from './native.js';
 import { defineCallback, HandleTable, RELEASE_SIG } from './registry.js';
-import { wasmHandleMemory, wasmMemoryOf } from './wasm.js';
+
+/**
+ * What handles need of WebAssembly memory, given by src/memory/wasm.ts when it loads, so that code
+ * that only uses native memory (`arrow-device/adbc`) loads no wasm code: before it loads no wasm
+ * memory exists, and a handle a producer gives with a wasm memory is refused as `unsupported`.
+ */
+export interface WasmHandles {
+  /** A wasm memory's descriptor for handles; undefined for any other memory. */
+  handleMemory(m: Memory): ArrowWasmMemory | undefined;
+  /** The memory a producer's descriptor names. */
+  memoryOf(d: ArrowWasmMemory, path: string): Memory;
+}
+
+let wasm: WasmHandles | undefined;
+
+/** Called once by src/memory/wasm.ts. */
+export function setWasmHandles(w: WasmHandles): void {
+  wasm = w;
+}
 
 /** The structs that carry `release` and `private_data` themselves (a device array's are its array's). */
 type Interposable = 'ArrowSchema' | 'ArrowArray' | 'ArrowArrayStream' | 'ArrowDeviceArrayStream';
@@ -203,7 +221,7 @@ export class ExportHandle implements ArrowHandle {
     this.kind = state.kind;
     this.released = released;
     this.#state = state;
-    const hm = wasmHandleMemory(state.mem);
+    const hm = wasm?.handleMemory(state.mem);
     if (hm) Object.defineProperty(this, 'memory', { value: hm, enumerable: true });
     else if (state.mem !== nativeMemory()) {
       throw new ArrowDeviceError('unsupported', 'memory', `a handle's struct must be in native or wasm32 memory, not ${state.mem.name}`);
@@ -327,7 +345,8 @@ export function takeHandle(h: unknown, path: string): { address: Ptr; mem: Memor
   let mem: Memory;
   if (d === undefined || d === null) mem = nativeMemory();
   else if (typeof d === 'object' && isMemory(d)) mem = d;
-  else mem = wasmMemoryOf(d as ArrowWasmMemory, `${path}.memory`);
+  else if (wasm) mem = wasm.memoryOf(d as ArrowWasmMemory, `${path}.memory`);
+  else throw new ArrowDeviceError('unsupported', `${path}.memory`, "a handle in WebAssembly memory, and arrow-device's wasm support is not loaded: import 'arrow-device' (arrow-device/adbc alone reads native memory only)");
   return { address: o.address, mem, handle: h as ArrowHandle };
 }
 

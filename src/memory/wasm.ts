@@ -41,6 +41,10 @@ import type { ArrowWasmMemory } from '../abi/protocol.js';
 import { allocBytes, ArrowDeviceError } from '../errors.js';
 import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 import type { Addr, Arena, RawAccess } from './raw.js';
+import { setWasmHandles } from './handle.js';
+
+// In its own module so that importing native code only (arrow-device/adbc) loads no wasm code; public from here.
+export { isDetached } from './detached.js';
 
 /** `malloc(size, align)`: the address of `size` bytes aligned to `align`, or 0. */
 export type WasmMalloc = (size: number, align: number) => number;
@@ -142,30 +146,6 @@ const wasmBuffers = new WeakSet<ArrayBuffer>();
 /** Whether `buf` is (or was, before a growth) the buffer of a wasm memory this library reads. */
 export function isWasmMemoryBuffer(buf: ArrayBufferLike): boolean {
   return wasmBuffers.has(buf as ArrayBuffer);
-}
-
-/**
- * Whether a view's ArrayBuffer has been detached (by a growth of the memory it viewed, or by a
- * release: a released import detaches the buffers it handed out).
- *
- * @example
- * const batch = importRecordBatch(arrayPtr, schema);
- * const values = batch.getChild('x')!.data[0]!.values;
- * batch.release();
- * isDetached(values); // true: the typed array reads as empty, never as freed memory
- */
-export function isDetached(view: ArrayBufferView): boolean {
-  const buf = view.buffer as ArrayBuffer & { detached?: boolean };
-  if (typeof buf.detached === 'boolean') return buf.detached;
-  // Node 20 has no ArrayBuffer.prototype.detached: only a detached buffer has byteLength 0 while
-  // a view over it claims bytes, and slicing a view of a detached buffer throws.
-  if (view.byteLength > 0) return false;
-  try {
-    new Uint8Array(view.buffer, 0, 0);
-    return false;
-  } catch {
-    return true;
-  }
 }
 
 const valType: Record<Exclude<CType, 'void'>, number> = { int32: 0x7f, int64: 0x7e, pointer: 0x7f };
@@ -703,3 +683,6 @@ export function wasmMemoryOf(d: ArrowWasmMemory, path: string): WasmMemory {
   fromHandleMemory.set(d, m);
   return m;
 }
+
+// Handles (src/memory/handle.ts) reach wasm memory through these, given when this module loads.
+setWasmHandles({ handleMemory: wasmHandleMemory, memoryOf: wasmMemoryOf });

@@ -26,7 +26,8 @@ import { invalid } from '../errors.js';
 import { ArrayExportHandles, type ExportHandle } from '../memory/handle.js';
 import { batchNodeOf, schemaNodeOf } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
-import { exportArrayStream, exportDeviceArrayStream, type RecordBatchSource, type StreamExportItem } from '../stream/export.js';
+import { exportArrayStream, type RecordBatchSource, type StreamExportItem } from '../stream/export.js';
+import { exportDeviceArrayStream } from '../stream/device.js';
 
 /** Options of `arrowExportable`. */
 export interface ExportableOptions extends MemoryOption {

@@ -27,13 +27,39 @@ import { access } from '../abi/accessors.js';
 import { arena, rawOf, reserve, writeField } from '../memory/raw.js';
 import { batchNodeOf, schemaNodeOf } from '../schema/export.js';
 import type { SchemaNode } from '../schema/node.js';
-import { writeDeviceFields } from '../device/export.js';
-import { DeviceArray } from '../device/device-array.js';
+import type { DeviceArray } from '../device/device-array.js';
 import type { ArrayView } from '../array/view.js';
 import {
   ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, RELEASE_SIG, readStreamField, streamField,
   isStreamReleased, releaseStreamStruct, type StreamStruct,
 } from './struct.js';
+
+/**
+ * What a device stream uses of the device layer, given by src/stream/device.ts when it loads, so that
+ * a plain stream (and `arrow-device/adbc`) loads no device code. Only `exportDeviceArrayStream` makes
+ * a device stream, and it is public only through src/stream/device.ts; before that module loads no
+ * `DeviceArray` exists for a plain stream to be given.
+ */
+export interface DeviceStreamExports {
+  DeviceArray: typeof import('../device/device-array.js').DeviceArray;
+  writeDeviceFields: typeof import('../device/export.js').writeDeviceFields;
+}
+
+let deviceLayer: DeviceStreamExports | undefined;
+
+/** Called once by src/stream/device.ts. */
+export function setDeviceStreamExports(d: DeviceStreamExports): void {
+  deviceLayer = d;
+}
+
+function device(): DeviceStreamExports {
+  if (deviceLayer === undefined) throw new Error('arrow-device internal error: a device stream exported before src/stream/device.ts was loaded');
+  return deviceLayer;
+}
+
+function isDeviceArray(x: unknown): x is DeviceArray {
+  return deviceLayer !== undefined && x instanceof deviceLayer.DeviceArray;
+}
 
 /**
  * What a stream carries: arrow-js record batches, struct `ArrayView`s
@@ -142,7 +168,7 @@ function pull(rec: StreamRecord): StreamExportItem | undefined {
     return undefined;
   }
   const b = r.value as unknown;
-  if (b instanceof RecordBatch || b instanceof DeviceArray) return b;
+  if (b instanceof RecordBatch || isDeviceArray(b)) return b;
   if (isArrayView(b)) return b;
   throw invalid('', `the source yielded ${describe(b)}, not an arrow-js RecordBatch, an ArrayView or a DeviceArray`);
 }
@@ -219,7 +245,7 @@ function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
       if (d) throw invalid('', `the batch does not match the stream's schema: ${d}`);
       rec.verified.add(key);
     }
-    if (item instanceof DeviceArray) {
+    if (isDeviceArray(item)) {
       if (s.kind !== 'device') throw invalid('', 'a DeviceArray can only go through a device stream (exportDeviceArrayStream)');
       if (item.deviceType !== rec.deviceType) {
         throw invalid('', `a ${item.deviceTypeName} DeviceArray in a stream of device type ${rec.deviceType}: every array of a device stream is on the stream's device`);
@@ -232,7 +258,7 @@ function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
       }
       // Its layout is the stream's (checked above): exported as it is.
       exportArray(item, { memory: mem, into: out });
-      if (s.kind === 'device') writeDeviceFields(mem, out, DeviceType.CPU, -1, 0n);
+      if (s.kind === 'device') device().writeDeviceFields(mem, out, DeviceType.CPU, -1, 0n);
     }
     rec.batches++;
     return 0;
@@ -248,7 +274,7 @@ function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
 /** The end of the stream: a released array (and, on a device stream, a header of the stream's device). */
 function writeEnd(mem: Memory, s: StreamStruct, out: Ptr, deviceType: number): void {
   mem.copyIn(out, new Uint8Array(mem.layouts.ArrowArray.size));
-  if (s.kind === 'device') writeDeviceFields(mem, out, deviceType, deviceType === DeviceType.CPU ? -1 : 0, 0n);
+  if (s.kind === 'device') device().writeDeviceFields(mem, out, deviceType, deviceType === DeviceType.CPU ? -1 : 0, 0n);
 }
 
 /** An item's schema node: a batch's as its data says, a view's or a device array's own. */
@@ -367,7 +393,7 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
         try {
           const first = pull(rec);
           rec.peeked = first;
-          if (first instanceof DeviceArray) rec.deviceType = first.deviceType;
+          if (isDeviceArray(first)) rec.deviceType = first.deviceType;
         } catch (e) {
           rec.failed = toErrno(e);
           closeIterator(rec);
@@ -460,6 +486,7 @@ export function exportArrayStream(source: RecordBatchSource, opts: StreamExportO
 export function exportDeviceArrayStream(source: RecordBatchSource, opts: StreamExportOptions & { handle: true }): ExportHandle;
 export function exportDeviceArrayStream(source: RecordBatchSource, opts?: StreamExportOptions): Ptr;
 export function exportDeviceArrayStream(source: RecordBatchSource, opts: StreamExportOptions = {}): Ptr | ExportHandle {
+  device(); // set by src/stream/device.ts, the module that makes this function public: checked before anything is made
   return exportStream(source, DEVICE_STREAM, opts);
 }
 

@@ -36,9 +36,8 @@ import { batchSchemaOf, planOfNode, type Plan } from '../array/plan.js';
 import { validationLevel } from '../array/read.js';
 import type { ImportRead } from '../array/record.js';
 import { viewOf, type ArrayView } from '../array/view.js';
-import { importDeviceArrayLater, importDeviceArrayView, importDeviceRecordBatch, readDeviceFields, settleDeviceItem, type DeviceImportOptions } from '../device/api.js';
-import { readsAsync } from '../device/backend.js';
-import { DeviceArray } from '../device/device-array.js';
+import type { DeviceImportOptions } from '../device/api.js';
+import type { DeviceArray } from '../device/device-array.js';
 import { buildBatch, importedTable, releaseObject, type ImportedRecordBatch, type ImportedTable } from '../array/build.js';
 import { ImportOwner } from '../array/owner.js';
 import { isReleased, markReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
@@ -55,6 +54,39 @@ import {
   ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, isStreamReleased, readStreamField,
   releaseStreamStruct, type StreamStruct,
 } from './struct.js';
+
+/**
+ * What a device stream uses of the device layer, given by src/stream/device.ts when it loads: a
+ * plain stream (and `arrow-device/adbc`, which reads only plain streams) then loads no device code.
+ * Only `importDeviceArrayStream` makes a device stream, and it is public only through
+ * src/stream/device.ts, so every device stream finds these set; before it loads no `DeviceArray`
+ * exists, so a plain stream's checks for one need no class.
+ */
+export interface DeviceStreamImports {
+  DeviceArray: typeof import('../device/device-array.js').DeviceArray;
+  readsAsync: typeof import('../device/backend.js').readsAsync;
+  importDeviceArrayLater: typeof import('../device/api.js').importDeviceArrayLater;
+  importDeviceArrayView: typeof import('../device/api.js').importDeviceArrayView;
+  importDeviceRecordBatch: typeof import('../device/api.js').importDeviceRecordBatch;
+  readDeviceFields: typeof import('../device/api.js').readDeviceFields;
+  settleDeviceItem: typeof import('../device/api.js').settleDeviceItem;
+}
+
+let deviceLayer: DeviceStreamImports | undefined;
+
+/** Called once by src/stream/device.ts. */
+export function setDeviceStreamImports(d: DeviceStreamImports): void {
+  deviceLayer = d;
+}
+
+function device(): DeviceStreamImports {
+  if (deviceLayer === undefined) throw new Error('arrow-device internal error: a device stream read before src/stream/device.ts was loaded');
+  return deviceLayer;
+}
+
+function isDeviceArray(x: unknown): x is DeviceArray {
+  return deviceLayer !== undefined && x instanceof deviceLayer.DeviceArray;
+}
 
 /**
  * Options of the stream readers: those of `importRecordBatch` (and, for
@@ -444,7 +476,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     const b = this.#current;
     if (!b) return;
     this.#current = null;
-    if (b instanceof DeviceArray) b.release();
+    if (isDeviceArray(b)) b.release();
     else releaseObject(b, reason);
   }
 
@@ -489,14 +521,14 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   #settle(r: IteratorResult<T, undefined>): IteratorResult<T, undefined> | Promise<IteratorResult<T, undefined>> {
     const b = r.value;
     // Only a stream of a device read asynchronously takes its items for later (#importItem).
-    if (r.done || !(b instanceof DeviceArray) || this.deviceType === undefined || !readsAsync(this.deviceType)) return r;
+    if (r.done || !isDeviceArray(b) || this.deviceType === undefined || !device().readsAsync(this.deviceType)) return r;
     return this.#settleDevice(b);
   }
 
   async #settleDevice(b: DeviceArray): Promise<IteratorResult<T, undefined>> {
     let value: T;
     try {
-      value = (await settleDeviceItem(b, this.#opts)) as T;
+      value = (await device().settleDeviceItem(b, this.#opts)) as T;
     } catch (e) {
       if (this.#current === b) this.#current = null;
       this.#h.release('it failed');
@@ -617,10 +649,11 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
       return importWith(owner, plan, opts, this.#level, path, build) as T;
     }
     try {
-      if (later && readsAsync(this.deviceType)) {
-        return importDeviceArrayLater(out, this.schemaNode, opts) as T;
+      const d = device();
+      if (later && d.readsAsync(this.deviceType)) {
+        return d.importDeviceArrayLater(out, this.schemaNode, opts) as T;
       }
-      return (opts.view ? importDeviceArrayView(out, this.schemaNode, opts) : importDeviceRecordBatch(out, this.schemaNode, opts)) as T;
+      return (opts.view ? d.importDeviceArrayView(out, this.schemaNode, opts) : d.importDeviceRecordBatch(out, this.schemaNode, opts)) as T;
     } catch (e) {
       throw prefixPath(e, path);
     } finally {
@@ -704,7 +737,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
       for await (const b of this) out.push(b);
     } catch (e) {
       for (const b of out) {
-        if (b instanceof DeviceArray) b.release();
+        if (isDeviceArray(b)) b.release();
         else releaseObject(b, 'stream-ended');
       }
       throw e;
@@ -720,8 +753,8 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
 
   #tableOf(items: T[], what: string): ImportedTable {
     for (const b of items) {
-      if (b instanceof DeviceArray) {
-        for (const i of items) if (i instanceof DeviceArray) i.release();
+      if (isDeviceArray(b)) {
+        for (const i of items) if (isDeviceArray(i)) i.release();
         throw unsupported(what, `a stream of ${b.deviceTypeName} memory yields DeviceArrays: copy each to the host (toHostRecordBatch())`);
       }
     }
@@ -936,6 +969,7 @@ export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: Str
 export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions & { toHost: true }): RecordBatchStreamImport<ImportedRecordBatch> & AnyStreamHandOn;
 export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts?: StreamExchangeOptions): RecordBatchStreamImport<ImportedRecordBatch | DeviceArray> & AnyStreamHandOn;
 export function importDeviceArrayStream(ptr: Ptr | DeviceStreamSource, opts: StreamExchangeOptions = {}): RecordBatchStreamImport<ImportedRecordBatch | ArrayView | DeviceArray> & AnyStreamHandOn {
+  device(); // set by src/stream/device.ts, the module that makes this function public: checked before a struct is touched
   if (isArrowExportable(ptr)) {
     // A producer without the device method has CPU data (PyCapsuleInterface.rst, "Device Support"):
     // its plain stream is read as it is.
@@ -972,5 +1006,5 @@ function checkDeviceHeader(m: Memory, ptr: Ptr, streamDeviceType: number, path: 
   if (deviceType !== streamDeviceType) {
     throw invalid(`${path}.device_type`, `the array is on ${deviceLabel(deviceType)} but the stream's device_type is ${deviceLabel(streamDeviceType)}`);
   }
-  readDeviceFields(m, ptr, path);
+  device().readDeviceFields(m, ptr, path);
 }

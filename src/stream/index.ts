@@ -4,10 +4,11 @@
  * this folder, re-exported by src/index.ts.
  */
 export {
-  importArrayStream, importDeviceArrayStream, RecordBatchStreamImport, StreamProducerError, type StreamImportOptions,
+  importArrayStream, RecordBatchStreamImport, StreamProducerError, type StreamImportOptions,
 } from './import.js';
+export { importDeviceArrayStream, exportDeviceArrayStream } from './device.js';
 export {
-  exportArrayStream, exportDeviceArrayStream, allocArrowArrayStream, allocArrowDeviceArrayStream, releaseArrowArrayStream,
+  exportArrayStream, allocArrowArrayStream, allocArrowDeviceArrayStream, releaseArrowArrayStream,
   releaseArrowDeviceArrayStream, freeArrowArrayStream, freeArrowDeviceArrayStream, isArrowArrayStreamReleased,
   type RecordBatchSource, type StreamExportOptions,
 } from './export.js';
