@@ -259,6 +259,21 @@ describe('share and importShared across worker threads', { skip }, () => {
   });
 });
 
+describe('the koffi hazards of workers', { skip }, () => {
+  test('koffi#190: koffi async calls in a worker, then its exit, do not crash the process', async () => {
+    // Reported as an occasional fatal napi_throw; 3 workers x 300 async calls each, each worker then
+    // exiting with process.exit(), ruled it out here on every runtime this file runs on.
+    for (let k = 0; k < 3; k++) {
+      const w = startWorker();
+      const r = await ask(w, { op: 'async-calls', rows: 300 });
+      assert.equal(r.calls, 300);
+      const gone = exited(w);
+      w.postMessage({ op: 'exit' });
+      assert.equal(await gone, 0);
+    }
+  });
+});
+
 describe('a handle is untrusted input', { skip }, () => {
   const refused = (kind: string, re: RegExp) => (e: unknown): boolean => e instanceof ArrowDeviceError && e.kind === kind && re.test(e.message);
 

@@ -2,6 +2,7 @@
  * The worker of test/threads: imports what the main thread shares and does
  * what each message asks, answering with what it saw. One message at a time.
  */
+import koffi from 'koffi';
 import { parentPort, workerData } from 'node:worker_threads';
 import { accounting, importShared, nativeMemory, share, type SharedHandle } from '../../src/index.js';
 import { sharedFixture } from './fixture.js';
@@ -68,6 +69,19 @@ parentPort!.on('message', (msg: Msg) => {
         // Data made here, shared back to the main thread: an arrow-js table built in this worker.
         const x = held.get(msg.key!);
         parentPort!.postMessage({ handle: share(x as never) });
+        break;
+      }
+      case 'async-calls': {
+        // koffi#190 (an occasional fatal napi_throw with async calls in workers): many of them, then an exit.
+        void (async () => {
+          const lib = koffi.load(fx.path);
+          const f = lib.func('uint64_t sp_thread(void)') as unknown as { async(cb: (err: unknown, r: unknown) => void): void };
+          const threads = new Set<string>();
+          for (let i = 0; i < (msg.rows ?? 200); i++) {
+            threads.add(String(await new Promise((resolve, reject) => f.async((err, r) => (err ? reject(err) : resolve(r))))));
+          }
+          parentPort!.postMessage({ calls: msg.rows ?? 200, threads: threads.size });
+        })().catch((e: unknown) => parentPort!.postMessage({ fail: String(e) }));
         break;
       }
       case 'exit':
