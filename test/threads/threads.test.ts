@@ -142,6 +142,20 @@ describe('share and importShared across worker threads', { skip }, () => {
     }
   });
 
+  test("a worker's garbage collector releases an import it dropped, as the last resort", async () => {
+    const fx = sharedFixture();
+    const w = start();
+    const t = fixtureTable(1, 100);
+    const releases = fx.releases();
+    await ask(w, { op: 'import', key: 'gc', handle: share(t) });
+    t.release();
+    assert.equal(fx.releases(), releases);
+    const r = await ask(w, { op: 'forget', key: 'gc' });
+    assert.equal(r.collected, true, "the worker's collector dropped its reference");
+    assert.equal(fx.releases(), releases + 1);
+    assert.equal(fx.lastReleaseThread(), (await ask(w, { op: 'thread' })).thread);
+  });
+
   test('a terminated worker gives back what it held (share with { worker }), never earlier', async () => {
     const fx = sharedFixture();
     const w = start();

@@ -6,6 +6,7 @@ import koffi from 'koffi';
 import { parentPort, workerData } from 'node:worker_threads';
 import { accounting, importShared, nativeMemory, share, type SharedHandle } from '../../src/index.js';
 import { sharedFixture } from './fixture.js';
+import { collectUntil } from '../helpers/gc.js';
 
 // The library the main thread loaded (test/threads/fixture.ts): the same file, so the same counters.
 process.env.ARROW_DEVICE_SHARED_FIXTURE = (workerData as { fixture: string }).fixture;
@@ -69,6 +70,14 @@ parentPort!.on('message', (msg: Msg) => {
         // Data made here, shared back to the main thread: an arrow-js table built in this worker.
         const x = held.get(msg.key!);
         parentPort!.postMessage({ handle: share(x as never) });
+        break;
+      }
+      case 'forget': {
+        // The import left to the collector, the last resort: drop it unreleased and collect until its reference is gone.
+        held.delete(msg.key!);
+        void collectUntil(() => accounting().sharedReferences === 0).then((done) =>
+          parentPort!.postMessage({ collected: done, accounting: accounting() }),
+        );
         break;
       }
       case 'async-calls': {
