@@ -36,6 +36,7 @@ import {
 } from '../../src/device/index.js';
 import { ArrowDeviceError } from '../../src/errors.js';
 import { accounting, nativeMemory } from '../../src/memory/index.js';
+import { importShared, share } from '../../src/share/index.js';
 import { koffi } from '../../src/memory/native.js';
 import { diffCases, load } from '../../tools/conformance-lib.js';
 import { Builder, releaseCount } from '../cdata/malformed/builder.js';
@@ -307,6 +308,32 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
       await settle();
     });
   }
+
+  test('share: CUDA_HOST and CUDA_MANAGED batches import zero-copy after the event, a CUDA array as a DeviceArray', async () => {
+    (() => {
+      for (const t of [DeviceType.CUDA_HOST, DeviceType.CUDA_MANAGED, DeviceType.CUDA]) {
+        const batch = expectedBatch(200);
+        const p = exportDeviceArray(batch, { deviceType: t, deviceId: 0, stream });
+        if (t === DeviceType.CUDA) {
+          const dev = importDeviceArray(p, batch.schema);
+          const back = importShared(share(dev));
+          assert.ok(back instanceof DeviceArray);
+          dev.release();
+          assert.equal(diffTables(new Table([batch]), new Table([back.toHostRecordBatch()])), undefined);
+          back.release();
+        } else {
+          const b = importDeviceRecordBatch(p, batch.schema) as RecordBatch & { release(): void };
+          const back = importShared(share(b as never)) as unknown as RecordBatch & { release(): void };
+          b.release();
+          assert.equal(diffTables(new Table([batch]), new Table([back])), undefined);
+          back.release();
+        }
+        freeDeviceArray(p);
+      }
+      assert.equal(accounting().processSharedEntries, 0);
+    })();
+    await settle();
+  });
 
   test('copies between CUDA kinds and to the CPU keep every value', async () => {
     (() => {
