@@ -52,6 +52,7 @@ import { DRIVERS, type DriverName, type DriverSpec } from '../test/adbc/drivers.
 import { postgresMissing, startPostgres, type PostgresServer } from '../test/adbc/postgres.js';
 import { run, which } from '../test/helpers/tools.js';
 import { benchDb, drain, open, peakOf, rawConnection, withStatement, type BenchDb } from './adbc-raw.js';
+import { benchPartitions } from './adbc-partitions.js';
 
 const ROWS = 1_000_000;
 const INGEST_BATCH = 65_536;
@@ -494,6 +495,8 @@ async function benchDriver(spec: DriverSpec, dir: string, replay: string | undef
 }
 
 async function main(): Promise<void> {
+  // `--partitions`: only the partitions line (Ballista), without the drivers' routes.
+  if (process.argv.includes('--partitions')) return benchPartitions(REPS);
   console.log(
     `adbc bench: node ${process.version}, ${ROWS.toLocaleString('en')} rows (int64, float64, text), medians of ${REPS}, ` +
       `time: every route in one process per driver, round-robin; memory: a fresh process per route; load average ${load()}`,
@@ -527,6 +530,9 @@ async function main(): Promise<void> {
       }
       console.log(`(load average ${load()})`);
     }
+    // A distributed engine's partitions read at once against one by one (bench/adbc-partitions.ts).
+    await benchPartitions(REPS);
+    console.log(`(load average ${load()})`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
