@@ -33,6 +33,9 @@
  * A block may import from 'arrow-device' (the names must be public: this
  * test fails on a name src/index.ts does not export), from
  * 'arrow-device/adbc' and from 'apache-arrow'; all are in scope either way.
+ * A block may also import `Worker` from 'node:worker_threads' (docs/threads.md's
+ * pool); a worker file it starts is named relative to the repository root,
+ * where the suite runs, and inherits the suite's `--import tsx`.
  * After each block, the C producer must have every array back (nothing
  * leaked, nothing released twice) and our accounting must show no live
  * import or export.
@@ -50,6 +53,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { transformSync } from 'esbuild';
 import * as Arrow from 'apache-arrow';
+import * as WorkerThreads from 'node:worker_threads';
 import * as Lib from '../../src/index.js';
 import { asyncPeer, peerMissing } from '../async/peer.js';
 import { collectUntil } from '../helpers/gc.js';
@@ -66,7 +70,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 
 /** The guides the README links to, one per job. Those about an API must show it in a block that runs. */
-const GUIDES = ['native', 'streams', 'adbc', 'device', 'webgpu', 'async', 'wasm', 'protocol', 'validation', 'performance', 'contributing'];
+const GUIDES = ['native', 'streams', 'adbc', 'device', 'webgpu', 'async', 'wasm', 'threads', 'protocol', 'validation', 'performance', 'contributing'];
 const GUIDES_WITHOUT_BLOCKS = new Set(['performance', 'contributing']);
 
 interface Block {
@@ -105,8 +109,8 @@ const IMPORT = /^import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*'([^']+)';?\s*$/gm;
 /** Removes the import lines of a block, checking that every name it imports exists in its module. */
 function resolveImports(code: string, where: string): string {
   return code.replace(IMPORT, (_all, names: string, from: string) => {
-    const mod: Record<string, unknown> = from === 'arrow-device' ? Lib : from === 'apache-arrow' ? Arrow : from === 'arrow-device/adbc' ? Adbc : {};
-    if (from !== 'arrow-device' && from !== 'apache-arrow' && from !== 'arrow-device/adbc') throw new Error(`${where}: import from '${from}' is not available to examples`);
+    const mod: Record<string, unknown> = from === 'arrow-device' ? Lib : from === 'apache-arrow' ? Arrow : from === 'arrow-device/adbc' ? Adbc : from === 'node:worker_threads' ? { Worker: WorkerThreads.Worker } : {};
+    if (from !== 'arrow-device' && from !== 'apache-arrow' && from !== 'arrow-device/adbc' && from !== 'node:worker_threads') throw new Error(`${where}: import from '${from}' is not available to examples`);
     for (const raw of names.split(',')) {
       const name = raw.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!.trim();
       if (name && !(name in mod) && !raw.trim().startsWith('type ')) {
@@ -186,6 +190,7 @@ describe('every TypeScript block of the README and the guides runs', { skip }, (
         ...Arrow,
         ...Lib,
         ...(uses.adbc(block) ? Adbc : {}),
+        Worker: WorkerThreads.Worker,
         console: { log: (...a: unknown[]) => logged.push(a), error: (...a: unknown[]) => logged.push(a) },
         // What a native producer filled.
         schemaPtr: c.schema(),
