@@ -10,7 +10,7 @@ import { Worker } from 'node:worker_threads';
 import { tableFromArrays } from 'apache-arrow';
 import {
   accounting, ArrowDeviceError, dropShared, exportTable, importDeviceArray, importDeviceRecordBatch, importSchema, importShared,
-  importTable, nativeMemory, share, type SharedHandle,
+  importTable, nativeMemory, share, type SharedHandle, importData, importVector, importArrayView, ImportedData, ImportedVector, releaseImport,
 } from '../../src/index.js';
 import { sharedFixture, sharedMissing } from './fixture.js';
 
@@ -270,6 +270,31 @@ describe('share and importShared across worker threads', { skip }, () => {
     dev.release();
     back.release();
     assert.equal(fx.releases(), releases + 2);
+  });
+});
+
+describe('every kind of import shares', { skip }, () => {
+  test('ImportedData, ImportedVector and ArrayView come back as what was shared, over the same bytes', () => {
+    const fx = sharedFixture();
+    const releases = fx.releases();
+    const schema = importSchema(fx.schema());
+    const data = importData(fx.batch(4, 10), schema);
+    const d2 = importShared(share(data));
+    assert.ok(d2 instanceof ImportedData);
+    assert.deepEqual([...(d2.children[1]!.values as Float64Array)], [5, 5.5, 6, 6.5]);
+    const vec = importVector(fx.batch(3, 0), schema);
+    const v2 = importShared(share(vec));
+    assert.ok(v2 instanceof ImportedVector);
+    assert.equal(v2.length, 3);
+    const view = importArrayView(fx.batch(2, 7), schema);
+    const w2 = importShared(share(view));
+    assert.equal(w2.length, 2);
+    assert.equal(nativeMemory().addressOf(w2.children[0]!.buffers[1]!), nativeMemory().addressOf(view.children[0]!.buffers[1]!));
+    for (const x of [data, d2, vec, v2]) (x as unknown as { release(): void }).release();
+    releaseImport(view);
+    releaseImport(w2);
+    assert.equal(fx.releases(), releases + 3);
+    assert.equal(accounting().processSharedEntries, 0);
   });
 });
 
