@@ -88,8 +88,6 @@ interface Slot {
   busy: Promise<void>;
   /** Its batch, read and not handed out yet. */
   ready: ImportedRecordBatch | undefined;
-  /** Its stream ended (every batch read). */
-  ended: boolean;
 }
 
 /** A failed partition's error, as one `AdbcError` naming the partition (the original as `cause`). */
@@ -199,7 +197,7 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
   #fill(): void {
     while (!this.#closed && this.#error === undefined && this.#slots.size < this.#concurrency && this.#next < this.#descriptors.length) {
       const partition = this.#next++;
-      const slot: Slot = { partition, conn: undefined, reader: undefined, it: undefined, busy: Promise.resolve(), ready: undefined, ended: false };
+      const slot: Slot = { partition, conn: undefined, reader: undefined, it: undefined, busy: Promise.resolve(), ready: undefined };
       this.#slots.set(partition, slot);
       slot.busy = this.#start(slot);
     }
@@ -225,7 +223,6 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
     const r = await slot.it!.next();
     if (this.#closed || this.#error) return;
     if (r.done) {
-      slot.ended = true;
       this.#finish(slot);
     } else {
       slot.ready = r.value;
@@ -330,6 +327,7 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
     return this.return();
   }
 
+  /** The reader is its own async iterator: `for await (const { partition, batch } of reader)`. */
   [Symbol.asyncIterator](): this {
     return this;
   }

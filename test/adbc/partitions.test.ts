@@ -13,9 +13,12 @@
  * What is proven: the rows equal those of `readPartition` one by one, each
  * batch tagged with its partition; the bound (partitions in flight, live
  * streams and batches); partition order with `ordered`; one failure cancels
- * and releases the others and is thrown once, typed, naming the partition;
- * `break` releases every stream and connection; bad arguments and
- * descriptors. After every test nothing is live.
+ * and releases the others and is thrown once, typed, naming the partition
+ * (also when the other partition's server never answers: only the cancel
+ * ends that wait); `break` releases every stream and connection; the
+ * connections kept after a clean read and closed after a failure; bad
+ * arguments and descriptors. After every test nothing is live and the
+ * database is released at once on close (every connection it opened closed).
  *
  * Skips with the reason where the driver or the server is missing;
  * ADBC_REQUIRED=1 (npm run test:adbc) makes that a failure.
@@ -211,6 +214,28 @@ describe('arrow-device/adbc readPartitions: Flight SQL', { skip: missing }, () =
     const t = await conn.query('SELECT 1 AS x');
     assert.equal(t.numRows, 1);
     t.release();
+  });
+
+  test('connections: at most `concurrency` opened, reused by the next call after a clean read, not after a failure', async () => {
+    await open();
+    let opened = 0;
+    const connect = db.connect.bind(db);
+    db.connect = async () => {
+      opened++;
+      return connect();
+    };
+    const parts = await descriptors([0, 1, 2, 3].map((q) => series(q, 3000)));
+    const drain = async (descs: Uint8Array[]): Promise<void> => {
+      for await (const _ of await conn.readPartitions(descs, { concurrency: 2 }));
+    };
+    await drain(parts);
+    assert.equal(opened, 2, 'one connection per partition in flight, reused from partition to partition');
+    await drain(parts);
+    assert.equal(opened, 2, 'the second call reuses them');
+    // One partition, which fails: it takes one of the two kept connections, which is then closed.
+    await assert.rejects(drain([Uint8Array.of(1, 2, 3)]), AdbcError);
+    await drain(parts);
+    assert.equal(opened, 3, 'the connection of the failed partition was closed, not kept: one more opened');
   });
 
   // Last: the server keeps computing the endless query it was asked for until it is stopped (after()).
