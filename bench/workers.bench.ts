@@ -41,9 +41,11 @@
  * with share / clone (goal at 50M rows: at most 0.01).
  *
  * Last, the handoff alone of one batch of 1K and of 10M rows to one warmed
- * worker (in fresh processes too; within a process the median of 5 after one
- * untimed), `handoff <rows>: share X ms, clone Y ms, ipc Z ms`, and share's
- * 10M / 1K (goal: flat, within 1.2x).
+ * worker (in fresh processes too; within a process the median of 7, after
+ * 20 handoffs of a 1K-row batch and one of the measured batch, untimed: the
+ * first handoffs in a fresh worker cost several times the settled ones, and
+ * the path is the same at every size), `handoff <rows>: share X ms, clone Y
+ * ms, ipc Z ms`, and 10M / 1K (goal for share: flat, within 1.2x).
  *
  * Memory: the table is 16 bytes a row (800 MB at 50M rows) in the producer's
  * memory; `clone` and `ipc` make one more copy of it, spread over the workers,
@@ -60,7 +62,9 @@ import { importShared, importTable, nativeMemory, share, type SharedHandle } fro
 import { sharedFixture } from '../test/threads/fixture.js';
 
 const BATCH = 1_000_000;
-const HANDOFF_REPS = 5;
+const HANDOFF_REPS = 7;
+/** Untimed handoffs of a 1K-row batch before a handoff is timed: the code is warm, not the data. */
+const HANDOFF_WARM = 20;
 type Mode = 'share' | 'clone' | 'ipc';
 const MODES: Mode[] = ['share', 'clone', 'ipc'];
 
@@ -214,11 +218,13 @@ async function childScan(mode: Mode | 'one', rows: number, nWorkers: number): Pr
   }
 }
 
-/** One batch of `rows` rows to one warmed worker, no scan: the median of HANDOFF_REPS after one untimed. */
+/** One batch of `rows` rows to one warmed worker, no scan: the median of HANDOFF_REPS after the warm-up. */
 async function childHandoff(mode: Mode, rows: number): Promise<{ ms: number }> {
   const t = makeTable(rows, rows);
+  const warm = makeTable(1_000, 1_000);
   const w = await startWorker();
   try {
+    for (let i = 0; i < HANDOFF_WARM; i++) await handoff([w], warm.batches, mode, false);
     const times: number[] = [];
     for (let i = 0; i <= HANDOFF_REPS; i++) {
       const t0 = performance.now();
@@ -229,6 +235,7 @@ async function childHandoff(mode: Mode, rows: number): Promise<{ ms: number }> {
   } finally {
     await w.terminate();
     (t as unknown as { release(): void }).release();
+    (warm as unknown as { release(): void }).release();
   }
 }
 
