@@ -3,7 +3,7 @@
  * a script, a test or a serverless function pays to run one small query,
  * against what a JavaScript user picks instead.
  *
- *   npm run bench:startup [-- --processes N] [-- --only duckdb,postgresql,sqlite] [-- --ab <git ref>[,<git ref>]]
+ *   npm run bench:startup [-- --processes N] [-- --files] [-- --only duckdb,postgresql,sqlite] [-- --ab <git ref>[,<git ref>]] [-- --compile-cache]
  *
  * The job is README quick start 1's: open the database, query 1,000 rows of
  * one float64 column (`range::DOUBLE * 0.5` in DuckDB's words), sum the
@@ -24,15 +24,24 @@
  * (each figure what that import adds to those before it), and
  * `arrow-device/adbc` on its own after apache-arrow and koffi.
  *
- * The library measured is this checkout's tsconfig.run.json build
- * (.build/run/src, the layout of `dist/` before packing); `--dist` measures
- * `dist/` itself (`npm run build` first). `--ab <ref>[,<ref>]` measures that commit's
+ * The library measured is what the package ships: `dist/`, bundled
+ * (tools/bundle.mjs; the npm script runs `npm run build` first); `--files`
+ * measures the tsconfig.run.json build instead (.build/run/src, one file per
+ * module, as `dist/` was before it was bundled). `--ab <ref>[,<ref>]` measures that commit's
  * build (bench/ab.ts) against the second one's or the working tree's instead of the peers: the
  * loads and each driver's job, in alternating fresh processes, pair-ratio
- * medians (A / B).
+ * medians (A / B); each ref as its tsconfig.run.json build (one file per
+ * module). `--ab layouts` compares the working tree's two layouts instead:
+ * one file per module (A) against bundled `dist/` (B).
+ *
+ * `--compile-cache` runs every child with Node's compile cache on
+ * (`NODE_COMPILE_CACHE`, Node 22.1+, a directory under .build/ made empty
+ * first, then filled by one untimed run of each job): what an application
+ * that turns it on sees from its second start (docs/performance.md). The
+ * library never turns it on itself.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -57,13 +66,22 @@ const option = (name: string): string | undefined => {
 const PROCESSES = Number(option('--processes') ?? 10);
 const ONLY = option('--only')?.split(',');
 const AB = option('--ab');
-const DIST = process.argv.includes('--dist');
+const DIST = !process.argv.includes('--files');
+const COMPILE_CACHE = process.argv.includes('--compile-cache') ? join(root, '.build', 'compile-cache') : undefined;
+const warmed = new Set<string>();
 
 const f1 = (x: number): string => x.toFixed(1);
 const f2 = (x: number): string => x.toFixed(2);
 
 function child(job: Job): ChildResult {
-  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', CHILD, JSON.stringify(job)], { encoding: 'utf8' });
+  const arg = JSON.stringify(job);
+  const env = COMPILE_CACHE ? { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE } : process.env;
+  // With the compile cache, the first run of a job fills it, untimed: the runs measured read it.
+  if (COMPILE_CACHE && !warmed.has(arg)) {
+    warmed.add(arg);
+    spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', CHILD, arg], { encoding: 'utf8', env });
+  }
+  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', CHILD, arg], { encoding: 'utf8', env });
   const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
   if (r.status !== 0 || !line) throw new Error(`startup child ${JSON.stringify(job)} failed (status ${r.status}):\n${r.stderr}${r.stdout}`);
   const out = JSON.parse(line) as ChildResult;
@@ -202,10 +220,17 @@ function peers(e: { index: string; adbc: string }, list: Pair[]): void {
 }
 
 function ab(ref: string, list: Pair[]): void {
+  if (ref === 'layouts') {
+    // The working tree's code in its two layouts: one file per module (tsconfig.run.json) and bundled (dist/).
+    abOf({ name: 'files (.build/run/src)', ...entries(workingTree(root)) }, { name: 'bundled (dist/)', ...entries('dist') }, list);
+    return;
+  }
   const [a, b] = abBuilds(root, ref);
-  const ea = entries(a);
-  const eb = entries(b);
-  console.log(`# A/B: A = ${a.name}, B = ${b.name}; ratio = median of the pair ratios A / B (below 1: A faster)`);
+  abOf({ name: a.name, ...entries(a) }, { name: b.name, ...entries(b) }, list);
+}
+
+function abOf(ea: { name: string; index: string; adbc: string }, eb: { name: string; index: string; adbc: string }, list: Pair[]): void {
+  console.log(`# A/B: A = ${ea.name}, B = ${eb.name}; ratio = median of the pair ratios A / B (below 1: A faster)`);
   const [ja, jb] = [loadJobs(ea), loadJobs(eb)];
   for (const which of ['chain', 'alone'] as const) {
     const [ra, rb] = alternate(ja[which], jb[which]);
@@ -233,8 +258,10 @@ async function main(): Promise<void> {
   const load = loadavg().map((x) => x.toFixed(2)).join(' ');
   console.log(
     `# bench:startup: node ${process.version}, ${PROCESSES} fresh processes per side, in turn, the first of each pair alternating; ` +
-      `times from the process's start; ratio = median of the pair ratios; load average ${load}`,
+      `times from the process's start; ratio = median of the pair ratios; load average ${load}` +
+      (COMPILE_CACHE ? `; compile cache on (NODE_COMPILE_CACHE=${COMPILE_CACHE}, filled by one untimed run of each job)` : ''),
   );
+  if (COMPILE_CACHE) rmSync(COMPILE_CACHE, { recursive: true, force: true });
   const wantPg = !ONLY || ONLY.includes('postgresql');
   const pgMissing = wantPg ? postgresMissing() : undefined;
   const server = wantPg && !pgMissing && !POSTGRESQL.missing ? await startPostgres() : undefined;

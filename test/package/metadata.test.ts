@@ -32,6 +32,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 // src/index.ts re-exports; a new public entry point is added here and to `exports`.
 const PUBLIC_SUBPATHS: Record<string, string> = { '.': 'src/index.ts', './adbc': 'src/adbc/index.ts' };
 const CONDITIONS = ['types', 'import', 'require', 'default'];
+// arrow-device's browser build (dist/browser/index.js, bundled with src/platform/browser.ts: tools/bundle.mjs),
+// for bundlers, which pick the `browser` condition before `import`.
+const CONDITIONS_OF: Record<string, string[]> = { '.': ['types', 'browser', 'import', 'require', 'default'] };
 const GROUPS = ['Added', 'Changed', 'Deprecated', 'Removed', 'Fixed', 'Security'];
 const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?$/;
 
@@ -46,9 +49,9 @@ function repoUrl(pkg: Json): string | undefined {
   return m?.[1];
 }
 
-/** The source a built file comes from: dist/a/b.js, .d.ts, .js.map -> src/a/b.ts. */
+/** The source a built file comes from: dist/a/b.js, .d.ts, .js.map -> src/a/b.ts (the browser build's dist/browser/a/b.js too). */
 function sourceOf(target: string): string | undefined {
-  const m = /^\.\/dist\/(.+?)(?:\.d\.ts|\.js)$/.exec(target);
+  const m = /^\.\/dist\/(?:browser\/)?(.+?)(?:\.d\.ts|\.js)$/.exec(target);
   return m ? `src/${m[1]}.ts` : undefined;
 }
 
@@ -99,9 +102,10 @@ export function checkPackage(pkg: Json, lock: Json, exists: (path: string) => bo
     const entry = (exportsMap as Json)[subpath];
     if (typeof entry !== 'object' || entry === null) { problems.push(`exports['${subpath}']: missing`); continue; }
     // TypeScript reads conditions in order: `types` must come first.
-    need(JSON.stringify(Object.keys(entry)) === JSON.stringify(CONDITIONS),
-      `exports['${subpath}']: conditions ${Object.keys(entry).join(', ')}, expected ${CONDITIONS.join(', ')}`);
-    for (const cond of CONDITIONS) {
+    const conditions = CONDITIONS_OF[subpath] ?? CONDITIONS;
+    need(JSON.stringify(Object.keys(entry)) === JSON.stringify(conditions),
+      `exports['${subpath}']: conditions ${Object.keys(entry).join(', ')}, expected ${conditions.join(', ')}`);
+    for (const cond of conditions) {
       const target = entry[cond];
       if (typeof target !== 'string') { problems.push(`exports['${subpath}'].${cond}: missing`); continue; }
       need(cond === 'types' ? target.endsWith('.d.ts') : target.endsWith('.js') && !target.endsWith('.d.ts'),
@@ -249,6 +253,7 @@ describe('package metadata', () => {
     assert.match(broken((p) => { delete p.exports['./adbc'].require; }), /require/);
     assert.match(broken((p) => { p.exports['./adbc'].types = './dist/adbc/missing.d.ts'; }), /not built from src\/adbc\/index\.ts/);
     assert.match(broken((p) => { p.exports['.'].types = './dist/index.js'; }), /exports\['\.'\]\.types/);
+    assert.match(broken((p) => { delete p.exports['.'].browser; }), /exports\['\.'\]: conditions types, import, require, default, expected types, browser/);
     assert.match(checkPackage(pkg, lock, (f) => f !== 'LICENSE' && exists(f)).join('\n'), /LICENSE: no such file/);
     // The built files are checked once dist/ exists, so both states are simulated
     // whatever this checkout holds (a fresh clone has no dist/; CI builds first).

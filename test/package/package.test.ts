@@ -320,6 +320,11 @@ describe('package', { timeout: 120_000 }, () => {
     const files = new Set(info.files.map((f) => f.path));
     assert.ok(files.has('dist/index.js') && files.has('dist/index.d.ts') && files.has('src/index.ts'), 'dist and src are in the tarball');
     assert.ok(files.has('dist/adbc/index.js') && files.has('dist/adbc/index.d.ts'), 'the arrow-device/adbc subpath is in the tarball');
+    // The JavaScript is bundled (tools/bundle.mjs): the two entries, their shared chunks and the browser build, no per-module files.
+    assert.ok(files.has('dist/browser/index.js'), 'the browser build is in the tarball');
+    assert.ok([...files].some((f) => /^dist\/chunks\/[^/]+\.js$/.test(f)), 'the chunks the entries share are in the tarball');
+    const js = [...files].filter((f) => f.startsWith('dist/') && f.endsWith('.js') && !/^dist\/(index|adbc\/index|browser\/index|chunks\/[^/]+)\.js$/.test(f));
+    assert.deepEqual(js, [], 'no JavaScript under dist/ but the bundles');
     assert.ok(![...files].some((f) => f.startsWith('test/') || f.startsWith('.build/')), 'no tests or build outputs in the tarball');
     assert.ok(files.has('native/async-ring.c'), "the native ring's source is in the tarball");
     // Every prebuilt library there is (the host's, or with `build-native.mjs --release` linux-x64 and linux-arm64) ships.
@@ -350,6 +355,20 @@ describe('package', { timeout: 120_000 }, () => {
   test('the tarball ships what its source maps point at', () => {
     const map = JSON.parse(execFileSync('cat', [join(project, 'node_modules/arrow-device/dist/index.js.map')], { encoding: 'utf8' })) as { sources: string[] };
     for (const s of map.sources) assert.ok(existsSync(join(project, 'node_modules/arrow-device/dist', s)), `source map entry ${s} resolves`);
+  });
+
+  test("a browser bundler gets the browser build: no Node builtin, no koffi (exports' browser condition)", {
+    skip: process.platform === 'win32' ? "esbuild's binary does not start under Wine (tools/windows.mjs)" : false,
+  }, async () => {
+    const { build } = await import('esbuild');
+    writeFileSync(join(project, 'browser-entry.mjs'), "import { importTable, wasmMemory } from 'arrow-device';\nconsole.log(importTable, wasmMemory);\n");
+    const r = await build({
+      absWorkingDir: project, entryPoints: ['browser-entry.mjs'], bundle: true, platform: 'browser', format: 'esm',
+      external: ['apache-arrow'], write: false, metafile: true, logLevel: 'silent',
+    });
+    const inputs = Object.keys(r.metafile.inputs);
+    assert.ok(inputs.some((i) => i.endsWith('arrow-device/dist/browser/index.js')), `the browser build is bundled: ${inputs.join(', ')}`);
+    assert.deepEqual(inputs.filter((i) => i.includes('chunks/') || i.includes('koffi')), [], 'no Node chunk, no koffi');
   });
 
   test("an async reader uses the package's prebuilt native ring: nothing compiled on install", { skip: existsSync(join(root, prebuilt)) ? false : `no ${prebuilt} here (no C compiler to build it)` }, () => {
