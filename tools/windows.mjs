@@ -13,8 +13,10 @@
 //    install --os=win32 --cpu=x64 --ignore-scripts`: koffi's win32-x64
 //    binary; its install script would build a Linux koffi).
 // 3. The tests compiled to JavaScript on Linux (tsc; tsx's esbuild.exe does
-//    not start under Wine 8: no bcryptprimitives.dll), their `src/` replaced
-//    by the tarball's dist/, so the tests import what the package ships.
+//    not start under Wine 8: no bcryptprimitives.dll), with src/ compiled
+//    beside them, one file per module: the tests import internal modules,
+//    and the tarball's dist/ is bundled (tools/bundle.mjs), so it cannot
+//    stand in for src/; the package itself is what the project installs.
 // 4. The C test peers (test/ownership/counting.c, test/async/peer.c) built
 //    as Windows DLLs with zig (x86_64-windows-gnu, against the UCRT): a
 //    Windows process under Wine cannot start a Linux compiler. The tests
@@ -121,15 +123,13 @@ if (!existsSync(join(work, 'node_modules', '@koromix', 'koffi-win32-x64'))) {
   process.exit(1);
 }
 
-// 3. The tests, compiled; src/ is the tarball's dist/.
-step('the tests compiled to JavaScript (tsc), importing the installed package');
+// 3. The tests and src/, compiled (the tests import src/'s internal modules, which the bundled dist/ does not keep apart).
+step('the tests and src/ compiled to JavaScript (tsc)');
 const run = join(work, 'run');
 rmSync(run, { recursive: true, force: true });
 execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.json'), '--outDir', run, '--declaration', 'false', '--sourceMap', 'false'], {
   stdio: 'inherit',
 });
-rmSync(join(run, 'src'), { recursive: true, force: true });
-cpSync(join(installed, 'dist'), join(run, 'src'), { recursive: true });
 if (existsSync(join(installed, 'prebuilds'))) cpSync(join(installed, 'prebuilds'), join(run, 'prebuilds'), { recursive: true });
 // The suite's other files (C sources, fixtures), where the compiled tests look for them.
 cpSync(join(root, 'test'), join(run, 'test'), { recursive: true, filter: (f) => statSync(f).isDirectory() || !f.endsWith('.ts') });
