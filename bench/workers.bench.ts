@@ -41,11 +41,15 @@
  * with share / clone (goal at 50M rows: at most 0.01).
  *
  * Last, the handoff alone of one batch of 1K and of 10M rows to one warmed
- * worker (in fresh processes too; within a process the median of 7, after
- * 20 handoffs of a 1K-row batch and one of the measured batch, untimed: the
- * first handoffs in a fresh worker cost several times the settled ones, and
- * the path is the same at every size), `handoff <rows>: share X ms, clone Y
- * ms, ipc Z ms`, and 10M / 1K (goal for share: flat, within 1.2x).
+ * worker, in fresh processes too, one per mode: there the two sizes are
+ * handed off in turn (the process's state of the moment shared by both),
+ * at least 7 pairs and up to 101 while they add up to under 200 ms, after
+ * 20 handoffs of the 1K-row batch and one of the 10M-row batch, untimed (the
+ * first handoffs in a fresh worker cost several times the settled ones, the
+ * path is the same at every size, and a handoff of a tenth of a millisecond
+ * needs many to settle on a loaded machine). `handoff <rows>: share X ms,
+ * clone Y ms, ipc Z ms` (medians), and 10M / 1K, the median of each
+ * process's own ratio (goal for share: flat, within 1.2x).
  *
  * Memory: the table is 16 bytes a row (800 MB at 50M rows) in the producer's
  * memory; `clone` and `ipc` make one more copy of it, spread over the workers,
@@ -62,7 +66,12 @@ import { importShared, importTable, nativeMemory, share, type SharedHandle } fro
 import { sharedFixture } from '../test/threads/fixture.js';
 
 const BATCH = 1_000_000;
+/** The batch sizes of the handoff alone. */
+const SMALL = 1_000;
+const BIG = 10_000_000;
 const HANDOFF_REPS = 7;
+const HANDOFF_MAX_REPS = 101;
+const HANDOFF_BUDGET_MS = 200;
 /** Untimed handoffs of a 1K-row batch before a handoff is timed: the code is warm, not the data. */
 const HANDOFF_WARM = 20;
 type Mode = 'share' | 'clone' | 'ipc';
@@ -218,24 +227,34 @@ async function childScan(mode: Mode | 'one', rows: number, nWorkers: number): Pr
   }
 }
 
-/** One batch of `rows` rows to one warmed worker, no scan: the median of HANDOFF_REPS after the warm-up. */
-async function childHandoff(mode: Mode, rows: number): Promise<{ ms: number }> {
-  const t = makeTable(rows, rows);
-  const warm = makeTable(1_000, 1_000);
+/**
+ * One batch of SMALL rows and one of BIG rows to one warmed worker, no scan, handed off in turn (so
+ * both sizes share the process's state of the moment): the median of each, over HANDOFF_REPS to
+ * HANDOFF_MAX_REPS pairs after the warm-up.
+ */
+async function childHandoff(mode: Mode): Promise<{ small: number; big: number }> {
+  const small = makeTable(SMALL, SMALL);
+  const big = makeTable(BIG, BIG);
   const w = await startWorker();
   try {
-    for (let i = 0; i < HANDOFF_WARM; i++) await handoff([w], warm.batches, mode, false);
-    const times: number[] = [];
-    for (let i = 0; i <= HANDOFF_REPS; i++) {
-      const t0 = performance.now();
-      await handoff([w], t.batches, mode, false);
-      if (i > 0) times.push(performance.now() - t0);
+    for (let i = 0; i < HANDOFF_WARM; i++) await handoff([w], small.batches, mode, false);
+    await handoff([w], big.batches, mode, false);
+    const times = { small: [] as number[], big: [] as number[] };
+    let spent = 0;
+    while (times.small.length < HANDOFF_REPS || (times.small.length < HANDOFF_MAX_REPS && spent < HANDOFF_BUDGET_MS)) {
+      for (const [t, into] of [[small, times.small], [big, times.big]] as const) {
+        const t0 = performance.now();
+        await handoff([w], t.batches, mode, false);
+        const ms = performance.now() - t0;
+        into.push(ms);
+        spent += ms;
+      }
     }
-    return { ms: median(times) };
+    return { small: median(times.small), big: median(times.big) };
   } finally {
     await w.terminate();
-    (t as unknown as { release(): void }).release();
-    (warm as unknown as { release(): void }).release();
+    (small as unknown as { release(): void }).release();
+    (big as unknown as { release(): void }).release();
   }
 }
 
@@ -290,20 +309,18 @@ function parent(): void {
   console.log(`workers ${nWorkers} ${rows} ratios: share / one thread ${ratio(ms('share'), ms('one'))}, clone / one thread ${ratio(ms('clone'), ms('one'))}, ipc / one thread ${ratio(ms('ipc'), ms('one'))}`);
   console.log(`handoff ${rows} (${nWorkers} workers, no scan): share ${fmt(hand('share'))} ms, clone ${fmt(hand('clone'))} ms, ipc ${fmt(hand('ipc'))} ms; share / clone ${ratio(hand('share'), hand('clone'))}`);
 
-  const sizes = [1_000, 10_000_000];
-  const handoffs = new Map<string, number[]>();
+  const handoffs = new Map<Mode, { small: number; big: number }[]>(MODES.map((m) => [m, []]));
   for (let i = 0; i < processes; i++) {
     const order = MODES.map((_, k) => MODES[(k + i) % MODES.length]!);
-    for (const size of sizes) {
-      for (const m of order) {
-        const key = `${m} ${size}`;
-        handoffs.set(key, [...(handoffs.get(key) ?? []), child<{ ms: number }>(['handoff', m, String(size)]).ms]);
-      }
-    }
+    for (const m of order) handoffs.get(m)!.push(child<{ small: number; big: number }>(['handoff', m]));
   }
-  const h = (m: Mode, size: number): number => median(handoffs.get(`${m} ${size}`)!);
-  for (const size of sizes) console.log(`handoff ${size}: share ${fmt(h('share', size))} ms, clone ${fmt(h('clone', size))} ms, ipc ${fmt(h('ipc', size))} ms`);
-  console.log(`handoff 10000000 / 1000: share ${ratio(h('share', 1e7), h('share', 1e3))}, clone ${ratio(h('clone', 1e7), h('clone', 1e3))}, ipc ${ratio(h('ipc', 1e7), h('ipc', 1e3))}`);
+  const h = (m: Mode, size: 'small' | 'big'): number => median(handoffs.get(m)!.map((r) => r[size]));
+  // The growth with rows: the median of each process's own BIG / SMALL, both sizes taken in turn there.
+  const growth = (m: Mode): string => ratio(median(handoffs.get(m)!.map((r) => r.big / r.small)), 1);
+  for (const [size, rows] of [['small', SMALL], ['big', BIG]] as const) {
+    console.log(`handoff ${rows}: share ${fmt(h('share', size))} ms, clone ${fmt(h('clone', size))} ms, ipc ${fmt(h('ipc', size))} ms`);
+  }
+  console.log(`handoff ${BIG} / ${SMALL} (median of each process's ratio): share ${growth('share')}, clone ${growth('clone')}, ipc ${growth('ipc')}`);
 }
 
 if (!isMainThread) {
@@ -312,7 +329,7 @@ if (!isMainThread) {
   const c = process.argv.indexOf('--child');
   if (c > 0) {
     const [what, mode, size, workers] = process.argv.slice(c + 1);
-    const r = what === 'scan' ? await childScan(mode as Mode | 'one', Number(size), Number(workers)) : await childHandoff(mode as Mode, Number(size));
+    const r = what === 'scan' ? await childScan(mode as Mode | 'one', Number(size), Number(workers)) : await childHandoff(mode as Mode);
     console.log(JSON.stringify(r));
   } else {
     parent();
