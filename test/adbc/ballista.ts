@@ -62,6 +62,9 @@ export interface BallistaCluster {
 /** How long a process may take to say it is ready (Ballista's binaries start in well under a second here). */
 const START_MS = 60_000;
 
+/** A process of the cluster exited before it was ready (a port taken meanwhile, most likely). */
+class ExitedEarly extends Error {}
+
 /** A child process of the cluster: its output kept (the tail) for messages, its exit awaited. */
 class Proc {
   readonly child: ChildProcess;
@@ -95,7 +98,7 @@ class Proc {
         if (check()) done();
       };
       const onExit = (code: number | null, signal: NodeJS.Signals | null): void =>
-        done(new Error(`${this.what} exited (${signal ?? code}) before it was ready:\n${this.output}`));
+        done(new ExitedEarly(`${this.what} exited (${signal ?? code}) before it was ready:\n${this.output}`));
       const timer = setTimeout(() => done(new Error(`${this.what} not ready within ${START_MS} ms:\n${this.output}`)), START_MS);
       // After `keep` (registered first): the output already holds the new bytes.
       this.child.stdout!.on('data', onData);
@@ -122,10 +125,24 @@ class Proc {
   }
 }
 
-/** Starts a scheduler and `executors` executors (default 2) on 127.0.0.1 and waits until every executor is registered. */
+/**
+ * Starts a scheduler and `executors` executors (default 2) on 127.0.0.1 and waits until every executor is
+ * registered. A port free a moment before may be taken by the time a process binds it: a process that
+ * exits before it is ready makes the whole cluster start again on new ports, three times at most.
+ */
 export async function startBallista(options: { executors?: number } = {}): Promise<BallistaCluster> {
   const why = ballistaMissing();
   if (why) throw new Error(why);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options.executors ?? 2);
+    } catch (e) {
+      if (!(e instanceof ExitedEarly) || attempt === 3) throw e;
+    }
+  }
+}
+
+async function startOnce(executorCount: number): Promise<BallistaCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'arrow-device-ballista-'));
   const procs: Proc[] = [];
   let stopped = false;
@@ -152,7 +169,7 @@ export async function startBallista(options: { executors?: number } = {}): Promi
     await sched.waitFor([new RegExp(`listening on 127\\.0\\.0\\.1:${port}\\b`)]);
     const executors: BallistaExecutor[] = [];
     const ready: Promise<void>[] = [];
-    for (let i = 0; i < (options.executors ?? 2); i++) {
+    for (let i = 0; i < executorCount; i++) {
       const work = join(dir, `executor-${i}`);
       mkdirSync(work);
       const [flight, grpc, health] = [await freePort(), await freePort(), await freePort()];
