@@ -93,7 +93,7 @@ export { produceAsyncDeviceStream, type AsyncBatchSource, type AsyncProducerOpti
 // --- threads: Arrow data shared between the threads of one process, zero-copy (docs/threads.md) ---
 export {
   share, importShared, dropShared, releaseThreadShares,
-  type SharedHandle, type SharedKind, type SharedImport, type ShareOptions, type SharedImportOptions, type WorkerLike,
+  type SharedHandle, type SharedTicket, type SharedKind, type SharedImport, type ShareOptions, type SharedImportOptions, type WorkerLike,
 } from './share/index.js';
 
 // --- the exchange protocol (PROTOCOL.md): Arrow data between JavaScript libraries ------------

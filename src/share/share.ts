@@ -29,7 +29,7 @@ import { currentThread, onThreadExit } from '../platform/node.js';
 import { parseFormat } from '../schema/format.js';
 import type { Metadata } from '../schema/metadata.js';
 import type { SchemaNode } from '../schema/node.js';
-import { toExportView } from '../array/api.js';
+import { toExportView, type ArrayImportOptions } from '../array/api.js';
 import { buildBatch, buildData, importedTable, importedVector, ownersOf, type ImportedData, type ImportedRecordBatch, type ImportedTable, type ImportedVector } from '../array/build.js';
 import { importWith, type ImportCoreOptions } from '../array/importer.js';
 import { ImportOwner, type OwnedStruct, type SharedLink } from '../array/owner.js';
@@ -60,10 +60,18 @@ export interface SharedHandle<K extends SharedKind = SharedKind> {
   readonly table: SharedArrayBuffer;
   /** The table's identity (a random nonce, in hex): a handle whose table differs is refused. */
   readonly process: string;
-  /** The references the handle carries, one per array (a table's batches in order): table slots by index and generation. */
-  readonly tickets: readonly { readonly slot: number; readonly generation: number }[];
+  /** The references the handle carries, one per array (a table's batches in order). */
+  readonly tickets: readonly SharedTicket[];
   /** The rows of the data, for the receiver's information (not trusted: the table's structs are). */
   readonly rows: number;
+}
+
+/** One reference a handle carries: a slot of the table of shares, by index and generation (PROTOCOL.md). */
+export interface SharedTicket {
+  /** The slot's index in the table. */
+  readonly slot: number;
+  /** The slot's generation when the reference was made: a slot used since has another. */
+  readonly generation: number;
 }
 
 /** What `importShared` returns for a handle of kind `K`. */
@@ -107,8 +115,8 @@ export interface ShareOptions {
   releaseOn?: 'any' | 'home';
 }
 
-/** Options of `importShared`: those of every array import (`validate`, `expand`, ...), except `copy`. */
-export type SharedImportOptions = Omit<ImportCoreOptions, 'copy'>;
+/** Options of `importShared`: those of every array import (`validate`, `expand`, ...), except `copy` and `memory` (native memory only). */
+export type SharedImportOptions = Omit<ArrayImportOptions, 'copy' | 'memory'>;
 
 // --- this thread ----------------------------------------------------------------------------
 
@@ -490,7 +498,10 @@ function watchWorker(worker: WorkerLike, id: number): void {
  * outlive the memory. Returns the number of references given back.
  *
  * @example
- * worker.on('exit', () => releaseThreadShares(id)); // id: worker.threadId, read while it ran
+ * import { Worker } from 'node:worker_threads';
+ * const worker = new Worker('./sum.js');
+ * const id = worker.threadId;                        // read while it runs: -1 once it exited
+ * worker.on('exit', () => releaseThreadShares(id));
  */
 export function releaseThreadShares(threadId: number): number {
   if (!Number.isInteger(threadId) || threadId < 0) throw invalid('threadId', `must be a thread id, got ${String(threadId)}`);
@@ -514,8 +525,15 @@ export function releaseThreadShares(threadId: number): number {
  * `importShared` for a handle taken or dropped already.
  *
  * @example
+ * import { Worker } from 'node:worker_threads';
+ * const worker = new Worker('./sum.js');
  * const h = share(table);
- * if (!sent) dropShared(h);
+ * try {
+ *   worker.postMessage(h);
+ * } catch (e) {
+ *   dropShared(h); // not delivered: give its reference back
+ *   throw e;
+ * }
  */
 export function dropShared(handle: SharedHandle): void {
   const h = checkHandle(handle);
@@ -697,7 +715,9 @@ function checkHandle(handle: unknown): SharedHandle {
  * import { parentPort } from 'node:worker_threads';
  * parentPort!.on('message', (handle: SharedHandle<'table'>) => {
  *   using t = importShared(handle);
- *   parentPort!.postMessage(t.getChild('v')!.toArray().reduce((a, b) => a + b, 0));
+ *   let sum = 0;
+ *   for (const v of t.getChild('v')!) sum += Number(v);
+ *   parentPort!.postMessage(sum);
  * });
  */
 export function importShared<K extends SharedKind>(handle: SharedHandle<K>, opts?: SharedImportOptions): SharedImport<K>;
