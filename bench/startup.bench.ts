@@ -3,7 +3,7 @@
  * a script, a test or a serverless function pays to run one small query,
  * against what a JavaScript user picks instead.
  *
- *   npm run bench:startup [-- --processes N] [-- --files] [-- --only duckdb,postgresql,sqlite] [-- --ab <git ref>[,<git ref>]] [-- --compile-cache]
+ *   npm run bench:startup [-- --processes N] [-- --files] [-- --lib <dir>] [-- --only duckdb,postgresql,sqlite] [-- --ab <git ref>[,<git ref>]] [-- --compile-cache]
  *
  * The job is README quick start 1's: open the database, query 1,000 rows of
  * one float64 column (`range::DOUBLE * 0.5` in DuckDB's words), sum the
@@ -27,12 +27,15 @@
  * The library measured is what the package ships: `dist/`, bundled
  * (tools/bundle.mjs; the npm script runs `npm run build` first); `--files`
  * measures the tsconfig.run.json build instead (.build/run/src, one file per
- * module, as `dist/` was before it was bundled). `--ab <ref>[,<ref>]` measures that commit's
+ * module, as `dist/` was before it was bundled); `--lib <dir>` a library
+ * folder given by hand (another commit's build, for a before figure). `--ab <ref>[,<ref>]` measures that commit's
  * build (bench/ab.ts) against the second one's or the working tree's instead of the peers: the
  * loads and each driver's job, in alternating fresh processes, pair-ratio
  * medians (A / B); each ref as its tsconfig.run.json build (one file per
  * module). `--ab layouts` compares the working tree's two layouts instead:
- * one file per module (A) against bundled `dist/` (B).
+ * one file per module (A) against bundled `dist/` (B); `--ab compile-cache`
+ * bundled `dist/` without (A) and with (B) the compile cache; `--ab
+ * lib:<dir>,lib:<dir>` two library folders given by hand.
  *
  * `--compile-cache` runs every child with Node's compile cache on
  * (`NODE_COMPILE_CACHE`, Node 22.1+, a directory under .build/ made empty
@@ -48,7 +51,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DUCKDB, POSTGRESQL, SQLITE, type DriverName } from '../test/adbc/drivers.js';
 import { postgresMissing, startPostgres } from '../test/adbc/postgres.js';
-import { abBuilds, median, pairRatio, workingTree, type Build } from './ab.js';
+import { abBuilds, buildRef, median, pairRatio, workingTree, type Build } from './ab.js';
 import type { ChildResult, Job } from './startup-child.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -67,17 +70,19 @@ const PROCESSES = Number(option('--processes') ?? 10);
 const ONLY = option('--only')?.split(',');
 const AB = option('--ab');
 const DIST = !process.argv.includes('--files');
+const LIB = option('--lib');
 const COMPILE_CACHE = process.argv.includes('--compile-cache') ? join(root, '.build', 'compile-cache') : undefined;
 const warmed = new Set<string>();
 
 const f1 = (x: number): string => x.toFixed(1);
 const f2 = (x: number): string => x.toFixed(2);
 
-function child(job: Job): ChildResult {
+/** One fresh process running `job`; `cache`: with Node's compile cache in that directory. */
+function child(job: Job, cache: string | undefined = COMPILE_CACHE): ChildResult {
   const arg = JSON.stringify(job);
-  const env = COMPILE_CACHE ? { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE } : process.env;
+  const env = cache ? { ...process.env, NODE_COMPILE_CACHE: cache } : process.env;
   // With the compile cache, the first run of a job fills it, untimed: the runs measured read it.
-  if (COMPILE_CACHE && !warmed.has(arg)) {
+  if (cache && !warmed.has(arg)) {
     warmed.add(arg);
     spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', CHILD, arg], { encoding: 'utf8', env });
   }
@@ -90,15 +95,15 @@ function child(job: Job): ChildResult {
 }
 
 /** N runs of each job, in turn, the first of each pair alternating. */
-function alternate(a: Job, b: Job): [ChildResult[], ChildResult[]] {
+function alternate(a: Job, b: Job, cacheB: string | undefined = COMPILE_CACHE): [ChildResult[], ChildResult[]] {
   const ra: ChildResult[] = [];
   const rb: ChildResult[] = [];
   for (let i = 0; i < PROCESSES; i++) {
     if (i % 2 === 0) {
       ra.push(child(a));
-      rb.push(child(b));
+      rb.push(child(b, cacheB));
     } else {
-      rb.push(child(b));
+      rb.push(child(b, cacheB));
       ra.push(child(a));
     }
   }
@@ -121,6 +126,13 @@ function entries(build: Build | 'dist'): { index: string; adbc: string } {
   const index = join(base, 'index.js');
   if (!existsSync(index)) throw new Error(`${index} is missing${build === 'dist' ? ': run `npm run build` first' : ''}`);
   return { index: pathToFileURL(index).href, adbc: pathToFileURL(join(base, 'adbc', 'index.js')).href };
+}
+
+/** `--lib <dir>`: the entries of a library folder given by hand (another build's src/ or dist/: a before figure). */
+function libEntries(dir: string): { index: string; adbc: string } {
+  const index = join(dir, 'index.js');
+  if (!existsSync(index)) throw new Error(`--lib ${dir}: no index.js there`);
+  return { index: pathToFileURL(index).href, adbc: pathToFileURL(join(dir, 'adbc', 'index.js')).href };
 }
 
 function loadJobs(e: { index: string; adbc: string }): { chain: Job; alone: Job } {
@@ -220,20 +232,38 @@ function peers(e: { index: string; adbc: string }, list: Pair[]): void {
 }
 
 function ab(ref: string, list: Pair[]): void {
+  if (ref === 'compile-cache') {
+    // The same bundled dist/ without (A) and with (B) Node's compile cache, filled by one untimed run of each job.
+    const cache = join(root, '.build', 'compile-cache');
+    rmSync(cache, { recursive: true, force: true });
+    abOf({ name: 'dist/', ...entries('dist') }, { name: 'dist/ with NODE_COMPILE_CACHE', ...entries('dist') }, list, cache);
+    return;
+  }
   if (ref === 'layouts') {
     // The working tree's code in its two layouts: one file per module (tsconfig.run.json) and bundled (dist/).
     abOf({ name: 'files (.build/run/src)', ...entries(workingTree(root)) }, { name: 'bundled (dist/)', ...entries('dist') }, list);
+    return;
+  }
+  if (ref.includes('lib:')) {
+    // Two library folders given by hand (`lib:<dir>,lib:<dir>`, or a git ref on either side): another commit's build against dist/, say.
+    const side = (x: string): { name: string; index: string; adbc: string } => {
+      if (x.startsWith('lib:')) return { name: x.slice(4), ...libEntries(x.slice(4)) };
+      const b = buildRef(root, x);
+      return { name: b.name, ...entries(b) };
+    };
+    const [x, y] = ref.split(',');
+    abOf(side(x!), side(y!), list);
     return;
   }
   const [a, b] = abBuilds(root, ref);
   abOf({ name: a.name, ...entries(a) }, { name: b.name, ...entries(b) }, list);
 }
 
-function abOf(ea: { name: string; index: string; adbc: string }, eb: { name: string; index: string; adbc: string }, list: Pair[]): void {
+function abOf(ea: { name: string; index: string; adbc: string }, eb: { name: string; index: string; adbc: string }, list: Pair[], cacheB?: string): void {
   console.log(`# A/B: A = ${ea.name}, B = ${eb.name}; ratio = median of the pair ratios A / B (below 1: A faster)`);
   const [ja, jb] = [loadJobs(ea), loadJobs(eb)];
   for (const which of ['chain', 'alone'] as const) {
-    const [ra, rb] = alternate(ja[which], jb[which]);
+    const [ra, rb] = alternate(ja[which], jb[which], cacheB);
     const names = Object.keys(ra[0]!.phases).filter((n) => n.startsWith('arrow-device'));
     for (const n of names) {
       const xa = ra.map((r) => r.phases[n]!);
@@ -246,7 +276,7 @@ function abOf(ea: { name: string; index: string; adbc: string }, eb: { name: str
       console.log(`ab startup ${p.driver}: skipped (${p.missing})`);
       continue;
     }
-    const [ra, rb] = alternate(p.ours(ea.adbc), p.ours(eb.adbc));
+    const [ra, rb] = alternate(p.ours(ea.adbc), p.ours(eb.adbc), cacheB);
     const xa = ra.map((r) => r.total);
     const xb = rb.map((r) => r.total);
     console.log(`ab startup ${p.driver}: A ${f1(median(xa))} ms, B ${f1(median(xb))} ms, ratio ${f2(pairRatio(xa, xb))}`);
@@ -268,7 +298,7 @@ async function main(): Promise<void> {
   try {
     const list = pairs(server?.uri, pgMissing);
     if (AB) ab(AB, list);
-    else peers(entries(DIST ? 'dist' : workingTree(root)), list);
+    else peers(LIB ? libEntries(LIB) : entries(DIST ? 'dist' : workingTree(root)), list);
   } finally {
     server?.stop();
   }
