@@ -327,10 +327,21 @@ function counted(d: Data): boolean {
 export let LAZY_DATA: boolean | undefined;
 /** `LAZY_DATA`, checked on the first import that builds a `Data` (not at load: a process that imports nothing pays nothing). */
 export function lazyDataHolds(): boolean {
-  return (LAZY_DATA ??= checkLazyData());
+  return (LAZY_DATA ??= checkLazyData(false));
 }
 
-function checkLazyData(): boolean {
+/**
+ * `LAZY_DATA` for `LazyViewData` (utf8_view, binary_view): its own probes, run on the first import of
+ * such a column, since they run arrow-js code an import of other types never does (a few ms in a fresh
+ * process); `LazyData`'s must hold too.
+ */
+export let LAZY_VIEW_DATA: boolean | undefined;
+export function lazyViewDataHolds(): boolean {
+  return (LAZY_VIEW_DATA ??= lazyDataHolds() && checkLazyData(true));
+}
+
+/** The probes of `LazyData` (int32 and utf8), or with `views` those of `LazyViewData` (utf8_view). */
+function checkLazyData(views: boolean): boolean {
   try {
     const probe = (format: string, type: DataType, form: Form, c: Uint8Array[], arrowBuffers: (c: Uint8Array[]) => unknown[], nullCount: number, variadic: (c: Uint8Array[]) => Uint8Array[] = () => []): boolean => {
       // C: length 3 at offset 1 of 4 values, the second of the window null.
@@ -384,7 +395,7 @@ function checkLazyData(): boolean {
     };
     const stringViews = (nc: number): boolean =>
       probe('vu', new Utf8View(), Form.Views, [Uint8Array.of(0b1011), viewBytes(), Uint8Array.from(long), new Uint8Array(BigInt64Array.of(16n).buffer)], (c) => [undefined, c[1]!.subarray(16, 64), c[0]], nc, (c) => [c[2]!]);
-    return ints(1) && ints(-1) && strings(1) && strings(-1) && stringViews(1) && stringViews(-1);
+    return views ? stringViews(1) && stringViews(-1) : ints(1) && ints(-1) && strings(1) && strings(-1);
   } catch {
     return false;
   }
@@ -491,7 +502,11 @@ function dataOf(read: ImportRead, pn: PlanNode, p: number, add: number, len: num
     for (let k = 0; k < kids.length; k++) children[k] = dataOf(read, kids[k]!, at[k]!, 0, -1, false);
   }
   const dictionary = pn.dictionary === null ? undefined : new Vector([dataOf(read, pn.dictionary, at[kids.length]!, 0, -1, false)]);
-  if (!read.copy && (LAZY_DATA ?? lazyDataHolds())) return new (pn.form === Form.Views ? LazyViewData : LazyData)(read, pn, p, pn.type!, O, N, nullCount, children, dictionary);
+  if (!read.copy) {
+    if (pn.form !== Form.Views) {
+      if (LAZY_DATA ?? lazyDataHolds()) return new LazyData(read, pn, p, pn.type!, O, N, nullCount, children, dictionary);
+    } else if (LAZY_VIEW_DATA ?? lazyViewDataHolds()) return new LazyViewData(read, pn, p, pn.type!, O, N, nullCount, children, dictionary);
+  }
   const slot = (k: SlotKey): unknown => slotOf(read, pn, p, k, O, N, counted);
   const buffers = [slot('valueOffsets'), slot('values'), slot('nullBitmap'), slot('typeIds')];
   return new (root ? ImportedData : Data)(type, O, N, nullCount, buffers as never, children, dictionary, (slot('variadicBuffers') as Uint8Array[] | undefined) ?? []);
