@@ -19,7 +19,7 @@
  * handle: a handle names table slots by index and generation and nothing
  * else, and is checked against the table before any address is touched.
  */
-import { Data, RecordBatch, Table, Vector, type Schema } from 'apache-arrow';
+import { Data, RecordBatch, Schema, Struct, Table, Vector } from 'apache-arrow';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import { liveCounters, setSharedCounts } from '../memory/accounting.js';
 import type { Memory, Ptr } from '../memory/memory.js';
@@ -30,7 +30,8 @@ import { parseFormat } from '../schema/format.js';
 import type { Metadata } from '../schema/metadata.js';
 import type { SchemaNode } from '../schema/node.js';
 import { toExportView, type ArrayImportOptions } from '../array/api.js';
-import { buildBatch, buildData, importedTable, importedVector, ownersOf, type ImportedData, type ImportedRecordBatch, type ImportedTable, type ImportedVector } from '../array/build.js';
+import { buildBatch, buildData, importedTable, importedVector, ImportedRecordBatch, ImportedTable, owned, ownersOf, type ImportedData, type ImportedVector } from '../array/build.js';
+import { viewToArrow } from '../array/arrowjs.js';
 import { importWith, type ImportCoreOptions } from '../array/importer.js';
 import { ImportOwner, type OwnedStruct, type SharedLink } from '../array/owner.js';
 import { planOfNode } from '../array/plan.js';
@@ -64,6 +65,14 @@ export interface SharedHandle<K extends SharedKind = SharedKind> {
   readonly tickets: readonly SharedTicket[];
   /** The rows of the data, for the receiver's information (not trusted: the table's structs are). */
   readonly rows: number;
+  /**
+   * Arrow-js data whose every buffer is a `SharedArrayBuffer` travels as
+   * itself: its arrays (`ArrayView`s over those buffers, which structured
+   * clone shares, not copies), one per batch, and no tickets. Its memory
+   * lives while any thread can reach it (the runtime counts), so there is no
+   * reference to consume. Absent otherwise.
+   */
+  readonly views?: readonly ArrayView[];
 }
 
 /** One reference a handle carries: a slot of the table of shares, by index and generation (PROTOCOL.md). */
@@ -416,9 +425,12 @@ function ownersToShare(x: object): Found | null {
  *
  * `x` is an import of this library (an `ImportedTable`, `ImportedRecordBatch`,
  * `ImportedVector`, `ImportedData`, an imported `ArrayView`, or a
- * `DeviceArray`) in native memory, or arrow-js data built in JavaScript
- * (copied once into process memory: a JS `ArrayBuffer` belongs to its
- * thread, which may end first; `accounting().copiedBytes` counts it).
+ * `DeviceArray`) in native memory, or arrow-js data built in JavaScript:
+ * a `Table`, `RecordBatch` or `Vector` whose every buffer is a
+ * `SharedArrayBuffer` travels as itself (no copy: `handle.views`), other
+ * arrow-js data is copied once into process memory (a JS `ArrayBuffer`
+ * belongs to its thread, which may end first; `accounting().copiedBytes`
+ * counts it).
  *
  * The handle carries one reference: import it once (send to N threads with
  * N calls). The producer's `release` runs once, when the last reference in
@@ -450,6 +462,8 @@ export function share(x: Table | RecordBatch | Vector | Data | DeviceArray | Arr
     if (!Number.isInteger(target) || target < 1) throw invalid('opts.worker', `the worker has no thread id (${String(target)}): it has exited, or is not a worker_threads Worker`);
   }
   me();
+  const sab = ownersOf(x) === undefined && !(x instanceof DeviceArray) ? sharedBuffersOf(x) : null;
+  if (sab !== null) return { arrowDeviceShare: 1, kind: sab.kind, table: tableHere().sab, process: tableHere().nonce, tickets: [], rows: sab.rows, views: sab.views };
   const found = ownersToShare(x) ?? copyToProcess(x);
   if (found.owners.length === 0) throw invalid('x', `a ${found.kind} with no arrays: nothing to share (share its schema as data)`);
   const tickets: SlotRef[] = [];
@@ -549,7 +563,79 @@ export function dropShared(handle: SharedHandle): void {
   if (fault !== null) throw fault;
 }
 
-// --- arrow-js data built in JavaScript: copied once into process memory ----------------------
+// --- arrow-js data built in JavaScript: over SharedArrayBuffers, or copied once into process memory --
+
+/** Every buffer of the view's tree is over a `SharedArrayBuffer` (an empty or absent one needs none). */
+function allShared(v: ArrayView, depth = 0): boolean {
+  if (depth > 64) return false;
+  for (const b of v.buffers) if (b !== null && b.byteLength > 0 && !(b.buffer instanceof SharedArrayBuffer)) return false;
+  return v.children.every((c) => allShared(c, depth + 1)) && (v.dictionary === null || allShared(v.dictionary, depth + 1));
+}
+
+/**
+ * The arrays of a `Table`, `RecordBatch` or `Vector` of arrow-js whose every
+ * buffer is over a `SharedArrayBuffer`, as plain `ArrayView`s over the same
+ * memory; null otherwise (then it is copied). A `Data` or an `ArrayView` is
+ * always copied: what comes back is an `ImportedData`, which only an import
+ * makes.
+ */
+function sharedBuffersOf(x: object): { kind: SharedKind; views: ArrayView[]; rows: number } | null {
+  let kind: SharedKind;
+  let parts: (RecordBatch | Vector)[];
+  let rows: number;
+  if (x instanceof Table) [kind, parts, rows] = ['table', x.batches, x.numRows];
+  else if (x instanceof RecordBatch) [kind, parts, rows] = ['batch', [x], x.numRows];
+  else if (x instanceof Vector && x.data.length === 1) [kind, parts, rows] = ['vector', [x], x.length];
+  else return null;
+  if (parts.length === 0) return null;
+  const views: ArrayView[] = [];
+  for (const p of parts) {
+    const v = toExportView(p);
+    // Structured clone keeps own data properties only: the view as plain objects.
+    if (!allShared(v)) return null;
+    views.push(plainView(v));
+  }
+  return { kind, views, rows };
+}
+
+function plainView(v: ArrayView): ArrayView {
+  return {
+    schema: v.schema,
+    length: v.length,
+    offset: v.offset,
+    nullCount: v.nullCount,
+    buffers: [...v.buffers],
+    children: v.children.map(plainView),
+    dictionary: v.dictionary === null ? null : plainView(v.dictionary),
+  };
+}
+
+/**
+ * Arrow-js objects over the `SharedArrayBuffer`s a handle's views carry: no
+ * native memory is read, so a malformed view can only fail as arrow-js reads
+ * it (a typed error here where the layout is wrong).
+ */
+function fromSharedViews(h: SharedHandle, opts: SharedImportOptions): SharedImport<SharedKind> {
+  const views = h.views!;
+  if (!Array.isArray(views) || views.length === 0 || (h.kind !== 'table' && views.length !== 1)) {
+    throw invalid('handle.views', `a ${h.kind} handle with ${Array.isArray(views) ? views.length : 'no'} views`);
+  }
+  const data = views.map((v, i) => {
+    try {
+      return viewToArrow(v, opts, `handle.views[${i}]`);
+    } catch (e) {
+      if (e instanceof ArrowDeviceError) throw e;
+      throw invalid(`handle.views[${i}]`, `not an array: ${String(e)}`);
+    }
+  });
+  if (h.kind === 'vector') return importedVector(data[0]!, []);
+  if (h.kind !== 'table' && h.kind !== 'batch') throw invalid('handle.kind', `views travel only for a table, a batch or a vector, not a ${h.kind}`);
+  const batches = data.map((d, i) => {
+    if (!(d.type instanceof Struct)) throw invalid(`handle.views[${i}]`, 'a batch must be a struct array');
+    return owned(new ImportedRecordBatch(new Schema(d.type.children, views[i]!.schema.metadata ?? undefined), d as Data<Struct>), []);
+  });
+  return h.kind === 'batch' ? batches[0]! : owned(new ImportedTable(batches), []);
+}
 
 /**
  * Arrow-js data no import of ours made: its buffers are `ArrayBuffer`s of
@@ -689,6 +775,7 @@ function checkHandle(handle: unknown): SharedHandle {
   if (h.arrowDeviceShare !== 1) throw invalid('handle.arrowDeviceShare', `must be 1 (a handle of this format), got ${String(h.arrowDeviceShare)}`);
   if (typeof h.kind !== 'string' || !KINDS.has(h.kind)) throw invalid('handle.kind', `unknown kind ${String(h.kind)}`);
   if (typeof h.process !== 'string') throw invalid('handle.process', 'must be a string');
+  if (h.views !== undefined) return h as SharedHandle;
   if (!Array.isArray(h.tickets) || h.tickets.length === 0) throw invalid('handle.tickets', 'must be a non-empty array');
   if (h.kind !== 'table' && h.tickets.length !== 1) throw invalid('handle.tickets', `a ${h.kind} has one array, the handle names ${h.tickets.length}`);
   h.tickets.forEach((t, i) => {
@@ -725,6 +812,7 @@ export function importShared(handle: SharedHandle, opts: SharedImportOptions = {
   const h = checkHandle(handle);
   if (opts === null || typeof opts !== 'object') throw invalid('opts', 'must be an object');
   if ((opts as ImportCoreOptions).copy !== undefined) throw invalid('opts.copy', 'importShared is zero-copy (share a copy instead)');
+  if (h.views !== undefined) return fromSharedViews(h, opts);
   const table = ShareTable.open(h.table, h.process, pid(), 'handle');
   const t = me();
   if (!tables.has(table.nonce)) tables.set(table.nonce, table);

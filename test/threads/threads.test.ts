@@ -7,7 +7,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
-import { tableFromArrays } from 'apache-arrow';
+import { makeVector, Table, tableFromArrays } from 'apache-arrow';
 import {
   accounting, ArrowDeviceError, dropShared, exportTable, importDeviceArray, importDeviceRecordBatch, importSchema, importShared,
   importTable, nativeMemory, share, type SharedHandle, importData, importVector, importArrayView, ImportedData, ImportedVector, releaseImport,
@@ -212,6 +212,29 @@ describe('share and importShared across worker threads', { skip }, () => {
     assert.equal(r.sum, expectedSum(n));
     await ask(w, { op: 'release', key: 'js' });
     assert.equal(accounting().processSharedEntries, 0, 'the copy is freed with its last reference');
+  });
+
+  test('arrow-js data over SharedArrayBuffers is shared as itself: no copy, one memory', async () => {
+    const w = start();
+    const n = 1000;
+    const ids = new BigInt64Array(new SharedArrayBuffer(n * 8));
+    const vs = new Float64Array(new SharedArrayBuffer(n * 8));
+    for (let i = 0; i < n; i++) [ids[i], vs[i]] = [BigInt(i), i * 0.5];
+    const t = new Table({ id: makeVector(ids), v: makeVector(vs) });
+    assert.ok(t.getChild('v')!.data[0]!.values.buffer instanceof SharedArrayBuffer, 'arrow-js kept the shared buffers');
+    const copied = accounting().copiedBytes;
+    const h = share(t);
+    assert.equal(h.tickets.length, 0);
+    assert.equal(h.views?.length, 1);
+    assert.equal(accounting().copiedBytes, copied, 'nothing copied');
+    const r = await ask(w, { op: 'import', key: 'sab', handle: h });
+    assert.equal(r.cls, 'ImportedTable');
+    assert.equal(r.sum, expectedSum(n));
+    // A write here is seen there: one memory, not a copy.
+    vs[0] = 1000;
+    assert.equal((await ask(w, { op: 'sum', key: 'sab' })).sum, expectedSum(n) + 1000);
+    await ask(w, { op: 'release', key: 'sab' });
+    assert.equal(accounting().processSharedEntries, 0, 'no entry: the runtime keeps the buffers alive');
   });
 
   test('data imported in a worker is shared back to the main thread', async () => {

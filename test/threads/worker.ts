@@ -41,7 +41,12 @@ parentPort!.on('message', (msg: Msg) => {
         held.set(msg.key!, x);
         // Where the first batch's ids are: the main thread compares it with its own view's address.
         const ids = (x.getChild('id') as unknown as { data: { values: BigInt64Array }[] } | null)?.data[0]?.values;
-        const addr = ids === undefined ? null : nativeMemory().addressOf(ids);
+        let addr: bigint | undefined | null = null;
+        try {
+          addr = ids === undefined ? null : nativeMemory().addressOf(ids);
+        } catch {
+          // A SharedArrayBuffer's bytes: no address to compare (their test compares values instead).
+        }
         parentPort!.postMessage({ sum: sumV(x), rows: x.numRows, cls: x.constructor.name, accounting: accounting(), addr });
         break;
       }
