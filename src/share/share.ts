@@ -197,6 +197,8 @@ class Link implements SharedLink {
     readonly hold: SlotRef,
     readonly entry: SlotRef,
     readonly mem: Memory,
+    /** This thread is the entry's home (`releaseOn: 'home'`): it releases the producer, whoever lets go last. */
+    readonly home = false,
   ) {
     links.add(this);
   }
@@ -207,6 +209,8 @@ class Link implements SharedLink {
     links.delete(this);
     const last = this.table.drop(this.hold, SlotType.Hold);
     if (last) endEntry(this.table, last, this.mem);
+    // Others still hold it: the last of them hands it back (endEntry), and this thread's timer releases it.
+    else if (last === null && this.home) waitHome({ table: this.table, entry: this.entry, mem: this.mem });
   }
 }
 
@@ -316,8 +320,12 @@ function nodeOfJSON(j: NodeJSON, path: string, depth = 0): SchemaNode {
 }
 
 /** Writes `node` into process memory; returns its address and length. */
+/** A schema's bytes, by node: a table's batches share one node, so it is encoded once, not once per batch. */
+const schemaBytes = new WeakMap<SchemaNode, Uint8Array>();
+
 function writeSchema(m: ReturnType<typeof native>, node: SchemaNode): { at: Ptr; length: number } {
-  const bytes = new TextEncoder().encode(JSON.stringify(nodeJSON(node)));
+  let bytes = schemaBytes.get(node);
+  if (bytes === undefined) schemaBytes.set(node, (bytes = new TextEncoder().encode(JSON.stringify(nodeJSON(node)))));
   const at = m.allocProcess(bytes.byteLength);
   m.copyIn(at, bytes);
   return { at, length: bytes.byteLength };
@@ -369,32 +377,13 @@ function entryOf(owner: ImportOwner, opts: ShareOptions, path: string): { table:
     // From here the struct is the share's: ours is freed, the owner reads the process copy.
     m.free(owner.ptr);
     owner.addr = Number(struct);
-    owner.shared = new Link(table, hold, entry, m);
-    if (onHome) trackHome(owner.shared as Link);
+    owner.shared = new Link(table, hold, entry, m, onHome);
     return { table, entry };
   } catch (e) {
     m.freeProcess(struct);
     if (schema !== null) m.freeProcess(schema.at);
     throw e;
   }
-}
-
-/** Home-released entries: released here once the home thread's own reference is gone too. */
-function trackHome(l: Link): void {
-  const drop = l.drop.bind(l);
-  l.drop = (): void => {
-    const live = links.has(l);
-    drop();
-    // Dropped here but others hold it: wait for it to come back (endEntry hands it back to us).
-    if (live) {
-      try {
-        l.table.entry(l.entry, 'share');
-      } catch {
-        return; // ended here: the last reference was ours
-      }
-      waitHome({ table: l.table, entry: l.entry, mem: l.mem });
-    }
-  };
 }
 
 /** The owners behind `x` and the kind a handle rebuilds, or null for arrow-js data no import of ours made. */
