@@ -487,12 +487,15 @@ describe('our imports handed on without copying', { skip }, () => {
   test('an off-thread reader is not handed on while its get_next runs on a worker; afterwards it is', () =>
     balanced(async () => {
       const c = counting();
-      const s = c.slowStream(3, 2, { sleepMs: 20 });
+      const s = c.slowStream(3, 2, { sleepMs: 200 });
       const r = importArrayStream(s, { offThread: true });
       m.free(s);
       const it = r[Symbol.asyncIterator]();
+      const calls = c.offThreadCalls();
       const pending = it.next();
-      await new Promise((r) => setImmediate(r)); // the queued next() has started its get_next on a worker
+      // Until the queued next() has started its get_next on a worker (the producer counts it on entry,
+      // before its 200 ms sleep): one turn of the event loop was not always enough under Wine on a loaded machine.
+      for (let i = 0; i < 5000 && c.offThreadCalls() === calls; i++) await new Promise((r) => setTimeout(r, 1));
       assert.throws(() => r[ArrowSymbols.stream](), /a get_next is running off the JS thread/);
       const first = await pending;
       assert.deepEqual(xs(first.value as RecordBatch), [0, 1]);
