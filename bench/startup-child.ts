@@ -15,7 +15,7 @@
 export type Job =
   | { kind: 'ours'; driver: 'duckdb' | 'postgresql' | 'sqlite'; entry: string; library: string; entrypoint?: string; databaseOptions: Record<string, string>; sql: string }
   | { kind: 'peer'; peer: '@duckdb/node-api' | 'pg' | 'node:sqlite'; uri?: string; sql: string }
-  | { kind: 'load'; entries: { name: string; specifier: string }[] };
+  | { kind: 'load'; entries: { name: string; specifier: string; require?: boolean }[] };
 
 export interface ChildResult {
   /** Phase name to ms, in the order run. */
@@ -56,7 +56,12 @@ interface SqliteDatabase {
 async function run(job: Job): Promise<ChildResult> {
   let sum: number | undefined;
   if (job.kind === 'load') {
-    for (const e of job.entries) await phase(e.name, () => import(e.specifier));
+    for (const e of job.entries) {
+      // `require`: loaded as the library loads it (koffi's CommonJS build, by `require` on first use; its
+      // ESM build is another copy of its JavaScript).
+      if (e.require) await phase(e.name, async () => (await import('node:module')).createRequire(import.meta.url)(e.specifier));
+      else await phase(e.name, () => import(e.specifier));
+    }
   } else if (job.kind === 'ours') {
     const { AdbcDatabase } = await phase('load', () => import(job.entry) as Promise<typeof import('../src/adbc/index.js')>);
     const db = await phase('open', () => new AdbcDatabase({ driver: job.library, entrypoint: job.entrypoint, databaseOptions: job.databaseOptions }));

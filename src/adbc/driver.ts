@@ -10,15 +10,17 @@
  * imported batch may outlive the database it came from (the ADBC driver
  * manager does not unload drivers either).
  */
-import koffi, { type LibraryHandle } from 'koffi';
+import type { LibraryHandle } from 'koffi';
 import { NULL, type Ptr } from '../memory/memory.js';
-import { nativeMemory } from '../memory/native.js';
+import { koffi, nativeMemory } from '../memory/native.js';
 import type { StreamProducerError } from '../stream/import.js';
 import { AdbcError, AdbcStatus, type AdbcErrorInit } from './error.js';
 
-// arrow-device's native memory first: it raises koffi's async stack size (DuckDB needs more than
-// koffi's 128 KiB on its worker threads), which koffi only allows before the first library loads.
-const mem = nativeMemory();
+// koffi and the native memory are the library's one instance of each (src/memory/native.ts), made on
+// first use, not at load: importing arrow-device/adbc loads neither. `koffi()` raises koffi's async
+// stack size as it loads it (DuckDB needs more than koffi's 128 KiB on its worker threads), which koffi
+// only allows before the first library loads, so every koffi call here goes through it.
+const mem = nativeMemory;
 
 export const ADBC_VERSION_1_0_0 = 1_000_000;
 export const ADBC_VERSION_1_1_0 = 1_001_000;
@@ -35,8 +37,6 @@ const ERROR = { message: 0n, vendor_code: 8n, sqlstate: 12n, release: 24n, priva
 const PARTITIONS = { num_partitions: 0n, partitions: 8n, partition_lengths: 16n, release: 32n, size: 40 } as const;
 /** `struct AdbcDatabase`, `AdbcConnection`, `AdbcStatement`: `{ void* private_data; struct AdbcDriver* private_driver; }` */
 export const HANDLE_SIZE = 16;
-/** `struct AdbcErrorDetail { const char* key; const uint8_t* value; size_t value_length; }`, returned by value. */
-const ErrorDetail = koffi.struct({ key: 'uintptr_t', value: 'uintptr_t', value_length: 'size_t' });
 
 /** `struct AdbcDriver`: `private_data`, `private_manager`, then function pointers in adbc.h's order (1.0.0 ends at `StatementSetSubstraitPlan`). */
 const DRIVER_FIELDS = [
@@ -62,67 +62,73 @@ const driverOffset = (f: DriverField): bigint => BigInt(DRIVER_FIELDS.indexOf(f)
 
 // The C signatures of the entries called. Pointers (strings included: they are allocated here) travel as uintptr_t.
 const P = 'uintptr_t';
-const PROTOS = {
-  release: koffi.proto('uint8_t', [P, P]),
-  DatabaseNew: koffi.proto('uint8_t', [P, P]),
-  DatabaseSetOption: koffi.proto('uint8_t', [P, P, P, P]),
-  DatabaseSetOptionInt: koffi.proto('uint8_t', [P, P, 'int64_t', P]),
-  DatabaseSetOptionDouble: koffi.proto('uint8_t', [P, P, 'double', P]),
-  DatabaseInit: koffi.proto('uint8_t', [P, P]),
-  DatabaseRelease: koffi.proto('uint8_t', [P, P]),
-  ConnectionNew: koffi.proto('uint8_t', [P, P]),
-  ConnectionInit: koffi.proto('uint8_t', [P, P, P]),
-  ConnectionSetOption: koffi.proto('uint8_t', [P, P, P, P]),
-  ConnectionCommit: koffi.proto('uint8_t', [P, P]),
-  ConnectionRollback: koffi.proto('uint8_t', [P, P]),
-  ConnectionCancel: koffi.proto('uint8_t', [P, P]),
-  ConnectionGetInfo: koffi.proto('uint8_t', [P, P, 'size_t', P, P]),
-  ConnectionGetObjects: koffi.proto('uint8_t', [P, 'int', P, P, P, P, P, P, P]),
-  ConnectionGetTableSchema: koffi.proto('uint8_t', [P, P, P, P, P, P]),
-  ConnectionGetTableTypes: koffi.proto('uint8_t', [P, P, P]),
-  ConnectionRelease: koffi.proto('uint8_t', [P, P]),
-  ConnectionReadPartition: koffi.proto('uint8_t', [P, P, 'size_t', P, P]),
-  StatementNew: koffi.proto('uint8_t', [P, P, P]),
-  StatementSetSqlQuery: koffi.proto('uint8_t', [P, P, P]),
-  StatementSetOption: koffi.proto('uint8_t', [P, P, P, P]),
-  StatementSetSubstraitPlan: koffi.proto('uint8_t', [P, P, 'size_t', P]),
-  StatementPrepare: koffi.proto('uint8_t', [P, P]),
-  StatementBindStream: koffi.proto('uint8_t', [P, P, P]),
-  StatementExecuteQuery: koffi.proto('uint8_t', [P, P, P, P]),
-  StatementExecuteSchema: koffi.proto('uint8_t', [P, P, P]),
-  StatementExecutePartitions: koffi.proto('uint8_t', [P, P, P, P, P]),
-  StatementCancel: koffi.proto('uint8_t', [P, P]),
-  StatementRelease: koffi.proto('uint8_t', [P, P]),
-  // Options: the getters (ADBC 1.1.0) and the typed setters, on each of the three handles.
-  DatabaseGetOption: koffi.proto('uint8_t', [P, P, P, P, P]),
-  DatabaseGetOptionBytes: koffi.proto('uint8_t', [P, P, P, P, P]),
-  DatabaseGetOptionInt: koffi.proto('uint8_t', [P, P, P, P]),
-  DatabaseGetOptionDouble: koffi.proto('uint8_t', [P, P, P, P]),
-  DatabaseSetOptionBytes: koffi.proto('uint8_t', [P, P, P, 'size_t', P]),
-  ConnectionGetOption: koffi.proto('uint8_t', [P, P, P, P, P]),
-  ConnectionGetOptionBytes: koffi.proto('uint8_t', [P, P, P, P, P]),
-  ConnectionGetOptionInt: koffi.proto('uint8_t', [P, P, P, P]),
-  ConnectionGetOptionDouble: koffi.proto('uint8_t', [P, P, P, P]),
-  ConnectionSetOptionBytes: koffi.proto('uint8_t', [P, P, P, 'size_t', P]),
-  ConnectionSetOptionInt: koffi.proto('uint8_t', [P, P, 'int64_t', P]),
-  ConnectionSetOptionDouble: koffi.proto('uint8_t', [P, P, 'double', P]),
-  StatementGetOption: koffi.proto('uint8_t', [P, P, P, P, P]),
-  StatementGetOptionBytes: koffi.proto('uint8_t', [P, P, P, P, P]),
-  StatementGetOptionInt: koffi.proto('uint8_t', [P, P, P, P]),
-  StatementGetOptionDouble: koffi.proto('uint8_t', [P, P, P, P]),
-  StatementSetOptionBytes: koffi.proto('uint8_t', [P, P, P, 'size_t', P]),
-  StatementSetOptionInt: koffi.proto('uint8_t', [P, P, 'int64_t', P]),
-  StatementSetOptionDouble: koffi.proto('uint8_t', [P, P, 'double', P]),
-  ConnectionGetStatistics: koffi.proto('uint8_t', [P, P, P, P, 'int8_t', P, P]), // approximate: a C char, 0 or 1
-  ConnectionGetStatisticNames: koffi.proto('uint8_t', [P, P, P]),
-  StatementGetParameterSchema: koffi.proto('uint8_t', [P, P, P]),
-  ErrorGetDetailCount: koffi.proto('int', [P]),
-  ErrorGetDetail: koffi.proto(ErrorDetail, [P, 'int']),
-  ErrorFromArrayStream: koffi.proto(P, [P, P]),
-  ErrorRelease: koffi.proto('void', [P]),
-  PartitionsRelease: koffi.proto('void', [P]),
-} as const;
-export type Called = keyof typeof PROTOS;
+/** koffi's prototypes of the entries: made on the first call of an entry (`PROTOS`), not at load. */
+function makeProtos(k: typeof import('koffi')) {
+  /** `struct AdbcErrorDetail { const char* key; const uint8_t* value; size_t value_length; }`, returned by value. */
+  const ErrorDetail = k.struct({ key: 'uintptr_t', value: 'uintptr_t', value_length: 'size_t' });
+  return {
+    release: k.proto('uint8_t', [P, P]),
+    DatabaseNew: k.proto('uint8_t', [P, P]),
+    DatabaseSetOption: k.proto('uint8_t', [P, P, P, P]),
+    DatabaseSetOptionInt: k.proto('uint8_t', [P, P, 'int64_t', P]),
+    DatabaseSetOptionDouble: k.proto('uint8_t', [P, P, 'double', P]),
+    DatabaseInit: k.proto('uint8_t', [P, P]),
+    DatabaseRelease: k.proto('uint8_t', [P, P]),
+    ConnectionNew: k.proto('uint8_t', [P, P]),
+    ConnectionInit: k.proto('uint8_t', [P, P, P]),
+    ConnectionSetOption: k.proto('uint8_t', [P, P, P, P]),
+    ConnectionCommit: k.proto('uint8_t', [P, P]),
+    ConnectionRollback: k.proto('uint8_t', [P, P]),
+    ConnectionCancel: k.proto('uint8_t', [P, P]),
+    ConnectionGetInfo: k.proto('uint8_t', [P, P, 'size_t', P, P]),
+    ConnectionGetObjects: k.proto('uint8_t', [P, 'int', P, P, P, P, P, P, P]),
+    ConnectionGetTableSchema: k.proto('uint8_t', [P, P, P, P, P, P]),
+    ConnectionGetTableTypes: k.proto('uint8_t', [P, P, P]),
+    ConnectionRelease: k.proto('uint8_t', [P, P]),
+    ConnectionReadPartition: k.proto('uint8_t', [P, P, 'size_t', P, P]),
+    StatementNew: k.proto('uint8_t', [P, P, P]),
+    StatementSetSqlQuery: k.proto('uint8_t', [P, P, P]),
+    StatementSetOption: k.proto('uint8_t', [P, P, P, P]),
+    StatementSetSubstraitPlan: k.proto('uint8_t', [P, P, 'size_t', P]),
+    StatementPrepare: k.proto('uint8_t', [P, P]),
+    StatementBindStream: k.proto('uint8_t', [P, P, P]),
+    StatementExecuteQuery: k.proto('uint8_t', [P, P, P, P]),
+    StatementExecuteSchema: k.proto('uint8_t', [P, P, P]),
+    StatementExecutePartitions: k.proto('uint8_t', [P, P, P, P, P]),
+    StatementCancel: k.proto('uint8_t', [P, P]),
+    StatementRelease: k.proto('uint8_t', [P, P]),
+    // Options: the getters (ADBC 1.1.0) and the typed setters, on each of the three handles.
+    DatabaseGetOption: k.proto('uint8_t', [P, P, P, P, P]),
+    DatabaseGetOptionBytes: k.proto('uint8_t', [P, P, P, P, P]),
+    DatabaseGetOptionInt: k.proto('uint8_t', [P, P, P, P]),
+    DatabaseGetOptionDouble: k.proto('uint8_t', [P, P, P, P]),
+    DatabaseSetOptionBytes: k.proto('uint8_t', [P, P, P, 'size_t', P]),
+    ConnectionGetOption: k.proto('uint8_t', [P, P, P, P, P]),
+    ConnectionGetOptionBytes: k.proto('uint8_t', [P, P, P, P, P]),
+    ConnectionGetOptionInt: k.proto('uint8_t', [P, P, P, P]),
+    ConnectionGetOptionDouble: k.proto('uint8_t', [P, P, P, P]),
+    ConnectionSetOptionBytes: k.proto('uint8_t', [P, P, P, 'size_t', P]),
+    ConnectionSetOptionInt: k.proto('uint8_t', [P, P, 'int64_t', P]),
+    ConnectionSetOptionDouble: k.proto('uint8_t', [P, P, 'double', P]),
+    StatementGetOption: k.proto('uint8_t', [P, P, P, P, P]),
+    StatementGetOptionBytes: k.proto('uint8_t', [P, P, P, P, P]),
+    StatementGetOptionInt: k.proto('uint8_t', [P, P, P, P]),
+    StatementGetOptionDouble: k.proto('uint8_t', [P, P, P, P]),
+    StatementSetOptionBytes: k.proto('uint8_t', [P, P, P, 'size_t', P]),
+    StatementSetOptionInt: k.proto('uint8_t', [P, P, 'int64_t', P]),
+    StatementSetOptionDouble: k.proto('uint8_t', [P, P, 'double', P]),
+    ConnectionGetStatistics: k.proto('uint8_t', [P, P, P, P, 'int8_t', P, P]), // approximate: a C char, 0 or 1
+    ConnectionGetStatisticNames: k.proto('uint8_t', [P, P, P]),
+    StatementGetParameterSchema: k.proto('uint8_t', [P, P, P]),
+    ErrorGetDetailCount: k.proto('int', [P]),
+    ErrorGetDetail: k.proto(ErrorDetail, [P, 'int']),
+    ErrorFromArrayStream: k.proto(P, [P, P]),
+    ErrorRelease: k.proto('void', [P]),
+    PartitionsRelease: k.proto('void', [P]),
+  } as const;
+}
+let PROTOS: ReturnType<typeof makeProtos> | undefined;
+export type Called = keyof ReturnType<typeof makeProtos>;
 
 /** An argument of a call: a pointer, a number, or a string (copied into C memory for the call; null is NULL). */
 export type CArg = bigint | number | string | null | undefined | { list: readonly string[] | undefined };
@@ -131,7 +137,8 @@ export type CArg = bigint | number | string | null | undefined | { list: readonl
 type CFunction = ((...args: unknown[]) => unknown) & { async: (...args: unknown[]) => void };
 
 function cFunction(addr: Ptr, proto: Called): CFunction {
-  return koffi.decode(addr, PROTOS[proto]) as CFunction;
+  const k = koffi();
+  return k.decode(addr, (PROTOS ??= makeProtos(k))[proto]) as CFunction;
 }
 
 /** Libraries loaded, by the path given to the loader: loaded once, never unloaded (see the file comment). */
@@ -144,7 +151,7 @@ const libraries = new Map<string, LibraryHandle>();
 export function loadLibrary(path: string): LibraryHandle {
   let lib = libraries.get(path);
   if (!lib) {
-    lib = koffi.load(path);
+    lib = koffi().load(path);
     libraries.set(path, lib);
   }
   return lib;
@@ -158,8 +165,8 @@ class CStrings {
     if (s === null || s === undefined) return NULL;
     const bytes = new TextEncoder().encode(s);
     if (bytes.includes(0)) throw new AdbcError('argument', { status: AdbcStatus.INVALID_ARGUMENT, message: `a string passed to the driver contains a NUL byte: ${JSON.stringify(s)}` });
-    const p = mem.alloc(bytes.byteLength + 1); // zeroed: the NUL is there
-    mem.copyIn(p, bytes);
+    const p = mem().alloc(bytes.byteLength + 1); // zeroed: the NUL is there
+    mem().copyIn(p, bytes);
     this.#ptrs.push(p);
     return p;
   }
@@ -167,14 +174,14 @@ class CStrings {
   /** A NULL-terminated `const char**`, or NULL for undefined. */
   list(items: readonly string[] | undefined): Ptr {
     if (items === undefined) return NULL;
-    const p = mem.alloc((items.length + 1) * 8);
+    const p = mem().alloc((items.length + 1) * 8);
     this.#ptrs.push(p);
-    items.forEach((s, i) => mem.writePtr(p + BigInt(i * 8), this.str(s)));
+    items.forEach((s, i) => mem().writePtr(p + BigInt(i * 8), this.str(s)));
     return p;
   }
 
   free(): void {
-    for (const p of this.#ptrs.splice(0)) mem.free(p);
+    for (const p of this.#ptrs.splice(0)) mem().free(p);
   }
 }
 
@@ -210,16 +217,16 @@ export class Driver {
     const init = lib.func(entrypoint, 'uint8_t', ['int', P, P]) as CFunction;
     let last: AdbcError | undefined;
     for (const version of [ADBC_VERSION_1_1_0, ADBC_VERSION_1_0_0]) {
-      const table = mem.alloc(DRIVER_SIZE);
+      const table = mem().alloc(DRIVER_SIZE);
       const err = newError();
       try {
         const status = (init(version, table, err) as number) & 0xff;
         if (status === AdbcStatus.OK) return new Driver(table, version, label);
         last = new AdbcError(`${entrypoint}(version ${version})`, takeError(err, status, null));
       } finally {
-        mem.free(err);
+        mem().free(err);
       }
-      mem.free(table);
+      mem().free(table);
     }
     throw last!;
   }
@@ -230,7 +237,7 @@ export class Driver {
     let fn = this.#fns.get(f);
     if (fn === undefined) {
       const at = driverOffset(f);
-      const addr = this.version < ADBC_VERSION_1_1_0 && at >= driverOffset('ErrorGetDetailCount') ? NULL : mem.readPtr(this.#table + at);
+      const addr = this.version < ADBC_VERSION_1_1_0 && at >= driverOffset('ErrorGetDetailCount') ? NULL : mem().readPtr(this.#table + at);
       fn = addr === NULL ? null : cFunction(addr, f as Called);
       this.#fns.set(f, fn);
     }
@@ -256,7 +263,7 @@ export class Driver {
       const status = (fn(...args(strings, a), err) as number) & 0xff;
       if (status !== AdbcStatus.OK) throw new AdbcError(`Adbc${f}`, takeError(err, status, this));
     } finally {
-      mem.free(err);
+      mem().free(err);
       strings.free();
     }
   }
@@ -287,7 +294,7 @@ export class Driver {
         } catch (x) {
           reject(x);
         } finally {
-          mem.free(err);
+          mem().free(err);
           strings.free();
         }
       });
@@ -304,14 +311,14 @@ export class Driver {
   errorFromArrayStream(stream: Ptr, cause?: StreamProducerError): AdbcError | undefined {
     const fn = this.fn('ErrorFromArrayStream');
     if (!fn) return undefined;
-    const statusSlot = mem.alloc(8);
+    const statusSlot = mem().alloc(8);
     try {
       const errPtr = BigInt(fn(stream, statusSlot) as bigint | number);
       if (errPtr === NULL) return undefined;
       // The error belongs to the stream (adbc.h: "The caller MUST NOT release the error").
-      return new AdbcError('AdbcErrorFromArrayStream', readError(errPtr, mem.readU8(statusSlot), this), { cause });
+      return new AdbcError('AdbcErrorFromArrayStream', readError(errPtr, mem().readU8(statusSlot), this), { cause });
     } finally {
-      mem.free(statusSlot);
+      mem().free(statusSlot);
     }
   }
 
@@ -322,15 +329,15 @@ export class Driver {
       if (this.fn('release')) this.call('release', this.#table);
     } finally {
       this.#released = true;
-      mem.free(this.#table);
+      mem().free(this.#table);
     }
   }
 }
 
 /** A zeroed `AdbcError` marked as ADBC 1.1.0 (so the driver may attach details). */
 function newError(): Ptr {
-  const e = mem.alloc(ERROR.size);
-  mem.writeI32(e + ERROR.vendor_code, VENDOR_CODE_PRIVATE_DATA);
+  const e = mem().alloc(ERROR.size);
+  mem().writeI32(e + ERROR.vendor_code, VENDOR_CODE_PRIVATE_DATA);
   return e;
 }
 
@@ -339,7 +346,7 @@ function takeError(e: Ptr, status: number, d: Driver | null): AdbcErrorInit {
   try {
     return readError(e, status, d);
   } finally {
-    const release = mem.readPtr(e + ERROR.release);
+    const release = mem().readPtr(e + ERROR.release);
     if (release !== NULL) cFunction(release, 'ErrorRelease')(e);
   }
 }
@@ -348,17 +355,17 @@ const lenient = new TextDecoder('utf-8', { fatal: false });
 
 /** Copies an `AdbcError` into JS: the message, vendor code, SQLSTATE, and 1.1.0 details when the driver gives them. */
 function readError(e: Ptr, status: number, d: Driver | null): AdbcErrorInit {
-  const msg = mem.readPtr(e + ERROR.message);
-  const message = msg === NULL ? null : lenient.decode(mem.readCStringBytes(msg, 1 << 20));
-  const code = mem.readI32(e + ERROR.vendor_code);
-  const state = lenient.decode(mem.read(e + ERROR.sqlstate, 5)).replace(/\0+$/, '');
+  const msg = mem().readPtr(e + ERROR.message);
+  const message = msg === NULL ? null : lenient.decode(mem().readCStringBytes(msg, 1 << 20));
+  const code = mem().readI32(e + ERROR.vendor_code);
+  const state = lenient.decode(mem().read(e + ERROR.sqlstate, 5)).replace(/\0+$/, '');
   const details = new Map<string, Uint8Array>();
   // Details only where the driver attached them: the vendor code still ours is not enough, as the ADBC
   // driver manager also requires private_data (adbc_driver_manager.cc, AdbcErrorGetDetailCount; its
   // private_driver, the manager's own bookkeeping, is `d` here). PostgreSQL's driver 1.13.0 fails
   // AdbcStatementExecutePartitions with a message and no private_data: its ErrorGetDetailCount would then
   // read through NULL (SIGSEGV).
-  const attached = mem.readPtr(e + ERROR.private_data) !== NULL;
+  const attached = mem().readPtr(e + ERROR.private_data) !== NULL;
   if (code === VENDOR_CODE_PRIVATE_DATA && d && attached) {
     const count = d.fn('ErrorGetDetailCount');
     const get = d.fn('ErrorGetDetail');
@@ -368,7 +375,7 @@ function readError(e: Ptr, status: number, d: Driver | null): AdbcErrorInit {
       const key = BigInt(det.key);
       if (key === NULL) continue;
       const len = Number(det.value_length);
-      details.set(lenient.decode(mem.readCStringBytes(key, 1 << 16)), len > 0 ? mem.copyOut(BigInt(det.value), len) : new Uint8Array());
+      details.set(lenient.decode(mem().readCStringBytes(key, 1 << 16)), len > 0 ? mem().copyOut(BigInt(det.value), len) : new Uint8Array());
     }
   }
   return {
@@ -382,17 +389,17 @@ function readError(e: Ptr, status: number, d: Driver | null): AdbcErrorInit {
 
 /** Allocates a zeroed ADBC handle struct (`AdbcDatabase`, `AdbcConnection`, `AdbcStatement`). */
 export function allocHandle(): Ptr {
-  return mem.alloc(HANDLE_SIZE);
+  return mem().alloc(HANDLE_SIZE);
 }
 
 /** Frees a handle struct or any allocation of this module's memory. */
 export function freeNative(p: Ptr): void {
-  mem.free(p);
+  mem().free(p);
 }
 
 /** Allocates a zeroed `struct AdbcPartitions` for `AdbcStatementExecutePartitions` to fill (`takePartitions` empties it). */
 export function allocPartitions(): Ptr {
-  return mem.alloc(PARTITIONS.size);
+  return mem().alloc(PARTITIONS.size);
 }
 
 /**
@@ -402,17 +409,17 @@ export function allocPartitions(): Ptr {
  * the call failed) gives no descriptors. Does not free `p`.
  */
 export function takePartitions(p: Ptr): Uint8Array[] {
-  const release = mem.readPtr(p + PARTITIONS.release);
+  const release = mem().readPtr(p + PARTITIONS.release);
   if (release === NULL) return [];
   try {
-    const n = Number(mem.readI64(p + PARTITIONS.num_partitions));
-    const ptrs = mem.readPtr(p + PARTITIONS.partitions);
-    const lengths = mem.readPtr(p + PARTITIONS.partition_lengths);
+    const n = Number(mem().readI64(p + PARTITIONS.num_partitions));
+    const ptrs = mem().readPtr(p + PARTITIONS.partitions);
+    const lengths = mem().readPtr(p + PARTITIONS.partition_lengths);
     const out: Uint8Array[] = [];
     for (let i = 0; i < n; i++) {
-      const at = mem.readPtr(ptrs + BigInt(i * 8));
-      const len = Number(mem.readI64(lengths + BigInt(i * 8)));
-      out.push(len > 0 ? mem.copyOut(at, len) : new Uint8Array());
+      const at = mem().readPtr(ptrs + BigInt(i * 8));
+      const len = Number(mem().readI64(lengths + BigInt(i * 8)));
+      out.push(len > 0 ? mem().copyOut(at, len) : new Uint8Array());
     }
     return out;
   } finally {
@@ -422,24 +429,24 @@ export function takePartitions(p: Ptr): Uint8Array[] {
 
 /** Copies `bytes` into new native memory (at least one byte, so that an empty input is still a valid pointer). */
 export function bytesIn(bytes: Uint8Array): Ptr {
-  const p = mem.alloc(Math.max(1, bytes.byteLength));
-  if (bytes.byteLength > 0) mem.copyIn(p, bytes);
+  const p = mem().alloc(Math.max(1, bytes.byteLength));
+  if (bytes.byteLength > 0) mem().copyIn(p, bytes);
   return p;
 }
 
 /** Reads an int64 out-parameter. */
 export function readI64(p: Ptr): bigint {
-  return mem.readI64(p);
+  return mem().readI64(p);
 }
 
 /** Allocates `n` zeroed bytes. */
 export function allocNative(n: number): Ptr {
-  return mem.alloc(n);
+  return mem().alloc(n);
 }
 
 /** Writes a `uint32_t` array (for `AdbcConnectionGetInfo`'s codes) into new memory. */
 export function u32Array(values: readonly number[]): Ptr {
-  const p = mem.alloc(Math.max(4, values.length * 4));
-  values.forEach((v, i) => mem.writeU32(p + BigInt(i * 4), v));
+  const p = mem().alloc(Math.max(4, values.length * 4));
+  values.forEach((v, i) => mem().writeU32(p + BigInt(i * 4), v));
   return p;
 }

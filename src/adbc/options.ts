@@ -17,7 +17,8 @@ import { AdbcError, AdbcStatus } from './error.js';
 /** Which handle an option belongs to: the prefix of the entry's name. */
 export type OptionHandle = 'Database' | 'Connection' | 'Statement';
 
-const mem = nativeMemory();
+/** The native memory, made on first use (not at load: see driver.ts). */
+const mem = nativeMemory;
 
 /** The first buffer offered to a string or bytes getter; most values fit, larger ones cost one call more. */
 const FIRST_BUFFER = 256;
@@ -32,10 +33,10 @@ function getSized(driver: Driver, f: Called, handle: Ptr, key: string): Uint8Arr
     for (let i = 0; i < MAX_TRIES; i++) {
       const buffer = allocNative(size);
       try {
-        mem.writeU64(lengthSlot, BigInt(size));
+        mem().writeU64(lengthSlot, BigInt(size));
         driver.call(f, handle, key, buffer, lengthSlot);
-        const length = Number(mem.readU64(lengthSlot));
-        if (length <= size) return length > 0 ? mem.copyOut(buffer, length) : new Uint8Array();
+        const length = Number(mem().readU64(lengthSlot));
+        if (length <= size) return length > 0 ? mem().copyOut(buffer, length) : new Uint8Array();
         size = length; // too small: nothing was written; the driver said how much it needs
       } finally {
         freeNative(buffer);
@@ -66,7 +67,7 @@ export function getOptionInt(driver: Driver, h: OptionHandle, p: Ptr, key: strin
   const slot = allocNative(8);
   try {
     driver.call(`${h}GetOptionInt`, p, key, slot);
-    return mem.readI64(slot);
+    return mem().readI64(slot);
   } finally {
     freeNative(slot);
   }
@@ -77,7 +78,7 @@ export function getOptionDouble(driver: Driver, h: OptionHandle, p: Ptr, key: st
   const slot = allocNative(8);
   try {
     driver.call(`${h}GetOptionDouble`, p, key, slot);
-    return mem.readF64(slot);
+    return mem().readF64(slot);
   } finally {
     freeNative(slot);
   }

@@ -26,6 +26,7 @@ function loadedBy(entry: string, after = ''): { modules: string[]; stdout: strin
   const hook = `export async function resolve(s, c, next) {
     const r = await next(s, c);
     if (r.url.startsWith(${JSON.stringify(srcUrl)})) process.stderr.write('LOADED ' + r.url.slice(${srcUrl.length}).replace(/\\.[jt]s$/, '') + '\\n');
+    else if (r.url.includes('/node_modules/koffi/')) process.stderr.write('LOADED koffi\\n');
     return r;
   }`;
   const r = runChild(`
@@ -45,14 +46,25 @@ describe('what importing arrow-device/adbc loads', { skip }, () => {
   test('no device, WebGPU, CUDA, async, wasm or protocol module, and not the whole public index', () => {
     const { modules, stdout } = loadedBy(
       'adbc/index.js',
-      // What the load-time checks of src/array/build.ts became: run on first use, so not yet.
-      `const b = await import('@/src/array/build.js'); console.log(JSON.stringify([b.LAZY_DATA, b.LAZY_VIEW_DATA, b.BATCH_SHORTCUT, b.TABLE_SHORTCUT]));`,
+      // What the load-time checks of src/array/build.ts became: run on first use, so not yet. koffi
+      // (required by src/memory/native.ts, its CommonJS build) is loaded with the native memory, on
+      // first use: not yet either, and loaded once the native memory is made (the detector works).
+      `const b = await import('@/src/array/build.js');
+      const { createRequire } = await import('node:module');
+      const koffi = () => Object.keys(createRequire(import.meta.url).cache).some((f) => f.includes('/node_modules/koffi/'));
+      const atImport = koffi();
+      (await import('@/src/memory/native.js')).nativeMemory();
+      console.log(JSON.stringify([b.LAZY_DATA, b.LAZY_VIEW_DATA, b.BATCH_SHORTCUT, b.TABLE_SHORTCUT, atImport, koffi()]));`,
     );
     // The recorder works: the modules a query does run are there.
     for (const m of ['adbc/index', 'adbc/statement', 'stream/import', 'fill/fill', 'array/importer', 'memory/native']) assert.ok(modules.includes(m), `${m} not recorded: ${modules.join(', ')}`);
     const extra = modules.filter((m) => NOT_FOR_A_QUERY.some((re) => re.test(m)));
     assert.deepEqual(extra, [], `import 'arrow-device/adbc' loaded ${extra.join(', ')}`);
-    assert.deepEqual(JSON.parse(stdout.trim().split('\n').pop()!), [null, null, null, null], 'a shortcut check ran at load');
+    assert.ok(!modules.includes('koffi'), 'koffi (its ESM build) was imported');
+    const [lazy, lazyView, batch, table, koffiAtImport, koffiAfter] = JSON.parse(stdout.trim().split('\n').pop()!) as unknown[];
+    assert.deepEqual([lazy, lazyView, batch, table], [null, null, null, null], 'a shortcut check ran at load');
+    assert.equal(koffiAtImport, false, "import 'arrow-device/adbc' loaded koffi");
+    assert.equal(koffiAfter, true, 'koffi not seen once the native memory was made: the detector is broken');
   });
 
   test('the recorder sees the device layer where it is loaded (import arrow-device)', () => {
