@@ -20,7 +20,7 @@
  * missing, with the reason).
  */
 import { ArrowDeviceError } from '../errors.js';
-import { closeSync, runtime, runtimeName, Socket } from '../platform/node.js';
+import { closeSync, fdSocket, runtime, runtimeName } from '../platform/node.js';
 
 export type DoorbellMechanism = 'socket' | 'stream' | 'poll';
 
@@ -102,7 +102,7 @@ export class Doorbell {
   private heard = 0;
   /** The native side's count at the last watchdog tick, when JS had not heard all of it then. */
   private suspect = 0;
-  private socket: InstanceType<typeof Socket> | null = null;
+  private socket: import('node:net').Socket | null = null;
   private reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   private poller: ReturnType<typeof setInterval> | undefined;
   /** Bun's read of the descriptor, cancelled: the descriptor is closed only once it settled. */
@@ -134,7 +134,7 @@ export class Doorbell {
   }
 
   private openSocket(): void {
-    const s = new Socket({ fd: this.opts.fd, readable: true, writable: false });
+    const s = fdSocket(this.opts.fd);
     s.on('data', (b: Uint8Array) => this.hear(b.length));
     s.on('error', () => {});
     // The socket owns (and closes) the descriptor; it never keeps the process alive (the streams'

@@ -15,11 +15,9 @@ export const dirname = (..._: string[]): string => unavailable('node:path');
 export const fileURLToPath = (..._: unknown[]): string => unavailable('node:url');
 
 /** Stand-in for node:net's Socket (the native async ring's doorbell; never used in a browser). */
-export class Socket {
-  constructor(..._: unknown[]) {
-    unavailable('node:net');
-  }
-}
+export const fdSocket = (_: number): never => unavailable('node:net');
+/** No Node.js builtins in a browser. */
+export const builtin = (name: string): never => unavailable(name);
 
 export type Runtime = 'node' | 'bun' | 'deno';
 /** Never read in a browser (the native pieces are unavailable there); 'node' keeps the type. */

@@ -5,14 +5,47 @@
  * for browser.ts, so the library bundles without Node builtins.
  */
 import { ArrowDeviceError } from '../errors.js';
-
-export { createRequire } from 'node:module';
 import { createRequire as createRequireLocal } from 'node:module';
-export { closeSync, existsSync, readdirSync } from 'node:fs';
-import { homedir } from 'node:os';
-export { dirname, join } from 'node:path';
-export { fileURLToPath } from 'node:url';
-export { Socket } from 'node:net';
+
+/** The builtins used, by name (types only: each is loaded by `builtin`, on first use). */
+interface Builtins {
+  'node:fs': typeof import('node:fs');
+  'node:path': typeof import('node:path');
+  'node:os': typeof import('node:os');
+  'node:url': typeof import('node:url');
+  'node:net': typeof import('node:net');
+  'node:worker_threads': typeof import('node:worker_threads');
+}
+const builtins = new Map<string, unknown>();
+
+/**
+ * A Node.js builtin, loaded on first use: `process.getBuiltinModule`
+ * (Node.js 22.3+, Bun, Deno), else `require`. Not a static `import`: an ESM
+ * import of a builtin builds its module facade at load, which reads every
+ * export (node:fs's stream getters load its streams), about 5 ms for
+ * node:fs and 3 ms for node:net in a fresh process, paid by every program
+ * that imports arrow-device whether it reaches that code or not (issue 47).
+ * node:module, needed first (koffi is `require`d), stays a static import.
+ */
+export function builtin<K extends keyof Builtins>(name: K): Builtins[K] {
+  let m = builtins.get(name);
+  if (m === undefined) {
+    const get = (process as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule;
+    m = typeof get === 'function' ? get(name) : createRequireLocal(import.meta.url)(name);
+    builtins.set(name, m);
+  }
+  return m as Builtins[K];
+}
+
+export { createRequireLocal as createRequire };
+export const existsSync = (path: string): boolean => builtin('node:fs').existsSync(path);
+export const closeSync = (fd: number): void => builtin('node:fs').closeSync(fd);
+export const readdirSync = (path: string): string[] => builtin('node:fs').readdirSync(path);
+export const join = (...parts: string[]): string => builtin('node:path').join(...parts);
+export const dirname = (path: string): string => builtin('node:path').dirname(path);
+export const fileURLToPath = (url: string | URL): string => builtin('node:url').fileURLToPath(url);
+/** A node:net Socket over a descriptor (the native async ring's doorbell). */
+export const fdSocket = (fd: number): import('node:net').Socket => new (builtin('node:net').Socket)({ fd, readable: true, writable: false });
 
 /** The JavaScript runtime: Bun and Deno say so in `process.versions`. */
 export type Runtime = 'node' | 'bun' | 'deno';
@@ -50,7 +83,7 @@ export function envVars(...names: string[]): NodeJS.ProcessEnv {
 /** The home directory, or undefined where it may not be read (Deno without --allow-env=HOME or --allow-sys). */
 export function homeDir(): string | undefined {
   try {
-    return homedir();
+    return builtin('node:os').homedir();
   } catch {
     return undefined;
   }
@@ -91,10 +124,7 @@ let workerThreads: WorkerThreads | undefined;
  * unique within the process; Bun and Deno implement it too), and whether it is the main thread.
  */
 export function currentThread(): { readonly id: number; readonly main: boolean } {
-  if (workerThreads === undefined) {
-    const require = createRequireLocal(import.meta.url);
-    workerThreads = require('node:worker_threads') as WorkerThreads;
-  }
+  workerThreads ??= builtin('node:worker_threads');
   return { id: workerThreads.threadId, main: workerThreads.isMainThread };
 }
 
