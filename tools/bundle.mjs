@@ -12,7 +12,7 @@
  * protocol code only `arrow-device` reaches; one copy of every module
  * whichever entries a program imports.
  *
- * - dist/index.js, dist/adbc/index.js, dist/chunks/*.js: Node.js, Bun and
+ * - dist/index.js, dist/adbc/index.js, dist/chunks/*.js (minified): Node.js, Bun and
  *   Deno (ESM; `require` loads it as ESM), every bare import (apache-arrow,
  *   koffi, node:*) left to the runtime.
  * - dist/browser/index.js: `arrow-device` for browser bundlers, with
@@ -54,6 +54,11 @@ await build({
   entryPoints: [join(root, 'src', 'index.ts'), join(root, 'src', 'adbc', 'index.ts')],
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
+  // Minified: V8 compiles a module's whole source at load and each function's again on its first call,
+  // and both cost by the size of the source (its identifiers most): loading `arrow-device` took about a
+  // third less minified, and a fresh process's first query about an eighth less (CHANGELOG). `keepNames`
+  // keeps every function's and class's own name, which error stacks show; the source maps give the rest.
+  minify: true,
 });
 
 await build({
