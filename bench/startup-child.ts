@@ -8,7 +8,10 @@
  *   node startup-child.js '<json Job>'
  *
  * Prints one JSON line: the phases in ms, the total, and the sum (checked by
- * the parent).
+ * the parent). `bench:startup -- --bundled` bundles `run` with the job's
+ * module into one file instead (an application bundled as serverless
+ * functions are), which passes that module to `run`: its load is then the
+ * time from the process's start to the first line of the job.
  */
 
 /** What the parent asks for. */
@@ -53,7 +56,18 @@ interface SqliteDatabase {
   close(): void;
 }
 
-async function run(job: Job): Promise<ChildResult> {
+/**
+ * The module a job loads: imported by `f` and timed as the phase `load`, or
+ * `loaded` already (a bundled job), its load the time since the process
+ * started.
+ */
+async function load<T>(loaded: unknown, f: () => Promise<T>): Promise<T> {
+  if (loaded === undefined) return phase('load', f);
+  last = phases.load = performance.now();
+  return loaded as T;
+}
+
+export async function run(job: Job, loaded?: unknown): Promise<ChildResult> {
   let sum: number | undefined;
   if (job.kind === 'load') {
     for (const e of job.entries) {
@@ -63,7 +77,7 @@ async function run(job: Job): Promise<ChildResult> {
       else await phase(e.name, () => import(e.specifier));
     }
   } else if (job.kind === 'ours') {
-    const { AdbcDatabase } = await phase('load', () => import(job.entry) as Promise<typeof import('../src/adbc/index.js')>);
+    const { AdbcDatabase } = await load(loaded, () => import(job.entry) as Promise<typeof import('../src/adbc/index.js')>);
     const db = await phase('open', () => new AdbcDatabase({ driver: job.library, entrypoint: job.entrypoint, databaseOptions: job.databaseOptions }));
     const conn = await phase('connect', () => db.connect());
     const table = await phase('query', () => conn.query(job.sql));
@@ -74,7 +88,7 @@ async function run(job: Job): Promise<ChildResult> {
       await db.close();
     });
   } else if (job.peer === '@duckdb/node-api') {
-    const { DuckDBInstance } = await phase('load', () => import('@duckdb/node-api'));
+    const { DuckDBInstance } = await load(loaded, () => import('@duckdb/node-api'));
     const instance = await phase('open', () => DuckDBInstance.create(':memory:'));
     const conn = await phase('connect', () => instance.connect());
     const reader = await phase('query', () => conn.runAndReadAll(job.sql));
@@ -88,7 +102,7 @@ async function run(job: Job): Promise<ChildResult> {
       instance.closeSync();
     });
   } else if (job.peer === 'pg') {
-    const { default: pg } = await phase('load', () => import('pg'));
+    const { default: pg } = await load(loaded, () => import('pg'));
     const client = await phase('open', () => new pg.Client({ connectionString: job.uri }));
     await phase('connect', () => client.connect());
     const r = await phase('query', () => client.query<unknown[]>({ text: job.sql, rowMode: 'array' }));
@@ -99,7 +113,7 @@ async function run(job: Job): Promise<ChildResult> {
     });
     await phase('close', () => client.end());
   } else {
-    const { DatabaseSync } = await phase('load', () => import('node:sqlite' as string) as Promise<{ DatabaseSync: new (path: string) => SqliteDatabase }>);
+    const { DatabaseSync } = await load(loaded, () => import('node:sqlite' as string) as Promise<{ DatabaseSync: new (path: string) => SqliteDatabase }>);
     const db = await phase('open', () => new DatabaseSync(':memory:'));
     // node:sqlite opens and connects in one step; its connect phase is empty, so the phases line up.
     await phase('connect', () => undefined);
@@ -114,12 +128,18 @@ async function run(job: Job): Promise<ChildResult> {
   return { phases, total: last, sum };
 }
 
+/** Prints `r`'s result as the parent reads it. */
+export function report(r: Promise<ChildResult>): void {
+  r.then(
+    (x) => console.log(JSON.stringify(x)),
+    (e: unknown) => {
+      console.error(e);
+      process.exitCode = 1;
+    },
+  );
+}
+
+// Run directly, the job is the first argument; a bundled job's is `--bundled`, and it calls `run` itself.
 const arg = process.argv[2];
 if (arg === undefined) throw new Error('usage: startup-child.js <json job>');
-run(JSON.parse(arg) as Job).then(
-  (r) => console.log(JSON.stringify(r)),
-  (e: unknown) => {
-    console.error(e);
-    process.exitCode = 1;
-  },
-);
+if (arg !== '--bundled') report(run(JSON.parse(arg) as Job));

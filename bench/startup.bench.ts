@@ -3,7 +3,7 @@
  * a script, a test or a serverless function pays to run one small query,
  * against what a JavaScript user picks instead.
  *
- *   npm run bench:startup [-- --processes N] [-- --files] [-- --lib <dir>] [-- --only duckdb,postgresql,sqlite] [-- --ab <git ref>[,<git ref>]] [-- --compile-cache]
+ *   npm run bench:startup [-- --processes N] [-- --files] [-- --lib <dir>] [-- --only duckdb,postgresql,sqlite] [-- --ab <git ref>[,<git ref>]] [-- --compile-cache] [-- --bundled]
  *
  * The job is README quick start 1's: open the database, query 1,000 rows of
  * one float64 column (`range::DOUBLE * 0.5` in DuckDB's words), sum the
@@ -40,6 +40,14 @@
  * bundled `dist/` without (A) and with (B) the compile cache; `--ab
  * lib:<dir>,lib:<dir>` two library folders given by hand.
  *
+ * `--bundled` runs each job as an application bundled into one file with
+ * esbuild, as command-line tools and serverless functions often ship (ours:
+ * the job with apache-arrow and the library's adbc entry; the peers' with
+ * theirs; native addons and koffi stay outside): Node's loader then reads one
+ * file where the package layouts make it read many (apache-arrow's alone is
+ * some 160). Each side's `load` is then the time from the process's start to
+ * the job's first line; the load lines are not printed.
+ *
  * `--compile-cache` runs every child with Node's compile cache on
  * (`NODE_COMPILE_CACHE`, Node 22.1+, a directory under .build/ made empty
  * first, then filled by one untimed run of each job): what an application
@@ -75,7 +83,12 @@ const AB = option('--ab');
 const DIST = !process.argv.includes('--files');
 const LIB = option('--lib');
 const COMPILE_CACHE = process.argv.includes('--compile-cache') ? join(root, '.build', 'compile-cache') : undefined;
+const BUNDLED = process.argv.includes('--bundled');
 const warmed = new Set<string>();
+/** The peers' modules (bench/startup-child.ts imports each). */
+const PEERS = ['@duckdb/node-api', 'pg', 'node:sqlite'];
+/** `--bundled`: each job's bundle, by the job's JSON. */
+const bundles = new Map<string, string>();
 
 const f1 = (x: number): string => x.toFixed(1);
 const f2 = (x: number): string => x.toFixed(2);
@@ -84,12 +97,14 @@ const f2 = (x: number): string => x.toFixed(2);
 function child(job: Job, cache: string | undefined = COMPILE_CACHE): ChildResult {
   const arg = JSON.stringify(job);
   const env = cache ? { ...process.env, NODE_COMPILE_CACHE: cache } : process.env;
+  const bundle = bundles.get(arg);
+  const args = ['--disable-warning=ExperimentalWarning', ...(bundle === undefined ? [CHILD, arg] : [bundle, '--bundled', arg])];
   // With the compile cache, the first run of a job fills it, untimed: the runs measured read it.
   if (cache && !warmed.has(arg)) {
     warmed.add(arg);
-    spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', CHILD, arg], { encoding: 'utf8', env });
+    spawnSync(process.execPath, args, { encoding: 'utf8', env });
   }
-  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', CHILD, arg], { encoding: 'utf8', env });
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8', env });
   const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
   if (r.status !== 0 || !line) throw new Error(`startup child ${JSON.stringify(job)} failed (status ${r.status}):\n${r.stderr}${r.stdout}`);
   const out = JSON.parse(line) as ChildResult;
@@ -211,13 +226,49 @@ function pairs(uri: string | undefined, pgMissing: string | undefined): Pair[] {
   return all.filter((p) => !ONLY || ONLY.includes(p.driver));
 }
 
+/**
+ * `--bundled`: one file per job, bundled with esbuild from a three-line
+ * application (import the job's module, hand it to `run`), in .build/startup-bundled.
+ */
+async function bundleJobs(jobs: Job[]): Promise<void> {
+  const { build } = await import('esbuild');
+  const dir = join(root, '.build', 'startup-bundled');
+  rmSync(dir, { recursive: true, force: true });
+  for (const [i, job] of jobs.entries()) {
+    const spec = job.kind === 'ours' ? fileURLToPath(job.entry) : job.kind === 'peer' ? job.peer : undefined;
+    if (spec === undefined) continue;
+    const arg = JSON.stringify(job);
+    const outfile = join(dir, `job${i}.mjs`);
+    await build({
+      stdin: {
+        contents: `import * as m from ${JSON.stringify(spec)};\nimport { report, run } from ${JSON.stringify(CHILD)};\nreport(run(JSON.parse(process.argv[3]), m));\n`,
+        resolveDir: root,
+        loader: 'js',
+      },
+      absWorkingDir: root,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'es2022',
+      minify: true,
+      outfile,
+      // Native code stays outside (koffi, DuckDB's addon, pg's optional libpq binding), and the peers this job
+      // does not run (the child's `run` names them all in its dynamic imports); the rest is one file.
+      external: ['koffi', '@duckdb/node-bindings', '@duckdb/node-bindings-*', 'pg-native', ...PEERS.filter((x) => x !== spec)],
+      // CommonJS inside an ESM bundle (pg, and koffi's loader) asks for `require`.
+      banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
+      logLevel: 'error',
+    });
+    bundles.set(arg, outfile);
+  }
+}
+
 function peers(e: { index: string; adbc: string }, list: Pair[]): void {
-  const jobs = loadJobs(e);
-  const chain = Array.from({ length: PROCESSES }, () => child(jobs.chain));
-  const alone = Array.from({ length: PROCESSES }, () => child(jobs.alone));
-  const m = (rs: ChildResult[], name: string): string => f1(phase(rs, name));
-  console.log(`load apache-arrow ${m(chain, 'apache-arrow')} ms, koffi ${m(chain, 'koffi')} ms, arrow-device ${m(chain, 'arrow-device')} ms, arrow-device/adbc ${m(chain, 'arrow-device/adbc')} ms`);
-  console.log(`load arrow-device/adbc alone (after apache-arrow and koffi): ${m(alone, 'arrow-device/adbc')} ms`);
+  if (BUNDLED) {
+    console.log('# bundled: each job one file (esbuild), its load the time from the process start to its first line');
+  } else {
+    loads(e);
+  }
   for (const p of list) {
     if (p.missing) {
       console.log(`startup ${p.driver} vs ${p.peer}: skipped (${p.missing})`);
@@ -226,12 +277,23 @@ function peers(e: { index: string; adbc: string }, list: Pair[]): void {
     const [ours, theirs] = alternate(p.ours(e.adbc), p.theirs);
     const o = ours.map((r) => r.total);
     const t = theirs.map((r) => r.total);
-    console.log(`startup ${p.driver} vs ${p.peer}: ours ${f1(median(o))} ms, ${p.peer} ${f1(median(t))} ms, ratio ${f2(pairRatio(o, t))}`);
-    console.log(`startup ${p.driver} phases (ms, medians): ours ${phases(ours)}; ${p.peer} ${peerPhases(theirs)}`);
+    const b = BUNDLED ? 'bundled ' : '';
+    console.log(`${b}startup ${p.driver} vs ${p.peer}: ours ${f1(median(o))} ms, ${p.peer} ${f1(median(t))} ms, ratio ${f2(pairRatio(o, t))}`);
+    console.log(`${b}startup ${p.driver} phases (ms, medians): ours ${phases(ours)}; ${p.peer} ${peerPhases(theirs)}`);
     const oq = ours.map((r) => r.phases.query!);
     const tq = theirs.map((r) => r.phases.query!);
-    console.log(`first query ${p.driver} vs ${p.peer}: ours ${f1(median(oq))} ms (query and import of ${ROWS.toLocaleString('en')} rows), ${p.peer} ${f1(median(tq))} ms (query), ratio ${f2(pairRatio(oq, tq))}`);
+    console.log(`${b}first query ${p.driver} vs ${p.peer}: ours ${f1(median(oq))} ms (query and import of ${ROWS.toLocaleString('en')} rows), ${p.peer} ${f1(median(tq))} ms (query), ratio ${f2(pairRatio(oq, tq))}`);
   }
+}
+
+/** The load lines: each module on top of those before it, and arrow-device/adbc on its own. */
+function loads(e: { index: string; adbc: string }): void {
+  const jobs = loadJobs(e);
+  const chain = Array.from({ length: PROCESSES }, () => child(jobs.chain));
+  const alone = Array.from({ length: PROCESSES }, () => child(jobs.alone));
+  const m = (rs: ChildResult[], name: string): string => f1(phase(rs, name));
+  console.log(`load apache-arrow ${m(chain, 'apache-arrow')} ms, koffi ${m(chain, 'koffi')} ms, arrow-device ${m(chain, 'arrow-device')} ms, arrow-device/adbc ${m(chain, 'arrow-device/adbc')} ms`);
+  console.log(`load arrow-device/adbc alone (after apache-arrow and koffi): ${m(alone, 'arrow-device/adbc')} ms`);
 }
 
 function ab(ref: string, list: Pair[]): void {
@@ -301,7 +363,11 @@ async function main(): Promise<void> {
   try {
     const list = pairs(server?.uri, pgMissing);
     if (AB) ab(AB, list);
-    else peers(LIB ? libEntries(LIB) : entries(DIST ? 'dist' : workingTree(root)), list);
+    else {
+      const e = LIB ? libEntries(LIB) : entries(DIST ? 'dist' : workingTree(root));
+      if (BUNDLED) await bundleJobs(list.filter((p) => !p.missing).flatMap((p) => [p.ours(e.adbc), p.theirs]));
+      peers(e, list);
+    }
   } finally {
     server?.stop();
   }
