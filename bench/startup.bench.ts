@@ -356,6 +356,7 @@ async function main(): Promise<void> {
       `times from the process's start; ratio = median of the pair ratios; load average ${load}` +
       (COMPILE_CACHE ? `; compile cache on (NODE_COMPILE_CACHE=${COMPILE_CACHE}, filled by one untimed run of each job)` : ''),
   );
+  if (BUNDLED && AB) throw new Error('--bundled measures against the peers; it does not combine with --ab');
   if (COMPILE_CACHE) rmSync(COMPILE_CACHE, { recursive: true, force: true });
   const wantPg = !ONLY || ONLY.includes('postgresql');
   const pgMissing = wantPg ? postgresMissing() : undefined;
