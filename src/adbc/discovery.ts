@@ -10,13 +10,12 @@
  * Every place tried is recorded, so a driver that cannot be found is an
  * error that lists them all.
  */
-import { builtin } from '../platform/node.js';
+import { builtin, existsSync, join } from '../platform/node.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { parseToml, TomlError, type TomlTable, type TomlValue } from './toml.js';
 import { LoadFlags, type ConnectOptions } from './types.js';
 
-// node:fs and node:path, loaded on first use (src/platform/node.ts `builtin`), not at import.
-const nodeFs = (): typeof import('node:fs') => builtin('node:fs');
+// node:path, loaded on first use (src/platform/node.ts `builtin`, as `existsSync` and `join` are), not at import.
 const nodePath = (): typeof import('node:path') => builtin('node:path');
 
 /** The options a database gets: strings, and the integer and double options a profile may carry (ADBC 1.1.0 typed setters). */
@@ -152,9 +151,9 @@ const LIB_PREFIX = process.platform === 'win32' ? '' : 'lib';
 const LIB_SUFFIX = process.platform === 'win32' ? '.dll' : process.platform === 'darwin' ? '.dylib' : '.so';
 
 function userConfigDir(): string {
-  if (process.platform === 'darwin') return nodePath().join(builtin('node:os').homedir(), 'Library', 'Application Support', 'ADBC');
-  if (process.platform === 'win32') return nodePath().join(process.env.LOCALAPPDATA ?? nodePath().join(builtin('node:os').homedir(), 'AppData', 'Local'), 'ADBC');
-  return nodePath().join(process.env.XDG_CONFIG_HOME || nodePath().join(builtin('node:os').homedir(), '.config'), 'adbc');
+  if (process.platform === 'darwin') return join(builtin('node:os').homedir(), 'Library', 'Application Support', 'ADBC');
+  if (process.platform === 'win32') return join(process.env.LOCALAPPDATA ?? join(builtin('node:os').homedir(), 'AppData', 'Local'), 'ADBC');
+  return join(process.env.XDG_CONFIG_HOME || join(builtin('node:os').homedir(), '.config'), 'adbc');
 }
 
 const capitalised = process.platform === 'darwin' || process.platform === 'win32';
@@ -173,7 +172,7 @@ function driverSearchDirs(flags: number, extra: readonly string[]): { dir: strin
     for (const d of env) out.push({ dir: d, label: `$ADBC_DRIVER_PATH ${d}` });
   } else out.push({ dir: undefined, label: '$ADBC_DRIVER_PATH: not searched (LoadFlags.SearchEnv not set)' });
   for (const d of extra) out.push({ dir: d, label: `manifestSearchPaths ${d}` });
-  const user = nodePath().join(userConfigDir(), capitalised ? 'Drivers' : 'drivers');
+  const user = join(userConfigDir(), capitalised ? 'Drivers' : 'drivers');
   out.push(flags & LoadFlags.SearchUser ? { dir: user, label: `user directory ${user}` } : { dir: undefined, label: `user directory ${user}: not searched (LoadFlags.SearchUser not set)` });
   if (process.platform !== 'win32') {
     const system = process.platform === 'darwin' ? '/Library/Application Support/ADBC/Drivers' : '/etc/adbc/drivers';
@@ -192,7 +191,7 @@ function driverSearchDirs(flags: number, extra: readonly string[]): { dir: strin
 function readTomlFile(path: string, what: string): TomlTable {
   let text: string;
   try {
-    text = nodeFs().readFileSync(path, 'utf8');
+    text = builtin('node:fs').readFileSync(path, 'utf8');
   } catch (e) {
     throw new AdbcError(what, { status: AdbcStatus.NOT_FOUND, message: `cannot read ${what} ${path}: ${(e as Error).message}` });
   }
@@ -270,7 +269,7 @@ export function findDriver(
     return ext === '.toml' ? fromManifest(name) : direct(name);
   }
   if (nodePath().isAbsolute(name)) {
-    if (nodeFs().existsSync(`${name}.toml`)) return fromManifest(`${name}.toml`);
+    if (existsSync(`${name}.toml`)) return fromManifest(`${name}.toml`);
     return direct(name);
   }
   if (name.includes('/') && !allowRelative) {
@@ -281,12 +280,12 @@ export function findDriver(
       tried.push(label);
       continue;
     }
-    if (!nodeFs().existsSync(dir)) {
+    if (!existsSync(dir)) {
       tried.push(`${label}: no such directory`);
       continue;
     }
-    const manifest = nodePath().join(dir, `${name}.toml`);
-    if (nodeFs().existsSync(manifest)) {
+    const manifest = join(dir, `${name}.toml`);
+    if (existsSync(manifest)) {
       const m = readManifest(manifest);
       if ('missing' in m) tried.push(`${label}: ${m.missing}`);
       else {
@@ -296,8 +295,8 @@ export function findDriver(
       }
     } else tried.push(`${manifest}: no such file`);
     for (const file of [name, `${LIB_PREFIX}${name}${LIB_SUFFIX}`]) {
-      const p = nodePath().join(dir, file);
-      if (!nodeFs().existsSync(p)) continue;
+      const p = join(dir, file);
+      if (!existsSync(p)) continue;
       const why = load(p);
       if (why === undefined) return { library: p, entrypoint: undefined, manifest: undefined, tried };
       tried.push(`${p}: ${why}`);
@@ -386,7 +385,7 @@ function readProfile(path: string): Profile {
 export function findProfile(name: string, profileSearchPaths: readonly string[]): Profile {
   if (name === '') throw invalid('profile', 'the profile name is empty');
   if (nodePath().extname(name) === '.toml') {
-    if (!nodeFs().existsSync(name)) throw new AdbcError('profile', { status: AdbcStatus.NOT_FOUND, message: `profile file does not exist: ${name}` });
+    if (!existsSync(name)) throw new AdbcError('profile', { status: AdbcStatus.NOT_FOUND, message: `profile file does not exist: ${name}` });
     return readProfile(name);
   }
   if (nodePath().isAbsolute(name)) return readProfile(`${name}.toml`);
@@ -394,13 +393,13 @@ export function findProfile(name: string, profileSearchPaths: readonly string[])
     ...profileSearchPaths.map((d) => ({ dir: d, label: `profileSearchPaths ${d}` })),
     ...envDirs('ADBC_PROFILE_PATH').map((d) => ({ dir: d, label: `$ADBC_PROFILE_PATH ${d}` })),
   ];
-  const user = nodePath().join(userConfigDir(), capitalised ? 'Profiles' : 'profiles');
+  const user = join(userConfigDir(), capitalised ? 'Profiles' : 'profiles');
   dirs.push({ dir: user, label: `user directory ${user}` });
   const tried: string[] = [];
   if (!process.env.ADBC_PROFILE_PATH) tried.push('$ADBC_PROFILE_PATH: not set');
   for (const { dir } of dirs) {
-    const p = nodePath().join(dir, `${name}.toml`);
-    if (nodeFs().existsSync(p)) return readProfile(p);
+    const p = join(dir, `${name}.toml`);
+    if (existsSync(p)) return readProfile(p);
     tried.push(`${p}: no such file`);
   }
   throw new AdbcError('profile', { status: AdbcStatus.NOT_FOUND, message: `profile '${name}' not found; tried:\n${tried.map((t) => `  ${t}`).join('\n')}` });

@@ -551,10 +551,10 @@ interface DynamicLoader {
  * reference (never a load), both from the process's own symbols (the C
  * library since glibc 2.34, musl and macOS), else from libdl. glibc 2.35
  * and later also have `_dl_find_object`, which finds the library by address
- * without `dladdr`'s search of its symbol table for the nearest symbol (about
- * 0.8 ms on DuckDB's library, paid by the first query of a fresh process for
- * each callback address: bench:startup) and gives the range the library maps,
- * so one pin serves every callback in it; the name then comes from its
+ * without `dladdr`'s search of its symbol table for the nearest symbol (a
+ * cost that grows with the library's symbols, paid once per callback address:
+ * the first query of a fresh process has several) and gives the range the
+ * library maps, so one pin serves every callback in it; the name then comes from its
  * `link_map` (`l_name`, the second word). Windows: `GetModuleHandleExW` with
  * GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS finds the module by address and,
  * without ..._UNCHANGED_REFCOUNT, takes the reference itself. Null where

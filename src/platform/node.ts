@@ -22,9 +22,9 @@ const builtins = new Map<string, unknown>();
  * A Node.js builtin, loaded on first use: `process.getBuiltinModule`
  * (Node.js 22.3+, Bun, Deno), else `require`. Not a static `import`: an ESM
  * import of a builtin builds its module facade at load, which reads every
- * export (node:fs's stream getters load its streams), about 5 ms for
- * node:fs and 3 ms for node:net in a fresh process, paid by every program
- * that imports arrow-device whether it reaches that code or not (issue 47).
+ * export (node:fs's stream getters load its streams): work every program
+ * that imports arrow-device would pay whether it reaches that code or not
+ * (issue 47; bench:startup's load lines show it).
  * node:module, needed first (koffi is `require`d), stays a static import.
  */
 export function builtin<K extends keyof Builtins>(name: K): Builtins[K] {
