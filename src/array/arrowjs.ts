@@ -72,14 +72,33 @@ function rebaseBitmap(bitmap: Uint8Array, offset: number, length: number): Uint8
   return out;
 }
 
-/** Concatenates a dictionary Vector of several chunks (a copy, with arrow-js's builder; one chunk is zero-copy). */
-function dictionaryData(v: Vector): Data {
+/**
+ * A Vector as one `Data`: its chunk when it has one (zero-copy); else a copy
+ * made with arrow-js's builder, which for no chunks is an empty `Data` of the
+ * type with every child and dictionary a nested type needs.
+ */
+function vectorData(v: Vector): Data {
   if (v.data.length === 1) return v.data[0]!;
   const b = makeBuilder({ type: v.type, nullValues: [null, undefined] }) as Builder;
   for (const x of v.toArray() as Iterable<unknown>) b.append(x);
   const d = b.finish().flush();
   liveCounters.copiedBytes += d.byteLength;
   return d;
+}
+
+/**
+ * A child of arrow-js data as `Data`. arrow-js (21.x) builds the batch of a
+ * table whose columns are all empty (`tableFromArrays({ id: new Int32Array(0) })`,
+ * `new Table({ a: vector })`) with its one-argument `RecordBatch` constructor,
+ * which stores the columns' `Vector`s as the struct's children where every
+ * other batch holds `Data`; its own readers cope because a Vector has `type`
+ * and `length` too. A zero-length array is valid everywhere (CDataInterface.rst,
+ * "The ArrowArray structure": nothing requires length > 0), so the exporter takes
+ * such a child as the one `Data` it stands for. Told apart by shape, not
+ * `instanceof` (arrow-js's `Symbol.hasInstance` runs per child otherwise).
+ */
+function childData(c: Data | Vector): Data {
+  return Array.isArray((c as Data).children) ? (c as Data) : vectorData(c as Vector);
 }
 
 /**
@@ -118,7 +137,7 @@ function toView(data: Data, node: SchemaNode, asIs: boolean): ArrayView {
     nullCount > 0 && data.nullBitmap && data.nullBitmap.byteLength > 0 ? rebaseBitmap(data.nullBitmap, data.offset, N) : null;
 
   if (type.typeId === Type.Dictionary) {
-    const dict = dictionaryData(data.dictionary!);
+    const dict = vectorData(data.dictionary!);
     return {
       schema: node,
       length: N,
@@ -152,7 +171,7 @@ function toView(data: Data, node: SchemaNode, asIs: boolean): ArrayView {
   let children: ArrayView[] = NONE as never;
   if (n > 0) {
     children = new Array(n);
-    for (let i = 0; i < n; i++) children[i] = toView(data.children[i]!, node.children[i]!, asIs);
+    for (let i = 0; i < n; i++) children[i] = toView(childData(data.children[i]!), node.children[i]!, asIs);
   }
   return { schema: node, length: N, offset: 0, nullCount, buffers, children, dictionary: null };
 }
