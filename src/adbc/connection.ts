@@ -13,12 +13,42 @@ import { allocNative, bytesIn, freeNative, u32Array, type Driver } from './drive
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
 import * as options from './options.js';
+import type { QueryDefaults } from './types.js';
 import { AdbcPartitionReader, type ReadPartitionsOptions } from './partitions.js';
 import { AdbcRecordBatchReader } from './reader.js';
 import {
   AdbcStatement, collect, isAsyncSource, type AsyncBatchSource, type BindSource, type ConnectionCore, type PartitionedResult, type QueryOptions,
+  type SignalOption,
 } from './statement.js';
 import { IngestMode, ObjectDepth, type GetObjectsOptions, type InfoCode, type IngestOptions } from './types.js';
+import { abortable, checkSignal, throwIfAborted } from './abort.js';
+
+/**
+ * Whether `e` says the connection itself is gone, not just the call: a pool discards such a
+ * connection instead of handing it out again. IO is what the drivers give for a socket closed or a
+ * server gone (test/adbc/faults.test.ts); SQLSTATE class 08 is "connection exception" and 57P01-57P03
+ * a server shutting down or starting (PostgreSQL's codes, which its driver passes on). An IO error of
+ * an embedded database (a file not found) also discards its connection: a reconnect, not a wrong answer.
+ */
+export function isConnectionFault(e: unknown): boolean {
+  if (!(e instanceof AdbcError)) return false;
+  if (e.status === AdbcStatus.IO) return true;
+  const state = e.sqlState;
+  return state !== undefined && (state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03');
+}
+
+/** The pool's view of a connection (set in the class's static block: no public member exposes them). */
+let internals: {
+  life(c: AdbcConnection): Lifetime;
+  fault(c: AdbcConnection): AdbcError | undefined;
+  park(c: AdbcConnection, parked: boolean): void;
+  closeNow(c: AdbcConnection): void;
+};
+
+/** @internal For src/adbc/pool.ts. */
+export function connectionInternals(): typeof internals {
+  return internals;
+}
 
 /**
  * One connection to a database (`AdbcConnection`), from `AdbcDatabase.connect()`.
@@ -39,9 +69,29 @@ export class AdbcConnection extends Closable {
   readonly #sibling: () => Promise<AdbcConnection>;
   /** Connections `readPartitions` opened and finished with cleanly: the next one reuses them; closed with this one. */
   readonly #partitionConnections: AdbcConnection[] = [];
+  /** The first failure of a call that said the connection itself is gone (`isConnectionFault`). */
+  #fault: AdbcError | undefined;
+  /** Given back to its pool: every call refuses until the pool hands it out again. */
+  #parked = false;
+  /** What `close()` does: a pooled connection's gives it back (`AdbcPool`), a plain one's releases it. */
+  #onClose: ((c: AdbcConnection) => void) | undefined;
+
+  static {
+    internals = {
+      life: (c) => c.#core.life,
+      fault: (c) => c.#fault,
+      park: (c, parked) => {
+        c.#parked = parked;
+      },
+      closeNow: (c) => {
+        c.#onClose = undefined;
+        c.closeSync();
+      },
+    };
+  }
 
   /** @internal Use `AdbcDatabase.connect()`. */
-  constructor(driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>) {
+  constructor(driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>, queryDefaults: QueryDefaults = {}, onClose?: (c: AdbcConnection) => void) {
     const life = new Lifetime('connection', parent, () => {
       try {
         driver.call('ConnectionRelease', ptr);
@@ -52,15 +102,35 @@ export class AdbcConnection extends Closable {
     super(life);
     this.#ptr = ptr;
     this.#sibling = sibling;
+    this.#onClose = onClose;
     this.#core = {
       driver,
-      serial: new Serial(),
+      serial: new Serial((e) => {
+        if (this.#fault === undefined && isConnectionFault(e)) this.#fault = e as AdbcError;
+      }),
       life,
+      queryDefaults,
       ptr: (op) => {
         life.check(op);
+        if (this.#parked) {
+          throw new AdbcError(op, { status: AdbcStatus.INVALID_STATE, message: `${op}: the connection was given back to its pool (release()); acquire one again` });
+        }
         return ptr;
       },
     };
+  }
+
+  /**
+   * Gives a pooled connection back to its pool (`AdbcPool.connect()`), as `close()` and `await using` do
+   * for one: the pool hands it out again once its readers are released, or discards it if a call failed
+   * with an error that broke it. A connection from `AdbcDatabase.connect()` is released (as by `close()`).
+   *
+   * @example
+   * const conn = await pool.connect();
+   * try { await conn.query('SELECT 1'); } finally { conn.release(); }
+   */
+  release(): void {
+    this.closeSync();
   }
 
   #sync(op: string): Ptr {
@@ -310,7 +380,7 @@ export class AdbcConnection extends Closable {
   async query(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<ImportedTable> {
     const reader = await this.queryStream(sql, params, options);
     try {
-      return await reader.toTableAsync();
+      return await reader.toTableAsync(); // with a signal: an abort rejects it at once
     } finally {
       reader.release();
     }
@@ -325,7 +395,9 @@ export class AdbcConnection extends Closable {
    * for await (const batch of await conn.queryStream('SELECT * FROM big')) console.log(batch.numRows);
    */
   async queryStream(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
-    const stmt = await this.#statementFor(sql, params);
+    checkSignal('queryStream', options.signal);
+    throwIfAborted(options.signal);
+    const stmt = await this.#statementFor(sql, params, options.signal);
     try {
       return await stmt.executeQuery(options);
     } finally {
@@ -343,17 +415,21 @@ export class AdbcConnection extends Closable {
    * parameters. A driver that cannot prepare (NOT_IMPLEMENTED) gets the
    * parameters bound unprepared, as before.
    */
-  async #statementFor(sql: string, params: BindSource | AsyncBatchSource | undefined): Promise<AdbcStatement> {
+  async #statementFor(sql: string, params: BindSource | AsyncBatchSource | undefined, signal?: AbortSignal): Promise<AdbcStatement> {
     const stmt = await this.createStatement();
     try {
+      // An abort before the execution stops between steps (they are short; the execution is what waits).
       await stmt.setSqlQuery(sql);
+      throwIfAborted(signal);
       if (params !== undefined) {
         try {
           await stmt.prepare();
         } catch (e) {
           if (!(e instanceof AdbcError && e.status === AdbcStatus.NOT_IMPLEMENTED)) throw e;
         }
+        throwIfAborted(signal);
         await stmt.bind(params);
+        throwIfAborted(signal);
       }
       return stmt;
     } catch (e) {
@@ -369,10 +445,12 @@ export class AdbcConnection extends Closable {
    * @example
    * await conn.execute('CREATE TABLE t (x INTEGER)');
    */
-  async execute(sql: string, params?: BindSource | AsyncBatchSource): Promise<number> {
-    const stmt = await this.#statementFor(sql, params);
+  async execute(sql: string, params?: BindSource | AsyncBatchSource, options: SignalOption = {}): Promise<number> {
+    checkSignal('execute', options.signal);
+    throwIfAborted(options.signal);
+    const stmt = await this.#statementFor(sql, params, options.signal);
     try {
-      return await stmt.executeUpdate();
+      return await stmt.executeUpdate(options);
     } finally {
       stmt.closeSync();
     }
@@ -395,10 +473,12 @@ export class AdbcConnection extends Closable {
    *   return n;
    * }));
    */
-  async executePartitions(sql: string, params?: BindSource | AsyncBatchSource): Promise<PartitionedResult> {
-    const stmt = await this.#statementFor(sql, params);
+  async executePartitions(sql: string, params?: BindSource | AsyncBatchSource, options: SignalOption = {}): Promise<PartitionedResult> {
+    checkSignal('executePartitions', options.signal);
+    throwIfAborted(options.signal);
+    const stmt = await this.#statementFor(sql, params, options.signal);
     try {
-      return await stmt.executePartitions();
+      return await stmt.executePartitions(options);
     } finally {
       stmt.closeSync();
     }
@@ -417,28 +497,41 @@ export class AdbcConnection extends Closable {
    * for await (const batch of await conn.readPartition(partitions[0]!)) console.log(batch.numRows);
    */
   async readPartition(descriptor: Uint8Array, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
-    const { driver, serial, life } = this.#core;
+    const { driver, serial, life, queryDefaults } = this.#core;
+    const { signal, ...importOptions } = options;
+    checkSignal('readPartition', signal);
+    throwIfAborted(signal);
     // The stream's place in the release order: under the connection (no statement made it).
     const stream = new Lifetime('partition stream', life, () => undefined);
-    let inner;
-    try {
-      inner = await this.#run('readPartition', async (p) => {
-        const bytes = bytesIn(descriptor);
-        try {
-          return await importArrayStreamFrom((out) => driver.callAsync('ConnectionReadPartition', p, bytes, descriptor.byteLength, out), {
-            offThread: true,
-            onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
-            ...options,
-          });
-        } finally {
-          freeNative(bytes); // adbc.h: the descriptor is only read during the call
-        }
-      });
-    } catch (e) {
-      stream.close();
-      throw e;
-    }
-    return new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel());
+    /** The read began on a worker thread: only then is the connection's cancel this call's, not a queued one's. */
+    let started = false;
+    const read = async (): Promise<AdbcRecordBatchReader> => {
+      let inner;
+      try {
+        inner = await this.#run('readPartition', async (p) => {
+          throwIfAborted(signal);
+          started = true;
+          const bytes = bytesIn(descriptor);
+          try {
+            return await importArrayStreamFrom((out) => driver.callAsync('ConnectionReadPartition', p, bytes, descriptor.byteLength, out), {
+              offThread: true,
+              onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
+              ...queryDefaults,
+              ...importOptions,
+            });
+          } finally {
+            freeNative(bytes); // adbc.h: the descriptor is only read during the call
+          }
+        });
+      } catch (e) {
+        stream.close();
+        throw e;
+      }
+      return new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel(), signal);
+    };
+    return abortable('readPartition', signal, read, () => {
+      if (started) this.cancel();
+    }, (reader) => reader.release());
   }
 
   /**
@@ -466,6 +559,8 @@ export class AdbcConnection extends Closable {
    */
   async readPartitions(descriptors: readonly Uint8Array[], options: ReadPartitionsOptions = {}): Promise<AdbcPartitionReader> {
     this.#core.ptr('readPartitions');
+    checkSignal('readPartitions', options.signal);
+    throwIfAborted(options.signal);
     const pool = this.#partitionConnections;
     const life = this.#core.life;
     const source = {
@@ -486,6 +581,10 @@ export class AdbcConnection extends Closable {
    * conn.closeSync();
    */
   override closeSync(): void {
+    if (this.#onClose !== undefined) {
+      this.#onClose(this); // pooled: given back, not released
+      return;
+    }
     let first: unknown;
     for (const c of this.#partitionConnections.splice(0)) {
       try {
@@ -507,11 +606,12 @@ export class AdbcConnection extends Closable {
   }
 
   async #ingestOnce(tableName: string, data: BindSource, options: IngestOptions, mode: string): Promise<number> {
+    throwIfAborted(options.signal);
     const stmt = await this.createStatement();
     try {
       await stmt.setOptions(this.#ingestOptions(tableName, options, mode));
       await stmt.bindStream(data);
-      return await stmt.executeUpdate();
+      return await stmt.executeUpdate({ signal: options.signal });
     } finally {
       stmt.closeSync();
     }
@@ -544,6 +644,8 @@ export class AdbcConnection extends Closable {
    */
   async ingestStream(tableName: string, reader: BindSource | AsyncBatchSource, options: IngestOptions = {}): Promise<number> {
     this.#core.ptr('ingestStream');
+    checkSignal('ingestStream', options.signal);
+    throwIfAborted(options.signal);
     const mode = options.mode ?? IngestMode.Create;
     if (!isAsyncSource(reader)) return this.#ingestOnce(tableName, reader, options, mode);
     let total = 0;
@@ -608,7 +710,9 @@ export class AdbcConnection extends Closable {
 }
 
 /** @internal `AdbcConnectionNew` + `AdbcConnectionInit` (the latter on a worker thread: it may connect over the network). */
-export async function openConnection(driver: Driver, db: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>): Promise<AdbcConnection> {
+export async function openConnection(
+  driver: Driver, db: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>, queryDefaults: QueryDefaults = {}, onClose?: (c: AdbcConnection) => void,
+): Promise<AdbcConnection> {
   const p = allocNative(16);
   try {
     driver.call('ConnectionNew', p);
@@ -620,7 +724,7 @@ export async function openConnection(driver: Driver, db: Ptr, parent: Lifetime, 
   const leave = parent.enter();
   try {
     await driver.callAsync('ConnectionInit', p, db);
-    return new AdbcConnection(driver, p, parent, sibling);
+    return new AdbcConnection(driver, p, parent, sibling, queryDefaults, onClose);
   } catch (e) {
     try {
       driver.call('ConnectionRelease', p);

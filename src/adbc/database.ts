@@ -8,7 +8,8 @@ import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
 import * as options from './options.js';
 import { openConnection, type AdbcConnection } from './connection.js';
-import { LoadFlags, type ConnectOptions } from './types.js';
+import { AdbcPool, type PoolOptions } from './pool.js';
+import { LoadFlags, type ConnectOptions, type QueryDefaults } from './types.js';
 import type { Ptr } from '../memory/memory.js';
 
 /** Where a database's driver came from (`AdbcDatabase.driverInfo`). */
@@ -47,6 +48,7 @@ export class AdbcDatabase extends Closable {
   readonly #ptr: Ptr;
   readonly #life: Lifetime;
   readonly #serial = new Serial();
+  readonly #queryDefaults: QueryDefaults;
 
   /**
    * Finds and loads the driver (see `ConnectOptions` for every form `driver` takes), then makes and
@@ -60,6 +62,7 @@ export class AdbcDatabase extends Closable {
     this.#driver = opened.driver;
     this.#ptr = opened.ptr;
     this.#life = opened.life;
+    this.#queryDefaults = { ...options.queryOptions };
   }
 
   /** The database for a synchronous call: open, and no connection being opened (`AdbcConnectionInit` reads it). */
@@ -159,8 +162,26 @@ export class AdbcDatabase extends Closable {
    * await using conn = await db.connect();
    */
   async connect(): Promise<AdbcConnection> {
+    return this.#connect(undefined);
+  }
+
+  #connect(onClose: ((c: AdbcConnection) => void) | undefined): Promise<AdbcConnection> {
     this.#life.check('connect');
-    return this.#serial.run(() => openConnection(this.#driver, this.#ptr, this.#life, () => this.connect()));
+    return this.#serial.run(() => openConnection(this.#driver, this.#ptr, this.#life, () => this.connect(), this.#queryDefaults, onClose));
+  }
+
+  /**
+   * A pool of this database's connections (`AdbcPool`), opened on demand up to `max` and reused:
+   * what a service runs its many small queries through. The database stays open (its release waits)
+   * while connections of the pool are; close the pool first.
+   *
+   * @example
+   * await using pool = db.pool({ max: 16, idleTimeoutMillis: 30_000, acquireTimeoutMillis: 5_000 });
+   * const t = await pool.query('SELECT 1 AS one', undefined, { signal: AbortSignal.timeout(2_000) });
+   */
+  pool(options: PoolOptions = {}): AdbcPool {
+    this.#life.check('pool');
+    return new AdbcPool((onClose) => this.#connect(onClose), options);
   }
 }
 

@@ -97,7 +97,14 @@ export function resolveOptions(opts: ConnectOptions): { driver: string; options:
     profilePath = p.path;
     if (p.driver) {
       if (driver && driver !== p.driver) {
-        throw invalid(op, `profile \`${profileName}\` (${p.path}) specifies driver \`${p.driver}\` which does not match requested driver \`${driver}\``);
+        // The official driver manager's words exactly (code written for it matches on them); which
+        // profile and where it was found go in the details.
+        const enc = new TextEncoder();
+        throw new AdbcError(op, {
+          status: AdbcStatus.INVALID_ARGUMENT,
+          message: `profile specifies driver \`${p.driver}\` which does not match requested driver \`${driver}\``,
+          details: new Map([['profile', enc.encode(profileName)], ['profile_path', enc.encode(p.path)]]),
+        });
       }
       driver = p.driver;
     }

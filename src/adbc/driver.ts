@@ -130,6 +130,20 @@ function makeProtos(k: typeof import('koffi')) {
 let PROTOS: ReturnType<typeof makeProtos> | undefined;
 export type Called = keyof ReturnType<typeof makeProtos>;
 
+/** Where a driver call ran: on the JS thread (`call`) or on a worker thread (`callAsync`). */
+export type CallThread = 'js' | 'worker';
+
+/** The call log's listener, if one is set (tests): every entry called, by name, and where it ran. */
+let callLog: ((f: Called, thread: CallThread) => void) | undefined;
+
+/**
+ * @internal Sets (or clears, with undefined) the listener of every driver call: what a test asserts the
+ * thread of each call by, by name, not by time.
+ */
+export function logDriverCalls(listener: ((f: Called, thread: CallThread) => void) | undefined): void {
+  callLog = listener;
+}
+
 /** An argument of a call: a pointer, a number, or a string (copied into C memory for the call; null is NULL). */
 export type CArg = bigint | number | string | null | undefined | { list: readonly string[] | undefined };
 
@@ -256,6 +270,7 @@ export class Driver {
 
   /** Calls entry `f` synchronously (quick calls: options, new, release); throws an `AdbcError` unless it returns OK. */
   call(f: Called, ...a: CArg[]): void {
+    callLog?.(f, 'js');
     const fn = this.#entry(f);
     const strings = new CStrings();
     const err = newError();
@@ -274,6 +289,7 @@ export class Driver {
    * `get_next`, can run). Rejects with an `AdbcError` unless it returns OK.
    */
   callAsync(f: Called, ...a: CArg[]): Promise<void> {
+    callLog?.(f, 'worker');
     let fn: CFunction;
     const strings = new CStrings();
     let argv: unknown[];

@@ -11,12 +11,15 @@
  */
 export { AdbcDatabase, type DriverInfo } from './database.js';
 export { AdbcConnection } from './connection.js';
-export { AdbcStatement, type QueryOptions, type BindSource, type AsyncBatchSource, type PartitionedResult } from './statement.js';
+export { AdbcPool, type PoolOptions } from './pool.js';
+export {
+  AdbcStatement, type QueryOptions, type SignalOption, type BindSource, type AsyncBatchSource, type PartitionedResult,
+} from './statement.js';
 export { AdbcRecordBatchReader } from './reader.js';
 export { AdbcPartitionReader, type PartitionBatch, type ReadPartitionsOptions } from './partitions.js';
 export { AdbcError, AdbcStatus, type AdbcErrorCode, type AdbcErrorInit } from './error.js';
 export {
   LoadFlags, ObjectDepth, InfoCode, IngestMode, StatisticKey,
-  type ConnectOptions, type ConnectOptionsBase, type IngestOptions, type GetObjectsOptions,
+  type ConnectOptions, type ConnectOptionsBase, type IngestOptions, type GetObjectsOptions, type QueryDefaults,
 } from './types.js';
 export { defaultEntrypoint, platformTuple } from './discovery.js';

@@ -23,6 +23,11 @@ export class Lifetime {
   #released = false;
   /** The error of a deferred release (it has no caller to throw to). */
   releaseError: unknown;
+  /**
+   * Called once nothing is under it and no call runs on it while it is open (a pool's connection given
+   * back with a reader still open becomes reusable then). Cleared by whoever set it.
+   */
+  onIdle: (() => void) | undefined;
 
   constructor(
     /** What it is, for messages: `connection`, `statement`, ... */
@@ -43,6 +48,11 @@ export class Lifetime {
 
   get released(): boolean {
     return this.#released;
+  }
+
+  /** Nothing under it (statements, streams) and no native call running on it. */
+  get idle(): boolean {
+    return this.#children === 0 && this.#busy === 0;
   }
 
   /** Throws INVALID_STATE unless open. */
@@ -72,7 +82,11 @@ export class Lifetime {
   }
 
   #settle(): unknown {
-    if (!this.#closing || this.#released || this.#children > 0 || this.#busy > 0) return undefined;
+    if (!this.#closing) {
+      if (this.onIdle !== undefined && this.#children === 0 && this.#busy === 0) this.onIdle();
+      return undefined;
+    }
+    if (this.#released || this.#children > 0 || this.#busy > 0) return undefined;
     this.#released = true;
     let err: unknown;
     try {
@@ -93,6 +107,9 @@ export class Serial {
   #tail: Promise<unknown> = Promise.resolve();
   #running = 0;
 
+  /** `onError`: sees every call's failure (a connection records those that break it, for its pool). */
+  constructor(readonly onError?: (e: unknown) => void) {}
+
   /** Whether a call runs (or waits) now. */
   get busy(): boolean {
     return this.#running > 0;
@@ -101,9 +118,16 @@ export class Serial {
   /** Runs `f` after every call requested before it. */
   run<T>(f: () => Promise<T> | T): Promise<T> {
     this.#running++;
-    const p = this.#tail.then(f).finally(() => {
+    let p = this.#tail.then(f).finally(() => {
       this.#running--;
     });
+    const seen = this.onError;
+    if (seen !== undefined) {
+      p = p.catch((e: unknown) => {
+        seen(e);
+        throw e;
+      });
+    }
     // The tail keeps no value: a resolved value held here would stay reachable until the next call.
     this.#tail = p.then(
       () => undefined,

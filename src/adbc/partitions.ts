@@ -35,6 +35,7 @@ import type { ImportedRecordBatch } from '../array/build.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import type { AdbcRecordBatchReader } from './reader.js';
 import type { QueryOptions } from './statement.js';
+import { reasonOf } from './abort.js';
 
 /** Options of `AdbcConnection.readPartitions`: those of every partition's reader, and how they are read together. */
 export interface ReadPartitionsOptions extends QueryOptions {
@@ -148,12 +149,15 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
   #schema: Schema | undefined;
   #batches = 0;
   #queue: Promise<unknown> = Promise.resolve();
+  /** `options.signal`: an abort cancels every partition, releases everything, and rejects the step with its reason. */
+  readonly #signal: AbortSignal | undefined;
+  #onAbort: (() => void) | undefined;
   /** Partitions with a batch ready, in the order the batches arrived. */
   readonly #arrived: Slot[] = [];
 
   /** @internal Use `AdbcConnection.readPartitions`. */
   constructor(descriptors: readonly Uint8Array[], source: PartitionSource, options: ReadPartitionsOptions = {}) {
-    const { concurrency = 4, ordered = false, ...rest } = options;
+    const { concurrency = 4, ordered = false, signal, ...rest } = options;
     if (!Number.isInteger(concurrency) || concurrency < 1) {
       throw new AdbcError('readPartitions', { status: AdbcStatus.INVALID_ARGUMENT, message: `readPartitions: options.concurrency must be an integer from 1, got ${String(concurrency)}` });
     }
@@ -162,6 +166,13 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
     this.#options = rest;
     this.#concurrency = concurrency;
     this.#ordered = ordered;
+    this.#signal = signal;
+    if (signal !== undefined) {
+      // Held weakly: a long-lived signal must not keep a dropped reader from the collector.
+      const ref = new WeakRef(this);
+      this.#onAbort = () => void ref.deref()?.cancel();
+      signal.addEventListener('abort', this.#onAbort, { once: true });
+    }
   }
 
   /**
@@ -301,6 +312,8 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
     this.#handed = undefined;
     if (handed && !this.#closed && !this.#error) this.#pull(handed);
     for (;;) {
+      // Aborted: the reason at once; the release (begun by the abort) goes on without the caller.
+      if (this.#signal?.aborted) throw reasonOf(this.#signal);
       if (this.#error || this.#closed) return this.#end();
       const slot = this.#take();
       if (slot) {
@@ -363,6 +376,8 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
 
   async #releaseAll(): Promise<void> {
     this.#closed = true;
+    if (this.#onAbort) this.#signal!.removeEventListener('abort', this.#onAbort);
+    this.#onAbort = undefined;
     this.#handed = undefined;
     this.#wake?.();
     // A stream is released only after its running get_next returns (the stream import waits), and a

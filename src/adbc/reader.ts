@@ -4,13 +4,22 @@
  * `get_next` off the JS thread under `for await`), tied into the ADBC
  * release order: its stream is a `Lifetime` under the statement that made
  * it, so the statement is released only after the stream.
+ *
+ * It is an arrow-js `RecordBatchReader` (a subclass): code written for the
+ * official driver manager, whose readers are arrow-js readers, type-checks
+ * and passes `instanceof RecordBatchReader` unchanged. arrow-js keeps a
+ * reader's behaviour in a private implementation object; every public
+ * member is overridden here, and the object handed to arrow-js's
+ * constructor forwards to them, so what arrow-js's own helpers call
+ * (`RecordBatchReader.readAll`, `toNodeStream`, `pipe`) reads this stream.
  */
-import type { Schema } from 'apache-arrow';
+import { RecordBatchReader, type Schema } from 'apache-arrow';
 import { ArrowSymbols } from '../abi/protocol.js';
 import type { ImportedRecordBatch, ImportedTable } from '../array/build.js';
 import type { ExportHandle } from '../memory/handle.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { RecordBatchStreamImport } from '../stream/import.js';
+import { abortable, reasonOf } from './abort.js';
 import type { Lifetime, Serial } from './lifetime.js';
 
 /** A registry entry: what to release when a reader is collected unreleased. */
@@ -43,7 +52,7 @@ const registry = new FinalizationRegistry<Held>(({ inner, life }) => {
  * const reader = await conn.queryStream('SELECT * FROM events');
  * for await (const batch of reader) total += batch.numRows;
  */
-export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBatch>, AsyncIterable<ImportedRecordBatch> {
+export class AdbcRecordBatchReader extends RecordBatchReader implements IterableIterator<ImportedRecordBatch>, AsyncIterable<ImportedRecordBatch> {
   readonly #inner: RecordBatchStreamImport<ImportedRecordBatch>;
   readonly #life: Lifetime;
   readonly #serial: Serial;
@@ -51,18 +60,39 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
   #async: AsyncIterator<ImportedRecordBatch> | undefined;
   /** Released by `release()` / `cancel()`: a loop still running over it ends instead of failing. */
   #closed = false;
+  /** The query's `AbortSignal`, until the stream is released. */
+  #signal: AbortSignal | undefined;
+  #onAbort: (() => void) | undefined;
 
   /** @internal Made by `AdbcStatement.executeQuery` and the connection's readers. */
-  constructor(inner: RecordBatchStreamImport<ImportedRecordBatch>, life: Lifetime, serial: Serial, cancel: () => void) {
+  constructor(inner: RecordBatchStreamImport<ImportedRecordBatch>, life: Lifetime, serial: Serial, cancel: () => void, signal?: AbortSignal) {
+    let self: AdbcRecordBatchReader | undefined;
+    // arrow-js's constructor takes its implementation object, whose type it does not export.
+    super(forwarding(() => self!) as never);
+    self = this;
     this.#inner = inner;
     this.#life = life;
     this.#serial = serial;
     this.#cancel = cancel;
     registry.register(this, { inner, life }, this);
+    if (signal !== undefined && !inner.released) {
+      // The listener holds the reader weakly: a signal that lives long (a server's) must not keep
+      // readers from the collector. An abort cancels the query and releases the stream.
+      const ref = new WeakRef(this);
+      this.#signal = signal;
+      this.#onAbort = () => ref.deref()?.cancel();
+      if (signal.aborted) this.cancel();
+      else signal.addEventListener('abort', this.#onAbort, { once: true });
+    }
+  }
+
+  /** Throws the signal's reason once the query was aborted (what a step of an aborted reader gives). */
+  #checkAborted(): void {
+    if (this.#signal?.aborted) throw reasonOf(this.#signal);
   }
 
   /** The result's schema (from the stream's `get_schema`). */
-  get schema(): Schema {
+  override get schema(): Schema {
     return this.#inner.schema;
   }
 
@@ -77,7 +107,7 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
   }
 
   /** arrow-js `RecordBatchReader` spelling of `released`. */
-  get closed(): boolean {
+  override get closed(): boolean {
     return this.#inner.released;
   }
 
@@ -86,41 +116,61 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
     return this.#inner.batchesRead;
   }
 
+  /** arrow-js `RecordBatchReader`: the batches read so far (a stream's count is known only at its end). */
+  override get numRecordBatches(): number {
+    return this.#inner.batchesRead;
+  }
+
+  /** arrow-js `RecordBatchReader`: true (the stream is released at its end, on an error or a `break`). */
+  override get autoDestroy(): boolean {
+    return true;
+  }
+
+  /** arrow-js `RecordBatchReader`: an empty map; a C stream's dictionaries travel inside each batch (CDataInterface.rst, "Dictionary-encoded arrays"). */
+  override get dictionaries(): Map<number, never> {
+    return new Map<number, never>();
+  }
+
+  /** arrow-js `RecordBatchReader`: 0 (see `dictionaries`). */
+  override get numDictionaries(): number {
+    return 0;
+  }
+
+  /** arrow-js `RecordBatchReader`: null, not an IPC file. */
+  override get footer(): null {
+    return null;
+  }
+
   /** arrow-js `RecordBatchReader.open()`: the reader is open already. */
-  open(): this {
+  override open(): this {
     return this;
   }
 
-  /** arrow-js `RecordBatchReader`: true, the reader can be read synchronously (`next()`, `for...of`). */
-  isSync(): true {
-    return true;
+  /**
+   * arrow-js `RecordBatchReader.reset()`: nothing to do. arrow-js resets a reader to read the next of
+   * several IPC streams in one byte stream; a driver's stream is one stream, read once.
+   */
+  override reset(): this {
+    return this;
   }
 
-  /** arrow-js `RecordBatchReader`: false, it is not an async-only reader (`for await` works all the same). */
-  isAsync(): false {
-    return false;
-  }
-
-  /** arrow-js `RecordBatchReader`: true, a stream of batches. */
-  isStream(): true {
-    return true;
-  }
-
-  /** arrow-js `RecordBatchReader`: false, not an IPC file. */
-  isFile(): false {
-    return false;
+  /** arrow-js `RecordBatchReader`: null, a stream has no random access. */
+  override readRecordBatch(): null {
+    return null;
   }
 
   /** After every step: a stream that is released releases its place in the order (and its statement, if that was closed). */
   #after(): void {
     if (this.#inner.released) {
       registry.unregister(this);
+      if (this.#onAbort) this.#signal!.removeEventListener('abort', this.#onAbort);
+      this.#onAbort = undefined;
       this.#life.close();
     }
   }
 
   /** The reader is its own iterator: `for (const batch of reader)` calls `next()`. */
-  [Symbol.iterator](): this {
+  override [Symbol.iterator](): this {
     return this;
   }
 
@@ -128,7 +178,8 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
    * The next batch, with `get_next` on the JS thread (it blocks until the
    * driver returns). The batch handed out before is released first unless kept.
    */
-  next(): IteratorResult<ImportedRecordBatch, undefined> {
+  override next(): IteratorResult<ImportedRecordBatch, undefined> {
+    this.#checkAborted();
     if (this.#closed) return { done: true, value: undefined };
     try {
       this.#serial.checkIdle('next', 'connection');
@@ -139,12 +190,37 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
   }
 
   /** Batches with each `get_next` on a worker thread: the event loop runs while the driver works. */
-  [Symbol.asyncIterator](): AsyncIterableIterator<ImportedRecordBatch> {
+  override [Symbol.asyncIterator](): AsyncIterableIterator<ImportedRecordBatch> {
     const it = (this.#async ??= this.#inner[Symbol.asyncIterator]());
     const step = (f: () => Promise<IteratorResult<ImportedRecordBatch, undefined>>): Promise<IteratorResult<ImportedRecordBatch, undefined>> =>
       this.#serial.run(f).finally(() => this.#after());
+    const next = (): Promise<IteratorResult<ImportedRecordBatch, undefined>> => {
+      const signal = this.#signal;
+      if (signal?.aborted) return Promise.reject(reasonOf(signal));
+      if (this.#closed) return Promise.resolve({ done: true as const, value: undefined });
+      const pending = step(() => it.next() as Promise<IteratorResult<ImportedRecordBatch, undefined>>);
+      if (signal === undefined) return pending;
+      // An abort during the get_next rejects this step at once (the listener above cancels and releases).
+      return new Promise((resolve, reject) => {
+        const onAbort = (): void => reject(reasonOf(signal));
+        signal.addEventListener('abort', onAbort, { once: true });
+        pending.then(
+          (r) => {
+            signal.removeEventListener('abort', onAbort);
+            if (signal.aborted) {
+              if (!r.done) r.value.release();
+              reject(reasonOf(signal));
+            } else resolve(r);
+          },
+          (e: unknown) => {
+            signal.removeEventListener('abort', onAbort);
+            reject(signal.aborted ? reasonOf(signal) : e);
+          },
+        );
+      });
+    };
     return {
-      next: () => (this.#closed ? Promise.resolve({ done: true as const, value: undefined }) : step(() => it.next() as Promise<IteratorResult<ImportedRecordBatch, undefined>>)),
+      next,
       return: () => step(() => it.return!() as Promise<IteratorResult<ImportedRecordBatch, undefined>>),
       throw: () => step(() => it.return!() as Promise<IteratorResult<ImportedRecordBatch, undefined>>),
       [Symbol.asyncIterator]() {
@@ -159,18 +235,19 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
   }
 
   /** Leaves the iteration: releases the stream. */
-  return(): IteratorResult<ImportedRecordBatch, undefined> {
+  override return(): IteratorResult<ImportedRecordBatch, undefined> {
     this.release();
     return { done: true, value: undefined };
   }
 
   /** As `return()`. */
-  throw(): IteratorResult<ImportedRecordBatch, undefined> {
+  override throw(): IteratorResult<ImportedRecordBatch, undefined> {
     return this.return();
   }
 
   /** Reads every remaining batch on the JS thread and keeps them all. */
   readAll(): ImportedRecordBatch[] {
+    this.#checkAborted();
     try {
       this.#serial.checkIdle('readAll', 'connection');
       return this.#inner.readAll();
@@ -181,6 +258,7 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
 
   /** Reads every remaining batch on the JS thread into a zero-copy `Table` (`table.release()` gives the memory back). */
   toTable(): ImportedTable {
+    this.#checkAborted();
     try {
       this.#serial.checkIdle('toTable', 'connection');
       return this.#inner.toTable();
@@ -203,7 +281,10 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
 
   /** `toTable()` with every `get_next` on a worker thread. */
   async toTableAsync(): Promise<ImportedTable> {
-    return this.#serial.run(() => this.#inner.toTableAsync()).finally(() => this.#after());
+    this.#checkAborted();
+    const read = (): Promise<ImportedTable> => this.#serial.run(() => this.#inner.toTableAsync()).finally(() => this.#after());
+    // An abort rejects at once; the reader's own listener has cancelled the query and released the stream.
+    return this.#signal === undefined ? read() : abortable('toTableAsync', this.#signal, read, () => undefined, (t) => t.release());
   }
 
   /**
@@ -211,7 +292,7 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
    * where it has it) and releases the stream (after a `get_next` that runs
    * on a worker thread returns). Idempotent.
    */
-  cancel(): void {
+  override cancel(): void {
     if (!this.#inner.released) this.#cancel();
     this.release();
   }
@@ -244,4 +325,47 @@ export class AdbcRecordBatchReader implements IterableIterator<ImportedRecordBat
   [ArrowSymbols.schema](): ExportHandle {
     return this.#inner[ArrowSymbols.schema]();
   }
+}
+
+/**
+ * The implementation object arrow-js's `RecordBatchReader` constructor keeps: each member forwards to the
+ * reader's own (every public one is overridden there), so nothing reaches the stream but through them.
+ */
+function forwarding(reader: () => AdbcRecordBatchReader): object {
+  return {
+    get closed() {
+      return reader().closed;
+    },
+    get schema() {
+      return reader().schema;
+    },
+    get autoDestroy() {
+      return true;
+    },
+    get dictionaries() {
+      return reader().dictionaries;
+    },
+    get numDictionaries() {
+      return 0;
+    },
+    get numRecordBatches() {
+      return reader().numRecordBatches;
+    },
+    isSync: () => true,
+    isAsync: () => false,
+    isFile: () => false,
+    isStream: () => true,
+    next: () => reader().next(),
+    throw: () => reader().throw(),
+    return: () => reader().return(),
+    cancel: () => reader().cancel(),
+    reset() {
+      return this;
+    },
+    open() {
+      return this;
+    },
+    [Symbol.iterator]: () => reader(),
+    [Symbol.asyncIterator]: () => reader()[Symbol.asyncIterator](),
+  };
 }

@@ -20,6 +20,8 @@ import { Closable, Lifetime, type Serial } from './lifetime.js';
 import * as options from './options.js';
 import { AdbcRecordBatchReader } from './reader.js';
 import { isReleased } from '../memory/cstruct.js';
+import { abortable, throwIfAborted } from './abort.js';
+import type { QueryDefaults } from './types.js';
 
 /**
  * Options of the readers of query results: arrow-device's stream import
@@ -32,7 +34,19 @@ import { isReleased } from '../memory/cstruct.js';
  * returns (DuckDB's, SQLite's), never for one that waits on the network or
  * reads data bound from JavaScript during `get_next`.
  */
-export type QueryOptions = Omit<StreamImportOptions, 'view' | 'memory'>;
+export type QueryOptions = Omit<StreamImportOptions, 'view' | 'memory'> & SignalOption;
+
+/**
+ * `signal`: an `AbortSignal` that stops the call. Aborted already, the call starts nothing; aborted
+ * while it runs, the driver is asked to cancel (`AdbcStatementCancel` / `AdbcConnectionCancel`) and the
+ * call rejects at once with the signal's reason (an `AbortError` `DOMException` by default), whether or
+ * not the driver can cancel; what it still produces is released when it arrives. A reader made with a
+ * signal ends the same way: its pending step rejects with the reason and its stream is released.
+ */
+export interface SignalOption {
+  /** Stops the call (see `SignalOption`). */
+  signal?: AbortSignal;
+}
 
 /**
  * What can be bound to a statement or ingested: an arrow-js `Table`,
@@ -74,6 +88,8 @@ export interface ConnectionCore {
   readonly driver: Driver;
   readonly serial: Serial;
   readonly life: Lifetime;
+  /** The database's `queryOptions`: what every reader of the connection starts from. */
+  readonly queryDefaults: QueryDefaults;
   ptr(op: string): Ptr;
 }
 
@@ -153,14 +169,15 @@ export class AdbcStatement extends Closable {
   }
 
   /**
-   * Sets the SQL (`AdbcStatementSetSqlQuery`).
+   * Sets the SQL (`AdbcStatementSetSqlQuery`, on a worker thread: DuckDB's driver parses and prepares
+   * the statement inside it, which blocks for as long as that takes and takes the database's locks).
    *
    * @example
    * await stmt.setSqlQuery('SELECT 1 AS one');
    */
   async setSqlQuery(query: string): Promise<void> {
     const p = this.#queued('setSqlQuery');
-    await this.#conn.serial.run(() => this.#conn.driver.call('StatementSetSqlQuery', p, query));
+    await this.#run(() => this.#conn.driver.callAsync('StatementSetSqlQuery', p, query));
   }
 
   /**
@@ -175,10 +192,10 @@ export class AdbcStatement extends Closable {
    */
   async setSubstraitPlan(plan: Uint8Array): Promise<void> {
     const p = this.#queued('setSubstraitPlan');
-    await this.#conn.serial.run(() => {
+    await this.#run(async () => {
       const bytes = bytesIn(plan);
       try {
-        this.#conn.driver.call('StatementSetSubstraitPlan', p, bytes, plan.byteLength);
+        await this.#conn.driver.callAsync('StatementSetSubstraitPlan', p, bytes, plan.byteLength);
       } finally {
         freeNative(bytes);
       }
@@ -349,23 +366,29 @@ export class AdbcStatement extends Closable {
     if (this.#result && !this.#result.released) {
       throw new AdbcError('executeQuery', { status: AdbcStatus.INVALID_STATE, message: "executeQuery: the statement's previous result is still open: read it to the end or release it first" });
     }
+    const { signal, ...importOptions } = options;
+    throwIfAborted(signal);
     const { driver, serial } = this.#conn;
     const stream = new Lifetime('result stream', this.#life, () => undefined);
-    let inner;
-    try {
-      inner = await this.#run(() =>
-        importArrayStreamFrom((out) => driver.callAsync('StatementExecuteQuery', p, out, NULL), {
-          offThread: true,
-          onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
-          ...options,
-        }),
-      );
-    } catch (e) {
-      stream.close();
-      throw e;
-    }
     this.#result = stream;
-    return new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel());
+    const execute = async (): Promise<AdbcRecordBatchReader> => {
+      let inner;
+      try {
+        inner = await this.#run(() =>
+          importArrayStreamFrom((out) => driver.callAsync('StatementExecuteQuery', p, out, NULL), {
+            offThread: true,
+            onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
+            ...this.#conn.queryDefaults,
+            ...importOptions,
+          }),
+        );
+      } catch (e) {
+        stream.close();
+        throw e;
+      }
+      return new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel(), signal);
+    };
+    return abortable('executeQuery', signal, execute, () => this.cancel(), (reader) => reader.release());
   }
 
   /**
@@ -375,15 +398,19 @@ export class AdbcStatement extends Closable {
    * @example
    * const n = await stmt.executeUpdate();
    */
-  async executeUpdate(): Promise<number> {
+  async executeUpdate(options: SignalOption = {}): Promise<number> {
     const p = this.#queued('executeUpdate');
-    const rows = allocNative(8);
-    try {
-      await this.#run(() => this.#conn.driver.callAsync('StatementExecuteQuery', p, NULL, rows));
-      return Number(readI64(rows));
-    } finally {
-      freeNative(rows);
-    }
+    throwIfAborted(options.signal);
+    const execute = async (): Promise<number> => {
+      const rows = allocNative(8);
+      try {
+        await this.#run(() => this.#conn.driver.callAsync('StatementExecuteQuery', p, NULL, rows));
+        return Number(readI64(rows));
+      } finally {
+        freeNative(rows);
+      }
+    };
+    return abortable('executeUpdate', options.signal, execute, () => this.cancel(), () => undefined);
   }
 
   /**
@@ -401,8 +428,14 @@ export class AdbcStatement extends Closable {
    *   for await (const batch of await conn.readPartition(descriptor)) console.log(batch.numRows);
    * }
    */
-  async executePartitions(): Promise<PartitionedResult> {
+  async executePartitions(options: SignalOption = {}): Promise<PartitionedResult> {
     const p = this.#queued('executePartitions');
+    throwIfAborted(options.signal);
+    // The descriptors are plain bytes copied out of the driver: a late result has nothing to release.
+    return abortable('executePartitions', options.signal, () => this.#executePartitions(p), () => this.cancel(), () => undefined);
+  }
+
+  async #executePartitions(p: Ptr): Promise<PartitionedResult> {
     const { driver } = this.#conn;
     const schemaOut = allocArrowSchema();
     const parts = allocPartitions();

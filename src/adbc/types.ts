@@ -4,6 +4,7 @@
  * (`@apache-arrow/adbc-driver-manager`, whose values are adbc.h's), so that
  * code written against it compiles against this module unchanged.
  */
+import type { QueryOptions } from './statement.js';
 
 /**
  * How a driver name is resolved (`ADBC_LOAD_FLAG_*` of adbc_driver_manager.h);
@@ -142,7 +143,21 @@ export interface ConnectOptionsBase {
   profileSearchPaths?: string[];
   /** Where to search (`LoadFlags`); default `LoadFlags.Default`. */
   loadFlags?: number;
+  /**
+   * Defaults of every reader this database's connections make (`query`, `queryStream`,
+   * `executeQuery`, `readPartition`); a call's own `QueryOptions` override them. `{ keep: true }` is
+   * the official package's behaviour: every batch a reader hands out stays valid after the next step
+   * (collected batches stay readable), at the cost of keeping each batch's memory until it is released
+   * or collected, not one batch at a time.
+   *
+   * @example
+   * new AdbcDatabase({ driver: 'sqlite', queryOptions: { keep: true } });
+   */
+  queryOptions?: QueryDefaults;
 }
+
+/** `ConnectOptionsBase.queryOptions`: what `QueryOptions` a database's readers start from (a signal is per call). */
+export type QueryDefaults = Omit<QueryOptions, 'signal'>;
 
 /**
  * The options of `new AdbcDatabase(...)`: a driver, or a URI or profile in
@@ -204,6 +219,8 @@ export interface IngestOptions {
   dbSchema?: string;
   /** Ingest into a temporary table (`adbc.ingest.temporary`). */
   temporary?: boolean;
+  /** Stops the ingestion (`SignalOption`): the driver is asked to cancel and the call rejects at once. */
+  signal?: AbortSignal;
 }
 
 /**

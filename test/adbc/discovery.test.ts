@@ -107,7 +107,14 @@ describe('driver discovery (SQLite driver)', { skip: SQLITE.missing }, () => {
       // A profile without a driver takes the caller's.
       assert.equal((await answer({ driver: SQLITE.library, databaseOptions: { profile: 'nodriver' }, profileSearchPaths: [profiles] })).value, 42);
       assert.throws(() => new AdbcDatabase({ driver: 'duckdb', databaseOptions: { profile: 'mem' }, profileSearchPaths: [profiles] }),
-        (e: unknown) => e instanceof AdbcError && e.code === 'InvalidArguments' && /specifies driver `sqlite` which does not match requested driver `duckdb`/.test(e.message));
+        (e: unknown) => {
+          // The official driver manager's message, word for word (its test asserts it); the profile in the details.
+          assert.ok(e instanceof AdbcError && e.code === 'InvalidArguments');
+          assert.equal(e.message, 'profile specifies driver `sqlite` which does not match requested driver `duckdb`');
+          assert.equal(e.detail('profile'), 'mem');
+          assert.equal(e.detail('profile_path'), join(profiles, 'mem.toml'));
+          return true;
+        });
       assert.throws(() => new AdbcDatabase({ driver: 'profile://mem', databaseOptions: { profile: 'mem' } }), /mutually exclusive/);
       assert.throws(() => new AdbcDatabase({ driver: 'profile://absent', profileSearchPaths: [profiles] }),
         (e: unknown) => e instanceof AdbcError && e.status === AdbcStatus.NOT_FOUND && e.message.includes(join(profiles, 'absent.toml')));

@@ -16,6 +16,8 @@ export interface PostgresServer {
   /** `postgresql://postgres@127.0.0.1:<port>/postgres` */
   uri: string;
   stop(): void;
+  /** Stops the server hard (`-m immediate`: every connection dropped) and starts it again on the same port. */
+  restart(): void;
 }
 
 /** The directory of initdb and pg_ctl: on the PATH, else Debian's /usr/lib/postgresql/<version>/bin (newest). */
@@ -87,7 +89,11 @@ export async function startPostgres(): Promise<PostgresServer> {
     const port = await freePort();
     const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
     run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', opts, 'start']);
-    return { uri: `postgresql://postgres@127.0.0.1:${port}/postgres`, stop };
+    const restart = (): void => {
+      run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', opts, 'start']);
+    };
+    return { uri: `postgresql://postgres@127.0.0.1:${port}/postgres`, stop, restart };
   } catch (e) {
     stop();
     throw e;

@@ -1,0 +1,544 @@
+/**
+ * arrow-device/adbc for services: the pool (`db.pool`), `AbortSignal` on
+ * every call that may wait, where driver calls run (the driver's call log),
+ * and the drop-in behaviours the official manager's users rely on (readers
+ * that are arrow-js `RecordBatchReader`s, batches kept with
+ * `queryOptions: { keep: true }`). Against real drivers: DuckDB, SQLite,
+ * PostgreSQL (a server on loopback, restarted under load) and Flight SQL
+ * (arrow-go's example server: a slow query aborted).
+ *
+ * Bounds here are correctness bounds (an abort rejects before the query it
+ * stopped would have ended), not speed: they are seconds apart.
+ *
+ * Skips with the reason where a driver or server is missing;
+ * ADBC_REQUIRED=1 makes that a failure.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { RecordBatchReader, tableFromArrays, type RecordBatch } from 'apache-arrow';
+import { accounting } from '../../src/index.js';
+import {
+  AdbcDatabase, AdbcError, AdbcRecordBatchReader, AdbcStatus, type AdbcConnection,
+} from '../../src/adbc/index.js';
+import { logDriverCalls, type CallThread } from '../../src/adbc/driver.js';
+import { collectUntil } from '../helpers/gc.js';
+import { DUCKDB, FLIGHTSQL, POSTGRESQL, SQLITE } from './drivers.js';
+import { flightSqlServerMissing, startFlightSql, type FlightSqlServer } from './flightsql.js';
+import { postgresMissing, startPostgres, type PostgresServer } from './postgres.js';
+
+const required = process.env.ADBC_REQUIRED === '1';
+const pgMissing = POSTGRESQL.missing ?? postgresMissing();
+const flightMissing = FLIGHTSQL.missing ?? flightSqlServerMissing();
+for (const why of [DUCKDB.missing, SQLITE.missing, pgMissing, flightMissing]) if (why && required) throw new Error(`ADBC_REQUIRED=1: ${why}`);
+
+/** How long a slow query would run: an abort must reject well before it (a correctness bound, not a speed one). */
+const SLOW_S = 8;
+
+async function nothingLive(): Promise<void> {
+  await collectUntil(() => accounting().liveImports === 0 && accounting().liveExports === 0);
+  assert.deepEqual([accounting().liveImports, accounting().liveExports], [0, 0], 'nothing left live');
+}
+
+/** The rejection of `p`, which must reject. */
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  assert.fail('expected a rejection');
+}
+
+const isAbort = (e: unknown): boolean => e instanceof DOMException && e.name === 'AbortError';
+
+/** A promise and its resolver, to hold a step until the test says so. */
+function gate(): { wait: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const wait = new Promise<void>((r) => (open = r));
+  return { wait, open };
+}
+
+describe('the pool: order, max, timeouts, readers, close (DuckDB)', { skip: DUCKDB.missing }, () => {
+  let db: AdbcDatabase;
+  before(() => {
+    db = new AdbcDatabase(DUCKDB.options());
+  });
+  after(async () => {
+    await db.close();
+    assert.equal(db.released, true, 'the database released after every pool connection');
+    await nothingLive();
+  });
+
+  test('queries through the pool give the right rows; connections are opened on demand up to max and reused', async () => {
+    const pool = db.pool({ max: 3 });
+    try {
+      let peak = 0;
+      const sums = await Promise.all(Array.from({ length: 12 }, async (_, k) => {
+        const t = await pool.query(`SELECT sum(range)::BIGINT AS s FROM range(${k * 10})`);
+        peak = Math.max(peak, pool.totalCount);
+        try {
+          return Number(t.getChild('s')!.get(0) ?? 0);
+        } finally {
+          t.release();
+        }
+      }));
+      const want = Array.from({ length: 12 }, (_, k) => {
+        let s = 0;
+        for (let i = 0; i < k * 10; i++) s += i;
+        return s;
+      });
+      assert.deepEqual(sums, want);
+      assert.ok(peak <= 3, `at most max (3) connections, saw ${peak}`);
+      assert.ok(pool.totalCount >= 1 && pool.totalCount <= 3);
+      assert.equal(pool.idleCount, pool.totalCount, 'every connection idle after the calls');
+      assert.equal(pool.inUseCount, 0);
+      assert.equal(pool.waitingCount, 0);
+    } finally {
+      await pool.close();
+    }
+    assert.equal(pool.totalCount, 0, 'close() closed every connection');
+  });
+
+  test('waiters are served in the order they asked; a released connection is reused, not reopened', async () => {
+    const pool = db.pool({ max: 1 });
+    try {
+      const first = await pool.connect();
+      const order: number[] = [];
+      const waits = [1, 2, 3].map((k) => pool.connect().then((c) => {
+        order.push(k);
+        return c;
+      }));
+      await new Promise((r) => setImmediate(r));
+      assert.equal(pool.waitingCount, 3);
+      first.release();
+      for (const w of waits) (await w).release();
+      assert.deepEqual(order, [1, 2, 3]);
+      assert.equal(pool.totalCount, 1, 'one connection served all four leases');
+      // The same object comes back: it was given back, not closed.
+      const again = await pool.connect();
+      assert.equal(again, first);
+      again.release();
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('a connection given back refuses calls until the pool hands it out again', async () => {
+    const pool = db.pool({ max: 1 });
+    try {
+      const conn = await pool.connect();
+      await conn.close(); // close() of a pooled connection gives it back
+      await assert.rejects(conn.query('SELECT 1'), (e: unknown) => e instanceof AdbcError && e.status === AdbcStatus.INVALID_STATE && /given back to its pool/.test(e.message));
+      assert.equal(conn.released, false, 'given back, not released');
+      assert.equal(pool.idleCount, 1);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('acquireTimeoutMillis: a waiter rejects with TIMEOUT, and the queue forgets it', async () => {
+    const pool = db.pool({ max: 1, acquireTimeoutMillis: 30 });
+    try {
+      const held = await pool.connect();
+      const e = await rejection(pool.connect());
+      assert.ok(e instanceof AdbcError && e.status === AdbcStatus.TIMEOUT, `got ${String(e)}`);
+      assert.match((e as AdbcError).message, /no connection of the pool within 30 ms/);
+      assert.equal(pool.waitingCount, 0);
+      held.release();
+      (await pool.connect()).release();
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('an abort while waiting for a connection rejects with the reason; an aborted signal never queues', async () => {
+    const pool = db.pool({ max: 1 });
+    try {
+      const held = await pool.connect();
+      const ac = new AbortController();
+      const waiting = pool.connect({ signal: ac.signal });
+      await new Promise((r) => setImmediate(r));
+      assert.equal(pool.waitingCount, 1);
+      ac.abort();
+      assert.ok(isAbort(await rejection(waiting)));
+      assert.equal(pool.waitingCount, 0);
+      const reason = new Error('the request went away');
+      assert.equal(await rejection(pool.query('SELECT 1', undefined, { signal: AbortSignal.abort(reason) })), reason);
+      assert.equal(pool.waitingCount, 0);
+      held.release();
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('a queryStream holds its connection until the reader is released', async () => {
+    const pool = db.pool({ max: 1 });
+    try {
+      const reader = await pool.queryStream('SELECT range AS i FROM range(300000)');
+      assert.equal(pool.inUseCount, 1, 'the reader keeps its connection');
+      let served = false;
+      const next = pool.query('SELECT 7 AS x').then((t) => {
+        served = true;
+        return t;
+      });
+      let rows = 0;
+      for await (const b of reader) {
+        rows += b.numRows;
+        assert.equal(served, false, 'no other lease while the reader is open');
+      }
+      assert.equal(rows, 300000);
+      const t = await next;
+      assert.equal(t.getChild('x')!.get(0), 7);
+      t.release();
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('close() waits for connections in use, refuses new requests, and closes everything', async () => {
+    const pool = db.pool({ max: 2 });
+    const conn = await pool.connect();
+    const idle = await pool.connect();
+    idle.release();
+    let closed = false;
+    const closing = pool.close().then(() => (closed = true));
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(closed, false, 'close() waits for the connection in use');
+    assert.equal(pool.idleCount, 0, 'idle connections closed at once');
+    await assert.rejects(pool.connect(), (e: unknown) => e instanceof AdbcError && e.status === AdbcStatus.INVALID_STATE);
+    assert.equal(Number((await conn.query('SELECT 1 AS one')).getChild('one')!.get(0)), 1, 'a connection in use still works');
+    conn.release();
+    await closing;
+    assert.equal(pool.totalCount, 0);
+    assert.equal(conn.released, true);
+  });
+
+  test('idleTimeoutMillis: idle connections are closed', async () => {
+    const pool = db.pool({ max: 2, idleTimeoutMillis: 20 });
+    try {
+      const c = await pool.connect();
+      c.release();
+      assert.equal(pool.idleCount, 1);
+      const deadline = Date.now() + 10_000;
+      while (pool.totalCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(pool.totalCount, 0, 'the idle connection was closed');
+      assert.equal(c.released, true);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('options are checked', () => {
+    assert.throws(() => db.pool({ max: 0 }), /options.max must be an integer from 1/);
+    assert.throws(() => db.pool({ idleTimeoutMillis: -1 }), /idleTimeoutMillis must be a finite number from 0/);
+  });
+});
+
+describe('the pool over SQLite (a database file shared by its connections)', { skip: SQLITE.missing }, () => {
+  test('writes on one lease are seen by the next; ingest and execute through the pool', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'arrow-device-pool-'));
+    const db = new AdbcDatabase({ driver: SQLITE.library, databaseOptions: { uri: `file:${join(dir, 'db.sqlite')}` } });
+    const pool = db.pool({ max: 4 });
+    try {
+      assert.equal(await pool.ingest('t', tableFromArrays({ id: Int32Array.of(1, 2, 3) })), 3);
+      // One writer at a time (SQLite locks the file for a write; a concurrent one gets "database is locked").
+      for (const v of [4, 5, 6]) assert.equal(await pool.execute(`INSERT INTO t VALUES (${v})`), 1);
+      // Readers at once, each on a connection of its own.
+      const tables = await Promise.all([0, 1, 2, 3].map(() => pool.query('SELECT sum(id) AS s, count(*) AS n FROM t')));
+      for (const t of tables) {
+        assert.deepEqual([Number(t.getChild('s')!.get(0)), Number(t.getChild('n')!.get(0))], [21, 6]);
+        t.release();
+      }
+    } finally {
+      await pool.close();
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    await nothingLive();
+  });
+});
+
+describe('PostgreSQL: the pool across a server restart, aborts of running queries', { skip: pgMissing }, () => {
+  let server: PostgresServer;
+  before(async () => {
+    server = await startPostgres();
+  });
+  after(() => server?.stop());
+
+  test('restarted under load: the loops get typed errors, broken connections are discarded, every loop recovers', async () => {
+    const db = new AdbcDatabase(POSTGRESQL.options(server.uri));
+    const pool = db.pool({ max: 4 });
+    const errors: unknown[] = [];
+    let ok = 0;
+    let stop = false;
+    let restarted = false;
+    let okAfterRestart = 0;
+    const loop = async (k: number): Promise<void> => {
+      while (!stop) {
+        try {
+          const t = await pool.query(`SELECT ${k} + i AS v FROM generate_series(1, 100) AS g(i)`);
+          const v = t.getChild('v')!;
+          assert.equal(t.numRows, 100);
+          assert.equal(Number(v.get(99)), k + 100);
+          t.release();
+          ok++;
+          if (restarted) okAfterRestart++;
+        } catch (e) {
+          errors.push(e);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    };
+    try {
+      const loops = Array.from({ length: 8 }, (_, k) => loop(k));
+      while (ok < 40) await new Promise((r) => setTimeout(r, 10));
+      server.restart();
+      restarted = true;
+      const deadline = Date.now() + 30_000;
+      while (okAfterRestart < 80 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      stop = true;
+      await Promise.all(loops);
+      assert.ok(okAfterRestart >= 80, `the loops recovered after the restart (${okAfterRestart} queries since)`);
+      assert.ok(errors.length > 0, 'the restart was seen');
+      for (const e of errors) assert.ok(e instanceof AdbcError, `a typed error, got ${String(e)}`);
+      assert.ok(pool.totalCount <= 4);
+      // Every connection the pool has now answers: the broken ones were not handed out again.
+      const conns: AdbcConnection[] = [];
+      for (let i = 0; i < pool.totalCount; i++) conns.push(await pool.connect());
+      for (const c of conns) assert.equal(Number((await c.query('SELECT 1 AS one')).getChild('one')!.get(0)), 1);
+      for (const c of conns) c.release();
+    } finally {
+      stop = true;
+      await pool.close();
+      await db.close();
+    }
+    assert.equal(db.released, true);
+    await nothingLive();
+  });
+
+  test('an abort of a running query (pg_sleep) cancels it on the server and rejects at once; the connection serves the next query', async () => {
+    const db = new AdbcDatabase(POSTGRESQL.options(server.uri));
+    const pool = db.pool({ max: 1 });
+    try {
+      for (const run of [
+        (signal: AbortSignal) => pool.query(`SELECT pg_sleep(${SLOW_S})`, undefined, { signal }),
+        (signal: AbortSignal) => pool.execute(`SELECT pg_sleep(${SLOW_S})`, undefined, { signal }),
+        (signal: AbortSignal) => pool.queryStream(`SELECT pg_sleep(${SLOW_S})`, undefined, { signal }),
+      ]) {
+        const start = Date.now();
+        const e = await rejection(run(AbortSignal.timeout(200)));
+        const took = Date.now() - start;
+        assert.ok(e instanceof DOMException && e.name === 'TimeoutError', `the signal's reason, got ${String(e)}`);
+        assert.ok(took < (SLOW_S * 1000) / 2, `rejected after ${took} ms, before the query would end`);
+        // The cancelled statement is released once the driver returns; the connection then serves this one.
+        const t = await pool.query('SELECT 42 AS answer');
+        assert.equal(Number(t.getChild('answer')!.get(0)), 42);
+        assert.ok(Date.now() - start < (SLOW_S * 1000) / 2, 'the server stopped the sleep: the next query did not wait for it');
+        t.release();
+      }
+    } finally {
+      await pool.close();
+      await db.close();
+    }
+    await nothingLive();
+  });
+});
+
+describe('aborts: readers, ingestion, statements, and an aborted signal starts nothing (DuckDB)', { skip: DUCKDB.missing }, () => {
+  test('an abort in the middle of a for await ends the loop with the reason and releases the stream', async () => {
+    const db = new AdbcDatabase(DUCKDB.options());
+    const conn = await db.connect();
+    try {
+      const ac = new AbortController();
+      const reader = await conn.queryStream('SELECT range AS i FROM range(1000000)', undefined, { signal: ac.signal });
+      let batches = 0;
+      const e = await rejection((async () => {
+        for await (const b of reader) {
+          assert.ok(b.numRows > 0);
+          if (++batches === 2) ac.abort();
+        }
+      })());
+      assert.ok(isAbort(e), `got ${String(e)}`);
+      assert.equal(batches, 2);
+      assert.equal(reader.released, true);
+      assert.ok(isAbort(await rejection(reader.toTableAsync())), 'an aborted reader gives the reason');
+      // The connection is free again.
+      assert.equal(Number((await conn.query('SELECT 3 AS x')).getChild('x')!.get(0)), 3);
+    } finally {
+      await conn.close();
+      await db.close();
+    }
+    await nothingLive();
+  });
+
+  test('an aborted signal starts nothing: no driver call is made', async () => {
+    const db = new AdbcDatabase(DUCKDB.options());
+    const conn = await db.connect();
+    const calls: string[] = [];
+    try {
+      const signal = AbortSignal.abort();
+      logDriverCalls((f) => calls.push(f));
+      for (const p of [
+        conn.query('SELECT 1', undefined, { signal }),
+        conn.queryStream('SELECT 1', undefined, { signal }),
+        conn.execute('CREATE TABLE never (x INTEGER)', undefined, { signal }),
+        conn.ingest('never2', tableFromArrays({ x: Int32Array.of(1) }), { signal }),
+        conn.executePartitions('SELECT 1', undefined, { signal }),
+        conn.readPartition(new Uint8Array(1), { signal }),
+        conn.readPartitions([new Uint8Array(1)], { signal }),
+      ]) assert.ok(isAbort(await rejection(p)));
+      logDriverCalls(undefined);
+      assert.deepEqual(calls, []);
+      const t = await conn.query("SELECT count(*) AS n FROM information_schema.tables WHERE table_name IN ('never', 'never2')");
+      assert.equal(Number(t.getChild('n')!.get(0)), 0, 'nothing was created');
+      t.release();
+      await assert.rejects(conn.query('SELECT 1', undefined, { signal: 'nope' as unknown as AbortSignal }), /options.signal must be an AbortSignal/);
+    } finally {
+      logDriverCalls(undefined);
+      await conn.close();
+      await db.close();
+    }
+  });
+
+  test('statement execution takes a signal too', async () => {
+    const db = new AdbcDatabase(DUCKDB.options());
+    const conn = await db.connect();
+    try {
+      await using stmt = await conn.createStatement();
+      await stmt.setSqlQuery('SELECT 1 AS one');
+      assert.ok(isAbort(await rejection(stmt.executeQuery({ signal: AbortSignal.abort() }))));
+      assert.ok(isAbort(await rejection(stmt.executeUpdate({ signal: AbortSignal.abort() }))));
+      const reader = await stmt.executeQuery({ signal: new AbortController().signal });
+      assert.equal(Number(reader.toTable().getChild('one')!.get(0)), 1);
+    } finally {
+      await conn.close();
+      await db.close();
+    }
+  });
+});
+
+describe('Flight SQL: an abort of a slow query on a remote server', { skip: flightMissing }, () => {
+  let server: FlightSqlServer;
+  before(async () => {
+    server = await startFlightSql();
+  });
+  after(async () => {
+    await server?.kill();
+  });
+
+  test('a query the server takes long over is rejected at once; nothing stays live', async () => {
+    const db = new AdbcDatabase(FLIGHTSQL.options(server.uri));
+    const conn = await db.connect();
+    try {
+      // SQLite counts to 10^9 one row at a time: far longer than the bound below.
+      const slow = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) AS n FROM c';
+      const start = Date.now();
+      const e = await rejection(conn.query(slow, undefined, { signal: AbortSignal.timeout(300) }));
+      assert.ok(e instanceof DOMException && e.name === 'TimeoutError', `got ${String(e)}`);
+      assert.ok(Date.now() - start < (SLOW_S * 1000) / 2, 'rejected before the query could end');
+    } finally {
+      await conn.close();
+      await db.close();
+    }
+    // The driver's call returns once its cancel reaches it; then the statement and the connection go.
+    await collectUntil(() => db.released);
+    assert.equal(db.released, true, 'everything released once the cancelled call returned');
+    await nothingLive();
+  });
+});
+
+describe('where driver calls run (the call log)', { skip: DUCKDB.missing }, () => {
+  test('a query, a prepared query and a stream: SetSqlQuery, Prepare, ExecuteQuery and every get_next off the JS thread', async () => {
+    const db = new AdbcDatabase(DUCKDB.options());
+    const conn = await db.connect();
+    const log: [string, CallThread][] = [];
+    try {
+      logDriverCalls((f, thread) => log.push([f, thread]));
+      (await conn.query('SELECT range AS i FROM range(10)')).release();
+      (await conn.query('SELECT ? + 1 AS x', tableFromArrays({ p: Int32Array.of(1) }))).release();
+      logDriverCalls(undefined);
+      const names = new Set(log.map(([f]) => f));
+      for (const f of ['StatementSetSqlQuery', 'StatementPrepare', 'StatementExecuteQuery']) assert.ok(names.has(f as never), `${f} was called`);
+      // Calls that may block (parse and plan, I/O, locks the driver's threads hold) never run on the JS thread.
+      const mustBeOff = new Set(['StatementSetSqlQuery', 'StatementSetSubstraitPlan', 'StatementPrepare', 'StatementExecuteQuery', 'StatementExecutePartitions',
+        'ConnectionInit', 'ConnectionCommit', 'ConnectionRollback', 'ConnectionReadPartition', 'ConnectionGetObjects', 'ConnectionGetInfo']);
+      const onJs = log.filter(([f, thread]) => thread === 'js' && mustBeOff.has(f)).map(([f]) => f);
+      assert.deepEqual(onJs, [], 'no blocking call on the JS thread');
+    } finally {
+      logDriverCalls(undefined);
+      await conn.close();
+      await db.close();
+    }
+  });
+});
+
+describe('drop-in: readers are arrow-js readers, and collected batches stay valid with queryOptions { keep: true }', { skip: SQLITE.missing }, () => {
+  test('AdbcRecordBatchReader is an arrow-js RecordBatchReader, in types and at run time', async () => {
+    const db = new AdbcDatabase(SQLITE.options());
+    const conn = await db.connect();
+    try {
+      // Type level: code written for the official manager takes an arrow-js reader (tsc checks this line).
+      const asArrow = async (r: RecordBatchReader): Promise<number> => {
+        let n = 0;
+        for await (const b of r) n += b.numRows;
+        return n;
+      };
+      const reader: RecordBatchReader = await conn.queryStream('WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5) SELECT x FROM c');
+      assert.ok(reader instanceof RecordBatchReader);
+      assert.ok(reader instanceof AdbcRecordBatchReader);
+      assert.equal(reader.isSync(), true);
+      assert.equal(reader.isStream(), true);
+      assert.equal(reader.schema.fields[0]!.name, 'x');
+      assert.equal(await asArrow(reader), 5);
+      assert.equal(reader.closed, true);
+      // arrow-js's own helpers read it: RecordBatchReader.from returns it as it is; toNodeStream streams its batches.
+      const again = await conn.queryStream('SELECT 1 AS a UNION ALL SELECT 2');
+      assert.equal(RecordBatchReader.from(again), again);
+      let rows = 0;
+      for await (const b of again.toNodeStream()) rows += (b as RecordBatch).numRows;
+      assert.equal(rows, 2);
+    } finally {
+      await conn.close();
+      await db.close();
+    }
+  });
+
+  test('batches collected from a reader: released by the next step by default, readable after the loop with keep: true', async () => {
+    const sql = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000) SELECT x FROM c';
+    const collect = async (db: AdbcDatabase): Promise<RecordBatch[]> => {
+      const conn = await db.connect();
+      try {
+        // A small batch size: several batches.
+        const batches: RecordBatch[] = [];
+        await using stmt = await conn.createStatement();
+        stmt.setOption('adbc.sqlite.query.batch_rows', '1000');
+        await stmt.setSqlQuery(sql);
+        for await (const b of await stmt.executeQuery()) batches.push(b);
+        const viaConn: RecordBatch[] = [];
+        for await (const b of await conn.queryStream(sql)) viaConn.push(b);
+        return [...batches, ...viaConn];
+      } finally {
+        await conn.close();
+      }
+    };
+    const bounded = new AdbcDatabase(SQLITE.options());
+    const kept = new AdbcDatabase({ ...SQLITE.options(), queryOptions: { keep: true } });
+    try {
+      const a = await collect(bounded);
+      assert.ok(a.length > 2, `several batches (${a.length})`);
+      assert.throws(() => a[0]!.getChild('x')!.get(0), /released/, 'the default keeps one batch at a time');
+      const b = await collect(kept);
+      let sum = 0;
+      for (const batch of b) for (const v of batch.getChild('x')!) sum += Number(v);
+      assert.equal(sum, 2 * (5000 * 5001) / 2, 'every collected batch readable after the loop');
+      for (const batch of b) (batch as { release?: () => void }).release?.();
+    } finally {
+      await bounded.close();
+      await kept.close();
+    }
+    await nothingLive();
+  });
+});
