@@ -374,6 +374,25 @@ describe('aborts: readers, ingestion, statements, and an aborted signal starts n
     await nothingLive();
   });
 
+  test('an abort of a running query interrupts it (AdbcStatementCancel): the connection serves the next query at once', async () => {
+    const db = new AdbcDatabase(DUCKDB.options());
+    const conn = await db.connect();
+    try {
+      // 10^10 products: minutes of work, far past the bound.
+      const start = Date.now();
+      const e = await rejection(conn.query('SELECT sum(a.range * b.range) FROM range(100000) a, range(100000) b', undefined, { signal: AbortSignal.timeout(200) }));
+      assert.ok(e instanceof DOMException && e.name === 'TimeoutError', `got ${String(e)}`);
+      const t = await conn.query('SELECT 5 AS five');
+      assert.equal(Number(t.getChild('five')!.get(0)), 5);
+      t.release();
+      assert.ok(Date.now() - start < (SLOW_S * 1000) / 2, 'the interrupted query did not hold the connection');
+    } finally {
+      await conn.close();
+      await db.close();
+    }
+    await nothingLive();
+  });
+
   test('an aborted signal starts nothing: no driver call is made', async () => {
     const db = new AdbcDatabase(DUCKDB.options());
     const conn = await db.connect();

@@ -45,7 +45,7 @@ const AMBIENT = String.raw`/// <reference types="@webgpu/types" />
 // A module (its imports stay its own); what it declares is global. The WebGPU types are the standard
 // ones (@webgpu/types, which the webgpu devDependency brings; bench/webgpu.bench.ts uses them too).
 import type { ArrowArrayExportable, AsyncDeviceStreamReader, DeviceArray, Ptr } from 'arrow-device';
-import type { AdbcConnection, AdbcDatabase, AdbcError, AdbcStatement } from 'arrow-device/adbc';
+import type { AdbcConnection, AdbcDatabase, AdbcError, AdbcPool, AdbcStatement } from 'arrow-device/adbc';
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { KoffiFunc } from 'koffi';
 
@@ -128,6 +128,7 @@ declare global {
   const db: AdbcDatabase;
   const conn: AdbcConnection;
   const stmt: AdbcStatement;
+  const pool: AdbcPool;
   const err: AdbcError;
   const ipcBytes: Uint8Array;
   const planBytes: Uint8Array;
