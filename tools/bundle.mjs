@@ -12,7 +12,8 @@
  * protocol code only `arrow-device` reaches; one copy of every module
  * whichever entries a program imports.
  *
- * - dist/index.js, dist/adbc/index.js, dist/chunks/*.js (minified): Node.js, Bun and
+ * - dist/index.js, dist/adbc/index.js, dist/chunks/*.js (minified, in short lines, each with
+ *   its source map, which names the files of src/ the package ships): Node.js, Bun and
  *   Deno (ESM; `require` loads it as ESM), every bare import (apache-arrow,
  *   koffi, node:*) left to the runtime.
  * - dist/browser/index.js: `arrow-device` for browser bundlers, with
@@ -59,6 +60,10 @@ await build({
   // third less minified, and a fresh process's first query about an eighth less (CHANGELOG). `keepNames`
   // keeps every function's and class's own name, which error stacks show; the source maps give the rest.
   minify: true,
+  // Lines of about 120 characters, not one line per file: for an uncaught error Node prints the source line
+  // of the throw site, which was the whole 150 KB chunk (issue 53), and a stack's `file:line:column` now has
+  // a line to go to. Measured: about 1% more bytes, and a load time equal within the noise (CHANGELOG).
+  lineLimit: 120,
 });
 
 await build({

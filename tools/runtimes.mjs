@@ -63,6 +63,18 @@ export function deno() {
   return path;
 }
 
+/**
+ * npm 12, whose installs block every dependency's install scripts that the
+ * project's `allowScripts` does not allow (the registry's latest when
+ * issue 53 was found): the package tests install with it as a contributor
+ * and a user of npm 12 do (test/package). Returns npm-cli.js, to run with a
+ * Node that npm 12's `engines` allows (22.22+, 24.15+, 26).
+ */
+export const NPM12_VERSION = '12.2.2';
+export function npm12() {
+  return install('npm12', `npm@${NPM12_VERSION}`, 'npm/bin/npm-cli.js');
+}
+
 /** `which`, without a shell. */
 function onPath(name) {
   for (const d of (process.env.PATH ?? '').split(':')) if (d && existsSync(join(d, name))) return join(d, name);

@@ -8,6 +8,10 @@
  *   './package.json') with `types` first, then import / require / default;
  *   every target has its source under src/ (and exists, once dist/ is built);
  * - nothing `npm pkg fix` would change (npm warns about each at publish);
+ * - `allowScripts` names every dependency with an install script
+ *   (package-lock.json's hasInstallScript) and nothing else, and npm 12,
+ *   which blocks the scripts it does not name, finds none unreviewed in the
+ *   installed tree (skipped where npm 12 cannot be installed);
  * - CHANGELOG.md in Keep a Changelog form: an [Unreleased] section first,
  *   then `## [x.y.z] - YYYY-MM-DD` sections newest first, the top one
  *   package.json's version, only the standard groups in their order, and a
@@ -19,11 +23,12 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/tools.js';
+import { npm12Cli, unreviewedScripts } from './npm12.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -84,6 +89,24 @@ export function checkPackage(pkg: Json, lock: Json, exists: (path: string) => bo
     for (const f of files) {
       need(!/^(test|bench|tools|demo|examples|docs|\.build|node_modules|scratch)(\/|$)/.test(f), `files: ships ${f}`);
       need(exists(f) || f === 'dist' || f === 'prebuilds', `files: ${f} does not exist`); // dist, prebuilds: made by prepack
+    }
+  }
+
+  // npm 12 runs a dependency's install scripts only where the project's `allowScripts` allows them (and
+  // warns about the rest), so that a contributor's install runs the scripts CI's npm runs: every package of
+  // the lockfile with one is listed (true: run it; false: not needed), and nothing else. By name only: the
+  // lockfile records no resolved URLs, and without one npm 12 cannot verify a `name@version` pin and
+  // refuses it; the versions are pinned by package.json and the lockfile.
+  const withScripts = new Set(Object.entries((lock.packages ?? {}) as Record<string, Json>)
+    .filter(([path, p]) => path !== '' && p.hasInstallScript === true)
+    .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length)));
+  const allow: unknown = pkg.allowScripts;
+  if (typeof allow !== 'object' || allow === null || Array.isArray(allow)) problems.push('allowScripts: missing (npm 12 blocks install scripts it does not allow)');
+  else {
+    for (const name of withScripts) need(typeof (allow as Json)[name] === 'boolean', `allowScripts: lacks ${name}, which has an install script (package-lock.json)`);
+    for (const [key, value] of Object.entries(allow)) {
+      need(typeof value === 'boolean', `allowScripts.${key}: ${JSON.stringify(value)}, not true or false`);
+      need(withScripts.has(key), `allowScripts: "${key}" is not the name of a package of package-lock.json with an install script (a pin, name@version, never matches a lockfile without resolved URLs)`);
     }
   }
 
@@ -227,6 +250,23 @@ describe('package metadata', () => {
     }
   });
 
+  test("npm 12 finds no dependency's install script unreviewed: a contributor's install runs the scripts CI's does", (t) => {
+    const npm = npm12Cli();
+    if ('skip' in npm) { t.skip(npm.skip); return; }
+    assert.deepEqual(unreviewedScripts(npm.cli, root), [], 'npm 12 would block these: list them in package.json\'s allowScripts');
+    // The check can fail: the same tree, its package.json without allowScripts, has every one unreviewed.
+    const dir = tempDir('allowscripts');
+    try {
+      const { allowScripts: _, ...without } = pkg;
+      writeFileSync(join(dir, 'package.json'), JSON.stringify(without, null, 2));
+      writeFileSync(join(dir, 'package-lock.json'), JSON.stringify(lock, null, 2));
+      symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
+      assert.deepEqual(unreviewedScripts(npm.cli, dir), Object.keys(pkg.allowScripts).sort());
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('CHANGELOG.md: Keep a Changelog form, top version = package.json version, links', () => {
     assert.deepEqual(checkChangelog(changelog, pkg.version, repoUrl(pkg)), []);
   });
@@ -255,6 +295,13 @@ describe('package metadata', () => {
     assert.match(broken((p) => { p.exports['.'].types = './dist/index.js'; }), /exports\['\.'\]\.types/);
     assert.match(broken((p) => { delete p.exports['.'].browser; }), /exports\['\.'\]: conditions types, import, require, default, expected types, browser/);
     assert.match(checkPackage(pkg, lock, (f) => f !== 'LICENSE' && exists(f)).join('\n'), /LICENSE: no such file/);
+    assert.match(broken((p) => { delete p.allowScripts; }), /allowScripts: missing/);
+    const scripted = Object.keys(pkg.allowScripts)[0]!;
+    assert.match(broken((p) => { delete p.allowScripts[scripted]; }), new RegExp(`allowScripts: lacks ${scripted}, which has an install script`));
+    assert.match(broken((p) => { p.allowScripts[`${scripted}@1.0.0`] = p.allowScripts[scripted]; delete p.allowScripts[scripted]; }), /a pin, name@version, never matches/);
+    assert.match(broken((p) => { p.allowScripts['left-pad'] = true; }), /"left-pad" is not the name of a package/);
+    assert.match(broken((p) => { p.allowScripts[scripted] = 'yes'; }), /not true or false/);
+    assert.match(broken(() => {}, (l) => { l.packages['node_modules/@scope/native-thing'] = { version: '1.0.0', hasInstallScript: true }; }), /allowScripts: lacks @scope\/native-thing/);
     // The built files are checked once dist/ exists, so both states are simulated
     // whatever this checkout holds (a fresh clone has no dist/; CI builds first).
     const isDist = (f: string) => f === 'dist' || f.startsWith('dist/');

@@ -13,6 +13,14 @@
  * dist/ is rebuilt first when a file under src/ is newer than it (CI builds
  * before testing, so there it is not).
  *
+ * Also what a user meets: an uncaught error thrown inside the package prints
+ * a few lines, which name src/*.ts under --enable-source-maps (the bundle's
+ * lines are short and its maps ship); and npm 12, which blocks the install
+ * scripts a project does not allow, installs the tarball into a fresh
+ * project from the registry (npm's cache first) blocking nothing the package
+ * needs (koffi's script is blocked, and its prebuilt loads). That one test
+ * skips where the registry cannot be reached.
+ *
  * Then the README's quick starts (every ```ts quickstart block) run as a
  * newcomer runs them: each a file of a second fresh project made from the
  * same tarball, with the packages it names installed (file: links, offline:
@@ -27,6 +35,8 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/tools.js';
+import { NPM12_VERSION } from '../../tools/runtimes.mjs';
+import { npm12Cli, runNpm12, unreviewedScripts } from './npm12.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const modules = join(root, 'node_modules');
@@ -197,6 +207,31 @@ export async function adbcCount(options: ConnectOptions, sql: string): Promise<n
 export function adbcStatus(e: unknown): number | undefined { return e instanceof AdbcError ? e.status : undefined; }
 `;
 
+/** An error nobody catches, thrown inside the package (a NULL schema pointer): what Node prints for it. */
+const UNCAUGHT = `
+import { importSchema } from 'arrow-device';
+importSchema(0n);
+`;
+
+/**
+ * What a user of npm 12 gets: the round trip, then the native module koffi
+ * loaded (require's cache is the process's, arrow-device's createRequire
+ * included).
+ */
+const KOFFI_ADDON = `${ESM_CONSUMER}
+import { createRequire } from 'node:module';
+console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache).filter((f) => f.endsWith('.node'))));
+`;
+
+/**
+ * The install scripts npm 12 blocks in a user's project (which has no
+ * allowScripts for them) that the package does not need, and why; the README's
+ * Install section says so. Any other blocked script fails the npm 12 test.
+ */
+const NOT_NEEDED: Record<string, string> = {
+  koffi: 'its install script only checks that the prebuilt of its @koromix/koffi-<platform>-<arch> package loads, and builds from source where none does',
+};
+
 /** The native ring's prebuilt library for this platform, as tools/build-native.mjs names it. */
 const prebuilt = `prebuilds/${process.platform}-${process.arch}/libarrow-device-async.${process.platform === 'darwin' ? 'dylib' : 'so'}`;
 
@@ -352,9 +387,42 @@ describe('package', { timeout: 120_000 }, () => {
     if (project) rmSync(project, { recursive: true, force: true });
   });
 
-  test('the tarball ships what its source maps point at', () => {
-    const map = JSON.parse(execFileSync('cat', [join(project, 'node_modules/arrow-device/dist/index.js.map')], { encoding: 'utf8' })) as { sources: string[] };
-    for (const s of map.sources) assert.ok(existsSync(join(project, 'node_modules/arrow-device/dist', s)), `source map entry ${s} resolves`);
+  test('every bundle file of the tarball names its source map, which ships, and whose sources ship', () => {
+    const installed = join(project, 'node_modules/arrow-device');
+    const bundles = ['dist/index.js', 'dist/adbc/index.js', 'dist/browser/index.js',
+      ...readdirSync(join(installed, 'dist/chunks')).filter((f) => f.endsWith('.js')).map((f) => `dist/chunks/${f}`)];
+    for (const file of bundles) {
+      // Node (--enable-source-maps) and bundlers find the map by this comment, the file's last line.
+      const url = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(join(installed, file), 'utf8'))?.[1];
+      assert.ok(url, `${file} names no source map`);
+      const mapFile = join(installed, dirname(file), url);
+      assert.ok(existsSync(mapFile), `${file}: its source map ${url} is not in the tarball`);
+      const map = JSON.parse(readFileSync(mapFile, 'utf8')) as { sources: string[] };
+      assert.ok(map.sources.some((s) => s.endsWith('.ts')), `${file}: its source map names no TypeScript source`);
+      for (const s of map.sources) assert.ok(existsSync(join(dirname(mapFile), s)), `${file}: source map entry ${s} resolves`);
+    }
+  });
+
+  test('an uncaught error prints a few lines, not the bundle; with --enable-source-maps they name the source file (src/*.ts)', () => {
+    writeFileSync(join(project, 'uncaught.mjs'), UNCAUGHT);
+    const run = (flags: string[]) => spawnSync(process.execPath, [...flags, 'uncaught.mjs'], { cwd: project, encoding: 'utf8', timeout: 60_000 });
+    const plain = run([]);
+    assert.equal(plain.status, 1, `the uncaught error ends the process: ${plain.stderr.slice(0, 2000)}`);
+    assert.match(plain.stderr, /ArrowDeviceError/);
+    // The runtime prints the throw site's source line: the minified bundle was one line per file (150 KB).
+    const bytes = Buffer.byteLength(plain.stderr);
+    assert.ok(bytes < 4096, `an uncaught error printed ${bytes} bytes to stderr, beginning:\n${plain.stderr.slice(0, 600)}`);
+    const versions = process.versions as { bun?: string; deno?: string };
+    if (versions.bun || versions.deno) return; // --enable-source-maps is Node's
+    const mapped = run(['--enable-source-maps']);
+    assert.equal(mapped.status, 1, mapped.stderr.slice(0, 2000));
+    assert.ok(Buffer.byteLength(mapped.stderr) < 4096, `${Buffer.byteLength(mapped.stderr)} bytes with --enable-source-maps`);
+    const ours = /node_modules[\\/]arrow-device[\\/]src[\\/]\S+\.ts:\d+/;
+    // Node's first line is the throw site, and the first frame the function that threw.
+    const lines = mapped.stderr.split('\n');
+    assert.match(lines[0]!, ours, `the first line of stderr names no source file of the package:\n${mapped.stderr}`);
+    const frame = lines.find((l) => /^\s+at /.test(l));
+    assert.match(frame ?? '', ours, `the first stack frame names no source file of the package:\n${mapped.stderr}`);
   });
 
   test("a browser bundler gets the browser build: no Node builtin, no koffi (exports' browser condition)", {
@@ -426,6 +494,38 @@ describe('package', { timeout: 120_000 }, () => {
     }, null, 2));
     sh(process.execPath, [tsc, '-p', 'tsconfig.node10.json'], project);
   });
+  test("a user's npm 12 install blocks no install script the package needs: koffi loads its prebuilt", (t) => {
+    const npm = npm12Cli();
+    if ('skip' in npm) { t.skip(npm.skip); return; }
+    const user = join(project, 'npm12-user');
+    mkdirSync(user);
+    writeFileSync(join(user, 'package.json'), JSON.stringify({ name: 'npm12-user', private: true }, null, 2));
+    // What a user types (apache-arrow at the version the suite runs on), from the registry: koffi comes
+    // with its platform's prebuilt package, as for a user. --prefer-offline: npm's cache first.
+    const arrow = (JSON.parse(readFileSync(join(modules, 'apache-arrow/package.json'), 'utf8')) as { version: string }).version;
+    const install = runNpm12(npm.cli, ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball, `apache-arrow@${arrow}`], user);
+    const output = `${install.stdout}${install.stderr}`;
+    if (install.status !== 0 && /\b(ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|ENOTCACHED)\b/.test(output)) {
+      t.skip(`the registry cannot be reached (npm's cache lacks apache-arrow or koffi):\n${output.slice(-600)}`);
+      return;
+    }
+    assert.equal(install.status, 0, `npm ${NPM12_VERSION} install failed:\n${output}`);
+    const blocked = unreviewedScripts(npm.cli, user);
+    for (const name of blocked) {
+      assert.ok(NOT_NEEDED[name], `npm 12 blocks ${name}'s install script in a user's project, and nothing says the package works without it:\n${output}`);
+      assert.match(output, new RegExp(`install-scripts\\s+${name}@`), `npm 12 did not say that it blocked ${name}'s script:\n${output}`);
+    }
+    console.log(`npm ${NPM12_VERSION}: blocked in a user's install: ${blocked.join(', ') || 'nothing'}`);
+    // koffi: its script did not run, and its prebuilt is what loads.
+    assert.ok(!existsSync(join(user, 'node_modules/koffi/build')), 'nothing was built in node_modules/koffi');
+    writeFileSync(join(user, 'koffi-addon.mjs'), KOFFI_ADDON);
+    const [ok, addons] = sh(process.execPath, ['koffi-addon.mjs'], user).trim().split('\n');
+    assert.equal(ok, 'esm ok');
+    const prebuilt = join(user, 'node_modules', '@koromix', `koffi-${process.platform}-${process.arch}`);
+    const loaded = JSON.parse(addons!) as string[];
+    assert.ok(loaded.length > 0 && loaded.every((f) => f.startsWith(prebuilt)), `koffi's native module is not its prebuilt (${prebuilt}): ${loaded.join(', ')}`);
+  });
+
   describe("the README's quick starts, from the tarball in a fresh project", () => {
     let qs = '';
     const runner = typeScriptRunner();

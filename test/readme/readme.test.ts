@@ -40,7 +40,8 @@
  * leaked, nothing released twice) and our accounting must show no live
  * import or export.
  *
- * Also here: every guide about an API has at least one block, and every
+ * Also here: the README is at most 250 lines; every guide about an API has
+ * at least one block, and every
  * relative link of README.md and docs/*.md points at a file that exists
  * (and, for a Markdown file, at a heading it has); so does every citation of
  * a guide in the code (`docs/architecture.md#errors` in a comment under
@@ -72,6 +73,8 @@ const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.en
 /** The guides the README links to, one per job. Those about an API must show it in a block that runs. */
 const GUIDES = ['native', 'streams', 'adbc', 'device', 'webgpu', 'async', 'wasm', 'threads', 'protocol', 'validation', 'performance', 'contributing'];
 const GUIDES_WITHOUT_BLOCKS = new Set(['performance', 'contributing']);
+/** The README's length: what a newcomer reads in five minutes (issue 53 found it at 275). */
+const README_MAX_LINES = 250;
 
 interface Block {
   file: string;
@@ -157,6 +160,11 @@ function blockSkip(b: Block): string | undefined {
 describe('the README and the guides', () => {
   test('have code blocks to run', () => {
     assert.ok(blocks.length >= 10, `found ${blocks.length}`);
+  });
+
+  test('README.md is at most 250 lines: a newcomer reads it in five minutes, the detail is in the guides', () => {
+    const lines = texts.get('README.md')!.replace(/\n$/, '').split('\n').length;
+    assert.ok(lines <= README_MAX_LINES, `README.md has ${lines} lines, more than ${README_MAX_LINES}: move detail to a guide under docs/`);
   });
 
   test('every TypeScript or JavaScript block is fenced ```ts (run here) or ```ts quickstart (run from the packed package)', () => {
