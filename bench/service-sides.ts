@@ -294,8 +294,38 @@ function statementBindOf(library: string, entrypoint: string): (stmt: Ptr, array
   };
 }
 
-/** The calls of one floor query, in µs: wall time and the part of it that held the JS thread (all of it for a synchronous call). */
-export type CallTimes = Record<string, { wall: number; held: number; calls: number }>;
+/**
+ * The calls of one floor query, in µs: wall time, the part of it that held
+ * the JS thread (all of a synchronous call; the marshalling of an async one,
+ * until it returns its promise), and the JS thread's CPU time in that part
+ * (Linux; NaN elsewhere): held well
+ * above its CPU is time the thread waited (a lock, or the CPU taken by the
+ * driver's own threads), not work.
+ */
+export type CallTimes = Record<string, { wall: number; held: number; cpu: number; calls: number }>;
+
+/**
+ * The JS thread's CPU time in µs: `clock_gettime(CLOCK_THREAD_CPUTIME_ID)`
+ * through koffi (libc, Linux), exact at each call; NaN elsewhere.
+ * (`process.threadCpuUsage` and /proc/thread-self/schedstat move in
+ * scheduler ticks or at context switches here: too coarse for one call.)
+ */
+const threadCpu = ((): (() => number) => {
+  if (process.platform !== 'linux') return () => NaN;
+  try {
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
+    const timespec = koffi.struct('bench_service_timespec', { sec: 'int64_t', nsec: 'int64_t' });
+    const clockGettime = koffi.load('libc.so.6').func('clock_gettime', 'int', ['int', koffi.out(koffi.pointer(timespec))]);
+    const CLOCK_THREAD_CPUTIME_ID = 3;
+    const out: { sec?: number | bigint; nsec?: number | bigint } = {};
+    return () => {
+      if (clockGettime(CLOCK_THREAD_CPUTIME_ID, out) !== 0) return NaN;
+      return Number(out.sec) * 1e6 + Number(out.nsec) / 1e3;
+    };
+  } catch {
+    return () => NaN;
+  }
+})();
 
 /**
  * The floor for a query: `StatementNew`, `StatementSetSqlQuery`, with
@@ -320,24 +350,30 @@ export async function floorQuery(
   const o = arr.offsets;
   const timed = <T>(name: string, f: () => T): T => {
     if (!times) return f();
+    const c0 = threadCpu();
     const t0 = performance.now();
     const r = f();
     const dt = (performance.now() - t0) * 1000;
-    const e = (times[name] ??= { wall: 0, held: 0, calls: 0 });
+    const cpu = threadCpu() - c0;
+    const e = (times[name] ??= { wall: 0, held: 0, cpu: 0, calls: 0 });
     e.wall += dt;
     e.held += dt;
+    e.cpu += cpu;
     e.calls++;
     return r;
   };
   const timedAsync = async <T>(name: string, f: () => Promise<T>): Promise<T> => {
     if (!times) return f();
+    const c0 = threadCpu();
     const t0 = performance.now();
     const p = f();
     const held = (performance.now() - t0) * 1000;
+    const cpu = threadCpu() - c0;
     const r = await p;
-    const e = (times[name] ??= { wall: 0, held: 0, calls: 0 });
+    const e = (times[name] ??= { wall: 0, held: 0, cpu: 0, calls: 0 });
     e.wall += (performance.now() - t0) * 1000;
     e.held += held;
+    e.cpu += cpu;
     e.calls++;
     return r;
   };
@@ -347,7 +383,8 @@ export async function floorQuery(
   try {
     timed('StatementSetSqlQuery', () => d.call('StatementSetSqlQuery', stmt, q.sql));
     if (q.params) {
-      const { schema, array } = exportRecordBatch(paramsTable(q.params).batches[0]!);
+      // Not a driver call, but part of every query with parameters: timed too (the JS thread's).
+      const { schema, array } = timed('params: tableFromArrays + exportRecordBatch', () => exportRecordBatch(paramsTable(q.params!).batches[0]!));
       try {
         timed('StatementBind', () => bind(stmt, array, schema));
       } finally {

@@ -34,8 +34,10 @@
  * faster). Then, for the 1-row shapes, where ours' time goes (its statement
  * API step by step) and the floor's (each driver call's wall time, and how
  * much of it held the JS thread: all of a synchronous call, the
- * marshalling of an async one); the second is the event-loop blocking per
- * call.
+ * marshalling of an async one until it returns; and the JS thread's CPU
+ * time in that part, `clock_gettime(CLOCK_THREAD_CPUTIME_ID)`); the second is the
+ * event-loop blocking per call, and held far above its CPU is a wait (a
+ * lock, or the CPU taken by the driver's threads), not work.
  *
  * (b) Many at once: C concurrent request loops (`--concurrency`, 1, 4,
  * 16, 64), each a 1,000-row parameterised query summed and checked, for
@@ -55,7 +57,7 @@
  * ours serves more).
  *
  * `--short` (what CI runs): 20 reps after 5, 0.5 s per point. `--reps`,
- * `--warmup`, `--seconds`, `--concurrency 1,4`, `--drivers postgresql,duckdb`
+ * `--warmup`, `--seconds`, `--concurrency 1,4` (`none`: latency only), `--drivers postgresql,duckdb`
  * or the variables BENCH_SERVICE_REPS, _WARMUP, _SECONDS, _CONCURRENCY,
  * _DRIVERS set them. `--require`: a missing driver, server, peer or Python
  * floor fails instead of skipping.
@@ -89,7 +91,11 @@ const SHORT = flag('--short');
 const REPS = Number(value('--reps') ?? process.env.BENCH_SERVICE_REPS ?? (SHORT ? 20 : 300));
 const WARMUP = Number(value('--warmup') ?? process.env.BENCH_SERVICE_WARMUP ?? (SHORT ? 5 : 30));
 const SECONDS = Number(value('--seconds') ?? process.env.BENCH_SERVICE_SECONDS ?? (SHORT ? 0.5 : 5));
-const CONCURRENCY = (value('--concurrency') ?? process.env.BENCH_SERVICE_CONCURRENCY ?? '1,4,16,64').split(',').map(Number);
+/** The load points; `none`: the latency part only. */
+const CONCURRENCY = (value('--concurrency') ?? process.env.BENCH_SERVICE_CONCURRENCY ?? '1,4,16,64')
+  .split(',')
+  .filter((x) => x !== '' && x !== 'none')
+  .map(Number);
 const DRIVERS = (value('--drivers') ?? process.env.BENCH_SERVICE_DRIVERS ?? 'postgresql,duckdb,sqlite').split(',') as DriverName[];
 const REQUIRE = flag('--require');
 const NO_POOL = flag('--no-pool');
@@ -169,8 +175,8 @@ interface LatencyResult {
   ms: Record<string, Partial<Record<LatencySide, number>>>;
   /** By 1-row shape key: ours' statement API steps, medians in µs. */
   steps: Record<string, Record<string, number>>;
-  /** By 1-row shape key: the floor's driver calls, medians in µs, and calls per query. */
-  calls: Record<string, Record<string, { wall: number; held: number; calls: number }>>;
+  /** By 1-row shape key: the floor's driver calls, medians in µs (wall, JS thread held, its CPU), and calls per query. */
+  calls: Record<string, Record<string, { wall: number; held: number; cpu: number; calls: number }>>;
 }
 
 interface LoadArgs {
@@ -264,7 +270,7 @@ async function latencyChild(a: LatencyArgs): Promise<LatencyResult> {
     // Where the time goes, for one row: ours step by step, then the floor call by call (alternating).
     for (const shape of SHAPES.filter((s) => s.rows === 1)) {
       const steps: Record<string, number[]> = {};
-      const calls: Record<string, { wall: number[]; held: number[]; calls: number }> = {};
+      const calls: Record<string, { wall: number[]; held: number[]; cpu: number[]; calls: number }> = {};
       for (let r = 0; r < a.warmup + a.reps; r++) {
         const lo = startOf(r + 1, shape.rows);
         const q = queryOf(spec, shape, lo);
@@ -274,13 +280,14 @@ async function latencyChild(a: LatencyArgs): Promise<LatencyResult> {
         check(`${a.driver} ${shapeKey(shape)} floor by call`, q, await floor.times(q, t), want);
         if (r < a.warmup) continue;
         for (const [name, e] of Object.entries(t)) {
-          const c = (calls[name] ??= { wall: [], held: [], calls: e.calls });
+          const c = (calls[name] ??= { wall: [], held: [], cpu: [], calls: e.calls });
           c.wall.push(e.wall);
           c.held.push(e.held);
+          c.cpu.push(e.cpu);
         }
       }
       result.steps[shapeKey(shape)] = Object.fromEntries(Object.entries(steps).map(([n, xs]) => [n, median(xs)]));
-      result.calls[shapeKey(shape)] = Object.fromEntries(Object.entries(calls).map(([n, c]) => [n, { wall: median(c.wall), held: median(c.held), calls: c.calls }]));
+      result.calls[shapeKey(shape)] = Object.fromEntries(Object.entries(calls).map(([n, c]) => [n, { wall: median(c.wall), held: median(c.held), cpu: median(c.cpu), calls: c.calls }]));
     }
     return result;
   } finally {
@@ -439,8 +446,10 @@ function printLatency(driver: DriverName, peerName: string | undefined, res: Lat
     console.log(`service ${driver} ${key}, ours by step (the statement API, medians of ${REPS}, µs): ${Object.entries(steps).map(([n, x]) => `${n} ${us(x)}`).join(', ')}; sum ${us(total)}`);
   }
   for (const [key, calls] of Object.entries(res.calls)) {
-    const list = Object.entries(calls).map(([n, c]) => `${n}${c.calls > 1 ? ` x${c.calls}` : ''} ${us(c.wall)}/${us(c.held)}`);
-    console.log(`service ${driver} ${key}, the floor by driver call (medians of ${REPS}, µs, wall / of which the JS thread held): ${list.join(', ')}`);
+    const list = Object.entries(calls).map(([n, c]) => `${n}${c.calls > 1 ? ` x${c.calls}` : ''} ${us(c.wall)}/${us(c.held)}/${Number.isNaN(c.cpu) ? '-' : us(c.cpu)}`);
+    console.log(
+      `service ${driver} ${key}, the floor by driver call (medians of ${REPS}, µs: wall / of which the JS thread held / the JS thread's CPU in that part): ${list.join(', ')}`,
+    );
   }
 }
 
