@@ -37,9 +37,21 @@ export function isConnectionFault(e: unknown): boolean {
   return state !== undefined && (state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03');
 }
 
+/**
+ * Statements whose SQL text says they may change what a prepared statement depends on (a table's
+ * columns, the session's settings): running one closes the connection's cached statements first, and it
+ * is never cached itself. A leading keyword (comments and whitespace skipped), or one of the DDL verbs
+ * anywhere: conservative, as a miss only costs a prepare.
+ */
+const SCHEMA_CHANGING = /^(?:\s|--[^\n]*\n|\/\*[\s\S]*?\*\/|\()*(?:CREATE|ALTER|DROP|TRUNCATE|RENAME|COMMENT|GRANT|REVOKE|ATTACH|DETACH|SET|RESET|DISCARD|USE|PRAGMA|IMPORT|LOAD|INSTALL|VACUUM|ANALYZE|REINDEX|CLUSTER|REFRESH|DEALLOCATE)\b|\b(?:CREATE|ALTER|DROP|TRUNCATE|RENAME)\b/i;
+
+/** Default of `ConnectOptionsBase.statementCacheSize`. */
+const STATEMENT_CACHE_SIZE = 32;
+
 /** The pool's view of a connection (set in the class's static block: no public member exposes them). */
 let internals: {
-  life(c: AdbcConnection): Lifetime;
+  /** Calls `f` once the connection has no result open (at once if it has none). */
+  whenFree(c: AdbcConnection, f: () => void): void;
   fault(c: AdbcConnection): AdbcError | undefined;
   park(c: AdbcConnection, parked: boolean): void;
   closeNow(c: AdbcConnection): void;
@@ -75,10 +87,26 @@ export class AdbcConnection extends Closable {
   #parked = false;
   /** What `close()` does: a pooled connection's gives it back (`AdbcPool`), a plain one's releases it. */
   #onClose: ((c: AdbcConnection) => void) | undefined;
+  /** Result streams open (readers not released yet). */
+  #openResults = 0;
+  /** Waits for `#openResults` to reach 0 (the pool's). */
+  #onFree: (() => void) | undefined;
+  /**
+   * Statements of `query`, `queryStream` and `execute` kept by SQL text for the next call with the same
+   * text (least recently used first; at most `#cacheSize`): the next call skips `AdbcStatementNew`,
+   * `SetSqlQuery` and `Prepare` (DuckDB's and PostgreSQL's drivers prepare there: a parse and plan, a
+   * round trip). A statement is reused only when its last result is released, and dropped when a call on
+   * it fails; a schema-changing statement (`SCHEMA_CHANGING`) empties the cache first.
+   */
+  readonly #cache = new Map<string, AdbcStatement>();
+  readonly #cacheSize: number;
 
   static {
     internals = {
-      life: (c) => c.#core.life,
+      whenFree: (c, f) => {
+        if (c.#openResults === 0) f();
+        else c.#onFree = f;
+      },
       fault: (c) => c.#fault,
       park: (c, parked) => {
         c.#parked = parked;
@@ -91,18 +119,16 @@ export class AdbcConnection extends Closable {
   }
 
   /** @internal Use `AdbcDatabase.connect()`. */
-  constructor(driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>, queryDefaults: QueryDefaults = {}, onClose?: (c: AdbcConnection) => void) {
-    const life = new Lifetime('connection', parent, () => {
-      try {
-        driver.call('ConnectionRelease', ptr);
-      } finally {
-        freeNative(ptr);
-      }
-    });
+  constructor(
+    driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>, queryDefaults: QueryDefaults = {}, onClose?: (c: AdbcConnection) => void,
+    statementCacheSize = STATEMENT_CACHE_SIZE,
+  ) {
+    const life = connectionLifetime(driver, ptr, parent);
     super(life);
     this.#ptr = ptr;
     this.#sibling = sibling;
     this.#onClose = onClose;
+    this.#cacheSize = statementCacheSize;
     this.#core = {
       driver,
       serial: new Serial((e) => {
@@ -110,6 +136,19 @@ export class AdbcConnection extends Closable {
       }),
       life,
       queryDefaults,
+      resultOpened: () => {
+        this.#openResults++;
+        let done = false;
+        return () => {
+          if (done) return;
+          done = true;
+          if (--this.#openResults === 0 && this.#onFree !== undefined) {
+            const f = this.#onFree;
+            this.#onFree = undefined;
+            f();
+          }
+        };
+      },
       ptr: (op) => {
         life.check(op);
         if (this.#parked) {
@@ -397,11 +436,14 @@ export class AdbcConnection extends Closable {
   async queryStream(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
     checkSignal('queryStream', options.signal);
     throwIfAborted(options.signal);
-    const stmt = await this.#statementFor(sql, params, options.signal);
+    const { stmt, key } = await this.#statementFor(sql, params, options.signal);
+    let ok = false;
     try {
-      return await stmt.executeQuery(options);
+      const reader = await stmt.executeQuery(options);
+      ok = true;
+      return reader;
     } finally {
-      stmt.closeSync();
+      this.#done(stmt, key, ok);
     }
   }
 
@@ -415,7 +457,55 @@ export class AdbcConnection extends Closable {
    * parameters. A driver that cannot prepare (NOT_IMPLEMENTED) gets the
    * parameters bound unprepared, as before.
    */
-  async #statementFor(sql: string, params: BindSource | AsyncBatchSource | undefined, signal?: AbortSignal): Promise<AdbcStatement> {
+  async #statementFor(
+    sql: string, params: BindSource | AsyncBatchSource | undefined, signal?: AbortSignal, cacheable = true,
+  ): Promise<{ stmt: AdbcStatement; key: string | undefined }> {
+    let key: string | undefined;
+    if (SCHEMA_CHANGING.test(sql)) this.#clearCache();
+    else if (cacheable && this.#cacheSize > 0) {
+      // Prepared (with parameters) and plain statements of one text are different statements.
+      key = `${params === undefined ? 'q' : 'p'}:${sql}`;
+      const hit = this.#cache.get(key);
+      if (hit !== undefined && !hit.resultOpen && !hit.released) {
+        this.#cache.delete(key); // taken: back in at the end, as the most recently used
+        try {
+          if (params !== undefined) {
+            throwIfAborted(signal);
+            await hit.bind(params);
+          }
+          throwIfAborted(signal);
+          return { stmt: hit, key };
+        } catch (e) {
+          hit.closeSync();
+          throw e;
+        }
+      }
+      if (hit !== undefined) key = undefined; // its result is still open: this call takes a statement of its own
+    }
+    return { stmt: await this.#newStatementFor(sql, params, signal), key };
+  }
+
+  /** After a call on a statement of `#statementFor`: kept for the same SQL text (success, a key), else closed. */
+  #done(stmt: AdbcStatement, key: string | undefined, ok: boolean): void {
+    if (!ok || key === undefined || !this.#core.life.open || this.#cache.has(key)) {
+      stmt.closeSync();
+      return;
+    }
+    this.#cache.set(key, stmt);
+    if (this.#cache.size > this.#cacheSize) {
+      const [oldest, s] = this.#cache.entries().next().value as [string, AdbcStatement];
+      this.#cache.delete(oldest);
+      s.closeSync();
+    }
+  }
+
+  /** Closes every cached statement (each released after its open result, if it has one). */
+  #clearCache(): void {
+    for (const s of this.#cache.values()) s.closeSync();
+    this.#cache.clear();
+  }
+
+  async #newStatementFor(sql: string, params: BindSource | AsyncBatchSource | undefined, signal?: AbortSignal): Promise<AdbcStatement> {
     const stmt = await this.createStatement();
     try {
       // An abort before the execution stops between steps (they are short; the execution is what waits).
@@ -448,11 +538,14 @@ export class AdbcConnection extends Closable {
   async execute(sql: string, params?: BindSource | AsyncBatchSource, options: SignalOption = {}): Promise<number> {
     checkSignal('execute', options.signal);
     throwIfAborted(options.signal);
-    const stmt = await this.#statementFor(sql, params, options.signal);
+    const { stmt, key } = await this.#statementFor(sql, params, options.signal);
+    let ok = false;
     try {
-      return await stmt.executeUpdate(options);
+      const rows = await stmt.executeUpdate(options);
+      ok = true;
+      return rows;
     } finally {
-      stmt.closeSync();
+      this.#done(stmt, key, ok);
     }
   }
 
@@ -476,7 +569,7 @@ export class AdbcConnection extends Closable {
   async executePartitions(sql: string, params?: BindSource | AsyncBatchSource, options: SignalOption = {}): Promise<PartitionedResult> {
     checkSignal('executePartitions', options.signal);
     throwIfAborted(options.signal);
-    const stmt = await this.#statementFor(sql, params, options.signal);
+    const { stmt } = await this.#statementFor(sql, params, options.signal, false);
     try {
       return await stmt.executePartitions(options);
     } finally {
@@ -502,7 +595,7 @@ export class AdbcConnection extends Closable {
     checkSignal('readPartition', signal);
     throwIfAborted(signal);
     // The stream's place in the release order: under the connection (no statement made it).
-    const stream = new Lifetime('partition stream', life, () => undefined);
+    const stream = new Lifetime('partition stream', life, this.#core.resultOpened());
     /** The read began on a worker thread: only then is the connection's cancel this call's, not a queued one's. */
     let started = false;
     const read = async (): Promise<AdbcRecordBatchReader> => {
@@ -585,6 +678,7 @@ export class AdbcConnection extends Closable {
       this.#onClose(this); // pooled: given back, not released
       return;
     }
+    this.#clearCache();
     let first: unknown;
     for (const c of this.#partitionConnections.splice(0)) {
       try {
@@ -709,9 +803,26 @@ export class AdbcConnection extends Closable {
 
 }
 
+/**
+ * The connection's place in the release order. Made outside the constructor on purpose: the garbage
+ * collector's registry holds the `Lifetime` strongly, and a release closure made in the constructor would
+ * share its scope with the closures there that use `this`, which would keep the connection reachable
+ * from the registry, never collected.
+ */
+function connectionLifetime(driver: Driver, ptr: Ptr, parent: Lifetime): Lifetime {
+  return new Lifetime('connection', parent, () => {
+    try {
+      driver.call('ConnectionRelease', ptr);
+    } finally {
+      freeNative(ptr);
+    }
+  });
+}
+
 /** @internal `AdbcConnectionNew` + `AdbcConnectionInit` (the latter on a worker thread: it may connect over the network). */
 export async function openConnection(
   driver: Driver, db: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>, queryDefaults: QueryDefaults = {}, onClose?: (c: AdbcConnection) => void,
+  statementCacheSize?: number,
 ): Promise<AdbcConnection> {
   const p = allocNative(16);
   try {
@@ -724,7 +835,7 @@ export async function openConnection(
   const leave = parent.enter();
   try {
     await driver.callAsync('ConnectionInit', p, db);
-    return new AdbcConnection(driver, p, parent, sibling, queryDefaults, onClose);
+    return new AdbcConnection(driver, p, parent, sibling, queryDefaults, onClose, statementCacheSize);
   } catch (e) {
     try {
       driver.call('ConnectionRelease', p);

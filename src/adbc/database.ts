@@ -49,6 +49,7 @@ export class AdbcDatabase extends Closable {
   readonly #life: Lifetime;
   readonly #serial = new Serial();
   readonly #queryDefaults: QueryDefaults;
+  readonly #statementCacheSize: number | undefined;
 
   /**
    * Finds and loads the driver (see `ConnectOptions` for every form `driver` takes), then makes and
@@ -56,6 +57,10 @@ export class AdbcDatabase extends Closable {
    * JS thread. Throws an `AdbcError` (`NOT_FOUND` with every place tried, for a driver not found).
    */
   constructor(options: ConnectOptions) {
+    const size = options.statementCacheSize;
+    if (size !== undefined && !(Number.isInteger(size) && size >= 0)) {
+      throw new AdbcError('AdbcDatabase', { status: AdbcStatus.INVALID_ARGUMENT, message: `AdbcDatabase: options.statementCacheSize must be an integer from 0, got ${String(size)}` });
+    }
     const opened = openDatabase(options);
     super(opened.life);
     this.driverInfo = opened.info;
@@ -63,6 +68,7 @@ export class AdbcDatabase extends Closable {
     this.#ptr = opened.ptr;
     this.#life = opened.life;
     this.#queryDefaults = { ...options.queryOptions };
+    this.#statementCacheSize = options.statementCacheSize;
   }
 
   /** The database for a synchronous call: open, and no connection being opened (`AdbcConnectionInit` reads it). */
@@ -167,7 +173,7 @@ export class AdbcDatabase extends Closable {
 
   #connect(onClose: ((c: AdbcConnection) => void) | undefined): Promise<AdbcConnection> {
     this.#life.check('connect');
-    return this.#serial.run(() => openConnection(this.#driver, this.#ptr, this.#life, () => this.connect(), this.#queryDefaults, onClose));
+    return this.#serial.run(() => openConnection(this.#driver, this.#ptr, this.#life, () => this.connect(), this.#queryDefaults, onClose, this.#statementCacheSize));
   }
 
   /**

@@ -23,11 +23,6 @@ export class Lifetime {
   #released = false;
   /** The error of a deferred release (it has no caller to throw to). */
   releaseError: unknown;
-  /**
-   * Called once nothing is under it and no call runs on it while it is open (a pool's connection given
-   * back with a reader still open becomes reusable then). Cleared by whoever set it.
-   */
-  onIdle: (() => void) | undefined;
 
   constructor(
     /** What it is, for messages: `connection`, `statement`, ... */
@@ -48,11 +43,6 @@ export class Lifetime {
 
   get released(): boolean {
     return this.#released;
-  }
-
-  /** Nothing under it (statements, streams) and no native call running on it. */
-  get idle(): boolean {
-    return this.#children === 0 && this.#busy === 0;
   }
 
   /** Throws INVALID_STATE unless open. */
@@ -82,11 +72,7 @@ export class Lifetime {
   }
 
   #settle(): unknown {
-    if (!this.#closing) {
-      if (this.onIdle !== undefined && this.#children === 0 && this.#busy === 0) this.onIdle();
-      return undefined;
-    }
-    if (this.#released || this.#children > 0 || this.#busy > 0) return undefined;
+    if (!this.#closing || this.#released || this.#children > 0 || this.#busy > 0) return undefined;
     this.#released = true;
     let err: unknown;
     try {

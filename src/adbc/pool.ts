@@ -9,8 +9,8 @@
  *   behind the waiters, `connect`).
  * - A connection is handed out only when nothing of its last lease is still
  *   open: a reader of a `queryStream` keeps it out of the pool until the reader
- *   is released (`Lifetime.onIdle`), so two leases never share a connection's
- *   statements.
+ *   is released (the connection counts its open results), so two leases never
+ *   share a result in flight.
  * - A connection whose call failed with an error that says the connection is
  *   gone (`isConnectionFault`: a server restarted, a socket closed) is closed
  *   when it comes back, never handed out again; a waiter then gets a new one.
@@ -337,22 +337,13 @@ export class AdbcPool implements AsyncDisposable {
     if (!this.#leased.delete(c)) return; // given back already
     const ci = connectionInternals();
     ci.park(c, true);
-    const life = ci.life(c);
-    const reuse = (): void => {
+    this.#draining.add(c);
+    ci.whenFree(c, () => {
       this.#draining.delete(c);
       if (this.#closing || ci.fault(c) !== undefined) this.#destroy(c);
       else this.#idleOrHand(c);
       this.#dispatch();
-    };
-    if (life.idle) {
-      reuse();
-      return;
-    }
-    this.#draining.add(c);
-    life.onIdle = () => {
-      life.onIdle = undefined;
-      reuse();
-    };
+    });
   }
 
   /** Closes a connection for good (it leaves the pool); a waiter may get a new one in its place. */

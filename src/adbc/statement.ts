@@ -90,6 +90,8 @@ export interface ConnectionCore {
   readonly life: Lifetime;
   /** The database's `queryOptions`: what every reader of the connection starts from. */
   readonly queryDefaults: QueryDefaults;
+  /** A result stream of the connection opens (a reader's); the returned function is called once when it is released. */
+  resultOpened(): () => void;
   ptr(op: string): Ptr;
 }
 
@@ -153,6 +155,11 @@ export class AdbcStatement extends Closable {
       throw e;
     }
     return new AdbcStatement(conn, p);
+  }
+
+  /** @internal Whether a result of this statement is still open (a cached statement is reused only when not). */
+  get resultOpen(): boolean {
+    return this.#result !== undefined && !this.#result.released;
   }
 
   /** The statement for a synchronous call: open, and no async call of its connection running. */
@@ -369,7 +376,8 @@ export class AdbcStatement extends Closable {
     const { signal, ...importOptions } = options;
     throwIfAborted(signal);
     const { driver, serial } = this.#conn;
-    const stream = new Lifetime('result stream', this.#life, () => undefined);
+    const closed = this.#conn.resultOpened();
+    const stream = new Lifetime('result stream', this.#life, closed);
     this.#result = stream;
     const execute = async (): Promise<AdbcRecordBatchReader> => {
       let inner;

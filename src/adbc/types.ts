@@ -154,6 +154,16 @@ export interface ConnectOptionsBase {
    * new AdbcDatabase({ driver: 'sqlite', queryOptions: { keep: true } });
    */
   queryOptions?: QueryDefaults;
+  /**
+   * How many statements each connection keeps by SQL text for `query`, `queryStream` and `execute`
+   * (default 32; 0 turns the cache off). A call with a text seen before reuses its statement: no
+   * `AdbcStatementNew`, `SetSqlQuery` or `Prepare` (a parse and plan, for PostgreSQL a round trip); only
+   * the bind and the execution. A statement is dropped when a call on it fails, and a statement whose
+   * text may change the schema or the session (DDL, `SET`, `DISCARD`, ...) empties the connection's cache
+   * first. A schema changed by another connection makes a cached statement fail once (then it is
+   * dropped): turn the cache off where that matters.
+   */
+  statementCacheSize?: number;
 }
 
 /** `ConnectOptionsBase.queryOptions`: what `QueryOptions` a database's readers start from (a signal is per call). */

@@ -319,6 +319,41 @@ describe('PostgreSQL: the pool across a server restart, aborts of running querie
     await nothingLive();
   });
 
+  test('the statement cache and a schema changed by another connection: at most one failure, then the new shape', async () => {
+    const db = new AdbcDatabase(POSTGRESQL.options(server.uri));
+    const a = await db.connect();
+    const b = await db.connect();
+    try {
+      await a.execute('CREATE TABLE shape (x INTEGER)');
+      await a.execute('INSERT INTO shape VALUES (1)');
+      const cols = async (): Promise<string[]> => {
+        const t = await a.query('SELECT * FROM shape WHERE x > $1', tableFromArrays({ p: Int32Array.of(0) }));
+        const names = t.schema.fields.map((f) => f.name);
+        t.release();
+        return names;
+      };
+      assert.deepEqual(await cols(), ['x']);
+      assert.deepEqual(await cols(), ['x']); // from the cache
+      await b.execute('ALTER TABLE shape ADD COLUMN y INTEGER');
+      let failures = 0;
+      let got: string[] = [];
+      for (let i = 0; i < 2 && got.length !== 2; i++) {
+        try {
+          got = await cols();
+        } catch (e) {
+          assert.ok(e instanceof AdbcError, `a typed error, got ${String(e)}`);
+          failures++;
+        }
+      }
+      assert.deepEqual(got, ['x', 'y'], 'the new column within two calls');
+      assert.ok(failures <= 1);
+    } finally {
+      await a.close();
+      await b.close();
+      await db.close();
+    }
+  });
+
   test('an abort of a running query (pg_sleep) cancels it on the server and rejects at once; the connection serves the next query', async () => {
     const db = new AdbcDatabase(POSTGRESQL.options(server.uri));
     const pool = db.pool({ max: 1 });
@@ -491,6 +526,111 @@ describe('where driver calls run (the call log)', { skip: DUCKDB.missing }, () =
       await conn.close();
       await db.close();
     }
+  });
+});
+
+/** The driver calls `f` makes, by name. */
+async function callsOf(f: () => Promise<void>): Promise<string[]> {
+  const calls: string[] = [];
+  logDriverCalls((name) => calls.push(name));
+  try {
+    await f();
+  } finally {
+    logDriverCalls(undefined);
+  }
+  return calls;
+}
+
+const sumOf = (t: { getChild(n: string): { get(i: number): unknown } | null }): number => Number(t.getChild('s')!.get(0));
+
+describe('the statement cache (DuckDB, SQLite)', { skip: DUCKDB.missing ?? SQLITE.missing }, () => {
+  for (const spec of [DUCKDB, SQLITE]) {
+    test(`${spec.name}: a repeated text reuses its statement (no New, SetSqlQuery, Prepare); same results as uncached; off with statementCacheSize: 0`, async () => {
+      const run = async (size: number | undefined): Promise<{ sums: number[]; second: string[] }> => {
+        const db = new AdbcDatabase({ ...spec.options(), statementCacheSize: size });
+        const conn = await db.connect();
+        try {
+          await conn.execute('CREATE TABLE t (x INTEGER)');
+          await conn.execute('INSERT INTO t VALUES (1), (2), (3), (4)');
+          const sums: number[] = [];
+          const q = async (k: number): Promise<void> => {
+            const t = await conn.query(`SELECT sum(x) AS s FROM t WHERE x > ${spec.param(1)}`, tableFromArrays({ k: Int32Array.of(k) }));
+            sums.push(sumOf(t));
+            t.release();
+            const u = await conn.query('SELECT sum(x) AS s FROM t');
+            sums.push(sumOf(u));
+            u.release();
+          };
+          await q(0);
+          const second = await callsOf(() => q(2));
+          await q(3);
+          return { sums, second };
+        } finally {
+          await conn.close();
+          await db.close();
+        }
+      };
+      const cached = await run(undefined);
+      const uncached = await run(0);
+      assert.deepEqual(cached.sums, [10, 10, 7, 10, 4, 10]);
+      assert.deepEqual(uncached.sums, cached.sums, 'the same results cached and uncached');
+      for (const f of ['StatementNew', 'StatementSetSqlQuery', 'StatementPrepare']) {
+        assert.ok(!cached.second.includes(f), `cached: no ${f} the second time (${cached.second.join(', ')})`);
+        assert.ok(uncached.second.includes(f), `uncached: ${f} every time`);
+      }
+      assert.ok(cached.second.includes('StatementBindStream') && cached.second.includes('StatementExecuteQuery'));
+    });
+  }
+
+  test('a schema-changing statement empties the cache: the next query sees the new column', async () => {
+    const db = new AdbcDatabase(DUCKDB.options());
+    const conn = await db.connect();
+    try {
+      await conn.execute('CREATE TABLE w (a INTEGER)');
+      await conn.execute('INSERT INTO w VALUES (1)');
+      const cols = async (): Promise<string[]> => {
+        const t = await conn.query('SELECT * FROM w');
+        const names = t.schema.fields.map((f) => f.name);
+        t.release();
+        return names;
+      };
+      assert.deepEqual(await cols(), ['a']);
+      const again = await callsOf(async () => void (await cols()));
+      assert.ok(!again.includes('StatementNew'), 'cached before the DDL');
+      await conn.execute('ALTER TABLE w ADD COLUMN b INTEGER');
+      const after = await callsOf(async () => assert.deepEqual(await cols(), ['a', 'b']));
+      assert.ok(after.includes('StatementNew') && after.includes('StatementSetSqlQuery'), 'prepared anew after the DDL');
+      assert.throws(() => new AdbcDatabase({ ...DUCKDB.options(), statementCacheSize: -1 }), /statementCacheSize must be an integer from 0/);
+    } finally {
+      await conn.close();
+      await db.close();
+    }
+    await nothingLive();
+  });
+
+  test('a failed call drops its statement; a statement whose result is open is not shared', async () => {
+    const db = new AdbcDatabase(DUCKDB.options());
+    const conn = await db.connect();
+    try {
+      await conn.execute('CREATE TABLE f (x INTEGER)');
+      await conn.execute('INSERT INTO f VALUES (1), (0)');
+      // DuckDB's error() raises at execution, on the row x = 0: the statement prepared fine.
+      const sql = "SELECT CASE WHEN x = 0 THEN error('boom') ELSE x END AS y FROM f";
+      await assert.rejects(conn.query(sql));
+      const retry = await callsOf(async () => void (await rejection(conn.query(sql))));
+      assert.ok(retry.includes('StatementNew'), 'the failed statement was dropped, not reused');
+      // Two readers of one text at once: each its own statement, both read to the end.
+      const r1 = await conn.queryStream('SELECT range AS i FROM range(5)');
+      const r2 = await conn.queryStream('SELECT range AS i FROM range(5)');
+      let n = 0;
+      for await (const b of r1) n += b.numRows;
+      for await (const b of r2) n += b.numRows;
+      assert.equal(n, 10);
+    } finally {
+      await conn.close();
+      await db.close();
+    }
+    await nothingLive();
   });
 });
 
