@@ -277,6 +277,35 @@ describe('CUDA device arrays', { skip: NO_CUDA }, () => {
     });
   }
 
+  test('zero rows of every gold type JS -> CUDA -> host: a sliced batch, and the batch of empty Vectors arrow-js makes of empty columns', async () => {
+    (() => {
+      let n = 0;
+      for (const f of goldFiles) {
+        if (ARROW_JS_UNREADABLE.has(f)) continue;
+        const table = tableFromIPC(readFileSync(new URL(f, GOLD)));
+        const names = table.schema.fields.map((x) => x.name);
+        // `new Table({ name: vector })` is keyed by name: only where the names are unique (src/array/arrowjs.ts, childData).
+        const forms = [table.slice(0, 0), ...(new Set(names).size === names.length ? [new Table(Object.fromEntries(names.map((k, i) => [k, table.getChildAt(i)!.slice(0, 0)])))] : [])];
+        for (const t of forms) {
+          for (const batch of t.batches) {
+            const { schema, array } = exportDeviceRecordBatch(batch, { deviceType: DeviceType.CUDA, deviceId: 0 });
+            const dev = importDeviceRecordBatch(array, schema);
+            assert.ok(dev instanceof DeviceArray, f);
+            const host = dev.toHostRecordBatch({ validate: 'full' });
+            dev.release();
+            freeDeviceArray(array);
+            freeArrowSchema(schema);
+            assert.equal(host.numRows, 0, f);
+            assert.equal(diffTables(new Table([batch]), new Table([host])), undefined, f);
+            n++;
+          }
+        }
+      }
+      assert.ok(n > goldFiles.length, `${n} zero-row batches`);
+    })();
+    await settle();
+  });
+
   test('an export on a named stream records an event there and exports it as sync_event', async () => {
     (() => {
       const batch = expectedBatch(1000);
