@@ -22,7 +22,7 @@
  * element, and the children of structs, sparse unions and fixed-size lists
  * are sliced to the parent's window. The builder applies it (`dataOf`).
  */
-import { Data, Field, Int32, RecordBatch, Schema, Struct, Table, Utf8, Utf8View, Vector, type DataType, type TypeMap } from 'apache-arrow';
+import { Data, Field, Int32, RecordBatch, Schema, Struct, Table, Utf8, Vector, type DataType, type TypeMap } from 'apache-arrow';
 import { ArrowSymbols, type ArrowDeviceExportOptions, type ArrowSchemaExportable } from '../abi/protocol.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -36,6 +36,7 @@ import { viewOf } from './view.js';
 import { expandView } from './expand.js';
 import { layoutOf } from '../schema/layout.js';
 import { parseFormat } from '../schema/format.js';
+import { ARROW_21_2 } from '../schema/arrowjs.js';
 
 // --- the objects and their release ----------------------------------------------------------
 
@@ -369,7 +370,10 @@ function checkLazyData(views: boolean): boolean {
         bufferKeys.every((k) => !Object.hasOwn(lazy, k) && sameBuf(lazy[k], own[k])) &&
         ['type', 'offset', 'length', 'stride', '_nullCount', 'dictionary'].every((k) => lazy[k] === own[k]) &&
         lazy.children.length === 0 && own.children.length === 0 &&
-        Array.isArray(lazy.variadicBuffers) && lazy.variadicBuffers.length === own.variadicBuffers.length &&
+        // No variadicBuffers before apache-arrow 21.2.0: then the lazy Data has none either.
+        (own.variadicBuffers === undefined
+          ? lazy.variadicBuffers === undefined
+          : Array.isArray(lazy.variadicBuffers) && lazy.variadicBuffers.length === own.variadicBuffers.length) &&
         lazy.nullCount === own.nullCount && lazy.nullCount === 1 && lazy["_nullCount"] === own["_nullCount"] && lazy["_nullCount"] === 1 &&
         lazy.getValid(0) && !lazy.getValid(1) && own.getValid(0) && !own.getValid(1) &&
         lazy.byteLength === own.byteLength && lazy.nullable === own.nullable &&
@@ -393,7 +397,10 @@ function checkLazyData(views: boolean): boolean {
       inline(0, 'x'); out(1); inline(2, 'yz'); out(3);
       return v;
     };
+    // No Utf8View before apache-arrow 21.2.0 (ARROW_21_2): no view type is ever built there, nor this shortcut.
+    const Utf8View = ARROW_21_2.Utf8View;
     const stringViews = (nc: number): boolean =>
+      Utf8View !== undefined &&
       probe('vu', new Utf8View(), Form.Views, [Uint8Array.of(0b1011), viewBytes(), Uint8Array.from(long), new Uint8Array(BigInt64Array.of(16n).buffer)], (c) => [undefined, c[1]!.subarray(16, 64), c[0]], nc, (c) => [c[2]!]);
     return views ? stringViews(1) && stringViews(-1) : ints(1) && ints(-1) && strings(1) && strings(-1);
   } catch {
@@ -600,11 +607,17 @@ export function makeBatch(schema: Schema, struct: Struct, children: Data[], N: n
   return batchFields(schema, data);
 }
 
+/**
+ * Whether arrow-js's RecordBatch constructor gives a batch its own `_metadata` (apache-arrow 21.2.0 on;
+ * 21.0 and 21.1 have no batch metadata): `batchFields` makes the fields it makes. Set by the check.
+ */
+let batchMetadata = true;
+
 function batchFields(schema: Schema, data: Data<Struct>): ImportedRecordBatch {
-  const b = Object.create(ImportedRecordBatch.prototype) as { schema: Schema; data: Data<Struct>; _metadata: Map<string, string> };
+  const b = Object.create(ImportedRecordBatch.prototype) as { schema: Schema; data: Data<Struct>; _metadata?: Map<string, string> };
   b.schema = schema;
   b.data = data;
-  b._metadata = new Map();
+  if (batchMetadata) b._metadata = new Map();
   return b as unknown as ImportedRecordBatch;
 }
 
@@ -613,8 +626,8 @@ function batchFields(schema: Schema, data: Data<Struct>): ImportedRecordBatch {
  * (see `makeBatch`), checked on a two-column batch with metadata: the same
  * prototype and own properties; a schema equal field by field (the
  * constructor's is a copy: `schema.assign`); a struct `Data` with the same
- * fields and the very same children; an empty `_metadata`; and the same
- * values read back.
+ * fields and the very same children; an empty `_metadata` where arrow-js
+ * makes one (`batchMetadata`); and the same values read back.
  */
 export let BATCH_SHORTCUT: boolean | undefined;
 /** `BATCH_SHORTCUT`, checked on the first batch made (not at load). */
@@ -633,6 +646,7 @@ function checkBatchShortcut(): boolean {
       ]) as Data<Struct>;
     const d = data();
     const slow = new ImportedRecordBatch(schema, d) as unknown as Record<string | symbol, unknown>;
+    batchMetadata = Object.hasOwn(slow, '_metadata');
     const fast = batchFields(schema, data()) as unknown as Record<string | symbol, unknown>;
     return sameBatch(slow, fast) && (slow.data as Data).children.every((c, i) => c === d.children[i]);
   } catch {
@@ -653,7 +667,7 @@ function sameBatch(slow: Record<string | symbol, unknown>, fast: Record<string |
   const b2 = fast as unknown as RecordBatch;
   return (
     Object.getPrototypeOf(slow) === Object.getPrototypeOf(fast) &&
-    keys(slow) === 'schema,data,_metadata' && keys(fast) === keys(slow) &&
+    keys(slow) === (batchMetadata ? 'schema,data,_metadata' : 'schema,data') && keys(fast) === keys(slow) &&
     Object.getPrototypeOf(s1) === Object.getPrototypeOf(s2) && keys(s1) === keys(s2) &&
     sameMap(s1.metadata, s2.metadata) && s1.fields.length === s2.fields.length &&
     s1.fields.every((f, i) => {
@@ -663,7 +677,7 @@ function sameBatch(slow: Record<string | symbol, unknown>, fast: Record<string |
     Object.getPrototypeOf(d1) === Object.getPrototypeOf(d2) && keys(d1) === keys(d2) &&
     String(d1.type) === String(d2.type) && d1.offset === d2.offset && d1.length === d2.length && d1.nullCount === d2.nullCount &&
     d1.children.length === d2.children.length &&
-    sameMap(slow._metadata, fast._metadata) && (slow._metadata as Map<string, string>).size === 0 &&
+    (!batchMetadata || (sameMap(slow._metadata, fast._metadata) && (slow._metadata as Map<string, string>).size === 0)) &&
     b1.numRows === b2.numRows && b1.numCols === b2.numCols &&
     JSON.stringify(b1.toArray()) === JSON.stringify(b2.toArray())
   );

@@ -10,11 +10,12 @@
  * field; arrow-js has no extension type registry to do more with it.
  */
 import {
-  Binary, BinaryView, Bool, DataType, DateDay, DateMillisecond, Decimal, DenseUnion, Dictionary, Duration, Field,
+  Binary, Bool, DataType, DateDay, DateMillisecond, Decimal, DenseUnion, Dictionary, Duration, Field,
   FixedSizeBinary, FixedSizeList, Float16, Float32, Float64, Int16, Int32, Int64, Int8, Interval, IntervalUnit,
-  LargeBinary, LargeList, LargeUtf8, List, Map_, Null, Schema, SparseUnion, Struct, Time, TimeUnit, Timestamp, Type,
-  Uint16, Uint32, Uint64, Uint8, UnionMode, Utf8, Utf8View, Int as IntType,
+  LargeBinary, LargeUtf8, List, Map_, Null, Schema, SparseUnion, Struct, Time, TimeUnit, Timestamp, Type,
+  Uint16, Uint32, Uint64, Uint8, UnionMode, Utf8, Int as IntType,
 } from 'apache-arrow';
+import * as arrow from 'apache-arrow';
 import { Flag } from '../abi/constants.js';
 import { invalid, unsupported } from '../errors.js';
 import type { TimeUnit as OurUnit, TypeInfo } from './format.js';
@@ -25,6 +26,34 @@ import type { SchemaNode } from './node.js';
 export interface ToArrowOptions {
   /** Convert types arrow-js lacks to the nearest one it has (list view -> list, run-end encoded -> values). */
   expand?: boolean;
+}
+
+/**
+ * The arrow-js types that apache-arrow 21.2.0 added, `undefined` under 21.0
+ * and 21.1, which the peer range also allows (package.json). Read off the
+ * module namespace, never imported by name: a named import of an export the
+ * installed version lacks fails the ESM link, and the library would not load
+ * at all. A static member read keeps bundlers' tree shaking of arrow-js (a
+ * bundle made with an older version warns of the missing export). Every use
+ * goes through `arrowType`.
+ */
+export const ARROW_21_2: { readonly BinaryView?: typeof arrow.BinaryView; readonly Utf8View?: typeof arrow.Utf8View; readonly LargeList?: typeof arrow.LargeList } = {
+  BinaryView: arrow.BinaryView,
+  Utf8View: arrow.Utf8View,
+  LargeList: arrow.LargeList,
+};
+
+/** The arrow-js class `name` of `ARROW_21_2`, or an `unsupported` error at `path` that names the version it needs. */
+export function arrowType<K extends keyof typeof ARROW_21_2>(name: K, path: string): NonNullable<(typeof ARROW_21_2)[K]> {
+  const C = ARROW_21_2[name];
+  if (C === undefined) {
+    throw unsupported(
+      path,
+      `arrow-js has a ${name} type from apache-arrow 21.2.0 on, and the apache-arrow this program loaded is older (21.0 or 21.1: it has no ${name} export): ` +
+        'install apache-arrow 21.2.0 or later, or import the data as an ArrayView',
+    );
+  }
+  return C as NonNullable<(typeof ARROW_21_2)[K]>;
 }
 
 /** Assigns arrow-js dictionary ids, unique within one schema. */
@@ -62,8 +91,8 @@ function baseType(node: SchemaNode, path: string, opts: ToArrowOptions, ids: Dic
     case 'utf8': return new Utf8();
     case 'large_binary': return new LargeBinary();
     case 'large_utf8': return new LargeUtf8();
-    case 'binary_view': return new BinaryView();
-    case 'utf8_view': return new Utf8View();
+    case 'binary_view': return new (arrowType('BinaryView', `${path}.format`))();
+    case 'utf8_view': return new (arrowType('Utf8View', `${path}.format`))();
     case 'fixed_binary': return new FixedSizeBinary(t.byteWidth);
     case 'decimal': return new Decimal(t.scale, t.precision, t.bitWidth);
     case 'date': return t.unit === 'day' ? new DateDay() : new DateMillisecond();
@@ -75,7 +104,7 @@ function baseType(node: SchemaNode, path: string, opts: ToArrowOptions, ids: Dic
         t.unit === 'month' ? IntervalUnit.YEAR_MONTH : t.unit === 'day_time' ? IntervalUnit.DAY_TIME : IntervalUnit.MONTH_DAY_NANO,
       );
     case 'list': return new List(child(0));
-    case 'large_list': return new LargeList(child(0));
+    case 'large_list': return new (arrowType('LargeList', `${path}.format`))(child(0));
     case 'fixed_list': return new FixedSizeList(t.size, child(0));
     case 'struct': return new Struct(node.children.map((_, i) => child(i)));
     case 'map': return new Map_(child(0) as Field<Struct>, (node.flags & Flag.MAP_KEYS_SORTED) !== 0);
@@ -85,7 +114,7 @@ function baseType(node: SchemaNode, path: string, opts: ToArrowOptions, ids: Dic
     }
     case 'list_view':
     case 'large_list_view':
-      if (opts.expand) return t.id === 'list_view' ? new List(child(0)) : new LargeList(child(0));
+      if (opts.expand) return t.id === 'list_view' ? new List(child(0)) : new (arrowType('LargeList', `${path}.format`))(child(0));
       throw unsupported(
         `${path}.format`,
         `arrow-js has no ${t.id === 'list_view' ? 'list view' : 'large list view'} type ("${node.format}"); import it as an ArrayView, or pass { expand: true } to convert it to a ${t.id === 'list_view' ? 'list' : 'large list'}`,

@@ -32,7 +32,8 @@ function sameDataFields(actual: Data, expected: Data, path: string): void {
   assert.equal(actual.stride, expected.stride, `${path}.stride as the source's`);
   assert.equal(actual.length, expected.length, `${path}.length as the source's`);
   assert.equal(actual.nullCount, expected.nullCount, `${path}.nullCount as the source's`);
-  assert.ok(Array.isArray(actual.variadicBuffers), `${path}.variadicBuffers is an array`);
+  // An array from apache-arrow 21.2.0 on (view types); the older versions the peer range allows have none.
+  assert.equal(Array.isArray(actual.variadicBuffers), Array.isArray(made.variadicBuffers), `${path}.variadicBuffers is an array where arrow-js's own is`);
   // The constructor's own fields, whatever this arrow-js names them, are all there.
   const plain = (d: Data): string[] => Object.keys(d).filter((k) => !['values', 'valueOffsets', 'nullBitmap', 'typeIds', 'variadicBuffers'].includes(k)).sort();
   assert.deepEqual(plain(actual), plain(made), `${path}: own fields`);
