@@ -91,6 +91,7 @@ function makeProtos(k: typeof import('koffi')) {
     StatementSetOption: k.proto('uint8_t', [P, P, P, P]),
     StatementSetSubstraitPlan: k.proto('uint8_t', [P, P, 'size_t', P]),
     StatementPrepare: k.proto('uint8_t', [P, P]),
+    StatementBind: k.proto('uint8_t', [P, P, P, P]),
     StatementBindStream: k.proto('uint8_t', [P, P, P]),
     StatementExecuteQuery: k.proto('uint8_t', [P, P, P, P]),
     StatementExecuteSchema: k.proto('uint8_t', [P, P, P]),

@@ -8,7 +8,7 @@
 import { RecordBatch, RecordBatchReader, Table, type Schema } from 'apache-arrow';
 // The internal modules of the public names used, not ../index.js: a query loads no device, async or protocol code.
 import { ArrowSymbols, isArrowExportable, type ArrowStreamExportable } from '../abi/protocol.js';
-import { allocArrowSchema, freeArrowSchema, importSchema } from '../array/api.js';
+import { allocArrowSchema, exportRecordBatch, freeArrowArray, freeArrowSchema, importSchema } from '../array/api.js';
 import { importArrayStreamFrom, importSchemaFrom } from '../fill/fill.js';
 import { NULL, type Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
@@ -514,8 +514,28 @@ export class AdbcStatement extends Closable {
 
 }
 
-/** `AdbcStatementBindStream` of `data` on statement `p`. */
+/**
+ * Binds `data` to statement `p`: one batch (a `RecordBatch`, a `Table` of one batch) with
+ * `AdbcStatementBind`, the rest with `AdbcStatementBindStream`. adbc.h gives both; with one array the
+ * driver reads the parameters where they are during the execution, where a stream is pulled through
+ * `get_next` callbacks, which run on the JS thread while the driver's worker thread waits for each
+ * (`npm run bench:service` prints what that costs a one-row query: its floor binds one array). A driver
+ * that lacks `AdbcStatementBind`, or refuses it (NOT_IMPLEMENTED), gets the stream.
+ */
 function bindTo(driver: Driver, p: Ptr, data: BindSource): void {
+  const single = data instanceof RecordBatch ? data : data instanceof Table && data.batches.length === 1 ? data.batches[0]! : undefined;
+  if (single !== undefined && driver.has('StatementBind')) {
+    const { schema, array } = exportRecordBatch(single);
+    try {
+      driver.call('StatementBind', p, array, schema);
+      return;
+    } catch (e) {
+      if (!(e instanceof AdbcError && e.status === AdbcStatus.NOT_IMPLEMENTED)) throw e;
+    } finally {
+      freeArrowArray(array); // moved to the driver (adbc.h: it releases them): this frees our structs, or releases them if refused
+      freeArrowSchema(schema);
+    }
+  }
   if (data instanceof RecordBatch) data = [data];
   const exportable = data instanceof Table || data instanceof RecordBatchReader || (typeof data === 'object' && data !== null && Symbol.iterator in data);
   if (!exportable && isArrowExportable(data) && ArrowSymbols.stream in data) {

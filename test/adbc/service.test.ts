@@ -578,7 +578,36 @@ describe('the statement cache (DuckDB, SQLite)', { skip: DUCKDB.missing ?? SQLIT
         assert.ok(!cached.second.includes(f), `cached: no ${f} the second time (${cached.second.join(', ')})`);
         assert.ok(uncached.second.includes(f), `uncached: ${f} every time`);
       }
-      assert.ok(cached.second.includes('StatementBindStream') && cached.second.includes('StatementExecuteQuery'));
+      assert.ok(cached.second.includes('StatementBind') && cached.second.includes('StatementExecuteQuery'), 'one batch of parameters bound as an array');
+    });
+
+    test(`${spec.name}: parameters of one batch (AdbcStatementBind) and of several (AdbcStatementBindStream) give the same rows`, async () => {
+      const db = new AdbcDatabase(spec.options());
+      const conn = await db.connect();
+      try {
+        await conn.execute('CREATE TABLE b (k INTEGER, v TEXT)');
+        const rows = tableFromArrays({ k: Int32Array.of(1, 2, 3, 4), v: ['a', 'b', 'c', 'd'] });
+        const insert = `INSERT INTO b VALUES (${spec.param(1)}, ${spec.param(2)})`;
+        const one = (i: number): ReturnType<typeof rows.slice> => rows.slice(i, i + 1);
+        // DuckDB's driver binds one row per execution: one row each time, as a Table of one batch (bound as an
+        // array) and as an iterable of that batch (bound as a stream).
+        const asArray = await callsOf(async () => {
+          for (const i of [0, 1]) assert.equal(await conn.execute(insert, one(i)), 1);
+        });
+        const asStream = await callsOf(async () => {
+          for (const i of [2, 3]) await conn.execute(insert, [...one(i).batches]);
+        });
+        assert.ok(asArray.includes('StatementBind') && !asArray.includes('StatementBindStream'), asArray.join(', '));
+        assert.ok(asStream.includes('StatementBindStream') && !asStream.includes('StatementBind'), asStream.join(', '));
+        const t = await conn.query('SELECT k, v FROM b ORDER BY k');
+        assert.deepEqual([...t.getChild('k')!].map(Number), [1, 2, 3, 4]);
+        assert.deepEqual([...t.getChild('v')!], ['a', 'b', 'c', 'd']);
+        t.release();
+      } finally {
+        await conn.close();
+        await db.close();
+      }
+      await nothingLive();
     });
   }
 
