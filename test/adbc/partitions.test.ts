@@ -88,6 +88,46 @@ describe('arrow-device/adbc readPartitions: Flight SQL', { skip: missing }, () =
     return out;
   }
 
+  test('an AbortSignal stops readPartition and readPartitions in mid-read: the reason at once, every stream and connection released', async () => {
+    await open();
+    const parts = await descriptors([0, 1, 2].map((q) => series(q, ROWS)));
+    const one = new AbortController();
+    let batches = 0;
+    const e1 = await (async () => {
+      try {
+        for await (const b of await conn.readPartition(parts[0]!, { signal: one.signal })) {
+          assert.ok(b.numRows > 0);
+          if (++batches === 2) one.abort();
+        }
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    assert.ok(e1 instanceof DOMException && e1.name === 'AbortError', `readPartition: the signal's reason, got ${String(e1)}`);
+    assert.equal(batches, 2);
+    const many = new AbortController();
+    const reason = new Error('the client went away');
+    const reader = await conn.readPartitions(parts, { signal: many.signal, concurrency: 3 });
+    let seen = 0;
+    const e2 = await (async () => {
+      try {
+        for await (const { batch } of reader) {
+          assert.ok(batch.numRows > 0);
+          if (++seen === 3) many.abort(reason);
+        }
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    assert.equal(e2, reason, 'readPartitions: the signal\'s reason');
+    await reader.release(); // waits for the release the abort began
+    assert.equal(reader.released, true, 'every stream and connection of the reader released');
+    // An aborted signal starts nothing.
+    await assert.rejects(conn.readPartitions(parts, { signal: AbortSignal.abort() }), (e: unknown) => e instanceof DOMException && e.name === 'AbortError');
+  });
+
   test('the rows of every partition, each batch tagged with its partition, equal readPartition one by one', async () => {
     await open();
     const sizes = [ROWS, 1, 5000, ROWS, 0 + 2048, 3];
