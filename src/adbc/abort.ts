@@ -12,12 +12,16 @@
  */
 import { AdbcError, AdbcStatus } from './error.js';
 
-/** Throws INVALID_ARGUMENT unless `signal` is absent or an `AbortSignal`-like object. */
+/**
+ * The start of a call that takes a signal: INVALID_ARGUMENT unless `signal` is absent or an
+ * `AbortSignal`-like object, and the signal's reason when it is aborted already (nothing starts).
+ */
 export function checkSignal(op: string, signal: AbortSignal | undefined): void {
   if (signal === undefined) return;
   if (typeof signal !== 'object' || signal === null || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
     throw new AdbcError(op, { status: AdbcStatus.INVALID_ARGUMENT, message: `${op}: options.signal must be an AbortSignal` });
   }
+  if (signal.aborted) throw reasonOf(signal);
 }
 
 /** The signal's reason, as a value to throw (the runtime's `AbortError` when the caller gave none). */
@@ -25,7 +29,7 @@ export function reasonOf(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
-/** Throws the signal's reason when it has been aborted. */
+/** Throws the signal's reason when it has been aborted (between the steps of a call: the signal was checked at its start). */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw reasonOf(signal);
 }
@@ -37,8 +41,11 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
  */
 export function abortable<T>(op: string, signal: AbortSignal | undefined, run: () => Promise<T>, stop: () => void, discard: (late: T) => void): Promise<T> {
   if (signal === undefined) return run();
-  checkSignal(op, signal);
-  if (signal.aborted) return Promise.reject(reasonOf(signal));
+  try {
+    checkSignal(op, signal);
+  } catch (e) {
+    return Promise.reject(e);
+  }
   return new Promise<T>((resolve, reject) => {
     let aborted = false;
     const onAbort = (): void => {

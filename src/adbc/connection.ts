@@ -435,7 +435,6 @@ export class AdbcConnection extends Closable {
    */
   async queryStream(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
     checkSignal('queryStream', options.signal);
-    throwIfAborted(options.signal);
     const { stmt, key } = await this.#statementFor(sql, params, options.signal);
     let ok = false;
     try {
@@ -537,7 +536,6 @@ export class AdbcConnection extends Closable {
    */
   async execute(sql: string, params?: BindSource | AsyncBatchSource, options: SignalOption = {}): Promise<number> {
     checkSignal('execute', options.signal);
-    throwIfAborted(options.signal);
     const { stmt, key } = await this.#statementFor(sql, params, options.signal);
     let ok = false;
     try {
@@ -568,7 +566,6 @@ export class AdbcConnection extends Closable {
    */
   async executePartitions(sql: string, params?: BindSource | AsyncBatchSource, options: SignalOption = {}): Promise<PartitionedResult> {
     checkSignal('executePartitions', options.signal);
-    throwIfAborted(options.signal);
     const { stmt } = await this.#statementFor(sql, params, options.signal, false);
     try {
       return await stmt.executePartitions(options);
@@ -593,7 +590,6 @@ export class AdbcConnection extends Closable {
     const { driver, serial, life, queryDefaults } = this.#core;
     const { signal, ...importOptions } = options;
     checkSignal('readPartition', signal);
-    throwIfAborted(signal);
     // The stream's place in the release order: under the connection (no statement made it).
     const stream = new Lifetime('partition stream', life, this.#core.resultOpened());
     /** The read began on a worker thread: only then is the connection's cancel this call's, not a queued one's. */
@@ -653,7 +649,6 @@ export class AdbcConnection extends Closable {
   async readPartitions(descriptors: readonly Uint8Array[], options: ReadPartitionsOptions = {}): Promise<AdbcPartitionReader> {
     this.#core.ptr('readPartitions');
     checkSignal('readPartitions', options.signal);
-    throwIfAborted(options.signal);
     const pool = this.#partitionConnections;
     const life = this.#core.life;
     const source = {
@@ -739,7 +734,6 @@ export class AdbcConnection extends Closable {
   async ingestStream(tableName: string, reader: BindSource | AsyncBatchSource, options: IngestOptions = {}): Promise<number> {
     this.#core.ptr('ingestStream');
     checkSignal('ingestStream', options.signal);
-    throwIfAborted(options.signal);
     const mode = options.mode ?? IngestMode.Create;
     if (!isAsyncSource(reader)) return this.#ingestOnce(tableName, reader, options, mode);
     let total = 0;

@@ -104,20 +104,17 @@ export class Serial {
   /** Runs `f` after every call requested before it. */
   run<T>(f: () => Promise<T> | T): Promise<T> {
     this.#running++;
-    let p = this.#tail.then(f).finally(() => {
+    const p = this.#tail.then(f).finally(() => {
       this.#running--;
     });
+    // The tail keeps no value: a resolved value held here would stay reachable until the next call. Its
+    // rejection handler, there anyway, is where `onError` sees the failure (no promise more per call).
     const seen = this.onError;
-    if (seen !== undefined) {
-      p = p.catch((e: unknown) => {
-        seen(e);
-        throw e;
-      });
-    }
-    // The tail keeps no value: a resolved value held here would stay reachable until the next call.
     this.#tail = p.then(
       () => undefined,
-      () => undefined,
+      (e: unknown) => {
+        seen?.(e);
+      },
     );
     return p;
   }

@@ -19,7 +19,7 @@
  *   resolves when none is left.
  */
 import type { ImportedTable } from '../array/build.js';
-import { abortable, checkSignal, reasonOf, throwIfAborted } from './abort.js';
+import { checkSignal, reasonOf } from './abort.js';
 import { connectionInternals, type AdbcConnection } from './connection.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import type { AdbcRecordBatchReader } from './reader.js';
@@ -150,7 +150,6 @@ export class AdbcPool implements AsyncDisposable {
     const { signal } = options;
     try {
       checkSignal('connect', signal);
-      throwIfAborted(signal);
       this.#check('connect');
     } catch (e) {
       return Promise.reject(e);

@@ -8,10 +8,10 @@
  * It is an arrow-js `RecordBatchReader` (a subclass): code written for the
  * official driver manager, whose readers are arrow-js readers, type-checks
  * and passes `instanceof RecordBatchReader` unchanged. arrow-js keeps a
- * reader's behaviour in a private implementation object; every public
- * member is overridden here, and the object handed to arrow-js's
- * constructor forwards to them, so what arrow-js's own helpers call
- * (`RecordBatchReader.readAll`, `toNodeStream`, `pipe`) reads this stream.
+ * reader's behaviour in a private implementation object; the public
+ * members are overridden here (`STREAM_IMPL` answers the rest), so what
+ * arrow-js's own helpers call (`RecordBatchReader.readAll`, `toNodeStream`,
+ * `pipe`) reads this stream.
  */
 import { RecordBatchReader, type Schema } from 'apache-arrow';
 import { ArrowSymbols } from '../abi/protocol.js';
@@ -19,7 +19,7 @@ import type { ImportedRecordBatch, ImportedTable } from '../array/build.js';
 import type { ExportHandle } from '../memory/handle.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { RecordBatchStreamImport } from '../stream/import.js';
-import { abortable, reasonOf } from './abort.js';
+import { abortable, reasonOf, throwIfAborted } from './abort.js';
 import type { Lifetime, Serial } from './lifetime.js';
 
 /** A registry entry: what to release when a reader is collected unreleased. */
@@ -66,10 +66,8 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
 
   /** @internal Made by `AdbcStatement.executeQuery` and the connection's readers. */
   constructor(inner: RecordBatchStreamImport<ImportedRecordBatch>, life: Lifetime, serial: Serial, cancel: () => void, signal?: AbortSignal) {
-    let self: AdbcRecordBatchReader | undefined;
     // arrow-js's constructor takes its implementation object, whose type it does not export.
-    super(forwarding(() => self!) as never);
-    self = this;
+    super(STREAM_IMPL as never);
     this.#inner = inner;
     this.#life = life;
     this.#serial = serial;
@@ -84,11 +82,6 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
       if (signal.aborted) this.cancel();
       else signal.addEventListener('abort', this.#onAbort, { once: true });
     }
-  }
-
-  /** Throws the signal's reason once the query was aborted (what a step of an aborted reader gives). */
-  #checkAborted(): void {
-    if (this.#signal?.aborted) throw reasonOf(this.#signal);
   }
 
   /** The result's schema (from the stream's `get_schema`). */
@@ -179,7 +172,7 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
    * driver returns). The batch handed out before is released first unless kept.
    */
   override next(): IteratorResult<ImportedRecordBatch, undefined> {
-    this.#checkAborted();
+    throwIfAborted(this.#signal);
     if (this.#closed) return { done: true, value: undefined };
     try {
       this.#serial.checkIdle('next', 'connection');
@@ -200,23 +193,10 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
       if (this.#closed) return Promise.resolve({ done: true as const, value: undefined });
       const pending = step(() => it.next() as Promise<IteratorResult<ImportedRecordBatch, undefined>>);
       if (signal === undefined) return pending;
-      // An abort during the get_next rejects this step at once (the listener above cancels and releases).
-      return new Promise((resolve, reject) => {
-        const onAbort = (): void => reject(reasonOf(signal));
-        signal.addEventListener('abort', onAbort, { once: true });
-        pending.then(
-          (r) => {
-            signal.removeEventListener('abort', onAbort);
-            if (signal.aborted) {
-              if (!r.done) r.value.release();
-              reject(reasonOf(signal));
-            } else resolve(r);
-          },
-          (e: unknown) => {
-            signal.removeEventListener('abort', onAbort);
-            reject(signal.aborted ? reasonOf(signal) : e);
-          },
-        );
+      // An abort during the get_next rejects this step at once (the constructor's listener cancels and
+      // releases); a batch the step still gives is released.
+      return abortable('next', signal, () => pending, () => undefined, (r) => {
+        if (!r.done) r.value.release();
       });
     };
     return {
@@ -247,7 +227,7 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
 
   /** Reads every remaining batch on the JS thread and keeps them all. */
   readAll(): ImportedRecordBatch[] {
-    this.#checkAborted();
+    throwIfAborted(this.#signal);
     try {
       this.#serial.checkIdle('readAll', 'connection');
       return this.#inner.readAll();
@@ -258,7 +238,7 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
 
   /** Reads every remaining batch on the JS thread into a zero-copy `Table` (`table.release()` gives the memory back). */
   toTable(): ImportedTable {
-    this.#checkAborted();
+    throwIfAborted(this.#signal);
     try {
       this.#serial.checkIdle('toTable', 'connection');
       return this.#inner.toTable();
@@ -281,7 +261,7 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
 
   /** `toTable()` with every `get_next` on a worker thread. */
   async toTableAsync(): Promise<ImportedTable> {
-    this.#checkAborted();
+    throwIfAborted(this.#signal);
     const read = (): Promise<ImportedTable> => this.#serial.run(() => this.#inner.toTableAsync()).finally(() => this.#after());
     // An abort rejects at once; the reader's own listener has cancelled the query and released the stream.
     return this.#signal === undefined ? read() : abortable('toTableAsync', this.#signal, read, () => undefined, (t) => t.release());
@@ -328,44 +308,8 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
 }
 
 /**
- * The implementation object arrow-js's `RecordBatchReader` constructor keeps: each member forwards to the
- * reader's own (every public one is overridden there), so nothing reaches the stream but through them.
+ * The implementation object arrow-js's `RecordBatchReader` constructor keeps. arrow-js reads it only in
+ * the base class's members; every one of them is overridden by the reader but the four predicates, whose
+ * type-predicate signatures (over types arrow-js does not export) an override could not restate.
  */
-function forwarding(reader: () => AdbcRecordBatchReader): object {
-  return {
-    get closed() {
-      return reader().closed;
-    },
-    get schema() {
-      return reader().schema;
-    },
-    get autoDestroy() {
-      return true;
-    },
-    get dictionaries() {
-      return reader().dictionaries;
-    },
-    get numDictionaries() {
-      return 0;
-    },
-    get numRecordBatches() {
-      return reader().numRecordBatches;
-    },
-    isSync: () => true,
-    isAsync: () => false,
-    isFile: () => false,
-    isStream: () => true,
-    next: () => reader().next(),
-    throw: () => reader().throw(),
-    return: () => reader().return(),
-    cancel: () => reader().cancel(),
-    reset() {
-      return this;
-    },
-    open() {
-      return this;
-    },
-    [Symbol.iterator]: () => reader(),
-    [Symbol.asyncIterator]: () => reader()[Symbol.asyncIterator](),
-  };
-}
+const STREAM_IMPL = { isSync: () => true, isAsync: () => false, isFile: () => false, isStream: () => true };
