@@ -25,7 +25,7 @@ import {
 } from '../../src/adbc/index.js';
 import { logDriverCalls, type CallThread } from '../../src/adbc/driver.js';
 import { collectUntil } from '../helpers/gc.js';
-import { DUCKDB, FLIGHTSQL, POSTGRESQL, SQLITE } from './drivers.js';
+import { DUCKDB, FLIGHTSQL, POSTGRESQL, SQLITE, type DriverSpec } from './drivers.js';
 import { flightSqlServerMissing, startFlightSql, type FlightSqlServer } from './flightsql.js';
 import { postgresMissing, startPostgres, type PostgresServer } from './postgres.js';
 
@@ -321,6 +321,10 @@ describe('PostgreSQL: the pool across a server restart, aborts of running querie
     await nothingLive();
   });
 
+  test('the call log: connect, queries, a prepared query, a commit, metadata: every blocking call off the JS thread', async () => {
+    await assertBlockingCallsOffThread(POSTGRESQL, server.uri);
+  });
+
   test('the statement cache and a schema changed by another connection: at most one failure, then the new shape', async () => {
     const db = new AdbcDatabase(POSTGRESQL.options(server.uri));
     const a = await db.connect();
@@ -506,28 +510,42 @@ describe('Flight SQL: an abort of a slow query on a remote server', { skip: flig
   });
 });
 
-describe('where driver calls run (the call log)', { skip: DUCKDB.missing }, () => {
-  test('a query, a prepared query and a stream: SetSqlQuery, Prepare, ExecuteQuery and every get_next off the JS thread', async () => {
-    const db = new AdbcDatabase(DUCKDB.options());
-    const conn = await db.connect();
-    const log: [string, CallThread][] = [];
-    try {
-      logDriverCalls((f, thread) => log.push([f, thread]));
-      (await conn.query('SELECT range AS i FROM range(10)')).release();
-      (await conn.query('SELECT ? + 1 AS x', tableFromArrays({ p: Int32Array.of(1) }))).release();
-      logDriverCalls(undefined);
-      const names = new Set(log.map(([f]) => f));
-      for (const f of ['StatementSetSqlQuery', 'StatementPrepare', 'StatementExecuteQuery']) assert.ok(names.has(f as never), `${f} was called`);
-      // Calls that may block (parse and plan, I/O, locks the driver's threads hold) never run on the JS thread.
-      const mustBeOff = new Set(['StatementSetSqlQuery', 'StatementSetSubstraitPlan', 'StatementPrepare', 'StatementExecuteQuery', 'StatementExecutePartitions',
-        'ConnectionInit', 'ConnectionCommit', 'ConnectionRollback', 'ConnectionReadPartition', 'ConnectionGetObjects', 'ConnectionGetInfo']);
-      const onJs = log.filter(([f, thread]) => thread === 'js' && mustBeOff.has(f)).map(([f]) => f);
-      assert.deepEqual(onJs, [], 'no blocking call on the JS thread');
-    } finally {
-      logDriverCalls(undefined);
-      await conn.close();
-      await db.close();
+/**
+ * Every driver call of a connection's life (connect, a query, a prepared query, a transaction, metadata),
+ * by name through the call log: those that may block (parse and plan, I/O, locks the driver's threads hold)
+ * never run on the JS thread.
+ */
+async function assertBlockingCallsOffThread(spec: DriverSpec, uri?: string): Promise<void> {
+  const db = new AdbcDatabase(spec.options(uri));
+  const log: [string, CallThread][] = [];
+  logDriverCalls((f, thread) => log.push([f, thread]));
+  const conn = await db.connect();
+  try {
+    (await conn.query('SELECT 1 AS i UNION ALL SELECT 2')).release();
+    (await conn.query(`SELECT CAST(${spec.param(1)} AS INTEGER) + 1 AS x`, tableFromArrays({ p: Int32Array.of(1) }))).release();
+    conn.setAutoCommit(false);
+    await conn.execute('CREATE TABLE calls_log (x INTEGER)');
+    await conn.commit();
+    (await conn.getInfo()).release();
+    logDriverCalls(undefined);
+    const names = new Set(log.map(([f]) => f));
+    for (const f of ['ConnectionInit', 'StatementSetSqlQuery', 'StatementPrepare', 'StatementExecuteQuery', 'ConnectionCommit', 'ConnectionGetInfo']) {
+      assert.ok(names.has(f), `${f} was called`);
     }
+    const mustBeOff = new Set(['StatementSetSqlQuery', 'StatementSetSubstraitPlan', 'StatementPrepare', 'StatementExecuteQuery', 'StatementExecutePartitions',
+      'ConnectionInit', 'ConnectionCommit', 'ConnectionRollback', 'ConnectionReadPartition', 'ConnectionGetObjects', 'ConnectionGetInfo']);
+    const onJs = log.filter(([f, thread]) => thread === 'js' && mustBeOff.has(f)).map(([f]) => f);
+    assert.deepEqual(onJs, [], 'no blocking call on the JS thread');
+  } finally {
+    logDriverCalls(undefined);
+    await conn.close();
+    await db.close();
+  }
+}
+
+describe('where driver calls run (the call log)', { skip: DUCKDB.missing }, () => {
+  test('DuckDB: connect, queries, a prepared query, a commit, metadata: every blocking call off the JS thread', async () => {
+    await assertBlockingCallsOffThread(DUCKDB);
   });
 });
 
