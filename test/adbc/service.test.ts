@@ -631,6 +631,26 @@ describe('the statement cache (DuckDB, SQLite)', { skip: DUCKDB.missing ?? SQLIT
     });
   }
 
+  test('what a cached statement holds (its bound parameters) is released by close(), without the collector', async () => {
+    for (const spec of [DUCKDB, SQLITE]) {
+      const db = new AdbcDatabase(spec.options());
+      const conn = await db.connect();
+      const before = accounting().liveExports;
+      const t = await conn.query(`SELECT CAST(${spec.param(1)} AS INTEGER) + 1 AS x`, tableFromArrays({ p: Int32Array.of(1) }));
+      t.release();
+      const held = accounting().liveExports - before;
+      // DuckDB's driver keeps the array bound last until the next bind or the statement's release; SQLite's
+      // releases it after the execution.
+      if (spec === DUCKDB) assert.ok(held > 0, `duckdb: the driver holds the parameters bound last (${held} export(s))`);
+      else assert.equal(held, 0, 'sqlite: the driver released the parameters after the execution');
+      await conn.close();
+      await db.close();
+      // No collection in between: the release is close()'s, not the garbage collector's.
+      assert.equal(accounting().liveExports - before, 0, `${spec.name}: the ${held} export(s) the cached statement held are released by close()`);
+      assert.equal(db.released, true);
+    }
+  });
+
   test('a schema-changing statement empties the cache: the next query sees the new column', async () => {
     const db = new AdbcDatabase(DUCKDB.options());
     const conn = await db.connect();
