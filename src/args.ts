@@ -6,9 +6,10 @@
  * crash of the process. Each check here costs a `typeof` or a comparison, and
  * throws an `ArrowDeviceError` of kind 'invalid' whose path is the parameter's
  * name and whose message says what was expected and what came.
+ *
+ * Target-neutral (the checks of arrow-js arguments are in
+ * src/array/plan-arrowjs.ts).
  */
-import { DataType, Field, Schema } from 'apache-arrow';
-import { isArrowType } from './schema/arrowjs.js';
 import { ArrowDeviceError, invalid } from './errors.js';
 import type { Memory, Ptr } from './memory/memory.js';
 import { MIN_VALID_ADDRESS } from './memory/native.js';
@@ -76,32 +77,7 @@ export function ptrArrayArg(value: unknown, param: string, m: Memory, size: numb
   return value as readonly Ptr[];
 }
 
-function isSchemaNode(v: unknown): v is SchemaNode {
-  return typeof v === 'object' && v !== null && typeof (v as SchemaNode).format === 'string' && Array.isArray((v as SchemaNode).children);
-}
-
-/**
- * Checks the schema argument of a batch import: an arrow-js `Schema`, a
- * `SchemaNode`, or an `ArrowSchema` pointer (checked as `ptrArg`).
- */
-export function batchSchemaArg(value: unknown, param: string, m: Memory, schemaSize: number): Schema | SchemaNode | Ptr {
-  if (value instanceof Schema || isSchemaNode(value)) return value;
-  if (typeof value === 'bigint') return ptrArg(value, param, m, schemaSize, 'an ArrowSchema');
-  throw invalid(param, `expected an arrow-js Schema, a SchemaNode or a pointer (bigint) to an ArrowSchema, got ${describeValue(value)}`);
-}
-
-/**
- * Checks the schema argument of an array import: an arrow-js `Schema`,
- * `Field` or `DataType`, a `SchemaNode`, or an `ArrowSchema` pointer.
- */
-export function schemaLikeArg(value: unknown, param: string, m: Memory, schemaSize: number): Schema | Field | DataType | SchemaNode | Ptr {
-  if (value instanceof Schema || value instanceof Field || isArrowType(value) || isSchemaNode(value)) return value;
-  if (typeof value === 'bigint') return ptrArg(value, param, m, schemaSize, 'an ArrowSchema');
-  throw invalid(
-    param,
-    `expected an arrow-js Schema, Field or DataType, a SchemaNode or a pointer (bigint) to an ArrowSchema, got ${describeValue(value)}`,
-  );
-}
+export { isSchemaNode } from './schema/node.js';
 
 /** Checks an options argument: absent or an object (a pointer passed where the options go is a common slip). */
 export function optionsArg<T extends object>(value: T | undefined, param = 'opts'): T | undefined {

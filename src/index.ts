@@ -13,6 +13,9 @@
  * @module arrow-device
  */
 
+// The arrow-js target: readers of streams build arrow-js batches (the core below it is target-neutral).
+import './stream/arrowjs.js';
+
 // --- constants and struct layouts (CDataInterface.rst, CDeviceDataInterface.rst) ---------
 export { DeviceType, Flag, Errno, deviceTypeName, errnoName, type DeviceTypeName, type DeviceTypeCode, type ErrnoName } from './abi/constants.js';
 export { layoutsFor, NATIVE64, WASM32, type Target, type Layouts, type StructLayout, type FieldLayout } from './abi/layout.js';

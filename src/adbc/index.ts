@@ -9,6 +9,8 @@
  *
  * @module arrow-device/adbc
  */
+// Results are arrow-js objects: the stream readers' arrow-js side (src/stream/import.ts is target-neutral).
+import '../stream/arrowjs.js';
 export { AdbcDatabase, type DriverInfo } from './database.js';
 export { AdbcConnection } from './connection.js';
 export { AdbcPool, type PoolOptions } from './pool.js';

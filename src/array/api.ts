@@ -26,14 +26,14 @@ import { invalid } from '../errors.js';
 import { moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
 import { ArrayExportHandles, ExportHandle, TableExportHandles } from '../memory/handle.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { nativeMemory } from '../memory/native.js';
 import { access } from '../abi/accessors.js';
 import { readField } from '../memory/raw.js';
 import { nodeToField, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import type { SchemaNode } from '../schema/node.js';
 import { dataToExportView, dataToView } from './arrowjs.js';
 import { exchangeOptions, importFromArrayHandles, importFromHandle, streamTableImporter, type ExchangeImportOptions } from './exchange.js';
-import { writeArrayView, arrayReleaseCallback } from './export.js';
+import { arrayReleaseCallback } from './export.js';
+import { exportArrayView, exportSchemaNode, handleArg, memoryOf, type ExportOptions, type MemoryOption } from './core.js';
 import './handoff.js'; // the exchange protocol's methods of imported objects
 import { consume, importWith, planOf, PlanOf, readSchemaPtr, type ImportCoreOptions, type SchemaLike } from './importer.js';
 import {
@@ -41,18 +41,13 @@ import {
   type ImportedData, type ImportedRecordBatch, type ImportedTable, type ImportedVector,
 } from './build.js';
 import { ImportOwner } from './owner.js';
-import { batchSchemaOf, planOfNode, type Plan } from './plan.js';
-import { batchNodeOf, writeSchema } from '../schema/export.js';
+import { planOfNode, type Plan } from './plan.js';
+import { batchSchemaOf } from './plan-arrowjs.js';
+import { batchNodeOf, schemaNodeOf } from '../schema/export.js';
 import { validationLevel } from './read.js';
 import { viewOf, type ArrayView } from './view.js';
 
 export type { SchemaLike };
-
-/** The option every function of the package takes: which memory its structs live in. */
-export interface MemoryOption {
-  /** The memory the structs live in; the process's own (native) by default. */
-  memory?: Memory;
-}
 
 export interface SchemaImportOptions extends MemoryOption, ToArrowOptions {
   /** Leave the `ArrowSchema` unreleased: the caller keeps ownership. */
@@ -65,32 +60,12 @@ export interface SchemaImportOptions extends MemoryOption, ToArrowOptions {
  */
 export interface ArrayImportOptions extends MemoryOption, ImportCoreOptions {}
 
-/** Options of `exportSchema` and `exportArray`: where the struct is written, and whether to return an owned handle. */
-export interface ExportOptions extends MemoryOption {
-  /** Write into this struct (the consumer's memory) instead of allocating one. */
-  into?: Ptr;
-  /**
-   * Return an owned handle (`ExportHandle`: `address`, `released`,
-   * `[Symbol.dispose]`) instead of the bare address: its dispose releases
-   * the struct if the consumer did not take it, and frees it. Not with `into`.
-   */
-  handle?: boolean;
-}
-
 /** Protocol-form options: those of the pointer form and of the exchange (`requestedSchema`). */
 export type SchemaExchangeOptions = SchemaImportOptions & ExchangeImportOptions;
 /** Protocol-form options of the array importers: those of the pointer form and of the exchange (`requestedSchema`). */
 export type ArrayExchangeOptions = ArrayImportOptions & ExchangeImportOptions;
 
-/** `handle: true` needs our own allocation: a struct the consumer gave (`into`) is its. */
-function handleArg(opts: { handle?: boolean }, into: Ptr | undefined, param = 'opts.into'): boolean {
-  if (!opts.handle) return false;
-  if (into !== undefined) throw invalid(param, 'a handle owns its struct (dispose frees it): { handle: true } writes into an allocation of its own, not into');
-  return true;
-}
-
-/** The memory `o` names, else the process's own. */
-export const memoryOf = (o: MemoryOption | undefined): Memory => o?.memory ?? nativeMemory();
+export { handleArg, memoryOf, type ExportOptions, type MemoryOption } from './core.js';
 
 // --- schema ----------------------------------------------------------------------------
 
@@ -179,17 +154,7 @@ export function importType(ptr: Ptr | ArrowSchemaExportable, opts: SchemaImportO
 export function exportSchema(s: SchemaLike, opts: ExportOptions & { handle: true }): ExportHandle;
 export function exportSchema(s: SchemaLike, opts?: ExportOptions): Ptr;
 export function exportSchema(s: SchemaLike, opts: ExportOptions = {}): Ptr | ExportHandle {
-  const m = memoryOf(opts);
-  optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
-  const handle = handleArg(opts, opts.into);
-  const into = opts.into ?? m.alloc(m.layouts.ArrowSchema.size);
-  try {
-    writeSchema(m, s, into);
-  } catch (e) {
-    if (opts.into === undefined) m.free(into);
-    throw e;
-  }
-  return handle ? ExportHandle.adopt(m, 'ArrowSchema', into) : into;
+  return exportSchemaNode(schemaNodeOf(s), opts);
 }
 
 // --- arrays ----------------------------------------------------------------------------
@@ -395,19 +360,9 @@ function tableOfExportable(source: object, optsArg: unknown): ImportedTable {
 export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: ExportOptions & { handle: true }): ExportHandle;
 export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts?: ExportOptions): Ptr;
 export function exportArray(x: Data | Vector | RecordBatch | ArrayView, opts: ExportOptions = {}): Ptr | ExportHandle {
-  const m = memoryOf(opts);
-  optionalPtrArg(opts.into, 'opts.into', m, m.layouts.ArrowArray.size, 'an ArrowArray');
-  const handle = handleArg(opts, opts.into);
   const view = toExportView(x, true);
-  const into = opts.into ?? m.alloc(m.layouts.ArrowArray.size);
-  try {
-    // The views of arrow-js data were made for this export (toExportView): their arrays are ours.
-    writeArrayView(m, view, into, view !== x);
-  } catch (e) {
-    if (opts.into === undefined) m.free(into);
-    throw e;
-  }
-  return handle ? ExportHandle.adopt(m, 'ArrowArray', into) : into;
+  // The views of arrow-js data were made for this export (toExportView): their arrays are ours.
+  return exportArrayView(view, opts, view !== x);
 }
 
 /**

@@ -29,7 +29,8 @@ import type { WasmMemory } from '../memory/wasm.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ImportedTable } from './build.js';
 import { readSchemaPtr, type ImportCoreOptions } from './importer.js';
-import { schemaNodeOf, writeSchema, type SchemaLike } from '../schema/export.js';
+import type { SchemaLike } from '../schema/export.js';
+import { nodeOfSchemaLike, writeNodeCached } from '../schema/write.js';
 
 /** Options of an import from a protocol object. */
 export interface ExchangeImportOptions {
@@ -63,7 +64,7 @@ function isSchemaArg(x: object): boolean {
 
 /** A schema as an object implementing `arrow.c_schema` (each call exports it anew, in native memory). */
 export function schemaExportable(s: SchemaLike): ArrowSchemaExportable {
-  const node = schemaNodeOf(s);
+  const node = nodeOfSchemaLike(s, 'opts.requestedSchema');
   return { [ArrowSymbols.schema]: () => schemaHandle(nativeMemory(), node) };
 }
 
@@ -71,7 +72,7 @@ export function schemaExportable(s: SchemaLike): ArrowSchemaExportable {
 export function schemaHandle(mem: Memory, node: SchemaNode): ExportHandle {
   const p = mem.alloc(mem.layouts.ArrowSchema.size);
   try {
-    writeSchema(mem, node, p);
+    writeNodeCached(mem, node, p);
   } catch (e) {
     mem.free(p);
     throw e;

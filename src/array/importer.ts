@@ -12,18 +12,17 @@
  *    owner releases at once, no view having escaped; on success the
  *    objects are recorded as owned.
  */
-import { Field, Schema } from 'apache-arrow';
-import { batchSchemaArg, ptrArg, schemaLikeArg, schemaPtrArg } from '../args.js';
+import { describeValue, isSchemaNode, ptrArg, schemaPtrArg } from '../args.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
 import { isReleased, releaseOffset, releaseStruct, type CStructKind } from '../memory/cstruct.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { ptrAt, rawOf, stage, staged, type Arena } from '../memory/raw.js';
-import { isArrowType, type ToArrowOptions } from '../schema/arrowjs.js';
+import type { ToArrowOptions } from '../schema/arrowjs.js';
 import { readSharedSchema, type SchemaNode } from '../schema/node.js';
-import { owned } from './build.js';
+import { owned } from './owned.js';
 import { ImportOwner, type OwnedStruct } from './owner.js';
 import { type SchemaLike } from '../schema/export.js';
-import { planOfNode, planOfSchema, planOfType, type Plan } from './plan.js';
+import { arrowPlanOfArg, planOfNode, type Plan } from './plan.js';
 
 export type { SchemaLike };
 import { readArray, validationLevel, type DeviceReader, type ValidationLevel } from './read.js';
@@ -60,15 +59,20 @@ export function readSchemaPtr(m: Memory, ptr: Ptr, keep = false, path = 'schema'
 /**
  * The plan of a schema argument: a pointer is read and released; an
  * arrow-js `Schema`, `Field` or `DataType` gives its own types to the
- * import; a `SchemaNode` is converted once (plan.ts caches every plan).
+ * import (where the arrow-js target is loaded: plan-arrowjs.ts); a
+ * `SchemaNode` is converted once (plan.ts caches every plan). Another
+ * target converts its schemas to a `SchemaNode` before it calls here.
  */
 export function planOf(m: Memory, schema: SchemaLike | Ptr, opts: ToArrowOptions, batch = false): Plan {
   // A pointer straight to the read, which checks it under the same parameter name.
   if (typeof schema === 'bigint') return planOfNode(readSchemaPtr(m, schema, false, 'schema', 'schema'), opts);
-  if (schema instanceof Schema) return planOfSchema(schema);
-  if (batch) batchSchemaArg(schema, 'schema', m, m.layouts.ArrowSchema.size);
-  else schemaLikeArg(schema, 'schema', m, m.layouts.ArrowSchema.size);
-  if (isArrowType(schema) || schema instanceof Field) return planOfType(schema);
+  const arrow = arrowPlanOfArg();
+  if (arrow !== null) {
+    const p = arrow(schema, batch);
+    if (p !== null) return p;
+  } else if (!isSchemaNode(schema)) {
+    throw invalid('schema', `expected a SchemaNode or a pointer (bigint) to an ArrowSchema, got ${describeValue(schema)}`);
+  }
   return planOfNode(schema as SchemaNode, opts);
 }
 

@@ -12,16 +12,20 @@
  * Nothing of a plan depends on one array, so any number of arrays, batches,
  * stream items and async tasks share it.
  *
+ * Target-neutral: the arrow-js form is made by the arrow-js target
+ * (plan-arrowjs.ts), which hands its constructors here when it loads
+ * (`setArrowForms`), so the flechette target plans and reads without
+ * loading apache-arrow. The types named here are type-only imports.
+ *
  * Plans are cached in one map, found by the schema object they were given
  * (see "the cache" below). A schema read from a pointer is a new
  * `SchemaNode` each time; equal ones (by content) are mapped to the first
  * (src/schema/node.ts `sharedNode`), so a producer that sends its schema
  * with every array shares one plan too.
  */
-import { DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
-import { invalid } from '../errors.js';
-import { nodeToSchema, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
-import { schemaNodeOf, typeNodeOf } from '../schema/export.js';
+import type { DataType, Dictionary, Field, Schema, Struct } from 'apache-arrow';
+import { ArrowDeviceError, invalid } from '../errors.js';
+import type { ToArrowOptions } from '../schema/arrowjs.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
 import { MAX_NESTING_DEPTH, type SchemaNode } from '../schema/node.js';
 import { BUFFERS } from './record.js';
@@ -149,6 +153,35 @@ export interface BatchForm {
   readonly struct: Struct;
 }
 
+/** What the arrow-js target (plan-arrowjs.ts) hands the plans when it loads: how its forms are made. */
+export interface ArrowForms {
+  type(node: SchemaNode, path: string, opts: ToArrowOptions): DataType;
+  schema(node: SchemaNode, path: string, opts: ToArrowOptions): Schema;
+  struct(schema: Schema): Struct;
+  /**
+   * The plan of an arrow-js schema argument (`Schema`; `Field` or `DataType` unless `batch`); null for
+   * a `SchemaNode`; throws the argument error for anything else.
+   */
+  planOfArg(schema: unknown, batch: boolean): Plan | null;
+}
+
+let forms: ArrowForms | null = null;
+
+/** Called once by plan-arrowjs.ts at load. */
+export function setArrowForms(f: ArrowForms): void {
+  forms = f;
+}
+
+function arrowForms(path: string): ArrowForms {
+  if (forms === null) throw new ArrowDeviceError('unsupported', path, 'the arrow-js target is not loaded: arrow-js objects come from the "arrow-device" entry (which needs the apache-arrow package)');
+  return forms;
+}
+
+/** The arrow-js target's `planOfArg` (null when it is not loaded: then only nodes and pointers are schemas). */
+export function arrowPlanOfArg(): ArrowForms['planOfArg'] | null {
+  return forms === null ? null : forms.planOfArg;
+}
+
 /** Plans made since the process started (for tests: one per schema, however many arrays it has). */
 let builds = 0;
 export function planBuilds(): number {
@@ -171,6 +204,8 @@ export class Plan {
     /** The arrow-js types given with the schema (an arrow-js `Schema`, `Field` or `DataType`), else made from the node. */
     given: DataType | Schema | null,
     path: string,
+    /** Whether `given` is a `Schema` (the caller knows; this module loads no arrow-js class to test it). */
+    givenSchema = false,
   ) {
     builds++;
     const made = new Map<SchemaNode, PlanNode>();
@@ -178,8 +213,8 @@ export class Plan {
     this.root = planNode(node, made, 0, path, seen);
     this.shared = seen.shared;
     this.recordSize = this.shared ? 0 : recordSize(this.root);
-    if (given instanceof Schema) this.#setBatch(given, path);
-    else if (given !== null) this.#setType(given, path);
+    if (given !== null && givenSchema) this.#setBatch(given as Schema, path);
+    else if (given !== null) this.#setType(given as DataType, path);
   }
 
   get opts(): ToArrowOptions {
@@ -188,13 +223,13 @@ export class Plan {
 
   /** The arrow-js type of the root, made once (throws `unsupported` where arrow-js lacks a type and `expand` is off). */
   type(path = 'schema'): DataType {
-    if (this.#arrow === null) this.#setType(nodeToType(this.node, path, this.opts), path);
+    if (this.#arrow === null) this.#setType(arrowForms(path).type(this.node, path, this.opts), path);
     return this.#arrow!;
   }
 
   /** The arrow-js `Schema` and `Struct` of a struct root, made once. */
   batch(path = 'schema'): BatchForm {
-    if (this.#batch === null) this.#setBatch(nodeToSchema(this.node, path, this.opts), path);
+    if (this.#batch === null) this.#setBatch(arrowForms(path).schema(this.node, path, this.opts), path);
     return this.#batch!;
   }
 
@@ -210,7 +245,7 @@ export class Plan {
 
   #setBatch(schema: Schema, path: string): void {
     if (this.node.type.id !== 'struct') throw invalid(`${path}.format`, `a schema (record batch) must be a struct ("+s"), got "${this.node.format}"`);
-    const struct = new Struct(schema.fields);
+    const struct = arrowForms(path).struct(schema);
     this.#setType(struct, path);
     this.#batch = { schema, struct };
   }
@@ -311,10 +346,10 @@ function assignForms(pn: PlanNode, type: DataType, path: string): void {
  * node's plan when that plan has this very form: one schema, however it
  * comes, makes one plan (test/array/plan.test.ts).
  */
-type Plans = [Plan | undefined, Plan | undefined];
+export type Plans = [Plan | undefined, Plan | undefined];
 const plans = new WeakMap<SchemaNode | Schema | DataType | Field, Plans>();
 
-function plansOf(key: SchemaNode | Schema | DataType | Field): Plans {
+export function plansOf(key: SchemaNode | Schema | DataType | Field): Plans {
   let ps = plans.get(key);
   if (ps === undefined) plans.set(key, (ps = [undefined, undefined]));
   return ps;
@@ -326,8 +361,12 @@ export function planOfNode(node: SchemaNode, opts: ToArrowOptions = {}, path = '
   return (plansOf(node)[e] ??= new Plan(node, e === 1, null, path));
 }
 
-/** The plan found by `key` that reads by `node` and carries `form` (the arrow-js form given with it). */
-function planGiven(key: Schema | DataType | Field, node: SchemaNode, form: Schema | DataType, expand: boolean, path: string): Plan {
+/**
+ * The plan found by `key` that reads by `node` and carries `form` (the
+ * arrow-js form given with it; `isSchema`: `form` is a `Schema`). Used by
+ * plan-arrowjs.ts, where the arrow-js keys come from.
+ */
+export function planGiven(key: Schema | DataType | Field, node: SchemaNode, form: Schema | DataType, expand: boolean, path: string, isSchema: boolean): Plan {
   const e = expand ? 1 : 0;
   const byKey = plansOf(key);
   let p = byKey[e];
@@ -335,44 +374,8 @@ function planGiven(key: Schema | DataType | Field, node: SchemaNode, form: Schem
   const byNode = plansOf(node);
   p = byNode[e];
   if (p === undefined || !p.hasForm(form)) {
-    p = new Plan(node, expand, form, path);
+    p = new Plan(node, expand, form, path, isSchema);
     byNode[e] ??= p;
   }
   return (byKey[e] = p);
-}
-
-/**
- * The plan of an arrow-js `Schema`: imports against it carry this `Schema`
- * object (and its fields' types). Made once per object: arrays are read by
- * its types, which never change (its metadata maps may, which only exports
- * follow: `schemaNodeOf`).
- */
-export function planOfSchema(schema: Schema): Plan {
-  const ps = plans.get(schema);
-  return ps?.[0] ?? ps?.[1] ?? planGiven(schema, schemaNodeOf(schema), schema, false, 'schema');
-}
-
-/**
- * The plan of an arrow-js `DataType` or `Field`: imports carry its type as
- * given. Found by the node made for it before (`typeNodeOf`), whatever its
- * metadata maps hold now, as a `Schema`'s is: a type is also the key of
- * `planWithType`'s plans, which read by other nodes.
- */
-export function planOfType(t: DataType | Field): Plan {
-  return planGiven(t, typeNodeOf(t), t instanceof Field ? t.type : t, false, 'schema');
-}
-
-/**
- * The plan of `node` whose arrow-js type is `type` (a plain view converted
- * with a given type, as after an expansion).
- */
-export function planWithType(node: SchemaNode, type: DataType, expand: boolean, path: string): Plan {
-  return planGiven(type, node, type, expand, path);
-}
-
-/** The `Schema` of `plan` as a record batch, remembered so that imports against it find this plan. */
-export function batchSchemaOf(plan: Plan, path = 'schema'): Schema {
-  const s = plan.batch(path).schema;
-  plansOf(s)[plan.expand ? 1 : 0] ??= plan;
-  return s;
 }

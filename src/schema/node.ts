@@ -32,6 +32,11 @@ export interface SchemaNode {
   readonly dictionary: SchemaNode | null;
 }
 
+/** Whether `v` is a `SchemaNode` (by shape: a node made in JS is a plain object). */
+export function isSchemaNode(v: unknown): v is SchemaNode {
+  return typeof v === 'object' && v !== null && typeof (v as SchemaNode).format === 'string' && Array.isArray((v as SchemaNode).children);
+}
+
 export const MAX_NESTING_DEPTH = 64;
 
 /**

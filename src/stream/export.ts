@@ -13,10 +13,11 @@
  * lives in the stream's memory until the next callback or `release`. An
  * error is final: every later `get_next` returns it again.
  */
-import { RecordBatch, RecordBatchReader, Schema, Table } from 'apache-arrow';
+import type { RecordBatch, RecordBatchReader, Schema, Table } from 'apache-arrow';
 import { DeviceType, Errno } from '../abi/constants.js';
 import { streamPtrArg } from '../args.js';
-import { exportArray, exportSchema, memoryOf, type MemoryOption } from '../array/api.js';
+import { memoryOf, type MemoryOption } from '../array/core.js';
+import { writeArrayView } from '../array/export.js';
 import { ArrowDeviceError, invalid, toErrno, unsupported } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import { checkOwned } from '../memory/cstruct.js';
@@ -25,7 +26,7 @@ import { ExportHandle } from '../memory/handle.js';
 import { defineCallback, HandleTable } from '../memory/registry.js';
 import { access } from '../abi/accessors.js';
 import { arena, rawOf, reserve, writeField } from '../memory/raw.js';
-import { batchNodeOf, schemaNodeOf } from '../schema/export.js';
+import { nodeOfSchemaLike, writeNodeCached } from '../schema/write.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { DeviceArray } from '../device/device-array.js';
 import type { ArrayView } from '../array/view.js';
@@ -55,6 +56,31 @@ export function setDeviceStreamExports(d: DeviceStreamExports): void {
 function device(): DeviceStreamExports {
   if (deviceLayer === undefined) throw new Error('arrow-device internal error: a device stream exported before src/stream/device.ts was loaded');
   return deviceLayer;
+}
+
+/**
+ * What a stream of arrow-js batches needs of the arrow-js target, given by src/stream/arrowjs.ts when it
+ * loads: which sources and items are arrow-js objects, their schema nodes, and how a batch is written.
+ * Before it loads no arrow-js object can have come from this library's arrow-js entry, and a stream
+ * of `ArrayView`s (the flechette target's) needs none of it.
+ */
+export interface StreamArrowJsExports {
+  /** An arrow-js `Table`'s or synchronous `RecordBatchReader`'s batches and schema; undefined for any other source. */
+  open(source: object, path: string): { iterator: Iterator<StreamExportItem>; schema: Schema | SchemaNode | undefined } | undefined;
+  isBatch(x: unknown): x is RecordBatch;
+  batchNode(b: RecordBatch): SchemaNode;
+  writeBatch(mem: Memory, b: RecordBatch, out: Ptr): void;
+}
+
+let arrowLayer: StreamArrowJsExports | undefined;
+
+/** Called once by src/stream/arrowjs.ts. */
+export function setStreamArrowJsExports(a: StreamArrowJsExports): void {
+  arrowLayer = a;
+}
+
+function isBatch(x: unknown): x is RecordBatch {
+  return arrowLayer !== undefined && arrowLayer.isBatch(x);
 }
 
 function isDeviceArray(x: unknown): x is DeviceArray {
@@ -168,7 +194,7 @@ function pull(rec: StreamRecord): StreamExportItem | undefined {
     return undefined;
   }
   const b = r.value as unknown;
-  if (b instanceof RecordBatch || isDeviceArray(b)) return b;
+  if (isBatch(b) || isDeviceArray(b)) return b;
   if (isArrayView(b)) return b;
   throw invalid('', `the source yielded ${describe(b)}, not an arrow-js RecordBatch, an ArrayView or a DeviceArray`);
 }
@@ -186,7 +212,7 @@ function streamNode(rec: StreamRecord): SchemaNode {
   if (!first) throw invalid('', 'the source is empty and no schema was given (pass options.schema)');
   rec.peeked = first;
   rec.node = itemNode(first);
-  if (first instanceof RecordBatch) rec.verified.add(first.data.type);
+  if (isBatch(first)) rec.verified.add(first.data.type);
   return rec.node;
 }
 
@@ -211,7 +237,7 @@ function getSchema(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
     if (!rec) return Errno.EINVAL; // released, or not ours
     clearLastError(rec);
     if (!rec.node && rec.failed) return fail(rec, rec.failed.errno, rec.failed.message);
-    exportSchema(streamNode(rec), { memory: mem, into: out });
+    writeNodeCached(mem, streamNode(rec), out);
     return 0;
   } catch (e) {
     if (!rec) return Errno.EIO;
@@ -239,7 +265,7 @@ function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
       writeEnd(mem, s, out, rec.deviceType);
       return 0;
     }
-    const key = item instanceof RecordBatch ? item.data.type : item.schema;
+    const key = isBatch(item) ? item.data.type : item.schema;
     if (!rec.verified.has(key)) {
       const d = layoutDiff(node, itemNode(item), 'schema');
       if (d) throw invalid('', `the batch does not match the stream's schema: ${d}`);
@@ -257,7 +283,8 @@ function getNext(mem: Memory, s: StreamStruct, ptr: Ptr, out: Ptr): number {
         throw invalid('', 'host data in a stream of device memory: export DeviceArrays of the stream\'s device (or copy them there)');
       }
       // Its layout is the stream's (checked above): exported as it is.
-      exportArray(item, { memory: mem, into: out });
+      if (isBatch(item)) arrowLayer!.writeBatch(mem, item, out);
+      else writeArrayView(mem, item, out, false);
       if (s.kind === 'device') device().writeDeviceFields(mem, out, DeviceType.CPU, -1, 0n);
     }
     rec.batches++;
@@ -279,7 +306,7 @@ function writeEnd(mem: Memory, s: StreamStruct, out: Ptr, deviceType: number): v
 
 /** An item's schema node: a batch's as its data says, a view's or a device array's own. */
 function itemNode(item: StreamExportItem): SchemaNode {
-  return item instanceof RecordBatch ? batchNodeOf(item) : item.schema;
+  return isBatch(item) ? arrowLayer!.batchNode(item) : item.schema;
 }
 
 function isArrayView(v: unknown): v is ArrayView {
@@ -335,16 +362,10 @@ function streamCallbacks(mem: Memory, s: StreamStruct): { getSchema: Ptr; getNex
 }
 
 /** The source's iterator and, where the source knows it, its schema. */
-function open(source: RecordBatchSource, path: string): { iterator: Iterator<StreamExportItem>; schema: Schema | SchemaNode | undefined } {
-  if (source instanceof Table) {
-    const first = source.batches[0];
-    return { iterator: source.batches[Symbol.iterator](), schema: first ? batchNodeOf(first) : source.schema };
-  }
-  if (source instanceof RecordBatchReader) {
-    if (source.isAsync()) throw asyncError(path, 'an async RecordBatchReader');
-    source.open();
-    return { iterator: source[Symbol.iterator](), schema: source.schema };
-  }
+function open(source: RecordBatchSource, path: string): { iterator: Iterator<StreamExportItem>; schema: Schema | SchemaNode | undefined; known?: true } {
+  // A Table or reader of arrow-js: its schema is known before any batch (no read-ahead for a device type either).
+  const known = arrowLayer !== undefined && typeof source === 'object' && source !== null ? arrowLayer.open(source, path) : undefined;
+  if (known !== undefined) return { ...known, known: true };
   const o = source as unknown as Record<symbol, unknown> | null;
   if (o !== null && typeof o === 'object' && typeof o[Symbol.iterator] === 'function') {
     return { iterator: (source as Iterable<StreamExportItem>)[Symbol.iterator](), schema: undefined };
@@ -353,6 +374,11 @@ function open(source: RecordBatchSource, path: string): { iterator: Iterator<Str
     throw asyncError(path, 'an AsyncIterable');
   }
   throw invalid(path, `expected a Table, a RecordBatchReader or an Iterable<RecordBatch>, got ${describe(source)}`);
+}
+
+/** The error of an async source: the C stream's pull is blocking (src/stream/arrowjs.ts throws it too). */
+export function asyncSourceError(path: string, what: string): ArrowDeviceError {
+  return asyncError(path, what);
 }
 
 function asyncError(path: string, what: string): ArrowDeviceError {
@@ -369,7 +395,8 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
     if (opts.into !== undefined) throw invalid('opts.into', 'a handle owns its struct (dispose frees it): { handle: true } writes into an allocation of its own, not into');
     return ExportHandle.adopt(m, s.name, exportStream(source, s, { ...opts, handle: false }) as Ptr);
   }
-  const { iterator, schema } = open(source, 'source');
+  const opened = open(source, 'source');
+  const { iterator, schema } = opened;
   const rec: StreamRecord = {
     mem: m,
     s,
@@ -384,10 +411,10 @@ function exportStream(source: RecordBatchSource, s: StreamStruct, opts: StreamEx
   };
   try {
     const given = opts.schema ?? schema;
-    if (given) rec.node = schemaNodeOf(given);
+    if (given) rec.node = nodeOfSchemaLike(given, 'opts.schema');
     if (s.kind === 'device') {
       if (opts.deviceType !== undefined) rec.deviceType = opts.deviceType;
-      else if (!(source instanceof Table) && !(source instanceof RecordBatchReader)) {
+      else if (opened.known !== true) {
         // The stream's device_type is in the struct before any get_next: read ahead one item to learn it.
         // A source that fails there fails the stream (its get_next), as it would have without the read-ahead.
         try {

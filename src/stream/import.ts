@@ -20,7 +20,7 @@
  * `readAll()`, `toTable()`). A kept batch is the caller's: released by its
  * `release()`, `using`, or the garbage collector.
  */
-import { Schema } from 'apache-arrow';
+import type { Schema } from 'apache-arrow';
 import { DeviceType, deviceTypeName, errnoName } from '../abi/constants.js';
 import {
   ArrowSymbols, hasArrowMethod, isArrowExportable,
@@ -32,13 +32,14 @@ import {
 } from '../array/exchange.js';
 import { ExportHandle } from '../memory/handle.js';
 import { importWith } from '../array/importer.js';
-import { batchSchemaOf, planOfNode, type Plan } from '../array/plan.js';
+import { planOfNode, type Plan } from '../array/plan.js';
 import { validationLevel } from '../array/read.js';
 import type { ImportRead } from '../array/record.js';
 import { viewOf, type ArrayView } from '../array/view.js';
 import type { DeviceImportOptions } from '../device/api.js';
 import type { DeviceArray } from '../device/device-array.js';
-import { buildBatch, importedTable, releaseObject, type ImportedRecordBatch, type ImportedTable } from '../array/build.js';
+import type { ImportedRecordBatch, ImportedTable } from '../array/build.js';
+import { releaseObject } from '../array/owned.js';
 import { ImportOwner } from '../array/owner.js';
 import { isReleased, markReleased, moveToNew, releaseStruct } from '../memory/cstruct.js';
 import { streamPtrArg } from '../args.js';
@@ -48,7 +49,6 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { access } from '../abi/accessors.js';
 import { readField } from '../memory/raw.js';
-import { nodeToSchema } from '../schema/arrowjs.js';
 import { readSchemaNode, type SchemaNode } from '../schema/node.js';
 import {
   ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, isStreamReleased, readStreamField,
@@ -82,6 +82,32 @@ export function setDeviceStreamImports(d: DeviceStreamImports): void {
 function device(): DeviceStreamImports {
   if (deviceLayer === undefined) throw new Error('arrow-device internal error: a device stream read before src/stream/device.ts was loaded');
   return deviceLayer;
+}
+
+/**
+ * What a stream of arrow-js batches uses of the arrow-js target, given by src/stream/arrowjs.ts when it
+ * loads (every entry that hands out arrow-js readers imports it): a reader of `ArrayView`s, which the
+ * flechette target reads, then loads no arrow-js code and no apache-arrow.
+ */
+export interface StreamArrowJs {
+  buildBatch: typeof import('../array/build.js').buildBatch;
+  importedTable: typeof import('../array/build.js').importedTable;
+  batchSchemaOf: typeof import('../array/plan-arrowjs.js').batchSchemaOf;
+  nodeToSchema: typeof import('../schema/arrowjs.js').nodeToSchema;
+}
+
+let arrowLayer: StreamArrowJs | undefined;
+
+/** Called once by src/stream/arrowjs.ts. */
+export function setStreamArrowJs(a: StreamArrowJs): void {
+  arrowLayer = a;
+}
+
+function arrowjs(path: string): StreamArrowJs {
+  if (arrowLayer === undefined) {
+    throw new ArrowDeviceError('unsupported', path, 'arrow-js batches come from the "arrow-device" entry (which needs the apache-arrow package); read ArrayViews with { view: true }');
+  }
+  return arrowLayer;
 }
 
 function isDeviceArray(x: unknown): x is DeviceArray {
@@ -312,7 +338,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
    * `unsupported` there for types arrow-js lacks unless `expand`).
    */
   get schema(): Schema {
-    return (this.#schema ??= nodeToSchema(this.schemaNode, 'schema', this.#opts));
+    return (this.#schema ??= arrowjs('schema').nodeToSchema(this.schemaNode, 'schema', this.#opts));
   }
   /** The same schema as read, with every type of the spec (arrow-js lacks a few). */
   readonly schemaNode: SchemaNode;
@@ -350,7 +376,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     this.#plan = plan;
     this.schemaNode = node;
     // A reader of ArrayViews converts its schema only when asked (types arrow-js lacks stay possible).
-    if (!opts.view) this.#schema = batchSchemaOf(plan);
+    if (!opts.view) this.#schema = arrowjs('schema').batchSchemaOf(plan);
     this.deviceType = deviceType;
     this.#opts = opts;
     this.#keepAll = opts.keep ?? false;
@@ -645,7 +671,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     if (this.deviceType === undefined || this.deviceType === DeviceType.CPU) {
       const owner = new ImportOwner(m, out, kind);
       const plan = this.#plan;
-      const build: (read: ImportRead) => object = opts.view ? (read) => viewOf(read, plan.root, 0) : buildBatch;
+      const build: (read: ImportRead) => object = opts.view ? (read) => viewOf(read, plan.root, 0) : arrowjs(path).buildBatch;
       return importWith(owner, plan, opts, this.#level, path, build) as T;
     }
     try {
@@ -758,7 +784,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
         throw unsupported(what, `a stream of ${b.deviceTypeName} memory yields DeviceArrays: copy each to the host (toHostRecordBatch())`);
       }
     }
-    return importedTable(items as ImportedRecordBatch[], this.schema);
+    return arrowjs(what).importedTable(items as ImportedRecordBatch[], this.schema);
   }
 }
 

@@ -13,7 +13,8 @@ import {
   freeArrowSchema, freeDeviceArray, importArrayStream, importDeviceArray, importRecordBatch, importSchema, importTable,
   viewToData,
 } from '../../src/index.js';
-import { planBuilds, planOfNode, planOfSchema, planOfType, planWithType, type Plan } from '../../src/array/plan.js';
+import { planBuilds, planOfNode, type Plan } from '../../src/array/plan.js';
+import { planOfSchema, planOfType, planWithType } from '../../src/array/plan-arrowjs.js';
 import { schemaNodeOf } from '../../src/schema/export.js';
 import { asyncPeer, peerMissing } from '../async/peer.js';
 

@@ -1,0 +1,433 @@
+/**
+ * `ArrayView` -> flechette: a batch per array (`batchOfView`), a column per list of arrays of one type
+ * (`columnOfViews`), a `Table` per list of record batches (`tableOfViews`), over the view's own bytes.
+ *
+ * A flechette batch is built as flechette's IPC reader builds one (decode/table-from-ipc.js `visit`):
+ * `batchType(type, options)` and its constructor, each buffer a typed array of the kind the type names,
+ * over the same `ArrayBuffer` as the view's bytes. A flechette batch has no `offset`, so a C offset
+ * (CDataInterface.rst, "ArrowArray.offset": it applies to every buffer of the node) is applied here,
+ * by `subarray`, to every buffer where it falls on a byte: values, offsets, sizes, views, type ids.
+ * Bytes are copied (and counted in `accounting().copiedBytes`) in three cases only:
+ * - a validity or boolean bitmap at a bit offset that is not a multiple of 8 (shifted into a copy);
+ * - a buffer whose address is not a multiple of its typed array's element size (JS cannot view it);
+ * - the run ends of a run-end encoded array with a non-zero offset: flechette finds row i in the
+ *   first run whose end is greater than i, counting from 0 (batch.js `RunEndEncodedBatch`), where C
+ *   counts from the unsliced start (Columnar.rst, "Run-End Encoded Layout"): the runs the slice
+ *   covers are rewritten relative to it.
+ * flechette reads offsets as they are (binary.js/list values are `subarray(offsets[i], offsets[i+1])`
+ * of the whole data buffer or child), so a sliced list's or binary's offsets need no rebasing: the
+ * data buffer and the child are kept whole. Loads flechette, never arrow-js.
+ */
+import {
+  batchType, Column, Table,
+  type Batch, type DataType, type ExtractionOptions, type Field, type OffsetArray, type TypedArray, type TypedArrayConstructor,
+} from '@uwdata/flechette';
+import type { ArrayView } from '../array/view.js';
+import { invalid } from '../errors.js';
+import { liveCounters } from '../memory/accounting.js';
+import { Kind, layoutOf } from '../schema/layout.js';
+import type { SchemaNode } from '../schema/node.js';
+import { flechetteSchema, flechetteType } from './types.js';
+
+export type { ExtractionOptions };
+
+/** What flechette's batch constructors read (batch.js: `Batch`, `SparseUnionBatch`, `ViewBatch`). */
+interface BatchInit {
+  length: number;
+  nullCount: number;
+  type: DataType;
+  validity?: Uint8Array | undefined;
+  values?: TypedArray | undefined;
+  offsets?: OffsetArray | undefined;
+  sizes?: OffsetArray | undefined;
+  children?: Batch<unknown>[] | undefined;
+  /** Unions: the type id of each row. */
+  typeIds?: Int8Array | undefined;
+  /** Binary and utf8 views: the variadic data buffers. */
+  data?: Uint8Array[] | undefined;
+}
+
+/** A batch class, as `batchType` returns it (typed `any` in flechette's declarations). */
+type BatchClass = new (init: BatchInit) => Batch<unknown>;
+
+/** flechette's `DictionaryBatch`: its dictionary is a `Column` set after construction. */
+interface DictionaryBatchLike extends Batch<unknown> {
+  setDictionary(dictionary: Column<unknown>): unknown;
+}
+
+/** The state of one conversion: the options, and the dictionary columns made so far (by their view). */
+interface Build {
+  readonly options: ExtractionOptions;
+  /**
+   * A dictionary view met again (record batches of one stream sharing one dictionary, fields sharing
+   * one) gives the one column made for it: flechette's IPC writer takes a table's dictionaries from
+   * its first batch (encode/table-to-ipc.js `assembleDictionaryBatches`), right only if every batch
+   * holds the same column.
+   */
+  readonly dicts: Map<ArrayView, Column<unknown>>;
+}
+
+/**
+ * The flechette batch of an array, zero-copy where the rules above allow. `options` are flechette's
+ * own (`useBigInt`, `useDate`, `useDecimalInt`, `useMap`, `useProxy`, ...), given to `batchType`.
+ *
+ * @example
+ * const view = importArrayView(arrayPtr, schemaPtr);
+ * const batch = batchOfView(view, { useBigInt: true });
+ * batch.at(0);
+ */
+export function batchOfView(view: ArrayView, options: ExtractionOptions = {}, path = 'array'): Batch<unknown> {
+  const type = flechetteType(view.schema, 'schema');
+  return build(view, view.schema, type, view.offset, view.length, path, { options, dicts: new Map() });
+}
+
+/**
+ * A flechette `Column` of arrays of the type of `node`, one batch each.
+ *
+ * @example
+ * const column = columnOfViews(node, [view1, view2]);
+ * column.toArray();
+ */
+export function columnOfViews(node: SchemaNode, views: readonly ArrayView[], options: ExtractionOptions = {}): Column<unknown> {
+  const type = flechetteType(node, 'schema');
+  const b: Build = { options, dicts: new Map() };
+  return new Column(views.map((v, i) => build(v, node, type, v.offset, v.length, `arrays[${i}]`, b)), type);
+}
+
+/**
+ * A flechette `Table` of record batches of one schema: `schema` is the batches' struct node (`+s`,
+ * CDataInterface.rst, "Record batches"), each view a struct array of it; each field becomes a column
+ * with a batch per record batch, so the columns' batches line up, as `Table` requires. A record
+ * batch's struct has no null rows: one that says it has is refused.
+ *
+ * @example
+ * const reader = importArrayStream(streamPtr);
+ * const table = tableOfViews(reader.schemaNode, [...reader.views()]);
+ * table.toArray();
+ */
+export function tableOfViews(schema: SchemaNode, views: readonly ArrayView[], options: ExtractionOptions = {}): Table {
+  const fs = flechetteSchema(schema);
+  const b: Build = { options, dicts: new Map() };
+  const columns: Batch<unknown>[][] = fs.fields.map(() => []);
+  views.forEach((v, k) => {
+    const path = `batches[${k}]`;
+    sameShape(v, schema, path);
+    const bm = v.buffers[0] ?? null;
+    if (v.nullCount !== 0 && nullsIn(v, v.offset, v.length, bm, path) > 0) {
+      throw invalid(`${path}.null_count`, 'a record batch has no null rows, but its struct has nulls');
+    }
+    fs.fields.forEach((f: Field, i) => {
+      const c = v.children[i]!;
+      // Struct children are indexed like the struct, its offset included (Columnar.rst, "Struct Layout").
+      columns[i]!.push(build(c, schema.children[i]!, f.type, c.offset + v.offset, v.length, `${path}.children[${i}]`, b, v.offset));
+    });
+  });
+  return new Table(fs, columns.map((bs, i) => new Column(bs, fs.fields[i]!.type)), options.useProxy);
+}
+
+// --- one node ---------------------------------------------------------------------------------
+
+/** The view must be of the schema's node: same format, same number of children. */
+function sameShape(view: ArrayView, node: SchemaNode, path: string): void {
+  if (view.schema === node) return;
+  if (view.schema.format !== node.format) throw invalid(path, `the array is of type "${view.schema.format}", the schema says "${node.format}"`);
+  if (view.children.length !== node.children.length) {
+    throw invalid(`${path}.n_children`, `${view.children.length} children, the schema has ${node.children.length}`);
+  }
+  if ((view.dictionary === null) !== (node.dictionary === null)) {
+    throw invalid(`${path}.dictionary`, node.dictionary === null ? 'a dictionary the schema does not have' : 'no dictionary, but the schema is dictionary-encoded');
+  }
+}
+
+/**
+ * The batch of the `length` elements of `view` from physical element `start` (its offset and any
+ * parent's applied). `logical` is where that is in the view's own logical elements (start - offset),
+ * for the check that the range lies inside the array.
+ */
+function build(
+  view: ArrayView, node: SchemaNode, type: DataType, start: number, length: number, path: string, b: Build,
+  logical = start - view.offset,
+): Batch<unknown> {
+  sameShape(view, node, path);
+  if (logical < 0 || logical + length > view.length) {
+    throw invalid(`${path}.length`, `elements ${logical}..${logical + length} are needed, the array has ${view.length}`);
+  }
+  const Ctor = batchType(type, b.options) as BatchClass;
+  const buffers = view.buffers;
+  const base = { length, type };
+
+  if (node.dictionary !== null) {
+    // Columnar.rst, "Dictionary-encoded Layout": validity and indices; the dictionary is not sliced.
+    const nulls = nullsIn(view, start, length, buffers[0] ?? null, path);
+    const dictType = type as DataType & { readonly dictionary: DataType; readonly indices: { readonly values: TypedArrayConstructor } };
+    const batch = new Ctor({
+      ...base,
+      nullCount: nulls,
+      validity: nulls === 0 ? undefined : bits(buffers[0] ?? null, start, length, `${path}.buffers[0]`),
+      values: typed(dictType.indices.values, buffers[1] ?? null, start, length, `${path}.buffers[1]`),
+    }) as DictionaryBatchLike;
+    batch.setDictionary(dictionaryColumn(view.dictionary, node.dictionary, dictType.dictionary, `${path}.dictionary`, b));
+    return batch;
+  }
+
+  const l = layoutOf(node.type);
+  const kids = type as DataType & { readonly children?: readonly Field[] };
+  const childType = (i: number): DataType => kids.children![i]!.type;
+  switch (l.kind) {
+    case Kind.Null:
+      return new Ctor({ ...base, nullCount: length });
+    case Kind.Bool: {
+      const nulls = nullsIn(view, start, length, buffers[0] ?? null, path);
+      return new Ctor({
+        ...base,
+        nullCount: nulls,
+        validity: nulls === 0 ? undefined : bits(buffers[0] ?? null, start, length, `${path}.buffers[0]`),
+        values: bits(buffers[1] ?? null, start, length, `${path}.buffers[1]`),
+      });
+    }
+    case Kind.Fixed: {
+      // The typed array flechette's type names (none: bytes, for fixed-size binary and month-day-nano
+      // intervals), with as many elements per value as the layout's width holds (decimal128: two).
+      const A = (type as { readonly values?: TypedArrayConstructor }).values ?? Uint8Array;
+      const per = l.width / A.BYTES_PER_ELEMENT;
+      return new Ctor({ ...validityOf(view, start, length, path), ...base, values: typed(A, buffers[1] ?? null, start * per, length * per, `${path}.buffers[1]`) });
+    }
+    case Kind.Binary: case Kind.LargeBinary: {
+      const offsets = offsetsOf(type, buffers[1] ?? null, start, length + 1, `${path}.buffers[1]`);
+      const data = buffers[2] ?? new Uint8Array(0);
+      const last = length === 0 ? 0 : Number(offsets[length]!);
+      if (last > data.byteLength) throw invalid(`${path}.buffers[2]`, `the last offset is ${last}, the data has ${data.byteLength} bytes`);
+      return new Ctor({ ...validityOf(view, start, length, path), ...base, offsets, values: data });
+    }
+    case Kind.View: {
+      // CDataInterface.rst, "Binary view arrays": validity, views, the variadic data buffers, then
+      // their sizes (which flechette does not need: each view holds its own length).
+      const views = byteRange(buffers[1] ?? null, start * 16, length * 16, `${path}.buffers[1]`);
+      const data = buffers.slice(2, buffers.length - 1).map((d) => d ?? new Uint8Array(0));
+      return new Ctor({ ...validityOf(view, start, length, path), ...base, values: views, data });
+    }
+    case Kind.List: case Kind.LargeList: {
+      // List and map (Columnar.rst, "Variable-size List Layout", "Map"): the child whole.
+      const c = view.children[0]!;
+      const offsets = offsetsOf(type, buffers[1] ?? null, start, length + 1, `${path}.buffers[1]`);
+      const last = length === 0 ? 0 : Number(offsets[length]!);
+      if (last > c.length) throw invalid(`${path}.buffers[1]`, `the last offset is ${last}, the child has ${c.length} elements`);
+      const child = build(c, node.children[0]!, childType(0), c.offset, c.length, `${path}.children[0]`, b);
+      return new Ctor({ ...validityOf(view, start, length, path), ...base, offsets, children: [child] });
+    }
+    case Kind.ListView: {
+      const c = view.children[0]!;
+      const child = build(c, node.children[0]!, childType(0), c.offset, c.length, `${path}.children[0]`, b);
+      return new Ctor({
+        ...validityOf(view, start, length, path),
+        ...base,
+        offsets: offsetsOf(type, buffers[1] ?? null, start, length, `${path}.buffers[1]`),
+        sizes: offsetsOf(type, buffers[2] ?? null, start, length, `${path}.buffers[2]`),
+        children: [child],
+      });
+    }
+    case Kind.FixedList: {
+      // Columnar.rst, "Fixed-Size List Layout": list i is child elements i*size .. (i+1)*size.
+      const c = view.children[0]!;
+      const size = l.listSize;
+      const child = build(c, node.children[0]!, childType(0), c.offset + start * size, length * size, `${path}.children[0]`, b, start * size);
+      return new Ctor({ ...validityOf(view, start, length, path), ...base, children: [child] });
+    }
+    case Kind.Struct: {
+      const children = view.children.map((c, i) =>
+        build(c, node.children[i]!, childType(i), c.offset + start, length, `${path}.children[${i}]`, b, start));
+      return new Ctor({ ...validityOf(view, start, length, path), ...base, children });
+    }
+    case Kind.SparseUnion: case Kind.DenseUnion: {
+      // Columnar.rst, "Union Layout": no validity (nulls are the children's); type ids, and for a dense
+      // union the int32 offsets into each child, which is kept whole; a sparse union's children are
+      // indexed like the union.
+      const dense = l.kind === Kind.DenseUnion;
+      const children = view.children.map((c, i) => dense
+        ? build(c, node.children[i]!, childType(i), c.offset, c.length, `${path}.children[${i}]`, b)
+        : build(c, node.children[i]!, childType(i), c.offset + start, length, `${path}.children[${i}]`, b, start));
+      return new Ctor({
+        ...base,
+        nullCount: 0,
+        typeIds: typed(Int8Array, buffers[0] ?? null, start, length, `${path}.buffers[0]`),
+        offsets: dense ? typed(Int32Array, buffers[1] ?? null, start, length, `${path}.buffers[1]`) : undefined,
+        children,
+      });
+    }
+    case Kind.RunEnd:
+      return new Ctor({ ...base, nullCount: 0, children: runEndChildren(view, node, type, start, length, path, b) });
+  }
+}
+
+/** The validity and null count of a node with a validity bitmap (buffer 0). */
+function validityOf(view: ArrayView, start: number, length: number, path: string): { nullCount: number; validity: Uint8Array | undefined } {
+  const bm = view.buffers[0] ?? null;
+  const nullCount = nullsIn(view, start, length, bm, path);
+  // No bitmap where nothing is null: flechette then reads every value as valid (batch.js `Batch`).
+  return { nullCount, validity: nullCount === 0 ? undefined : bits(bm, start, length, `${path}.buffers[0]`) };
+}
+
+/**
+ * The number of nulls among the `length` elements from physical `start`: the array's own count where
+ * the range is the whole array, else counted in the bitmap (and where the array did not count:
+ * `null_count` -1, CDataInterface.rst, "ArrowArray.null_count").
+ */
+function nullsIn(view: ArrayView, start: number, length: number, bm: Uint8Array | null, path: string): number {
+  if (view.nullCount === 0) return 0;
+  if (bm === null) {
+    // CDataInterface.rst, "ArrowArray.buffers": the validity may be NULL only when null_count is 0.
+    if (view.nullCount > 0) throw invalid(`${path}.buffers[0]`, `NULL validity bitmap, but null_count is ${view.nullCount}`);
+    return 0;
+  }
+  if (view.nullCount > 0 && start === view.offset && length === view.length) return view.nullCount;
+  const end = start + length;
+  if (bm.byteLength * 8 < end) throw invalid(`${path}.buffers[0]`, `the validity bitmap has ${bm.byteLength} bytes, ${Math.ceil(end / 8)} are needed`);
+  let valid = 0;
+  let i = start;
+  for (; i < end && (i & 7) !== 0; i++) valid += (bm[i >> 3]! >> (i & 7)) & 1;
+  for (; i + 8 <= end; i += 8) valid += POPCOUNT[bm[i >> 3]!]!;
+  for (; i < end; i++) valid += (bm[i >> 3]! >> (i & 7)) & 1;
+  return length - valid;
+}
+
+const POPCOUNT = Uint8Array.from({ length: 256 }, (_, v) => {
+  let n = 0;
+  for (let x = v; x !== 0; x >>= 1) n += x & 1;
+  return n;
+});
+
+// --- buffers ----------------------------------------------------------------------------------
+
+/**
+ * The bits `start .. start + length` of a bitmap (LSB first, Columnar.rst "Validity bitmaps") as a
+ * bitmap from bit 0: a subarray where `start` is a multiple of 8, else a shifted copy (counted).
+ */
+function bits(bm: Uint8Array | null, start: number, length: number, path: string): Uint8Array {
+  const end = start + length;
+  const need = (end + 7) >> 3;
+  if (length === 0) return new Uint8Array(0);
+  if (bm === null) throw invalid(path, `NULL bitmap, but ${need} bytes are needed`);
+  if (bm.byteLength < need) throw invalid(path, `the bitmap has ${bm.byteLength} bytes, ${need} are needed`);
+  const first = start >> 3;
+  const shift = start & 7;
+  if (shift === 0) return bm.subarray(first, need);
+  const out = new Uint8Array((length + 7) >> 3);
+  for (let j = 0; j < out.length; j++) {
+    const lo = bm[first + j]! >>> shift;
+    const hi = first + j + 1 < need ? (bm[first + j + 1]! << (8 - shift)) & 0xff : 0;
+    out[j] = lo | hi;
+  }
+  liveCounters.copiedBytes += out.byteLength;
+  return out;
+}
+
+/** The offsets of a binary or list type, as the typed array its flechette type names (Int32Array, BigInt64Array). */
+function offsetsOf(type: DataType, buf: Uint8Array | null, start: number, count: number, path: string): OffsetArray {
+  const A = (type as { readonly offsets: Int32ArrayConstructor | BigInt64ArrayConstructor }).offsets;
+  // Offsets may be NULL for an empty array (Columnar.rst, "Variable-size Binary Layout"); flechette
+  // reads none of them then, but a batch sent out again needs its one zero.
+  if (buf === null && count === 1) return new A(1);
+  return typed(A, buf, start, count, path);
+}
+
+/** A typed array of the kind a constructor makes, over existing memory. */
+interface ArrayKind<T> {
+  new (length: number): T;
+  new (buffer: ArrayBufferLike, byteOffset: number, length: number): T;
+  readonly BYTES_PER_ELEMENT: number;
+}
+
+/**
+ * `count` elements of `A` from element `start` of `buf`: a view of the same `ArrayBuffer` where the
+ * address is a multiple of the element size, else a copy (counted). CDataInterface.rst,
+ * "ArrowArray.buffers": alignment is recommended, not required, and JS cannot view unaligned memory.
+ */
+function typed<T extends TypedArray>(A: ArrayKind<T> | TypedArrayConstructor, buf: Uint8Array | null, start: number, count: number, path: string): T {
+  const K = A as ArrayKind<T>;
+  const size = K.BYTES_PER_ELEMENT;
+  const from = start * size;
+  const bytes = count * size;
+  if (count === 0) return buf !== null && (buf.byteOffset + from) % size === 0 && from <= buf.byteLength ? new K(buf.buffer, buf.byteOffset + from, 0) : new K(0);
+  if (buf === null) throw invalid(path, `NULL buffer, but ${from + bytes} bytes are needed`);
+  if (buf.byteLength < from + bytes) throw invalid(path, `the buffer has ${buf.byteLength} bytes, ${from + bytes} are needed`);
+  const at = buf.byteOffset + from;
+  if (at % size === 0) return new K(buf.buffer, at, count);
+  const copy = new Uint8Array(bytes);
+  copy.set(buf.subarray(from, from + bytes));
+  liveCounters.copiedBytes += bytes;
+  return new K(copy.buffer, 0, count);
+}
+
+/** Bytes `from .. from + count` of a buffer, zero-copy. */
+function byteRange(buf: Uint8Array | null, from: number, count: number, path: string): Uint8Array {
+  return typed(Uint8Array, buf, from, count, path);
+}
+
+// --- dictionaries and run-end encoded arrays --------------------------------------------------
+
+/** The dictionary of a dictionary-encoded node as a flechette column of one batch (the view whole). */
+function dictionaryColumn(dict: ArrayView | null, node: SchemaNode, type: DataType, path: string, b: Build): Column<unknown> {
+  // CDataInterface.rst, "ArrowArray.dictionary": present for a dictionary-encoded array.
+  if (dict === null) throw invalid(path, 'NULL dictionary for a dictionary-encoded array');
+  const made = b.dicts.get(dict);
+  // Of the type object the schema's dictionary type holds: flechette's IPC writer finds the id by it.
+  if (made !== undefined && made.type === type) return made;
+  const column = new Column([build(dict, node, type, dict.offset, dict.length, path, b)], type);
+  b.dicts.set(dict, column);
+  return column;
+}
+
+/**
+ * The run ends and values of a run-end encoded array's rows `start .. start + length` (physical:
+ * Columnar.rst, "Run-End Encoded Layout", the offset counts logical rows from the unsliced start,
+ * and run ends are counted from there too). Unsliced, both children as they are; sliced, the runs
+ * the slice covers, their ends made relative to the slice (a copy of one run end per run, counted),
+ * and the values of those runs.
+ */
+function runEndChildren(view: ArrayView, node: SchemaNode, type: DataType, start: number, length: number, path: string, b: Build): Batch<unknown>[] {
+  const [re, vals] = view.children as [ArrayView, ArrayView];
+  const [reNode, valsNode] = node.children as [SchemaNode, SchemaNode];
+  if (re.length !== vals.length) throw invalid(`${path}.children[1].length`, `${vals.length} values for ${re.length} runs`);
+  const endsType = (type as DataType & { readonly children: readonly Field[] }).children[0]!.type;
+  const valsType = (type as DataType & { readonly children: readonly Field[] }).children[1]!.type;
+  if (start === 0) {
+    return [
+      build(re, reNode, endsType, re.offset, re.length, `${path}.children[0]`, b),
+      build(vals, valsNode, valsType, vals.offset, vals.length, `${path}.children[1]`, b),
+    ];
+  }
+  const A = (endsType as { readonly values: TypedArrayConstructor }).values;
+  const ends = typed(A, re.buffers[1] ?? null, re.offset, re.length, `${path}.children[0].buffers[1]`);
+  const end = (k: number): number => Number(ends[k]!);
+  // The first run whose end is greater than `start`, and the first whose end reaches `start + length`.
+  const firstRun = (row: number): number => {
+    let lo = 0;
+    let hi = ends.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (end(mid) > row) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  };
+  const k0 = length === 0 ? 0 : firstRun(start);
+  const k1 = length === 0 ? 0 : firstRun(start + length - 1) + 1;
+  if (k1 > ends.length) throw invalid(`${path}.children[0]`, `the runs end at ${ends.length === 0 ? 0 : end(ends.length - 1)}, rows up to ${start + length} are needed`);
+  const n = k1 - k0;
+  const rel = new (A as ArrayKind<TypedArray>)(n);
+  const big = rel instanceof BigInt64Array;
+  for (let k = 0; k < n; k++) {
+    const e = Math.min(end(k0 + k), start + length) - start;
+    if (big) (rel as BigInt64Array)[k] = BigInt(e);
+    else (rel as Int16Array | Int32Array)[k] = e;
+  }
+  liveCounters.copiedBytes += rel.byteLength;
+  const relView: ArrayView = {
+    schema: reNode, length: n, offset: 0, nullCount: 0,
+    buffers: [null, new Uint8Array(rel.buffer, rel.byteOffset, rel.byteLength)], children: [], dictionary: null,
+  };
+  return [
+    build(relView, reNode, endsType, 0, n, `${path}.children[0]`, b),
+    build(vals, valsNode, valsType, vals.offset + k0, n, `${path}.children[1]`, b, k0),
+  ];
+}
