@@ -13,7 +13,6 @@
 import { ArrowDeviceError, invalid } from './errors.js';
 import type { Memory, Ptr } from './memory/memory.js';
 import { MIN_VALID_ADDRESS } from './memory/native.js';
-import type { SchemaNode } from './schema/node.js';
 
 /** How a value reads in a message: "undefined", "the number 4096", "a Field", "an array". */
 export function describeValue(v: unknown): string {

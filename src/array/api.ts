@@ -21,19 +21,16 @@ import {
   ArrowSymbols, describeArrowMethods, hasArrowMethod, isArrowExportable,
   type ArrowArrayExportable, type ArrowSchemaExportable, type ArrowStreamExportable,
 } from '../abi/protocol.js';
-import { arrayPtrArg, optionalPtrArg, ptrArrayArg, schemaPtrArg } from '../args.js';
+import { ptrArrayArg } from '../args.js';
 import { invalid } from '../errors.js';
-import { moveStruct, releaseStruct, checkOwned } from '../memory/cstruct.js';
+import { releaseStruct } from '../memory/cstruct.js';
 import { ArrayExportHandles, ExportHandle, TableExportHandles } from '../memory/handle.js';
 import type { Memory, Ptr } from '../memory/memory.js';
-import { access } from '../abi/accessors.js';
-import { readField } from '../memory/raw.js';
 import { nodeToField, nodeToType, type ToArrowOptions } from '../schema/arrowjs.js';
 import type { SchemaNode } from '../schema/node.js';
 import { dataToExportView, dataToView } from './arrowjs.js';
 import { exchangeOptions, importFromArrayHandles, importFromHandle, streamTableImporter, type ExchangeImportOptions } from './exchange.js';
-import { arrayReleaseCallback } from './export.js';
-import { exportArrayView, exportSchemaNode, handleArg, memoryOf, type ExportOptions, type MemoryOption } from './core.js';
+import { exportArrayView, exportBatchView, exportSchemaNode, exportTableViews, memoryOf, type ExportOptions, type MemoryOption } from './core.js';
 import './handoff.js'; // the exchange protocol's methods of imported objects
 import { consume, importWith, planOf, PlanOf, readSchemaPtr, type ImportCoreOptions, type SchemaLike } from './importer.js';
 import {
@@ -65,7 +62,7 @@ export type SchemaExchangeOptions = SchemaImportOptions & ExchangeImportOptions;
 /** Protocol-form options of the array importers: those of the pointer form and of the exchange (`requestedSchema`). */
 export type ArrayExchangeOptions = ArrayImportOptions & ExchangeImportOptions;
 
-export { handleArg, memoryOf, type ExportOptions, type MemoryOption } from './core.js';
+export { memoryOf, type ExportOptions, type MemoryOption } from './core.js';
 
 // --- schema ----------------------------------------------------------------------------
 
@@ -406,26 +403,8 @@ export function exportRecordBatch(
   batch: RecordBatch,
   opts: MemoryOption & { schemaInto?: Ptr; arrayInto?: Ptr; handle?: boolean } = {},
 ): { schema: Ptr; array: Ptr } | ArrayExportHandles {
-  const m = memoryOf(opts);
-  optionalPtrArg(opts.schemaInto, 'opts.schemaInto', m, m.layouts.ArrowSchema.size, 'an ArrowSchema');
-  optionalPtrArg(opts.arrayInto, 'opts.arrayInto', m, m.layouts.ArrowArray.size, 'an ArrowArray');
-  if (handleArg(opts, opts.schemaInto ?? opts.arrayInto, opts.schemaInto !== undefined ? 'opts.schemaInto' : 'opts.arrayInto')) {
-    const schema = exportSchema(batchNodeOf(batch), { memory: opts.memory, handle: true });
-    try {
-      return new ArrayExportHandles(schema, exportArray(batch, { memory: opts.memory, handle: true }));
-    } catch (e) {
-      schema[Symbol.dispose]();
-      throw e;
-    }
-  }
-  const schema = exportSchema(batchNodeOf(batch), { ...opts, handle: false, into: opts.schemaInto });
-  try {
-    return { schema, array: exportArray(batch, { ...opts, handle: false, into: opts.arrayInto }) };
-  } catch (e) {
-    releaseArrowSchema(schema, opts);
-    if (opts.schemaInto === undefined) memoryOf(opts).free(schema);
-    throw e;
-  }
+  // The struct view made for this export (toExportView): its arrays are ours.
+  return exportBatchView(batchNodeOf(batch), toExportView(batch, true), true, opts);
 }
 
 /**
@@ -444,172 +423,13 @@ export function exportTable(table: Table, opts?: MemoryOption & { handle?: false
   arrays: Ptr[];
 };
 export function exportTable(table: Table, opts: MemoryOption & { handle?: boolean } = {}): { schema: Ptr; arrays: Ptr[] } | TableExportHandles {
-  const m = memoryOf(opts);
-  if (opts.handle) {
-    const { schema, arrays } = exportTable(table, { memory: opts.memory });
-    // A failed adopt releases and frees its own struct; those adopted are disposed, the rest freed.
-    const handles: ExportHandle[] = [];
-    let tried = 0;
-    try {
-      tried++;
-      const s = ExportHandle.adopt(m, 'ArrowSchema', schema);
-      handles.push(s);
-      for (const a of arrays) {
-        tried++;
-        handles.push(ExportHandle.adopt(m, 'ArrowArray', a));
-      }
-      return new TableExportHandles(s, handles.slice(1));
-    } catch (e) {
-      for (const h of handles) h[Symbol.dispose]();
-      for (const a of arrays.slice(tried - 1)) freeArrowArray(a, opts);
-      throw e;
-    }
-  }
-  const schema = exportSchema(table.batches.length > 0 ? batchNodeOf(table.batches[0]!) : table.schema, { memory: opts.memory });
-  const arrays: Ptr[] = [];
-  try {
-    for (const b of table.batches) arrays.push(exportArray(b, opts));
-  } catch (e) {
-    // Nothing was handed out yet: undo what was exported, so a failure midway leaks nothing.
-    for (const a of arrays) freeArrowArray(a, opts);
-    releaseStruct(m, 'ArrowSchema', schema);
-    m.free(schema);
-    throw e;
-  }
-  return { schema, arrays };
+  const node = table.batches.length > 0 ? batchNodeOf(table.batches[0]!) : schemaNodeOf(table.schema);
+  return exportTableViews(node, table.batches.length, (i) => toExportView(table.batches[i]!, true), true, opts);
 }
 
-// --- struct helpers --------------------------------------------------------------------
+// --- struct helpers (target-neutral: core.ts) ------------------------------------------
 
-/**
- * Allocates a zeroed `ArrowSchema` for a producer to fill.
- *
- * @example
- * const schema = allocArrowSchema();
- * const array = allocArrowArray();
- * nativeLib.produce(schema, array);                // the producer fills both
- * using batch = importRecordBatch(array, schema);  // moves the array out, releases the schema
- * freeArrowSchema(schema);                         // our structs, now empty
- * freeArrowArray(array);
- */
-export function allocArrowSchema(opts: MemoryOption = {}): Ptr {
-  const m = memoryOf(opts);
-  return m.alloc(m.layouts.ArrowSchema.size);
-}
-
-/**
- * Allocates a zeroed `ArrowArray` for a producer to fill.
- *
- * @example
- * const array = allocArrowArray();
- * nativeLib.produce_array(array);                 // the producer fills it
- * using data = importData(array, new Int32());    // the array is moved out of our struct
- * freeArrowArray(array);
- */
-export function allocArrowArray(opts: MemoryOption = {}): Ptr {
-  const m = memoryOf(opts);
-  return m.alloc(m.layouts.ArrowArray.size);
-}
-
-/**
- * Calls the `ArrowArray`'s release if it is not released yet (its `release` is not NULL), and leaves
- * the struct allocated: the owner of a struct releases it once (CDataInterface.rst, "Release callback
- * semantics -- for consumers").
- *
- * @example
- * const array = allocArrowArray();
- * nativeLib.produce_array(array);
- * releaseArrowArray(array);   // not wanted after all: the producer's release, once
- * freeArrowArray(array);      // the struct's memory
- */
-export function releaseArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStruct(memoryOf(opts), 'ArrowArray', arrayPtrArg(ptr, 'ptr', memoryOf(opts)));
-}
-
-/**
- * Calls the `ArrowSchema`'s release if it is not released yet, and leaves the struct allocated.
- *
- * @example
- * const schema = allocArrowSchema();
- * nativeLib.produce_schema(schema);
- * const node = importSchemaNode(schema, { keep: true }); // read, left live
- * releaseArrowSchema(schema);                             // released once, by its owner
- * freeArrowSchema(schema);
- */
-export function releaseArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
-  releaseStruct(memoryOf(opts), 'ArrowSchema', schemaPtrArg(ptr, 'ptr', memoryOf(opts)));
-}
-
-/**
- * Releases (if still live) and frees an `ArrowArray` struct allocated by this library. A pointer this
- * library did not allocate, or freed already, is an `ArrowDeviceError`, never a double free.
- *
- * @example
- * const array = exportArray(batch);
- * nativeLib.consume_array(array);   // the consumer moves it out or releases it
- * freeArrowArray(array);            // releases it first if the consumer did neither
- */
-export function freeArrowArray(ptr: Ptr, opts: MemoryOption = {}): void {
-  checkOwned(memoryOf(opts), ptr, 'freeArrowArray');
-  releaseArrowArray(ptr, opts);
-  memoryOf(opts).free(ptr);
-}
-
-/**
- * Releases (if still live) and frees an `ArrowSchema` struct allocated by this library; as
- * `freeArrowArray`, a pointer that is not ours is an error.
- *
- * @example
- * const schema = exportSchema(table.schema);
- * nativeLib.consume_schema(schema);
- * freeArrowSchema(schema);
- */
-export function freeArrowSchema(ptr: Ptr, opts: MemoryOption = {}): void {
-  checkOwned(memoryOf(opts), ptr, 'freeArrowSchema');
-  releaseArrowSchema(ptr, opts);
-  memoryOf(opts).free(ptr);
-}
-
-/**
- * Moves a struct as the spec says (CDataInterface.rst, "Moving an array"):
- * a bitwise copy into `dst`, then the source marked released.
- *
- * @example
- * const dst = allocArrowArray();
- * moveArrowArray(arrayPtr, dst);   // dst owns the data now; arrayPtr's release is NULL
- * using data = importData(dst, schema);
- * freeArrowArray(dst);
- */
-export function moveArrowArray(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  const m = memoryOf(opts);
-  moveStruct(m, 'ArrowArray', arrayPtrArg(src, 'src', m), arrayPtrArg(dst, 'dst', m));
-}
-
-/**
- * Moves an `ArrowSchema` (bitwise copy, then the source marked released), as `moveArrowArray`.
- *
- * @example
- * const dst = allocArrowSchema();
- * moveArrowSchema(schemaPtr, dst);  // dst owns the schema now
- * const schema = importSchema(dst);  // read and released
- * freeArrowSchema(dst);
- */
-export function moveArrowSchema(src: Ptr, dst: Ptr, opts: MemoryOption = {}): void {
-  const m = memoryOf(opts);
-  moveStruct(m, 'ArrowSchema', schemaPtrArg(src, 'src', m), schemaPtrArg(dst, 'dst', m));
-}
-
-/**
- * Whether `ptr` is an `ArrowArray` exported by this library (its release is ours).
- *
- * @example
- * const ptr = exportArray(batch);
- * isOurArrowArray(ptr);       // true
- * isOurArrowArray(arrayPtr);  // false: a native producer's
- * freeArrowArray(ptr);
- */
-export function isOurArrowArray(ptr: Ptr, opts: MemoryOption = {}): boolean {
-  const m = memoryOf(opts);
-  arrayPtrArg(ptr, 'ptr', m);
-  return readField(m, access(m.target).ArrowArray.release, ptr) === Number(arrayReleaseCallback(m));
-}
+export {
+  allocArrowSchema, allocArrowArray, releaseArrowArray, releaseArrowSchema, freeArrowArray, freeArrowSchema, moveArrowArray, moveArrowSchema,
+  isOurArrowArray,
+} from './core.js';

@@ -324,9 +324,9 @@ function bits(bm: Uint8Array | null, start: number, length: number, path: string
 /** The offsets of a binary or list type, as the typed array its flechette type names (Int32Array, BigInt64Array). */
 function offsetsOf(type: DataType, buf: Uint8Array | null, start: number, count: number, path: string): OffsetArray {
   const A = (type as { readonly offsets: Int32ArrayConstructor | BigInt64ArrayConstructor }).offsets;
-  // Offsets may be NULL for an empty array (Columnar.rst, "Variable-size Binary Layout"); flechette
-  // reads none of them then, but a batch sent out again needs its one zero.
-  if (buf === null && count === 1) return new A(1);
+  // The offsets of an empty array may be NULL or empty (src/schema/layout.ts, `Role.Offsets`);
+  // flechette reads none of them then, but a batch sent out again needs its one zero.
+  if (count === 1 && (buf === null || buf.byteLength < (start + 1) * A.BYTES_PER_ELEMENT)) return new A(1);
   return typed(A, buf, start, count, path);
 }
 
