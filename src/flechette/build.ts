@@ -14,9 +14,10 @@
  *   first run whose end is greater than i, counting from 0 (batch.js `RunEndEncodedBatch`), where C
  *   counts from the unsliced start (Columnar.rst, "Run-End Encoded Layout"): the runs the slice
  *   covers are rewritten relative to it.
- * flechette reads offsets as they are (binary.js/list values are `subarray(offsets[i], offsets[i+1])`
- * of the whole data buffer or child), so a sliced list's or binary's offsets need no rebasing: the
- * data buffer and the child are kept whole. Loads flechette, never arrow-js.
+ * flechette reads offsets as they are, never subtracting the first (batch.js `BinaryBatch`,
+ * `ListBatch`: value i is `subarray(offsets[i], offsets[i + 1])` of the whole data buffer, or that
+ * slice of the whole child), so a sliced list's or binary's offsets need no rebasing: the data
+ * buffer and the child are kept whole. Loads flechette, never arrow-js.
  */
 import {
   batchType, Column, Table,
@@ -101,8 +102,8 @@ export function columnOfViews(node: SchemaNode, views: readonly ArrayView[], opt
  * batch's struct has no null rows: one that says it has is refused.
  *
  * @example
- * const reader = importArrayStream(streamPtr);
- * const table = tableOfViews(reader.schemaNode, [...reader.views()]);
+ * const schema = importSchemaNode(schemaPtr);
+ * const table = tableOfViews(schema, arrayPtrs.map((p) => importArrayView(p, schema)));
  * table.toArray();
  */
 export function tableOfViews(schema: SchemaNode, views: readonly ArrayView[], options: ExtractionOptions = {}): Table {
@@ -158,12 +159,10 @@ function build(
 
   if (node.dictionary !== null) {
     // Columnar.rst, "Dictionary-encoded Layout": validity and indices; the dictionary is not sliced.
-    const nulls = nullsIn(view, start, length, buffers[0] ?? null, path);
     const dictType = type as DataType & { readonly dictionary: DataType; readonly indices: { readonly values: TypedArrayConstructor } };
     const batch = new Ctor({
+      ...validityOf(view, start, length, path),
       ...base,
-      nullCount: nulls,
-      validity: nulls === 0 ? undefined : bits(buffers[0] ?? null, start, length, `${path}.buffers[0]`),
       values: typed(dictType.indices.values, buffers[1] ?? null, start, length, `${path}.buffers[1]`),
     }) as DictionaryBatchLike;
     batch.setDictionary(dictionaryColumn(view.dictionary, node.dictionary, dictType.dictionary, `${path}.dictionary`, b));
@@ -176,15 +175,8 @@ function build(
   switch (l.kind) {
     case Kind.Null:
       return new Ctor({ ...base, nullCount: length });
-    case Kind.Bool: {
-      const nulls = nullsIn(view, start, length, buffers[0] ?? null, path);
-      return new Ctor({
-        ...base,
-        nullCount: nulls,
-        validity: nulls === 0 ? undefined : bits(buffers[0] ?? null, start, length, `${path}.buffers[0]`),
-        values: bits(buffers[1] ?? null, start, length, `${path}.buffers[1]`),
-      });
-    }
+    case Kind.Bool:
+      return new Ctor({ ...validityOf(view, start, length, path), ...base, values: bits(buffers[1] ?? null, start, length, `${path}.buffers[1]`) });
     case Kind.Fixed: {
       // The typed array flechette's type names (none: bytes, for fixed-size binary and month-day-nano
       // intervals), with as many elements per value as the layout's width holds (decimal128: two).
@@ -259,12 +251,18 @@ function build(
   }
 }
 
+/**
+ * The validity of a batch where nothing is null: empty, as flechette's IPC reader gives it (a buffer
+ * region of 0 bytes); flechette then reads every value as valid (batch.js `Batch`), and its IPC
+ * writer, which writes every batch's validity, finds one (encode/table-to-ipc.js `buffer`).
+ */
+const NO_NULLS = new Uint8Array(0);
+
 /** The validity and null count of a node with a validity bitmap (buffer 0). */
-function validityOf(view: ArrayView, start: number, length: number, path: string): { nullCount: number; validity: Uint8Array | undefined } {
+function validityOf(view: ArrayView, start: number, length: number, path: string): { nullCount: number; validity: Uint8Array } {
   const bm = view.buffers[0] ?? null;
   const nullCount = nullsIn(view, start, length, bm, path);
-  // No bitmap where nothing is null: flechette then reads every value as valid (batch.js `Batch`).
-  return { nullCount, validity: nullCount === 0 ? undefined : bits(bm, start, length, `${path}.buffers[0]`) };
+  return { nullCount, validity: nullCount === 0 ? NO_NULLS : bits(bm, start, length, `${path}.buffers[0]`) };
 }
 
 /**

@@ -38,7 +38,7 @@ import { ArrayExportHandles, ExportHandle, TableExportHandles } from '../memory/
 import type { Memory, Ptr } from '../memory/memory.js';
 import type { SchemaNode } from '../schema/node.js';
 import { exportArrayStream as exportViewStream, type StreamExportOptions } from '../stream/export.js';
-import { importArrayStream as importViewStream, type RecordBatchStreamImport, type StreamImportOptions } from '../stream/import.js';
+import { importArrayStream as importViewStream, type RecordBatchStreamImport, type StreamImportOptions, type StreamTarget } from '../stream/import.js';
 import { tableOfViews, columnOfViews } from './build.js';
 import { flechetteSchema, flechetteField, schemaNodeOfField, schemaNodeOfSchema, schemaNodeOfType } from './types.js';
 import { viewOfBatch, viewsOfTable } from './view.js';
@@ -256,116 +256,59 @@ export function importTable(
       throw e;
     }
   }
-  return tableOfImports(plan.node, views, opts);
+  return tableOfImports(plan.node, views, views, opts);
 }
 
-/** One table over imported views: released through all their owners. */
-function tableOfImports(node: SchemaNode, views: ArrayView[], opts: ExtractionOptions): ImportedTable {
+/** One table over imported views (`of`: the objects the imports returned, whose owners the table takes); on a failure they are released. */
+function tableOfImports(node: SchemaNode, views: ArrayView[], of: readonly object[], opts: ExtractionOptions): ImportedTable {
   let t: ImportedTable;
   try {
     t = table(tableOfViews(node, views, opts), views);
   } catch (e) {
-    for (const v of views) quietly(() => releaseImport(v));
+    for (const v of of) quietly(() => releaseImport(v));
     throw e;
   }
-  return owned(t, views.flatMap((v) => ownersOf(v) ?? []));
+  return owned(t, of.flatMap((v) => ownersOf(v) ?? []));
 }
 
 // --- streams ------------------------------------------------------------------------------------------
 
-/** Options of `importArrayStream`: the importers' and the reader's (`keep`, `onProducerError`). */
-export interface FlechetteStreamOptions extends FlechetteImportOptions, Pick<StreamImportOptions, 'keep' | 'onProducerError'>, ExchangeImportOptions {}
+/** Options of `importArrayStream`: the importers' and the reader's (`keep`, `offThread`, `onProducerError`, ...). */
+export interface FlechetteStreamOptions extends FlechetteImportOptions, Omit<StreamImportOptions, 'view' | 'target' | 'expand' | keyof DeviceOnly>, ExchangeImportOptions {}
+
+/** The device options of the main entry's stream reader, which a flechette reader of a plain stream has no use for. */
+type DeviceOnly = Pick<StreamImportOptions, 'toHost' | 'stream'>;
 
 /**
- * A reader of an `ArrowArrayStream` as flechette tables, one per record batch, zero-copy. As the
- * main entry's reader, it keeps one batch alive at a time: the table it handed out is released when
- * it hands out the next or when the reading ends, unless `keep` is set or the tables are collected
- * (`readAll()`, `toTable()`). Iterate it with `for...of` or `for await`.
+ * A reader of an `ArrowArrayStream` as flechette tables, one per record batch, zero-copy: the main
+ * entry's reader (src/stream/import.ts), its items built by the flechette target. It keeps one batch
+ * alive at a time: the table it handed out is released when it hands out the next or when the
+ * reading ends, unless kept (`keep(table)`, the `keep` option, `readAll()`, `toTable()`). `for...of`
+ * reads on the JS thread, `for await` with `offThread` off it; `schema` is flechette's.
  *
  * @example
  * using reader = importArrayStream(streamPtr);
  * for (const batch of reader) total += sum(batch.getChild('x')!.toArray());
  */
-export class FlechetteStreamReader implements IterableIterator<ImportedTable>, AsyncIterable<ImportedTable> {
-  readonly #inner: RecordBatchStreamImport<ArrayView>;
-  readonly #opts: ExtractionOptions;
-  #schema: Schema | undefined;
+export type FlechetteStreamReader = RecordBatchStreamImport<ImportedTable, ImportedTable, Schema>;
 
-  /** @internal */
-  constructor(inner: RecordBatchStreamImport<ArrayView>, opts: ExtractionOptions) {
-    this.#inner = inner;
-    this.#opts = opts;
-  }
+/** The view each item of a flechette reader was built over: `toTable` builds one table over them all. */
+const viewOfItem = new WeakMap<ImportedTable, ArrayView>();
 
-  /** The stream's schema as flechette's. */
-  get schema(): Schema {
-    return (this.#schema ??= flechetteSchema(this.#inner.schemaNode));
-  }
-
-  /** The stream's schema as read (every type of the spec). */
-  get schemaNode(): SchemaNode {
-    return this.#inner.schemaNode;
-  }
-
-  /** Whether the stream is released (ended, failed, or released by `release()`). */
-  get released(): boolean {
-    return this.#inner.released;
-  }
-
-  #table(view: ArrayView): ImportedTable {
-    return tableOfImports(this.#inner.schemaNode, [view], this.#opts);
-  }
-
-  next(): IteratorResult<ImportedTable, undefined> {
-    const r = this.#inner.next();
-    return r.done ? r : { done: false, value: this.#table(r.value) };
-  }
-
-  return(): IteratorResult<ImportedTable, undefined> {
-    this.#inner.return();
-    return { done: true, value: undefined };
-  }
-
-  [Symbol.iterator](): this {
-    return this;
-  }
-
-  [Symbol.asyncIterator](): AsyncIterableIterator<ImportedTable> {
-    const it = this.#inner[Symbol.asyncIterator]();
-    const self = this;
-    return {
-      async next(): Promise<IteratorResult<ImportedTable, undefined>> {
-        const r = await it.next();
-        return r.done ? { done: true, value: undefined } : { done: false, value: self.#table(r.value) };
-      },
-      async return(): Promise<IteratorResult<ImportedTable, undefined>> {
-        await it.return?.();
-        return { done: true, value: undefined };
-      },
-      [Symbol.asyncIterator]() {
-        return this;
-      },
-    };
-  }
-
-  /** Every remaining batch, each its own table, all kept (the caller releases them). */
-  readAll(): ImportedTable[] {
-    return this.#inner.readAll().map((v) => this.#table(v));
-  }
-
-  /** Every remaining batch as one table (its columns a batch per record batch), kept until it is released. */
-  toTable(): ImportedTable {
-    return tableOfImports(this.#inner.schemaNode, this.#inner.readAll(), this.#opts);
-  }
-
-  /** Releases the stream (and the batch it last handed out, unless kept). */
-  release(): void {
-    this.#inner.release();
-  }
-
-  [Symbol.dispose](): void {
-    this.release();
-  }
+/** The flechette target of a stream reader (src/stream/import.ts `StreamTarget`). */
+export function flechetteStreamTarget(opts: ExtractionOptions): StreamTarget<ImportedTable, ImportedTable, Schema> {
+  return {
+    item(read, plan) {
+      const view = viewOf(read, plan.root, 0);
+      const t = table(tableOfViews(plan.node, [view], opts), [view]);
+      viewOfItem.set(t, view);
+      return t;
+    },
+    table(items, node) {
+      return tableOfImports(node, items.map((t) => viewOfItem.get(t)!), items, opts);
+    },
+    schema: (node) => flechetteSchema(node),
+  };
 }
 
 /**
@@ -377,7 +320,7 @@ export class FlechetteStreamReader implements IterableIterator<ImportedTable>, A
  * aq.fromArrow(table);    // arquero reads flechette tables
  */
 export function importArrayStream(ptr: Ptr | ArrowStreamExportable, opts: FlechetteStreamOptions = {}): FlechetteStreamReader {
-  return new FlechetteStreamReader(importViewStream(ptr, { ...opts, view: true }), opts);
+  return importViewStream(ptr, { ...opts, target: flechetteStreamTarget(opts) }) as unknown as FlechetteStreamReader;
 }
 
 // --- export -------------------------------------------------------------------------------------------

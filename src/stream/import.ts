@@ -110,6 +110,19 @@ function arrowjs(path: string): StreamArrowJs {
   return arrowLayer;
 }
 
+/**
+ * What another target (flechette: src/flechette/) builds a reader's items with, given as `opts.target`
+ * (internal): its item over each array the reader imports (recorded as owned by the import's owner, as
+ * any item), the table of items `toTable` gives, and the schema `schema` gives. Without one, a reader
+ * gives arrow-js batches, or `ArrayView`s with `view`.
+ */
+export interface StreamTarget<T extends object = object, TT = unknown, S = unknown> {
+  item(read: ImportRead, plan: Plan): T;
+  /** The items (kept: the caller's) as one table, which releases them all. */
+  table(items: T[], node: SchemaNode, path: string): TT;
+  schema(node: SchemaNode): S;
+}
+
 function isDeviceArray(x: unknown): x is DeviceArray {
   return deviceLayer !== undefined && x instanceof deviceLayer.DeviceArray;
 }
@@ -126,6 +139,8 @@ export interface StreamImportOptions extends DeviceImportOptions {
    * batches. Ownership is the same: release one with `releaseImport(view)`.
    */
   view?: boolean;
+  /** @internal Another target's items (see `StreamTarget`); not with `view`, and plain streams only. */
+  target?: StreamTarget;
   /**
    * Keep every batch read: the reader then never releases a batch it
    * handed out (each is released by its own `release()`, `using`, or the
@@ -317,7 +332,7 @@ const registry = new FinalizationRegistry<StreamHandle>((h) => {
  * }
  * const table = importArrayStream(otherPtr).toTable(); // keeps every batch
  */
-export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch> implements IterableIterator<T>, AsyncIterable<T>, ArrowSchemaExportable {
+export class RecordBatchStreamImport<T extends StreamItem | object = ImportedRecordBatch, TT = ImportedTable, S = Schema> implements IterableIterator<T>, AsyncIterable<T>, ArrowSchemaExportable {
   /**
    * Exchange protocol (PROTOCOL.md): hands the stream on to another
    * consumer without a copy. Present on a reader of an `ArrowArrayStream`
@@ -331,14 +346,15 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   declare readonly [ArrowSymbols.stream]?: (requestedSchema?: ArrowSchemaExportable | null) => ExportHandle;
   /** As `[ArrowSymbols.stream]`, on a reader of an `ArrowDeviceArrayStream` (`importDeviceArrayStream`). */
   declare readonly [ArrowSymbols.deviceStream]?: (requestedSchema?: ArrowSchemaExportable | null, options?: ArrowDeviceExportOptions) => ExportHandle;
-  #schema: Schema | undefined;
+  #schema: S | undefined;
   /**
    * The schema of every batch, read from `get_schema` at import, as arrow-js
    * `Schema` (converted on first access for a reader of ArrayViews; throws
    * `unsupported` there for types arrow-js lacks unless `expand`).
    */
-  get schema(): Schema {
-    return (this.#schema ??= arrowjs('schema').nodeToSchema(this.schemaNode, 'schema', this.#opts));
+  get schema(): S {
+    const t = this.#opts.target;
+    return (this.#schema ??= (t !== undefined ? t.schema(this.schemaNode) : arrowjs('schema').nodeToSchema(this.schemaNode, 'schema', this.#opts)) as S);
   }
   /** The same schema as read, with every type of the spec (arrow-js lacks a few). */
   readonly schemaNode: SchemaNode;
@@ -376,7 +392,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     this.#plan = plan;
     this.schemaNode = node;
     // A reader of ArrayViews converts its schema only when asked (types arrow-js lacks stay possible).
-    if (!opts.view) this.#schema = arrowjs('schema').batchSchemaOf(plan);
+    if (!opts.view && opts.target === undefined) this.#schema = arrowjs('schema').batchSchemaOf(plan) as S;
     this.deviceType = deviceType;
     this.#opts = opts;
     this.#keepAll = opts.keep ?? false;
@@ -671,7 +687,9 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
     if (this.deviceType === undefined || this.deviceType === DeviceType.CPU) {
       const owner = new ImportOwner(m, out, kind);
       const plan = this.#plan;
-      const build: (read: ImportRead) => object = opts.view ? (read) => viewOf(read, plan.root, 0) : arrowjs(path).buildBatch;
+      const t = opts.target;
+      const build: (read: ImportRead) => object =
+        t !== undefined ? (read) => t.item(read, plan) : opts.view ? (read) => viewOf(read, plan.root, 0) : arrowjs(path).buildBatch;
       return importWith(owner, plan, opts, this.#level, path, build) as T;
     }
     try {
@@ -745,7 +763,7 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
    * Reads every remaining batch into a `Table` (of this schema when the
    * stream is empty) that keeps them: `table.release()` releases them all.
    */
-  toTable(): ImportedTable {
+  toTable(): TT {
     if (this.#opts.view) throw invalid('toTable', 'a reader of ArrayViews ({ view: true }) has no Table form: use readAll()');
     return this.#tableOf(this.readAll(), 'toTable');
   }
@@ -772,19 +790,21 @@ export class RecordBatchStreamImport<T extends StreamItem = ImportedRecordBatch>
   }
 
   /** `toTable()` through the async iterator (see `readAllAsync`): off the JS thread with `offThread`. */
-  async toTableAsync(): Promise<ImportedTable> {
+  async toTableAsync(): Promise<TT> {
     if (this.#opts.view) throw invalid('toTableAsync', 'a reader of ArrayViews ({ view: true }) has no Table form: use readAllAsync()');
     return this.#tableOf(await this.readAllAsync(), 'toTableAsync');
   }
 
-  #tableOf(items: T[], what: string): ImportedTable {
+  #tableOf(items: T[], what: string): TT {
     for (const b of items) {
       if (isDeviceArray(b)) {
         for (const i of items) if (isDeviceArray(i)) i.release();
         throw unsupported(what, `a stream of ${b.deviceTypeName} memory yields DeviceArrays: copy each to the host (toHostRecordBatch())`);
       }
     }
-    return arrowjs(what).importedTable(items as ImportedRecordBatch[], this.schema);
+    const t = this.#opts.target;
+    if (t !== undefined) return t.table(items, this.schemaNode, what) as TT;
+    return arrowjs(what).importedTable(items as ImportedRecordBatch[], this.schema as Schema) as TT;
   }
 }
 
