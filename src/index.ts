@@ -83,7 +83,8 @@ export {
 } from './stream/export.js';
 
 // --- fill-and-import: a native producer fills a struct we allocate, we import it ------------------
-export { importArrayStreamFrom, importSchemaFrom, importRecordBatchFrom, type FillStatus, type FillResult } from './fill/fill.js';
+export { importArrayStreamFrom, type FillStatus, type FillResult } from './fill/fill.js';
+export { importSchemaFrom, importRecordBatchFrom } from './fill/arrowjs.js';
 export { importDeviceArrayStreamFrom, importDeviceRecordBatchFrom } from './fill/device.js';
 
 // --- async device streams (ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask) ----

@@ -2,8 +2,9 @@
  * The JavaScript of the package: `npm run build` runs tsc for the
  * declarations (dist/**\/*.d.ts, the layout of src/) and then this, which
  * bundles the entry points with esbuild into few files (issue 47): arrow-device,
- * arrow-device/adbc and arrow-device/flechette (which loads no apache-arrow: the chunks it
- * shares with the others hold only the target-neutral core).
+ * arrow-device/adbc, arrow-device/flechette and arrow-device/flechette/adbc (the flechette
+ * entries load no apache-arrow: the chunks they share with the others hold only the
+ * target-neutral core).
  *
  * Why: a fresh process pays the module loader per file (resolving each
  * import, reading package.json files, compiling), and the library is some
@@ -14,7 +15,7 @@
  * protocol code only `arrow-device` reaches; one copy of every module
  * whichever entries a program imports.
  *
- * - dist/index.js, dist/adbc/index.js, dist/flechette/index.js, dist/chunks/*.js (minified, in short lines, each with
+ * - dist/index.js, dist/adbc/index.js, dist/flechette/index.js, dist/flechette/adbc.js, dist/chunks/*.js (minified, in short lines, each with
  *   its source map, which names the files of src/ the package ships): Node.js, Bun and
  *   Deno (ESM; `require` loads it as ESM), every bare import (apache-arrow,
  *   koffi, node:*) left to the runtime.
@@ -54,7 +55,7 @@ const common = {
 await build({
   ...common,
   platform: 'node',
-  entryPoints: [join(root, 'src', 'index.ts'), join(root, 'src', 'adbc', 'index.ts'), join(root, 'src', 'flechette', 'index.ts')],
+  entryPoints: [join(root, 'src', 'index.ts'), join(root, 'src', 'adbc', 'index.ts'), join(root, 'src', 'flechette', 'index.ts'), join(root, 'src', 'flechette', 'adbc.ts')],
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
   // Minified: V8 compiles a module's whole source at load and each function's again on its first call,

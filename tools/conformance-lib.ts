@@ -20,6 +20,7 @@ import { viewToData } from '../src/array/arrowjs.js';
 import { collectUntil } from '../test/helpers/gc.js';
 import { diffTables, diffValues, type Tabular } from '../test/helpers/compare.js';
 import { readIntegrationJsonFile } from './integration/json.js';
+import { diffFlechette, exportFlechette, flechetteOfCase, flechetteSkip, goldOf, importFlechette } from './conformance-flechette.js';
 import type { CaseData, CasePtrs, Peer } from './peers/peer.js';
 
 const EXTS = ['.arrow_file', '.arrow', '.stream', '.arrows', '.json.gz', '.json'];
@@ -85,8 +86,14 @@ export function diffSchemaNodes(a: SchemaNode, b: SchemaNode, path = 'schema'): 
   return undefined;
 }
 
-/** Compares two cases: schemas exactly (unless the peer maps types), then every value. */
+/**
+ * Compares two cases: schemas exactly (unless the peer maps types), then
+ * every value. With `--target flechette`, a case imported into flechette is
+ * compared with the gold data of `expected` (its integration JSON, see
+ * `runCase`) through what flechette returns (tools/conformance-flechette.ts).
+ */
 export function diffCases(expected: CaseData, actual: CaseData, exactTypes: boolean): string | undefined {
+  if (target === 'flechette' && actual.flechette) return diffFlechette(goldFor.get(expected) ?? expected, actual, exactTypes, flechetteLimits);
   if (exactTypes) {
     const d = diffSchemaNodes(expected.schema, actual.schema);
     if (d) return d;
@@ -159,6 +166,28 @@ export function setGpuDevice(d: WebGPUDevice): void {
   gpuDevice = d;
 }
 
+/**
+ * The Arrow library the cases are imported into and exported from
+ * (`--target`): `arrow-js` (the main entry; `ArrayView`s compared through
+ * arrow-js objects) or `flechette` (arrow-device/flechette: imports into
+ * flechette tables, exports from them; tools/conformance-flechette.ts).
+ */
+export type Target = 'arrow-js' | 'flechette';
+export const TARGETS: readonly Target[] = ['arrow-js', 'flechette'];
+
+let target: Target = 'arrow-js';
+/** Sets the target of `exportCase`/`importCase`/`diffCases` for the run. */
+export function setTarget(t: Target): void {
+  target = t;
+}
+export function currentTarget(): Target {
+  return target;
+}
+/** The gold data of each case of the run (`--target flechette`): what `diffCases` compares flechette's values with. */
+const goldFor = new WeakMap<CaseData, CaseData>();
+/** What flechette's `at()` could not return exactly in the current case (said in its line, not a failure). */
+const flechetteLimits = new Set<string>();
+
 let via: Via = 'array';
 /** Sets the transport of `exportCase`/`importCase` for the run. */
 export function setVia(v: Via): void {
@@ -170,6 +199,8 @@ export function currentVia(): Via {
 
 /** Exports a case (schema node + views) as C structs, through the run's transport. */
 export function exportCase(c: CaseData, opts: MemoryOption = {}, through: Via = via): CasePtrs {
+  // --target flechette: a case that holds a flechette table is exported from it, through arrow-device/flechette.
+  if (target === 'flechette' && c.flechette) return exportFlechette(c.flechette, opts, through);
   switch (through) {
     case 'stream':
     case 'device-stream': {
@@ -213,6 +244,8 @@ export function exportCase(c: CaseData, opts: MemoryOption = {}, through: Via = 
  * of whoever allocated it.
  */
 export function importCase(ptrs: CasePtrs, free: (p: bigint) => void, opts: MemoryOption = {}, through: Via = via): CaseData {
+  // --target flechette: into a flechette table (only --via array and stream get here, see runCase).
+  if (target === 'flechette') return importFlechette(ptrs, free, opts);
   const full = { ...opts, validate: 'full' as const };
   try {
     if (ptrs.stream !== undefined) {
@@ -327,13 +360,32 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
   } catch (e) {
     return { status: 'fail', detail: (e as Error).message };
   }
-  const why = peer.unsupported(data) ?? peer.supports?.(via);
+  const why = peer.unsupported(data) ?? peer.supports?.(via) ?? (target === 'flechette' ? flechetteSkip(via) : undefined);
   if (why) return { status: 'skip', detail: why };
   if (via === 'async' && (!peer.asyncRoundTrip || !peer.asyncPeerFirst)) return { status: 'skip', detail: `${peer.name} has no async interface` };
   if (via !== 'array' && !peer.supports) return { status: 'skip', detail: `${peer.name} takes only ArrowArray (--via array)` };
   if (via === 'cuda' && peer.name !== 'self') return { status: 'skip', detail: `--via cuda: ${peer.name} does not read CUDA memory here` };
   if (via === 'webgpu' && peer.name !== 'self') return { status: 'skip', detail: `--via webgpu: ${peer.name} does not read WebGPU memory` };
   const notes: string[] = [data.source];
+  /** --target flechette: a difference between our flechette import of the peer's own export and the gold data. */
+  let peerExportDiff: string | undefined;
+  flechetteLimits.clear();
+  if (target === 'flechette') {
+    // The gold data (integration JSON) is the case from here on (arrow-js's reading of the IPC file loses what arrow-js
+    // cannot say, e.g. a map's own field names), and the case as flechette's own objects (its IPC reader) is exported.
+    try {
+      const gold = goldOf(data);
+      data = { ...data, schema: gold.schema, batches: gold.batches };
+      const json = files.find((f) => f.endsWith('.json.gz') || f.endsWith('.json'));
+      if (json) notes[0] = `gold ${basename(json)}`;
+      goldFor.set(data, data);
+      const f = flechetteOfCase(data, data);
+      data.flechette = f.table;
+      notes.push(f.note);
+    } catch (e) {
+      return { status: 'fail', detail: `flechette: ${(e as Error).stack ?? String(e)}` };
+    }
+  }
   const heldBefore = peer.heldExports?.() ?? 0;
   // Direction 1: ours first.
   try {
@@ -356,9 +408,15 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
         ? await peer.asyncPeerFirst!(data)
         : await peer.peerFirst(data, async (ptrs, free) => {
             const c = await importCaseAsync(ptrs, free, { memory: peer.memory });
+            // --target flechette: what we imported of the peer's own export is compared with the gold data too.
+            if (target === 'flechette') {
+              const undone = peer.undoSchemaChanges ? { ...c, schema: peer.undoSchemaChanges(data.schema, c.schema) } : c;
+              peerExportDiff ??= diffCases(data, undone, peer.exactTypes);
+            }
             return exportCase(c);
           });
     if (d) return { status: 'fail', detail: `peer first: ${d}` };
+    if (peerExportDiff) return { status: 'fail', detail: `peer first: our flechette import of ${peer.name}'s export: ${peerExportDiff}` };
     const leak = await settle(peer);
     if (leak) return { status: 'fail', detail: `peer first: ${leak}` };
   } catch (e) {
@@ -369,6 +427,7 @@ export async function runCase(peer: Peer, name: string, files: string[]): Promis
   void name;
   const held = (peer.heldExports?.() ?? 0) - heldBefore;
   if (held > 0) notes.push(`${peer.name} did not release ${held} of the structs we exported to it (its leak, not ours)`);
+  for (const l of flechetteLimits) notes.push(`read around: ${l}`);
   return { status: 'pass', detail: notes.join('; '), ...(held > 0 ? { peerLeak: held } : {}) };
 }
 

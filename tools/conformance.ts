@@ -4,7 +4,7 @@
  * the C Data Interface, in both directions, and compares types and values
  * with the original.
  *
- *   npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--via array|device|stream|device-stream|async|cuda|webgpu] [--verbose] <files or folders>
+ *   npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--via array|device|stream|device-stream|async|cuda|webgpu] [--target arrow-js|flechette] [--verbose] <files or folders>
  *
  * Direction "ours first": we export -> the peer imports -> the peer exports
  * -> we import -> compare with the original. Direction "peer first": the
@@ -19,10 +19,17 @@
  * says which. `--via webgpu` runs on the WebGPU adapter Dawn for Node finds
  * (SwiftShader where there is no GPU: test/webgpu/gpu.ts) and prints it.
  *
+ * `--target flechette` imports every case into @uwdata/flechette tables
+ * through arrow-device/flechette and exports it from them (ours first: the
+ * case as flechette's own IPC reader reads it is exported), and compares what
+ * flechette returns with the gold integration JSON, value by value
+ * (tools/conformance-flechette.ts); `--via array` and `stream` only. The
+ * default, `arrow-js`, is the main entry.
+ *
  * Prints one line per case and a final `N passed, N failed, N skipped`;
  * exits non-zero on any failure.
  */
-import { discover, runCase, setGpuDevice, setVia, VIAS, type Via } from './conformance-lib.js';
+import { discover, runCase, setGpuDevice, setTarget, setVia, TARGETS, VIAS, type Target, type Via } from './conformance-lib.js';
 import { openGpu, type Gpu } from '../test/webgpu/gpu.js';
 import { duckdbPeer } from './peers/duckdb.js';
 import { selfPeer } from './peers/self.js';
@@ -34,12 +41,13 @@ import { setupCuda, simControl, type CudaSetup } from '../test/device/cuda/sim/s
 interface Options {
   peer: string;
   via: Via;
+  target: Target;
   verbose: boolean;
   paths: string[];
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { peer: 'self', via: 'array', verbose: false, paths: [] };
+  const o: Options = { peer: 'self', via: 'array', target: 'arrow-js', verbose: false, paths: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--peer') o.peer = argv[++i] ?? '';
@@ -49,9 +57,14 @@ function parseArgs(argv: string[]): Options {
       if (!VIAS.includes(v as Via)) throw new Error(`unknown --via "${v}" (known: ${VIAS.join(', ')})`);
       o.via = v as Via;
     }
+    else if (a === '--target' || a.startsWith('--target=')) {
+      const t = a === '--target' ? argv[++i] : a.slice(9);
+      if (!TARGETS.includes(t as Target)) throw new Error(`unknown --target "${t}" (known: ${TARGETS.join(', ')})`);
+      o.target = t as Target;
+    }
     else if (a === '--verbose' || a === '-v') o.verbose = true;
     else if (a === '--help' || a === '-h') {
-      console.log('usage: npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--via array|device|stream|device-stream|async|cuda|webgpu] [--verbose] <files or folders>');
+      console.log('usage: npm run conformance -- [--peer self|duckdb|wasm|arrow-cpp] [--via array|device|stream|device-stream|async|cuda|webgpu] [--target arrow-js|flechette] [--verbose] <files or folders>');
       process.exit(0);
     } else o.paths.push(a);
   }
@@ -80,11 +93,12 @@ async function main(): Promise<void> {
   }
   const peer = await make();
   setVia(o.via);
+  setTarget(o.target);
   const cases = discover(o.paths);
   let passed = 0;
   let failed = 0;
   let skipped = 0;
-  console.log(`conformance: peer ${peer.name}, via ${o.via}, ${cases.size} cases`);
+  console.log(`conformance: peer ${peer.name}, via ${o.via}${o.target === 'arrow-js' ? '' : `, target ${o.target}`}, ${cases.size} cases`);
   for (const [name, files] of cases) {
     const t0 = performance.now();
     const r = await runCase(peer, name, files);

@@ -4,10 +4,8 @@
  * transactions). Every call that may block (execution, `get_next`,
  * metadata, commit) runs on a worker thread, one at a time per connection.
  */
-import { RecordBatch, Table, type Schema } from 'apache-arrow';
 // The internal modules of the public names used, not ../index.js: a query loads no device, async or protocol code.
-import { importArrayStreamFrom, importSchemaFrom } from '../fill/fill.js';
-import type { ImportedTable } from '../array/build.js';
+import { importArrayStreamFrom, importSchemaNodeFrom } from '../fill/fill.js';
 import { NULL, type Ptr } from '../memory/memory.js';
 import { allocNative, bytesIn, freeNative, u32Array, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
@@ -15,11 +13,11 @@ import { Closable, Lifetime, Serial } from './lifetime.js';
 import * as options from './options.js';
 import type { QueryDefaults } from './types.js';
 import { AdbcPartitionReader, type ReadPartitionsOptions } from './partitions.js';
-import { AdbcRecordBatchReader } from './reader.js';
-import {
-  AdbcStatement, collect, isAsyncSource, type AsyncBatchSource, type BindSource, type ConnectionCore, type PartitionedResult, type QueryOptions,
-  type SignalOption,
-} from './statement.js';
+import { AdbcResultReader } from './result.js';
+import { AdbcStatement, type ConnectionCore, type PartitionedResult, type QueryOptions, type SignalOption } from './statement.js';
+import type { AdbcTarget, AdbcTypes, AsyncBatchSource, BindSource } from './target.js';
+import type { ArrowAdbc } from './arrowjs.js';
+import type { RecordBatchStreamImport } from '../stream/import.js';
 import { IngestMode, ObjectDepth, type GetObjectsOptions, type InfoCode, type IngestOptions } from './types.js';
 import { abortable, checkSignal, throwIfAborted } from './abort.js';
 
@@ -48,13 +46,17 @@ const SCHEMA_CHANGING = /^(?:\s|--[^\n]*\n|\/\*[\s\S]*?\*\/|\()*(?:CREATE|ALTER|
 /** Default of `ConnectOptionsBase.statementCacheSize`. */
 const STATEMENT_CACHE_SIZE = 32;
 
+/** A connection of any target (the pool's and the database's internal view). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- internal: a connection whatever its target's types
+export type AnyConnection = AdbcConnection<any>;
+
 /** The pool's view of a connection (set in the class's static block: no public member exposes them). */
 let internals: {
   /** Calls `f` once the connection has no result open (at once if it has none). */
-  whenFree(c: AdbcConnection, f: () => void): void;
-  fault(c: AdbcConnection): AdbcError | undefined;
-  park(c: AdbcConnection, parked: boolean): void;
-  closeNow(c: AdbcConnection): void;
+  whenFree(c: AnyConnection, f: () => void): void;
+  fault(c: AnyConnection): AdbcError | undefined;
+  park(c: AnyConnection, parked: boolean): void;
+  closeNow(c: AnyConnection): void;
 };
 
 /** @internal For src/adbc/pool.ts. */
@@ -74,19 +76,19 @@ export function connectionInternals(): typeof internals {
  * console.log(table.getChild('answer')?.get(0));
  * table.release();
  */
-export class AdbcConnection extends Closable {
+export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
   readonly #core: ConnectionCore;
   readonly #ptr: Ptr;
   /** Opens another connection of the same database (`readPartitions` reads each partition on its own). */
-  readonly #sibling: () => Promise<AdbcConnection>;
+  readonly #sibling: () => Promise<AdbcConnection<T>>;
   /** Connections `readPartitions` opened and finished with cleanly: the next one reuses them; closed with this one. */
-  readonly #partitionConnections: AdbcConnection[] = [];
+  readonly #partitionConnections: AdbcConnection<T>[] = [];
   /** The first failure of a call that said the connection itself is gone (`isConnectionFault`). */
   #fault: AdbcError | undefined;
   /** Given back to its pool: every call refuses until the pool hands it out again. */
   #parked = false;
   /** What `close()` does: a pooled connection's gives it back (`AdbcPool`), a plain one's releases it. */
-  #onClose: ((c: AdbcConnection) => void) | undefined;
+  #onClose: ((c: AdbcConnection<T>) => void) | undefined;
   /** Result streams open (readers not released yet). */
   #openResults = 0;
   /** Waits for `#openResults` to reach 0 (the pool's). */
@@ -98,7 +100,7 @@ export class AdbcConnection extends Closable {
    * round trip). A statement is reused only when its last result is released, and dropped when a call on
    * it fails; a schema-changing statement (`SCHEMA_CHANGING`) empties the cache first.
    */
-  readonly #cache = new Map<string, AdbcStatement>();
+  readonly #cache = new Map<string, AdbcStatement<T>>();
   readonly #cacheSize: number;
 
   static {
@@ -120,8 +122,8 @@ export class AdbcConnection extends Closable {
 
   /** @internal Use `AdbcDatabase.connect()`. */
   constructor(
-    driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>, queryDefaults: QueryDefaults = {}, onClose?: (c: AdbcConnection) => void,
-    statementCacheSize = STATEMENT_CACHE_SIZE,
+    driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection<T>>, target: AdbcTarget<T>, queryDefaults: QueryDefaults = {},
+    onClose?: (c: AdbcConnection<T>) => void, statementCacheSize = STATEMENT_CACHE_SIZE,
   ) {
     const life = connectionLifetime(driver, ptr, parent);
     super(life);
@@ -136,6 +138,7 @@ export class AdbcConnection extends Closable {
       }),
       life,
       queryDefaults,
+      target: target as unknown as AdbcTarget<AdbcTypes>,
       resultOpened: () => {
         this.#openResults++;
         let done = false;
@@ -197,9 +200,9 @@ export class AdbcConnection extends Closable {
    * @example
    * await using stmt = await conn.createStatement();
    */
-  async createStatement(): Promise<AdbcStatement> {
+  async createStatement(): Promise<AdbcStatement<T>> {
     this.#core.ptr('createStatement');
-    return this.#core.serial.run(() => AdbcStatement.create(this.#core));
+    return this.#core.serial.run(() => AdbcStatement.create<T>(this.#core));
   }
 
   /**
@@ -304,14 +307,15 @@ export class AdbcConnection extends Closable {
   }
 
   /** A metadata call's stream, read whole into a Table. */
-  #metadata(op: string, call: (p: Ptr, out: Ptr) => Promise<void>): Promise<ImportedTable> {
-    const { driver } = this.#core;
+  #metadata(op: string, call: (p: Ptr, out: Ptr) => Promise<void>): Promise<T['table']> {
+    const { driver, target } = this.#core;
     return this.#run(op, async (p) => {
       const reader = await importArrayStreamFrom((out) => call(p, out), {
         offThread: true,
         onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
+        target: target.stream,
       });
-      return reader.toTableAsync();
+      return reader.toTableAsync() as Promise<T['table']>;
     });
   }
 
@@ -322,7 +326,7 @@ export class AdbcConnection extends Closable {
    * @example
    * const objects = await conn.getObjects({ depth: ObjectDepth.Tables, tableName: 'people' });
    */
-  async getObjects(options: GetObjectsOptions = {}): Promise<ImportedTable> {
+  async getObjects(options: GetObjectsOptions = {}): Promise<T['table']> {
     const { driver } = this.#core;
     return this.#metadata('getObjects', (p, out) =>
       driver.callAsync('ConnectionGetObjects', p, options.depth ?? ObjectDepth.All, options.catalog, options.dbSchema, options.tableName,
@@ -337,7 +341,7 @@ export class AdbcConnection extends Closable {
    * @example
    * const info = await conn.getInfo([InfoCode.VendorName]);
    */
-  async getInfo(infoCodes?: InfoCode[]): Promise<ImportedTable> {
+  async getInfo(infoCodes?: InfoCode[]): Promise<T['table']> {
     const { driver } = this.#core;
     return this.#metadata('getInfo', async (p, out) => {
       const codes = infoCodes === undefined ? NULL : u32Array(infoCodes);
@@ -355,7 +359,7 @@ export class AdbcConnection extends Closable {
    * @example
    * const types = await conn.getTableTypes();
    */
-  async getTableTypes(): Promise<ImportedTable> {
+  async getTableTypes(): Promise<T['table']> {
     const { driver } = this.#core;
     return this.#metadata('getTableTypes', (p, out) => driver.callAsync('ConnectionGetTableTypes', p, out));
   }
@@ -373,7 +377,7 @@ export class AdbcConnection extends Closable {
    * const stats = await conn.getStatistics({ tableName: 'people' });
    * for (const catalog of stats) console.log(catalog.toJSON());
    */
-  async getStatistics(options: { catalog?: string; dbSchema?: string; tableName?: string; approximate?: boolean } = {}): Promise<ImportedTable> {
+  async getStatistics(options: { catalog?: string; dbSchema?: string; tableName?: string; approximate?: boolean } = {}): Promise<T['table']> {
     const { driver } = this.#core;
     return this.#metadata('getStatistics', (p, out) =>
       driver.callAsync('ConnectionGetStatistics', p, options.catalog, options.dbSchema, options.tableName, options.approximate === false ? 0 : 1, out),
@@ -388,7 +392,7 @@ export class AdbcConnection extends Closable {
    * @example
    * const names = await conn.getStatisticNames();
    */
-  async getStatisticNames(): Promise<ImportedTable> {
+  async getStatisticNames(): Promise<T['table']> {
     const { driver } = this.#core;
     return this.#metadata('getStatisticNames', (p, out) => driver.callAsync('ConnectionGetStatisticNames', p, out));
   }
@@ -399,11 +403,12 @@ export class AdbcConnection extends Closable {
    * @example
    * const schema = await conn.getTableSchema({ tableName: 'people' });
    */
-  async getTableSchema(options: { catalog?: string; dbSchema?: string; tableName: string }): Promise<Schema> {
-    const { driver } = this.#core;
-    return this.#run('getTableSchema', (p) =>
-      importSchemaFrom((out) => driver.callAsync('ConnectionGetTableSchema', p, options.catalog, options.dbSchema, options.tableName, out)),
+  async getTableSchema(options: { catalog?: string; dbSchema?: string; tableName: string }): Promise<T['schema']> {
+    const { driver, target } = this.#core;
+    const node = await this.#run('getTableSchema', async (p) =>
+      importSchemaNodeFrom((out) => driver.callAsync('ConnectionGetTableSchema', p, options.catalog, options.dbSchema, options.tableName, out)),
     );
+    return target.schema(node) as T['schema'];
   }
 
   /**
@@ -416,10 +421,10 @@ export class AdbcConnection extends Closable {
    * @example
    * const t = await conn.query('SELECT * FROM people WHERE id = ?', tableFromArrays({ id: Int32Array.of(1) }));
    */
-  async query(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<ImportedTable> {
+  async query(sql: string, params?: BindSource<T> | AsyncBatchSource<T>, options: QueryOptions = {}): Promise<T['table']> {
     const reader = await this.queryStream(sql, params, options);
     try {
-      return await reader.toTableAsync(); // with a signal: an abort rejects it at once
+      return (await reader.toTableAsync()) as T['table']; // with a signal: an abort rejects it at once
     } finally {
       reader.release();
     }
@@ -433,7 +438,7 @@ export class AdbcConnection extends Closable {
    * @example
    * for await (const batch of await conn.queryStream('SELECT * FROM big')) console.log(batch.numRows);
    */
-  async queryStream(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
+  async queryStream(sql: string, params?: BindSource<T> | AsyncBatchSource<T>, options: QueryOptions = {}): Promise<T['reader']> {
     checkSignal('queryStream', options.signal);
     const { stmt, key } = await this.#statementFor(sql, params, options.signal);
     let ok = false;
@@ -457,8 +462,8 @@ export class AdbcConnection extends Closable {
    * parameters bound unprepared, as before.
    */
   async #statementFor(
-    sql: string, params: BindSource | AsyncBatchSource | undefined, signal?: AbortSignal, cacheable = true,
-  ): Promise<{ stmt: AdbcStatement; key: string | undefined }> {
+    sql: string, params: BindSource<T> | AsyncBatchSource<T> | undefined, signal?: AbortSignal, cacheable = true,
+  ): Promise<{ stmt: AdbcStatement<T>; key: string | undefined }> {
     let key: string | undefined;
     if (SCHEMA_CHANGING.test(sql)) this.#clearCache();
     else if (cacheable && this.#cacheSize > 0) {
@@ -485,14 +490,14 @@ export class AdbcConnection extends Closable {
   }
 
   /** After a call on a statement of `#statementFor`: kept for the same SQL text (success, a key), else closed. */
-  #done(stmt: AdbcStatement, key: string | undefined, ok: boolean): void {
+  #done(stmt: AdbcStatement<T>, key: string | undefined, ok: boolean): void {
     if (!ok || key === undefined || !this.#core.life.open || this.#cache.has(key)) {
       stmt.closeSync();
       return;
     }
     this.#cache.set(key, stmt);
     if (this.#cache.size > this.#cacheSize) {
-      const [oldest, s] = this.#cache.entries().next().value as [string, AdbcStatement];
+      const [oldest, s] = this.#cache.entries().next().value as [string, AdbcStatement<T>];
       this.#cache.delete(oldest);
       s.closeSync();
     }
@@ -504,7 +509,7 @@ export class AdbcConnection extends Closable {
     this.#cache.clear();
   }
 
-  async #newStatementFor(sql: string, params: BindSource | AsyncBatchSource | undefined, signal?: AbortSignal): Promise<AdbcStatement> {
+  async #newStatementFor(sql: string, params: BindSource<T> | AsyncBatchSource<T> | undefined, signal?: AbortSignal): Promise<AdbcStatement<T>> {
     const stmt = await this.createStatement();
     try {
       // An abort before the execution stops between steps (they are short; the execution is what waits).
@@ -534,7 +539,7 @@ export class AdbcConnection extends Closable {
    * @example
    * await conn.execute('CREATE TABLE t (x INTEGER)');
    */
-  async execute(sql: string, params?: BindSource | AsyncBatchSource, options: SignalOption = {}): Promise<number> {
+  async execute(sql: string, params?: BindSource<T> | AsyncBatchSource<T>, options: SignalOption = {}): Promise<number> {
     checkSignal('execute', options.signal);
     const { stmt, key } = await this.#statementFor(sql, params, options.signal);
     let ok = false;
@@ -564,7 +569,7 @@ export class AdbcConnection extends Closable {
    *   return n;
    * }));
    */
-  async executePartitions(sql: string, params?: BindSource | AsyncBatchSource, options: SignalOption = {}): Promise<PartitionedResult> {
+  async executePartitions(sql: string, params?: BindSource<T> | AsyncBatchSource<T>, options: SignalOption = {}): Promise<PartitionedResult<T>> {
     checkSignal('executePartitions', options.signal);
     const { stmt } = await this.#statementFor(sql, params, options.signal, false);
     try {
@@ -586,16 +591,16 @@ export class AdbcConnection extends Closable {
    * const { partitions } = await conn.executePartitions('SELECT * FROM events');
    * for await (const batch of await conn.readPartition(partitions[0]!)) console.log(batch.numRows);
    */
-  async readPartition(descriptor: Uint8Array, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
-    const { driver, serial, life, queryDefaults } = this.#core;
+  async readPartition(descriptor: Uint8Array, options: QueryOptions = {}): Promise<T['reader']> {
+    const { driver, serial, life, queryDefaults, target } = this.#core;
     const { signal, ...importOptions } = options;
     checkSignal('readPartition', signal);
     // The stream's place in the release order: under the connection (no statement made it).
     const stream = new Lifetime('partition stream', life, this.#core.resultOpened());
     /** The read began on a worker thread: only then is the connection's cancel this call's, not a queued one's. */
     let started = false;
-    const read = async (): Promise<AdbcRecordBatchReader> => {
-      let inner;
+    const read = async (): Promise<T['reader']> => {
+      let inner: RecordBatchStreamImport<T['batch'], T['table'], T['schema']>;
       try {
         inner = await this.#run('readPartition', async (p) => {
           throwIfAborted(signal);
@@ -607,7 +612,8 @@ export class AdbcConnection extends Closable {
               onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
               ...queryDefaults,
               ...importOptions,
-            });
+              target: target.stream,
+            }) as unknown as RecordBatchStreamImport<T['batch'], T['table'], T['schema']>;
           } finally {
             freeNative(bytes); // adbc.h: the descriptor is only read during the call
           }
@@ -616,7 +622,7 @@ export class AdbcConnection extends Closable {
         stream.close();
         throw e;
       }
-      return new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel(), signal);
+      return target.reader(new AdbcResultReader(inner, stream, serial, () => this.cancel(), signal) as never) as T['reader'];
     };
     return abortable('readPartition', signal, read, () => {
       if (started) this.cancel();
@@ -646,19 +652,19 @@ export class AdbcConnection extends Closable {
    *   rows[partition]! += batch.numRows;
    * }
    */
-  async readPartitions(descriptors: readonly Uint8Array[], options: ReadPartitionsOptions = {}): Promise<AdbcPartitionReader> {
+  async readPartitions(descriptors: readonly Uint8Array[], options: ReadPartitionsOptions = {}): Promise<AdbcPartitionReader<T>> {
     this.#core.ptr('readPartitions');
     checkSignal('readPartitions', options.signal);
     const pool = this.#partitionConnections;
     const life = this.#core.life;
     const source = {
-      connect: async (): Promise<AdbcConnection> => pool.pop() ?? this.#sibling(),
-      recycle: (c: AdbcConnection): void => {
+      connect: async (): Promise<AdbcConnection<T>> => pool.pop() ?? this.#sibling(),
+      recycle: (c: AdbcConnection<T>): void => {
         if (life.open) pool.push(c);
         else c.closeSync();
       },
     };
-    return new AdbcPartitionReader(descriptors, source, options).start();
+    return new AdbcPartitionReader<T>(descriptors, source, options).start();
   }
 
   /**
@@ -694,7 +700,7 @@ export class AdbcConnection extends Closable {
     return o;
   }
 
-  async #ingestOnce(tableName: string, data: BindSource, options: IngestOptions, mode: string): Promise<number> {
+  async #ingestOnce(tableName: string, data: BindSource<T>, options: IngestOptions, mode: string): Promise<number> {
     throwIfAborted(options.signal);
     const stmt = await this.createStatement();
     try {
@@ -715,7 +721,7 @@ export class AdbcConnection extends Closable {
    * @example
    * await conn.ingest('people', tableFromArrays({ id: Int32Array.of(1, 2) }), { mode: IngestMode.Create });
    */
-  async ingest(tableName: string, data: BindSource | AsyncBatchSource, options: IngestOptions = {}): Promise<number> {
+  async ingest(tableName: string, data: BindSource<T> | AsyncBatchSource<T>, options: IngestOptions = {}): Promise<number> {
     return this.ingestStream(tableName, data, options);
   }
 
@@ -731,28 +737,29 @@ export class AdbcConnection extends Closable {
    * @example
    * await conn.ingestStream('events', RecordBatchReader.from(ipcBytes));
    */
-  async ingestStream(tableName: string, reader: BindSource | AsyncBatchSource, options: IngestOptions = {}): Promise<number> {
+  async ingestStream(tableName: string, reader: BindSource<T> | AsyncBatchSource<T>, options: IngestOptions = {}): Promise<number> {
     this.#core.ptr('ingestStream');
     checkSignal('ingestStream', options.signal);
     const mode = options.mode ?? IngestMode.Create;
-    if (!isAsyncSource(reader)) return this.#ingestOnce(tableName, reader, options, mode);
+    const target = this.#core.target;
+    if (!target.isAsync(reader)) return this.#ingestOnce(tableName, reader as BindSource<T>, options, mode);
     let total = 0;
     let first = true;
     const add = (n: number): void => {
       total = total < 0 || n < 0 ? -1 : total + n;
     };
-    for await (const batch of reader) {
-      if (!(batch instanceof RecordBatch)) {
-        throw new AdbcError('ingestStream', { status: AdbcStatus.INVALID_ARGUMENT, message: 'ingestStream: the async source yielded something that is not a RecordBatch' });
+    for await (const batch of reader as AsyncIterable<unknown>) {
+      if (!target.isBatch(batch)) {
+        throw new AdbcError('ingestStream', { status: AdbcStatus.INVALID_ARGUMENT, message: 'ingestStream: the async source yielded something that is not a batch' });
       }
-      add(await this.#ingestOnce(tableName, batch, options, first ? mode : IngestMode.Append));
+      add(await this.#ingestOnce(tableName, batch as BindSource<T>, options, first ? mode : IngestMode.Append));
       first = false;
     }
     if (first) {
       // No batch: the table is still created (or replaced) with the source's schema, as a synchronous source would.
-      const { schema } = await collect(reader);
-      if (!schema) throw new AdbcError('ingestStream', { status: AdbcStatus.INVALID_ARGUMENT, message: 'ingestStream: the async source yielded no batch and has no schema' });
-      if (mode !== IngestMode.Append) add(await this.#ingestOnce(tableName, new Table(schema), options, mode));
+      const empty = await target.emptyOf(reader);
+      if (empty === undefined) throw new AdbcError('ingestStream', { status: AdbcStatus.INVALID_ARGUMENT, message: 'ingestStream: the async source yielded no batch and has no schema' });
+      if (mode !== IngestMode.Append) add(await this.#ingestOnce(tableName, empty as BindSource<T>, options, mode));
     }
     return total;
   }
@@ -814,10 +821,10 @@ function connectionLifetime(driver: Driver, ptr: Ptr, parent: Lifetime): Lifetim
 }
 
 /** @internal `AdbcConnectionNew` + `AdbcConnectionInit` (the latter on a worker thread: it may connect over the network). */
-export async function openConnection(
-  driver: Driver, db: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection>, queryDefaults: QueryDefaults = {}, onClose?: (c: AdbcConnection) => void,
-  statementCacheSize?: number,
-): Promise<AdbcConnection> {
+export async function openConnection<T extends AdbcTypes>(
+  driver: Driver, db: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection<T>>, target: AdbcTarget<T>, queryDefaults: QueryDefaults = {},
+  onClose?: (c: AdbcConnection<T>) => void, statementCacheSize?: number,
+): Promise<AdbcConnection<T>> {
   const p = allocNative(16);
   try {
     driver.call('ConnectionNew', p);
@@ -829,7 +836,7 @@ export async function openConnection(
   const leave = parent.enter();
   try {
     await driver.callAsync('ConnectionInit', p, db);
-    return new AdbcConnection(driver, p, parent, sibling, queryDefaults, onClose, statementCacheSize);
+    return new AdbcConnection<T>(driver, p, parent, sibling, target, queryDefaults, onClose, statementCacheSize);
   } catch (e) {
     try {
       driver.call('ConnectionRelease', p);

@@ -8,6 +8,8 @@ import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
 import * as options from './options.js';
 import { openConnection, type AdbcConnection } from './connection.js';
+import type { ArrowAdbc } from './arrowjs.js';
+import type { AdbcTarget, AdbcTypes } from './target.js';
 import { AdbcPool, type PoolOptions } from './pool.js';
 import { LoadFlags, type ConnectOptions, type QueryDefaults } from './types.js';
 import type { Ptr } from '../memory/memory.js';
@@ -27,6 +29,10 @@ export interface DriverInfo {
 }
 
 /**
+ * What `AdbcDatabase` is for every target (src/adbc/target.ts): the arrow-js
+ * entry's `AdbcDatabase` (src/adbc/arrowjs.ts) and the flechette entry's
+ * (src/flechette/adbc.ts) are this class with their target.
+ *
  * A database (`AdbcDatabase`) through an ADBC driver, found as the ADBC
  * driver manager finds drivers: a short name through manifests, a path, a
  * URI naming the driver, or a connection profile (see `ConnectOptions`).
@@ -41,7 +47,7 @@ export interface DriverInfo {
  * await using conn = await db.connect();
  * const table = await conn.query('SELECT 1 AS one');
  */
-export class AdbcDatabase extends Closable {
+export class AdbcDatabaseBase<T extends AdbcTypes = ArrowAdbc> extends Closable {
   /** Where the driver came from, and the ADBC version it speaks. */
   readonly driverInfo: DriverInfo;
   readonly #driver: Driver;
@@ -50,13 +56,14 @@ export class AdbcDatabase extends Closable {
   readonly #serial = new Serial();
   readonly #queryDefaults: QueryDefaults;
   readonly #statementCacheSize: number | undefined;
+  readonly #target: AdbcTarget<T>;
 
   /**
    * Finds and loads the driver (see `ConnectOptions` for every form `driver` takes), then makes and
    * initialises its database (`AdbcDatabaseNew`, `AdbcDatabaseSetOption`, `AdbcDatabaseInit`), on the
    * JS thread. Throws an `AdbcError` (`NOT_FOUND` with every place tried, for a driver not found).
    */
-  constructor(options: ConnectOptions) {
+  constructor(options: ConnectOptions, target: AdbcTarget<T>) {
     const size = options.statementCacheSize;
     if (size !== undefined && !(Number.isInteger(size) && size >= 0)) {
       throw new AdbcError('AdbcDatabase', { status: AdbcStatus.INVALID_ARGUMENT, message: `AdbcDatabase: options.statementCacheSize must be an integer from 0, got ${String(size)}` });
@@ -68,6 +75,7 @@ export class AdbcDatabase extends Closable {
     this.#ptr = opened.ptr;
     this.#life = opened.life;
     this.#queryDefaults = { ...options.queryOptions };
+    this.#target = target;
     this.#statementCacheSize = options.statementCacheSize;
   }
 
@@ -167,13 +175,15 @@ export class AdbcDatabase extends Closable {
    * @example
    * await using conn = await db.connect();
    */
-  async connect(): Promise<AdbcConnection> {
+  async connect(): Promise<AdbcConnection<T>> {
     return this.#connect(undefined);
   }
 
-  #connect(onClose: ((c: AdbcConnection) => void) | undefined): Promise<AdbcConnection> {
+  #connect(onClose: ((c: AdbcConnection<T>) => void) | undefined): Promise<AdbcConnection<T>> {
     this.#life.check('connect');
-    return this.#serial.run(() => openConnection(this.#driver, this.#ptr, this.#life, () => this.connect(), this.#queryDefaults, onClose, this.#statementCacheSize));
+    return this.#serial.run(() =>
+      openConnection(this.#driver, this.#ptr, this.#life, () => this.connect(), this.#target, this.#queryDefaults, onClose, this.#statementCacheSize),
+    );
   }
 
   /**
@@ -185,9 +195,9 @@ export class AdbcDatabase extends Closable {
    * await using pool = db.pool({ max: 16, idleTimeoutMillis: 30_000, acquireTimeoutMillis: 5_000 });
    * const t = await pool.query('SELECT 1 AS one', undefined, { signal: AbortSignal.timeout(2_000) });
    */
-  pool(options: PoolOptions = {}): AdbcPool {
+  pool(options: PoolOptions = {}): AdbcPool<T> {
     this.#life.check('pool');
-    return new AdbcPool((onClose) => this.#connect(onClose), options);
+    return new AdbcPool<T>((onClose) => this.#connect(onClose), options);
   }
 }
 

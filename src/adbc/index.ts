@@ -9,9 +9,11 @@
  *
  * @module arrow-device/adbc
  */
-// Results are arrow-js objects: the stream readers' arrow-js side (src/stream/import.ts is target-neutral).
-import '../stream/arrowjs.js';
-export { AdbcDatabase, type DriverInfo } from './database.js';
+// Results are arrow-js objects: the arrow-js target (the driver manager below it is target-neutral).
+export { AdbcDatabase, type ArrowAdbc } from './arrowjs.js';
+export { AdbcDatabaseBase, type DriverInfo } from './database.js';
+export type { AdbcTarget, AdbcTypes, BindExports, ResultReaderLike } from './target.js';
+export { AdbcResultReader, type ResultTypes } from './result.js';
 export { AdbcConnection } from './connection.js';
 export { AdbcPool, type PoolOptions } from './pool.js';
 export {

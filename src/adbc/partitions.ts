@@ -29,11 +29,11 @@
  * - `return()` (a `break` out of `for await`), `release()` and `cancel()`
  *   do the same without an error.
  */
-import type { Schema } from 'apache-arrow';
 import { ArrowDeviceError } from '../errors.js';
-import type { ImportedRecordBatch } from '../array/build.js';
 import { AdbcError, AdbcStatus } from './error.js';
-import type { AdbcRecordBatchReader } from './reader.js';
+import type { ArrowAdbc } from './arrowjs.js';
+import type { AdbcTypes } from './target.js';
+import { releaseImport } from '../array/owned.js';
 import type { QueryOptions } from './statement.js';
 import { reasonOf } from './abort.js';
 
@@ -57,38 +57,38 @@ export interface ReadPartitionsOptions extends QueryOptions {
 }
 
 /** One item of an `AdbcPartitionReader`: a batch and the partition it came from. */
-export interface PartitionBatch {
+export interface PartitionBatch<T extends AdbcTypes = ArrowAdbc> {
   /** The index of the partition in the descriptors given to `readPartitions`. */
   partition: number;
   /** The batch: zero-copy, alive until the reader's next step unless kept (`reader.keep(batch)`). */
-  batch: ImportedRecordBatch;
+  batch: T['batch'];
 }
 
 /** What the reader needs of the connection that made it. */
-export interface PartitionSource {
+export interface PartitionSource<T extends AdbcTypes = ArrowAdbc> {
   /** A connection of the same database: one kept from an earlier read, else a new one. */
-  connect(): Promise<PartitionConnection>;
+  connect(): Promise<PartitionConnection<T>>;
   /** Takes back a connection whose partitions all ended cleanly, for the next read (or closes it). */
-  recycle(conn: PartitionConnection): void;
+  recycle(conn: PartitionConnection<T>): void;
 }
 
 /** The part of `AdbcConnection` this module uses (it cannot import the class: the class imports this module). */
-export interface PartitionConnection {
-  readPartition(descriptor: Uint8Array, options?: QueryOptions): Promise<AdbcRecordBatchReader>;
+export interface PartitionConnection<T extends AdbcTypes = ArrowAdbc> {
+  readPartition(descriptor: Uint8Array, options?: QueryOptions): Promise<T['reader']>;
   cancel(): boolean;
   close(): Promise<void>;
 }
 
 /** A partition being read. */
-interface Slot {
+interface Slot<T extends AdbcTypes> {
   readonly partition: number;
-  conn: PartitionConnection | undefined;
-  reader: AdbcRecordBatchReader | undefined;
-  it: AsyncIterator<ImportedRecordBatch> | undefined;
+  conn: PartitionConnection<T> | undefined;
+  reader: T['reader'] | undefined;
+  it: AsyncIterator<T['batch']> | undefined;
   /** The call running on a worker thread for it (connect, `readPartition`, `get_next`), settled when it returns. */
   busy: Promise<void>;
   /** Its batch, read and not handed out yet. */
-  ready: ImportedRecordBatch | undefined;
+  ready: T['batch'] | undefined;
 }
 
 /** A failed partition's error, as one `AdbcError` naming the partition (the original as `cause`). */
@@ -122,20 +122,20 @@ function partitionError(e: unknown, partition: number, total: number): AdbcError
  *   rows += batch.numRows; // `partition`: the index of the descriptor it came from
  * }
  */
-export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch>, AsyncDisposable {
+export class AdbcPartitionReader<T extends AdbcTypes = ArrowAdbc> implements AsyncIterableIterator<PartitionBatch<T>>, AsyncDisposable {
   readonly #descriptors: readonly Uint8Array[];
-  readonly #source: PartitionSource;
+  readonly #source: PartitionSource<T>;
   readonly #options: QueryOptions;
   readonly #concurrency: number;
   readonly #ordered: boolean;
   /** Partitions in flight, by index. */
-  readonly #slots = new Map<number, Slot>();
+  readonly #slots = new Map<number, Slot<T>>();
   /** Connections whose partition ended, for the next partition. */
-  readonly #idle: PartitionConnection[] = [];
+  readonly #idle: PartitionConnection<T>[] = [];
   /** The next partition to start. */
   #next = 0;
   /** The partition whose batch was handed out last: pulled again at the next step. */
-  #handed: Slot | undefined;
+  #handed: Slot<T> | undefined;
   /** The first failure. */
   #error: AdbcError | undefined;
   /** The error was thrown to the consumer (it is thrown once). */
@@ -146,17 +146,17 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
   #closing: Promise<void> | undefined;
   /** Wakes a consumer waiting for a batch, an end or a failure. */
   #wake: (() => void) | undefined;
-  #schema: Schema | undefined;
+  #schema: T['schema'] | undefined;
   #batches = 0;
   #queue: Promise<unknown> = Promise.resolve();
   /** `options.signal`: an abort cancels every partition, releases everything, and rejects the step with its reason. */
   readonly #signal: AbortSignal | undefined;
   #onAbort: (() => void) | undefined;
   /** Partitions with a batch ready, in the order the batches arrived. */
-  readonly #arrived: Slot[] = [];
+  readonly #arrived: Slot<T>[] = [];
 
   /** @internal Use `AdbcConnection.readPartitions`. */
-  constructor(descriptors: readonly Uint8Array[], source: PartitionSource, options: ReadPartitionsOptions = {}) {
+  constructor(descriptors: readonly Uint8Array[], source: PartitionSource<T>, options: ReadPartitionsOptions = {}) {
     const { concurrency = 4, ordered = false, signal, ...rest } = options;
     if (!Number.isInteger(concurrency) || concurrency < 1) {
       throw new AdbcError('readPartitions', { status: AdbcStatus.INVALID_ARGUMENT, message: `readPartitions: options.concurrency must be an integer from 1, got ${String(concurrency)}` });
@@ -185,7 +185,7 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
   }
 
   /** The result's schema: that of the first partition whose stream opened (undefined before, and with no partitions). */
-  get schema(): Schema | undefined {
+  get schema(): T['schema'] | undefined {
     return this.#schema;
   }
 
@@ -208,14 +208,14 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
   #fill(): void {
     while (!this.#closed && this.#error === undefined && this.#slots.size < this.#concurrency && this.#next < this.#descriptors.length) {
       const partition = this.#next++;
-      const slot: Slot = { partition, conn: undefined, reader: undefined, it: undefined, busy: Promise.resolve(), ready: undefined };
+      const slot: Slot<T> = { partition, conn: undefined, reader: undefined, it: undefined, busy: Promise.resolve(), ready: undefined };
       this.#slots.set(partition, slot);
       slot.busy = this.#start(slot);
     }
   }
 
   /** Opens the partition's stream (a connection, then `AdbcConnectionReadPartition`), then reads its first batch. */
-  async #start(slot: Slot): Promise<void> {
+  async #start(slot: Slot<T>): Promise<void> {
     try {
       slot.conn = this.#idle.pop() ?? (await this.#source.connect());
       if (this.#closed || this.#error) return; // released meanwhile: #releaseAll closes what the slot holds
@@ -230,7 +230,7 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
   }
 
   /** Reads the partition's next batch (a `get_next` on a worker thread); the batch handed out before goes back first, unless kept. */
-  async #read(slot: Slot): Promise<void> {
+  async #read(slot: Slot<T>): Promise<void> {
     const r = await slot.it!.next();
     if (this.#closed || this.#error) return;
     if (r.done) {
@@ -242,18 +242,18 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
     this.#wake?.();
   }
 
-  #pull(slot: Slot): void {
+  #pull(slot: Slot<T>): void {
     slot.busy = this.#read(slot).catch((e: unknown) => this.#fail(e, slot));
   }
 
   /** A partition read to its end: its connection serves the next one. */
-  #finish(slot: Slot): void {
+  #finish(slot: Slot<T>): void {
     this.#slots.delete(slot.partition);
     if (slot.conn) this.#idle.push(slot.conn);
     this.#fill();
   }
 
-  #fail(e: unknown, slot: Slot): void {
+  #fail(e: unknown, slot: Slot<T>): void {
     if (this.#error || this.#closed) return; // the first failure is the one to report; the cancelled ones follow from it
     this.#error = partitionError(e, slot.partition, this.#descriptors.length);
     // Every other partition told to stop now, so that a call waiting on the network returns.
@@ -266,15 +266,15 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
    * ADBC): its stream's `get_next`, or `AdbcConnectionReadPartition` itself while the stream is
    * not open yet (a server may wait for the first rows before it answers).
    */
-  #stop(slot: Slot): void {
+  #stop(slot: Slot<T>): void {
     if (slot.reader) slot.reader.cancel();
     else slot.conn?.cancel();
   }
 
   /** The item to hand out now, if one is ready (in order: only the lowest partition in flight's). */
-  #take(): Slot | undefined {
+  #take(): Slot<T> | undefined {
     if (this.#ordered) {
-      let first: Slot | undefined;
+      let first: Slot<T> | undefined;
       for (const s of this.#slots.values()) if (!first || s.partition < first.partition) first = s;
       return first?.ready ? first : undefined;
     }
@@ -287,7 +287,7 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
    * released first unless kept. Rejects with the first failure (once, after
    * everything was released); resolves `done` at the end.
    */
-  next(): Promise<IteratorResult<PartitionBatch, undefined>> {
+  next(): Promise<IteratorResult<PartitionBatch<T>, undefined>> {
     // One step at a time (a caller that does not await each next() still gets them in turn).
     const p = this.#queue.then(() => this.#step());
     this.#queue = p.then(
@@ -298,7 +298,7 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
   }
 
   /** Releases everything, then throws the failure if there is one not thrown yet; else the end. */
-  async #end(): Promise<IteratorResult<PartitionBatch, undefined>> {
+  async #end(): Promise<IteratorResult<PartitionBatch<T>, undefined>> {
     await this.#release();
     if (this.#error && !this.#thrown) {
       this.#thrown = true;
@@ -307,7 +307,7 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
     return { done: true, value: undefined };
   }
 
-  async #step(): Promise<IteratorResult<PartitionBatch, undefined>> {
+  async #step(): Promise<IteratorResult<PartitionBatch<T>, undefined>> {
     const handed = this.#handed;
     this.#handed = undefined;
     if (handed && !this.#closed && !this.#error) this.#pull(handed);
@@ -330,13 +330,13 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
   }
 
   /** Leaves the iteration (`break`): cancels the partitions in flight and releases everything. */
-  async return(): Promise<IteratorResult<PartitionBatch, undefined>> {
+  async return(): Promise<IteratorResult<PartitionBatch<T>, undefined>> {
     await this.cancel();
     return { done: true, value: undefined };
   }
 
   /** As `return()`. */
-  async throw(): Promise<IteratorResult<PartitionBatch, undefined>> {
+  async throw(): Promise<IteratorResult<PartitionBatch<T>, undefined>> {
     return this.return();
   }
 
@@ -349,9 +349,9 @@ export class AdbcPartitionReader implements AsyncIterableIterator<PartitionBatch
    * Keeps `batch` (the one handed out last) alive past the next step: it is
    * the caller's from now on (`batch.release()`, or the garbage collector).
    */
-  keep<U extends ImportedRecordBatch>(batch: U): U {
+  keep<U extends T['batch']>(batch: U): U {
     const reader = this.#handed?.reader;
-    return reader ? reader.keep(batch) : batch;
+    return reader ? (reader as unknown as { keep(b: U): U }).keep(batch) : batch;
   }
 
   /**

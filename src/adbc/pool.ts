@@ -18,12 +18,12 @@
  *   connections, waits for those in use to come back, closes them, and
  *   resolves when none is left.
  */
-import type { ImportedTable } from '../array/build.js';
 import { checkSignal, reasonOf } from './abort.js';
-import { connectionInternals, type AdbcConnection } from './connection.js';
+import { connectionInternals, type AdbcConnection, type AnyConnection } from './connection.js';
 import { AdbcError, AdbcStatus } from './error.js';
-import type { AdbcRecordBatchReader } from './reader.js';
-import type { AsyncBatchSource, BindSource, QueryOptions, SignalOption } from './statement.js';
+import type { ArrowAdbc } from './arrowjs.js';
+import type { QueryOptions, SignalOption } from './statement.js';
+import type { AdbcTypes, AsyncBatchSource, BindSource } from './target.js';
 import type { IngestOptions } from './types.js';
 
 /** Options of `AdbcDatabase.pool()`. */
@@ -41,7 +41,7 @@ export interface PoolOptions {
 
 /** One `connect()` waiting for a connection. */
 interface Waiter {
-  resolve(c: AdbcConnection): void;
+  resolve(c: AnyConnection): void;
   reject(e: unknown): void;
   /** Undoes the waiter's timer and abort listener. */
   done(): void;
@@ -78,28 +78,28 @@ function nonNegative(op: string, name: string, v: number | undefined, dflt: numb
  * await using conn = await pool.connect(); // given back at the end of the scope
  * await conn.execute('UPDATE counters SET n = n + 1');
  */
-export class AdbcPool implements AsyncDisposable {
-  readonly #open: (onClose: (c: AdbcConnection) => void) => Promise<AdbcConnection>;
+export class AdbcPool<T extends AdbcTypes = ArrowAdbc> implements AsyncDisposable {
+  readonly #open: (onClose: (c: AdbcConnection<T>) => void) => Promise<AdbcConnection<T>>;
   readonly #max: number;
   readonly #idleTimeout: number;
   readonly #acquireTimeout: number;
   /** Every connection of the pool that is open (idle, leased or draining). */
-  readonly #all = new Set<AdbcConnection>();
+  readonly #all = new Set<AdbcConnection<T>>();
   /** Idle connections, the most recently used last (taken from the end: the warm ones are reused, the cold ones time out). */
-  readonly #idle: AdbcConnection[] = [];
-  readonly #idleTimers = new Map<AdbcConnection, Timer>();
-  readonly #leased = new Set<AdbcConnection>();
+  readonly #idle: AdbcConnection<T>[] = [];
+  readonly #idleTimers = new Map<AdbcConnection<T>, Timer>();
+  readonly #leased = new Set<AdbcConnection<T>>();
   /** Given back with a reader (or a call) still open: reusable once it is released. */
-  readonly #draining = new Set<AdbcConnection>();
+  readonly #draining = new Set<AdbcConnection<T>>();
   readonly #waiters: Waiter[] = [];
   #opening = 0;
   #closing = false;
   #closed: Promise<void> | undefined;
   #resolveClosed: (() => void) | undefined;
-  readonly #giveBack = (c: AdbcConnection): void => this.#return(c);
+  readonly #giveBack = (c: AdbcConnection<T>): void => this.#return(c);
 
   /** @internal Use `AdbcDatabase.pool()`. */
-  constructor(open: (onClose: (c: AdbcConnection) => void) => Promise<AdbcConnection>, options: PoolOptions = {}) {
+  constructor(open: (onClose: (c: AdbcConnection<T>) => void) => Promise<AdbcConnection<T>>, options: PoolOptions = {}) {
     const max = options.max ?? 10;
     if (!Number.isInteger(max) || max < 1) {
       throw new AdbcError('pool', { status: AdbcStatus.INVALID_ARGUMENT, message: `pool: options.max must be an integer from 1, got ${String(max)}` });
@@ -146,7 +146,7 @@ export class AdbcPool implements AsyncDisposable {
    *   conn.release();
    * }
    */
-  connect(options: SignalOption = {}): Promise<AdbcConnection> {
+  connect(options: SignalOption = {}): Promise<AdbcConnection<T>> {
     const { signal } = options;
     try {
       checkSignal('connect', signal);
@@ -154,7 +154,7 @@ export class AdbcPool implements AsyncDisposable {
     } catch (e) {
       return Promise.reject(e);
     }
-    return new Promise<AdbcConnection>((resolve, reject) => {
+    return new Promise<AdbcConnection<T>>((resolve, reject) => {
       let timer: Timer | undefined;
       let onAbort: (() => void) | undefined;
       const waiter: Waiter = {
@@ -194,7 +194,7 @@ export class AdbcPool implements AsyncDisposable {
    * @example
    * const t = await pool.query('SELECT * FROM people WHERE id = $1', tableFromArrays({ id: Int32Array.of(1) }));
    */
-  async query(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<ImportedTable> {
+  async query(sql: string, params?: BindSource<T> | AsyncBatchSource<T>, options: QueryOptions = {}): Promise<T['table']> {
     return this.#with(options.signal, (c) => c.query(sql, params, options));
   }
 
@@ -205,7 +205,7 @@ export class AdbcPool implements AsyncDisposable {
    * @example
    * for await (const batch of await pool.queryStream('SELECT * FROM events')) console.log(batch.numRows);
    */
-  async queryStream(sql: string, params?: BindSource | AsyncBatchSource, options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
+  async queryStream(sql: string, params?: BindSource<T> | AsyncBatchSource<T>, options: QueryOptions = {}): Promise<T['reader']> {
     return this.#with(options.signal, (c) => c.queryStream(sql, params, options));
   }
 
@@ -215,7 +215,7 @@ export class AdbcPool implements AsyncDisposable {
    * @example
    * await pool.execute("DELETE FROM sessions WHERE expires < now()");
    */
-  async execute(sql: string, params?: BindSource | AsyncBatchSource, options: SignalOption = {}): Promise<number> {
+  async execute(sql: string, params?: BindSource<T> | AsyncBatchSource<T>, options: SignalOption = {}): Promise<number> {
     return this.#with(options.signal, (c) => c.execute(sql, params, options));
   }
 
@@ -225,7 +225,7 @@ export class AdbcPool implements AsyncDisposable {
    * @example
    * await pool.ingest('events', table, { mode: IngestMode.Append });
    */
-  async ingest(tableName: string, data: BindSource | AsyncBatchSource, options: IngestOptions = {}): Promise<number> {
+  async ingest(tableName: string, data: BindSource<T> | AsyncBatchSource<T>, options: IngestOptions = {}): Promise<number> {
     return this.#with(options.signal, (c) => c.ingest(tableName, data, options));
   }
 
@@ -260,7 +260,7 @@ export class AdbcPool implements AsyncDisposable {
   }
 
   /** Runs `f` on a connection of the pool and gives it back, whatever `f` does. */
-  async #with<T>(signal: AbortSignal | undefined, f: (c: AdbcConnection) => Promise<T>): Promise<T> {
+  async #with<R>(signal: AbortSignal | undefined, f: (c: AdbcConnection<T>) => Promise<R>): Promise<R> {
     const c = await this.connect({ signal });
     try {
       return await f(c);
@@ -298,7 +298,7 @@ export class AdbcPool implements AsyncDisposable {
     }
   }
 
-  #hand(c: AdbcConnection, w: Waiter): void {
+  #hand(c: AdbcConnection<T>, w: Waiter): void {
     const t = this.#idleTimers.get(c);
     if (t !== undefined) {
       clearTimeout(t);
@@ -311,7 +311,7 @@ export class AdbcPool implements AsyncDisposable {
   }
 
   /** A connection free for the next lease: to the oldest waiter, else idle (closed after the idle timeout). */
-  #idleOrHand(c: AdbcConnection): void {
+  #idleOrHand(c: AdbcConnection<T>): void {
     const w = this.#waiters.shift();
     if (w !== undefined) {
       this.#hand(c, w);
@@ -332,7 +332,7 @@ export class AdbcPool implements AsyncDisposable {
   }
 
   /** A lease ends (`release()`, `close()`, `await using` of a pooled connection, or the end of a pool call). */
-  #return(c: AdbcConnection): void {
+  #return(c: AdbcConnection<T>): void {
     if (!this.#leased.delete(c)) return; // given back already
     const ci = connectionInternals();
     ci.park(c, true);
@@ -346,7 +346,7 @@ export class AdbcPool implements AsyncDisposable {
   }
 
   /** Closes a connection for good (it leaves the pool); a waiter may get a new one in its place. */
-  #destroy(c: AdbcConnection): void {
+  #destroy(c: AdbcConnection<T>): void {
     this.#all.delete(c);
     const t = this.#idleTimers.get(c);
     if (t !== undefined) {

@@ -1,40 +1,27 @@
 /**
- * The reader of a query's result: the driver's `ArrowArrayStream` imported
- * by arrow-device (zero-copy batches, one alive at a time unless kept,
- * `get_next` off the JS thread under `for await`), tied into the ADBC
- * release order: its stream is a `Lifetime` under the statement that made
- * it, so the statement is released only after the stream.
- *
- * It is an arrow-js `RecordBatchReader` (a subclass): code written for the
- * official driver manager, whose readers are arrow-js readers, type-checks
- * and passes `instanceof RecordBatchReader` unchanged. arrow-js keeps a
- * reader's behaviour in a private implementation object; the public
- * members are overridden here (`STREAM_IMPL` answers the rest), so what
- * arrow-js's own helpers call (`RecordBatchReader.readAll`, `toNodeStream`,
- * `pipe`) reads this stream.
+ * The arrow-js target's reader of a query's result: the target-neutral
+ * reader (result.ts: the release order, the one-call-at-a-time rule, abort)
+ * handed out as an arrow-js `RecordBatchReader` (a subclass): code written
+ * for the official driver manager, whose readers are arrow-js readers,
+ * type-checks and passes `instanceof RecordBatchReader` unchanged. arrow-js
+ * keeps a reader's behaviour in a private implementation object; the
+ * public members are overridden here (`STREAM_IMPL` answers the rest), so
+ * what arrow-js's own helpers call (`RecordBatchReader.readAll`,
+ * `toNodeStream`, `pipe`) reads this stream.
  */
 import { RecordBatchReader, type Schema } from 'apache-arrow';
 import { ArrowSymbols } from '../abi/protocol.js';
 import type { ImportedRecordBatch, ImportedTable } from '../array/build.js';
 import type { ExportHandle } from '../memory/handle.js';
 import type { SchemaNode } from '../schema/node.js';
-import type { RecordBatchStreamImport } from '../stream/import.js';
-import { abortable, reasonOf, throwIfAborted } from './abort.js';
-import type { Lifetime, Serial } from './lifetime.js';
+import type { AdbcResultReader } from './result.js';
 
-/** A registry entry: what to release when a reader is collected unreleased. */
-interface Held {
-  inner: RecordBatchStreamImport<ImportedRecordBatch>;
-  life: Lifetime;
+/** The arrow-js target's result types. */
+export interface ArrowResult {
+  batch: ImportedRecordBatch;
+  table: ImportedTable;
+  schema: Schema;
 }
-
-const registry = new FinalizationRegistry<Held>(({ inner, life }) => {
-  try {
-    inner.release();
-  } finally {
-    if (inner.released) life.close();
-  }
-});
 
 /**
  * A query result, read batch by batch: `for await (const batch of reader)`
@@ -53,65 +40,43 @@ const registry = new FinalizationRegistry<Held>(({ inner, life }) => {
  * for await (const batch of reader) total += batch.numRows;
  */
 export class AdbcRecordBatchReader extends RecordBatchReader implements IterableIterator<ImportedRecordBatch>, AsyncIterable<ImportedRecordBatch> {
-  readonly #inner: RecordBatchStreamImport<ImportedRecordBatch>;
-  readonly #life: Lifetime;
-  readonly #serial: Serial;
-  readonly #cancel: () => void;
-  #async: AsyncIterator<ImportedRecordBatch> | undefined;
-  /** Released by `release()` / `cancel()`: a loop still running over it ends instead of failing. */
-  #closed = false;
-  /** The query's `AbortSignal`, until the stream is released. */
-  #signal: AbortSignal | undefined;
-  #onAbort: (() => void) | undefined;
+  readonly #r: AdbcResultReader<ArrowResult>;
 
-  /** @internal Made by `AdbcStatement.executeQuery` and the connection's readers. */
-  constructor(inner: RecordBatchStreamImport<ImportedRecordBatch>, life: Lifetime, serial: Serial, cancel: () => void, signal?: AbortSignal) {
+  /** @internal Made by the arrow-js target (src/adbc/arrowjs.ts) over the connection's reader. */
+  constructor(r: AdbcResultReader<ArrowResult>) {
     // arrow-js's constructor takes its implementation object, whose type it does not export.
     super(STREAM_IMPL as never);
-    this.#inner = inner;
-    this.#life = life;
-    this.#serial = serial;
-    this.#cancel = cancel;
-    registry.register(this, { inner, life }, this);
-    if (signal !== undefined && !inner.released) {
-      // The listener holds the reader weakly: a signal that lives long (a server's) must not keep
-      // readers from the collector. An abort cancels the query and releases the stream.
-      const ref = new WeakRef(this);
-      this.#signal = signal;
-      this.#onAbort = () => ref.deref()?.cancel();
-      if (signal.aborted) this.cancel();
-      else signal.addEventListener('abort', this.#onAbort, { once: true });
-    }
+    this.#r = r;
   }
 
   /** The result's schema (from the stream's `get_schema`). */
   override get schema(): Schema {
-    return this.#inner.schema;
+    return this.#r.schema;
   }
 
   /** The same schema with every type of the Arrow spec (arrow-js lacks a few). */
   get schemaNode(): SchemaNode {
-    return this.#inner.schemaNode;
+    return this.#r.schemaNode;
   }
 
   /** Whether the driver's stream has been released (ended, failed, cancelled or released). */
   get released(): boolean {
-    return this.#inner.released;
+    return this.#r.released;
   }
 
   /** arrow-js `RecordBatchReader` spelling of `released`. */
   override get closed(): boolean {
-    return this.#inner.released;
+    return this.#r.released;
   }
 
   /** How many batches have been read. */
   get batchesRead(): number {
-    return this.#inner.batchesRead;
+    return this.#r.batchesRead;
   }
 
   /** arrow-js `RecordBatchReader`: the batches read so far (a stream's count is known only at its end). */
   override get numRecordBatches(): number {
-    return this.#inner.batchesRead;
+    return this.#r.batchesRead;
   }
 
   /** arrow-js `RecordBatchReader`: true (the stream is released at its end, on an error or a `break`). */
@@ -152,16 +117,6 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
     return null;
   }
 
-  /** After every step: a stream that is released releases its place in the order (and its statement, if that was closed). */
-  #after(): void {
-    if (this.#inner.released) {
-      registry.unregister(this);
-      if (this.#onAbort) this.#signal!.removeEventListener('abort', this.#onAbort);
-      this.#onAbort = undefined;
-      this.#life.close();
-    }
-  }
-
   /** The reader is its own iterator: `for (const batch of reader)` calls `next()`. */
   override [Symbol.iterator](): this {
     return this;
@@ -172,99 +127,47 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
    * driver returns). The batch handed out before is released first unless kept.
    */
   override next(): IteratorResult<ImportedRecordBatch, undefined> {
-    throwIfAborted(this.#signal);
-    if (this.#closed) return { done: true, value: undefined };
-    try {
-      this.#serial.checkIdle('next', 'connection');
-      return this.#inner.next();
-    } finally {
-      this.#after();
-    }
+    return this.#r.next();
   }
 
   /** Batches with each `get_next` on a worker thread: the event loop runs while the driver works. */
   override [Symbol.asyncIterator](): AsyncIterableIterator<ImportedRecordBatch> {
-    const it = (this.#async ??= this.#inner[Symbol.asyncIterator]());
-    const step = (f: () => Promise<IteratorResult<ImportedRecordBatch, undefined>>): Promise<IteratorResult<ImportedRecordBatch, undefined>> =>
-      this.#serial.run(f).finally(() => this.#after());
-    const next = (): Promise<IteratorResult<ImportedRecordBatch, undefined>> => {
-      const signal = this.#signal;
-      if (signal?.aborted) return Promise.reject(reasonOf(signal));
-      if (this.#closed) return Promise.resolve({ done: true as const, value: undefined });
-      const pending = step(() => it.next() as Promise<IteratorResult<ImportedRecordBatch, undefined>>);
-      if (signal === undefined) return pending;
-      // An abort during the get_next rejects this step at once (the constructor's listener cancels and
-      // releases); a batch the step still gives is released.
-      return abortable('next', signal, () => pending, () => undefined, (r) => {
-        if (!r.done) r.value.release();
-      });
-    };
-    return {
-      next,
-      return: () => step(() => it.return!() as Promise<IteratorResult<ImportedRecordBatch, undefined>>),
-      throw: () => step(() => it.return!() as Promise<IteratorResult<ImportedRecordBatch, undefined>>),
-      [Symbol.asyncIterator]() {
-        return this;
-      },
-    };
+    return this.#r[Symbol.asyncIterator]();
   }
 
   /** Keeps `batch` (one this reader returned) alive past the next step: it is the caller's (`batch.release()`). */
   keep<U extends ImportedRecordBatch>(batch: U): U {
-    return this.#inner.keep(batch);
+    return this.#r.keep(batch);
   }
 
   /** Leaves the iteration: releases the stream. */
   override return(): IteratorResult<ImportedRecordBatch, undefined> {
-    this.release();
-    return { done: true, value: undefined };
+    return this.#r.return();
   }
 
   /** As `return()`. */
   override throw(): IteratorResult<ImportedRecordBatch, undefined> {
-    return this.return();
+    return this.#r.throw();
   }
 
   /** Reads every remaining batch on the JS thread and keeps them all. */
   readAll(): ImportedRecordBatch[] {
-    throwIfAborted(this.#signal);
-    try {
-      this.#serial.checkIdle('readAll', 'connection');
-      return this.#inner.readAll();
-    } finally {
-      this.#after();
-    }
+    return this.#r.readAll();
   }
 
   /** Reads every remaining batch on the JS thread into a zero-copy `Table` (`table.release()` gives the memory back). */
   toTable(): ImportedTable {
-    throwIfAborted(this.#signal);
-    try {
-      this.#serial.checkIdle('toTable', 'connection');
-      return this.#inner.toTable();
-    } finally {
-      this.#after();
-    }
+    return this.#r.toTable();
   }
 
   /** `readAll()` with every `get_next` on a worker thread. */
-  async readAllAsync(): Promise<ImportedRecordBatch[]> {
-    const out: ImportedRecordBatch[] = [];
-    try {
-      for await (const b of this) out.push(this.keep(b));
-    } catch (e) {
-      for (const b of out) b.release();
-      throw e;
-    }
-    return out;
+  readAllAsync(): Promise<ImportedRecordBatch[]> {
+    return this.#r.readAllAsync();
   }
 
   /** `toTable()` with every `get_next` on a worker thread. */
-  async toTableAsync(): Promise<ImportedTable> {
-    throwIfAborted(this.#signal);
-    const read = (): Promise<ImportedTable> => this.#serial.run(() => this.#inner.toTableAsync()).finally(() => this.#after());
-    // An abort rejects at once; the reader's own listener has cancelled the query and released the stream.
-    return this.#signal === undefined ? read() : abortable('toTableAsync', this.#signal, read, () => undefined, (t) => t.release());
+  toTableAsync(): Promise<ImportedTable> {
+    return this.#r.toTableAsync();
   }
 
   /**
@@ -273,8 +176,7 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
    * on a worker thread returns). Idempotent.
    */
   override cancel(): void {
-    if (!this.#inner.released) this.#cancel();
-    this.release();
+    this.#r.cancel();
   }
 
   /**
@@ -283,27 +185,22 @@ export class AdbcRecordBatchReader extends RecordBatchReader implements Iterable
    * released too unless kept. Idempotent.
    */
   release(): void {
-    this.#closed = true;
-    try {
-      this.#inner.release();
-    } finally {
-      this.#after();
-    }
+    this.#r.release();
   }
 
   /** `release()`: what the end of a `using` scope calls. */
   [Symbol.dispose](): void {
-    this.release();
+    this.#r.release();
   }
 
   /** `release()`: what the end of an `await using` scope calls. */
   async [Symbol.asyncDispose](): Promise<void> {
-    this.release();
+    this.#r.release();
   }
 
   /** Exchange protocol: the result's schema as an owned `ArrowSchema` handle. */
   [ArrowSymbols.schema](): ExportHandle {
-    return this.#inner[ArrowSymbols.schema]();
+    return this.#r[ArrowSymbols.schema]();
   }
 }
 

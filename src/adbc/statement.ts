@@ -1,24 +1,27 @@
 /**
- * `AdbcStatement`: one ADBC statement, and what binds data to it: an
- * arrow-js source leaves as an `exportArrayStream` (zero-copy, the JS
- * callbacks run on the JS thread while the driver reads it from the worker
- * thread that runs the execution), an object of the exchange protocol as
- * its own stream, moved to the driver.
+ * `AdbcStatement`: one ADBC statement, and what binds data to it: the
+ * target's data leaves as a zero-copy stream export (the JS callbacks run
+ * on the JS thread while the driver reads it from the worker thread that
+ * runs the execution), or as one record batch where it is one; an object of
+ * the exchange protocol as its own stream, moved to the driver.
+ * Target-neutral (src/adbc/target.ts).
  */
-import { RecordBatch, RecordBatchReader, Table, type Schema } from 'apache-arrow';
 // The internal modules of the public names used, not ../index.js: a query loads no device, async or protocol code.
 import { ArrowSymbols, isArrowExportable, type ArrowStreamExportable } from '../abi/protocol.js';
-import { allocArrowSchema, exportRecordBatch, freeArrowArray, freeArrowSchema, importSchema } from '../array/api.js';
-import { importArrayStreamFrom, importSchemaFrom } from '../fill/fill.js';
+import { allocArrowSchema, freeArrowArray, freeArrowSchema } from '../array/core.js';
+import { readSchemaPtr } from '../array/importer.js';
+import { importArrayStreamFrom, importSchemaNodeFrom } from '../fill/fill.js';
 import { NULL, type Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
-import { exportArrayStream, freeArrowArrayStream, type RecordBatchSource } from '../stream/export.js';
-import type { StreamImportOptions } from '../stream/import.js';
+import { freeArrowArrayStream } from '../stream/export.js';
+import type { RecordBatchStreamImport, StreamImportOptions } from '../stream/import.js';
 import { allocNative, allocPartitions, bytesIn, freeNative, readI64, takePartitions, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, type Serial } from './lifetime.js';
 import * as options from './options.js';
-import { AdbcRecordBatchReader } from './reader.js';
+import { AdbcResultReader } from './result.js';
+import type { AdbcTarget, AdbcTypes, AsyncBatchSource, BindSource } from './target.js';
+import type { ArrowAdbc } from './arrowjs.js';
 import { isReleased } from '../memory/cstruct.js';
 import { abortable, throwIfAborted } from './abort.js';
 import type { QueryDefaults } from './types.js';
@@ -48,19 +51,7 @@ export interface SignalOption {
   signal?: AbortSignal;
 }
 
-/**
- * What can be bound to a statement or ingested: an arrow-js `Table`,
- * `RecordBatch`, synchronous `RecordBatchReader` or iterable of batches
- * (exported zero-copy), or any object of the exchange protocol with
- * `arrow.c_stream` (its stream is moved to the driver).
- */
-export type BindSource = RecordBatchSource | RecordBatch | ArrowStreamExportable;
-
-/** What `ingestStream` and `bindStream` take besides a `BindSource`: an async source (an async arrow-js reader, an async iterable of batches). */
-export type AsyncBatchSource = AsyncIterable<RecordBatch> & {
-  /** The batches' schema where the source has it before the first batch (an async arrow-js reader); else the first batch's is used. */
-  schema?: Schema;
-};
+export type { AsyncBatchSource, BindSource } from './target.js';
 
 /**
  * A result split into partitions (`AdbcStatementExecutePartitions`): its
@@ -70,13 +61,13 @@ export type AsyncBatchSource = AsyncIterable<RecordBatch> & {
  * any connection of the same driver and database, in this process or
  * another one it is sent to (adbc.h, "Partitioned Results").
  */
-export interface PartitionedResult {
+export interface PartitionedResult<T extends AdbcTypes = ArrowAdbc> {
   /**
    * The schema every partition's stream has, or undefined where the driver
    * does not know it before a partition is read (ADBC's Flight SQL driver
    * against a server whose `FlightInfo` carries no schema).
    */
-  schema: Schema | undefined;
+  schema: T['schema'] | undefined;
   /** One descriptor per partition, in the driver's order (a distributed engine's endpoints). */
   partitions: Uint8Array[];
   /** Rows affected, -1 where the driver does not know (the usual case for a query). */
@@ -90,23 +81,11 @@ export interface ConnectionCore {
   readonly life: Lifetime;
   /** The database's `queryOptions`: what every reader of the connection starts from. */
   readonly queryDefaults: QueryDefaults;
+  /** What results are built with and bound data exported by (the database's). */
+  readonly target: AdbcTarget<AdbcTypes>;
   /** A result stream of the connection opens (a reader's); the returned function is called once when it is released. */
   resultOpened(): () => void;
   ptr(op: string): Ptr;
-}
-
-export function isAsyncSource(data: unknown): data is AsyncBatchSource {
-  if (typeof data !== 'object' || data === null) return false;
-  if (data instanceof RecordBatchReader) return data.isAsync();
-  return Symbol.asyncIterator in data && !(Symbol.iterator in data) && !isArrowExportable(data);
-}
-
-/** Reads an async source into batches (the schema from the source when it yields none). */
-export async function collect(data: AsyncBatchSource): Promise<{ batches: RecordBatch[]; schema: Schema | undefined }> {
-  if (data instanceof RecordBatchReader) await data.open();
-  const batches: RecordBatch[] = [];
-  for await (const b of data) batches.push(b);
-  return { batches, schema: (data as { schema?: Schema }).schema ?? batches[0]?.schema };
 }
 
 /**
@@ -121,7 +100,7 @@ export async function collect(data: AsyncBatchSource): Promise<{ batches: Record
  * const reader = await stmt.executeQuery();
  * for await (const batch of reader) console.log(batch.numRows);
  */
-export class AdbcStatement extends Closable {
+export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
   readonly #conn: ConnectionCore;
   readonly #ptr: Ptr;
   readonly #life: Lifetime;
@@ -145,7 +124,7 @@ export class AdbcStatement extends Closable {
   }
 
   /** @internal A new statement on `conn`: `AdbcStatementNew`. */
-  static create(conn: ConnectionCore): AdbcStatement {
+  static create<T extends AdbcTypes = ArrowAdbc>(conn: ConnectionCore): AdbcStatement<T> {
     const cptr = conn.ptr('createStatement');
     const p = allocNative(16);
     try {
@@ -154,7 +133,7 @@ export class AdbcStatement extends Closable {
       freeNative(p);
       throw e;
     }
-    return new AdbcStatement(conn, p);
+    return new AdbcStatement<T>(conn, p);
   }
 
   /** @internal Whether a result of this statement is still open (a cached statement is reused only when not). */
@@ -324,7 +303,7 @@ export class AdbcStatement extends Closable {
    * @example
    * await stmt.bind(tableFromArrays({ id: Int32Array.of(1, 2) }));
    */
-  async bind(data: BindSource | AsyncBatchSource): Promise<void> {
+  async bind(data: BindSource<T> | AsyncBatchSource<T>): Promise<void> {
     return this.bindStream(data);
   }
 
@@ -337,14 +316,12 @@ export class AdbcStatement extends Closable {
    * @example
    * await stmt.bindStream(RecordBatchReader.from(ipcBytes));
    */
-  async bindStream(data: BindSource | AsyncBatchSource): Promise<void> {
+  async bindStream(data: BindSource<T> | AsyncBatchSource<T>): Promise<void> {
     this.#life.check('bindStream');
-    if (isAsyncSource(data)) {
-      const { batches, schema } = await collect(data);
-      return this.bindStream(schema ? new Table(schema, batches) : batches);
-    }
+    const target = this.#conn.target;
+    if (target.isAsync(data)) return this.bindStream((await target.collect(data)) as BindSource<T>);
     const p = this.#queued('bindStream');
-    await this.#conn.serial.run(() => bindTo(this.#conn.driver, p, data));
+    await this.#conn.serial.run(() => bindTo(this.#conn.driver, target, p, data));
   }
 
   async #run<T>(f: () => Promise<T>): Promise<T> {
@@ -368,7 +345,7 @@ export class AdbcStatement extends Closable {
    * const reader = await stmt.executeQuery();
    * const table = await reader.toTableAsync();
    */
-  async executeQuery(options: QueryOptions = {}): Promise<AdbcRecordBatchReader> {
+  async executeQuery(options: QueryOptions = {}): Promise<T['reader']> {
     const p = this.#queued('executeQuery');
     if (this.#result && !this.#result.released) {
       throw new AdbcError('executeQuery', { status: AdbcStatus.INVALID_STATE, message: "executeQuery: the statement's previous result is still open: read it to the end or release it first" });
@@ -379,8 +356,9 @@ export class AdbcStatement extends Closable {
     const closed = this.#conn.resultOpened();
     const stream = new Lifetime('result stream', this.#life, closed);
     this.#result = stream;
-    const execute = async (): Promise<AdbcRecordBatchReader> => {
-      let inner;
+    const target = this.#conn.target;
+    const execute = async (): Promise<T['reader']> => {
+      let inner: RecordBatchStreamImport<T['batch'], T['table'], T['schema']>;
       try {
         inner = await this.#run(() =>
           importArrayStreamFrom((out) => driver.callAsync('StatementExecuteQuery', p, out, NULL), {
@@ -388,15 +366,16 @@ export class AdbcStatement extends Closable {
             onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
             ...this.#conn.queryDefaults,
             ...importOptions,
+            target: target.stream,
           }),
-        );
+        ) as unknown as RecordBatchStreamImport<T['batch'], T['table'], T['schema']>;
       } catch (e) {
         stream.close();
         throw e;
       }
-      return new AdbcRecordBatchReader(inner, stream, serial, () => this.cancel(), signal);
+      return target.reader(new AdbcResultReader(inner, stream, serial, () => this.cancel(), signal) as never) as T['reader'];
     };
-    return abortable('executeQuery', signal, execute, () => this.cancel(), (reader) => reader.release());
+    return abortable('executeQuery', signal, execute, () => this.cancel(), (reader) => (reader as { release(): void }).release());
   }
 
   /**
@@ -436,14 +415,14 @@ export class AdbcStatement extends Closable {
    *   for await (const batch of await conn.readPartition(descriptor)) console.log(batch.numRows);
    * }
    */
-  async executePartitions(options: SignalOption = {}): Promise<PartitionedResult> {
+  async executePartitions(options: SignalOption = {}): Promise<PartitionedResult<T>> {
     const p = this.#queued('executePartitions');
     throwIfAborted(options.signal);
     // The descriptors are plain bytes copied out of the driver: a late result has nothing to release.
     return abortable('executePartitions', options.signal, () => this.#executePartitions(p), () => this.cancel(), () => undefined);
   }
 
-  async #executePartitions(p: Ptr): Promise<PartitionedResult> {
+  async #executePartitions(p: Ptr): Promise<PartitionedResult<T>> {
     const { driver } = this.#conn;
     const schemaOut = allocArrowSchema();
     const parts = allocPartitions();
@@ -460,12 +439,12 @@ export class AdbcStatement extends Closable {
       });
       // A driver may not know the schema before a partition is read: Flight SQL's fills it only when the
       // server's FlightInfo carries one (arrow-go's example server sends none for a query).
-      const schema = isReleased(nativeMemory(), 'ArrowSchema', schemaOut) ? undefined : importSchema(schemaOut);
+      const schema = isReleased(nativeMemory(), 'ArrowSchema', schemaOut) ? undefined : this.#conn.target.schema(readSchemaPtr(nativeMemory(), schemaOut)) as T['schema'];
       return { schema, partitions, rowsAffected: Number(readI64(rows)) };
     } finally {
       freeNative(rows);
       freeNative(parts);
-      freeArrowSchema(schemaOut); // releases what importSchema did not (an import that failed), then frees
+      freeArrowSchema(schemaOut); // releases what the read did not (one that failed), then frees
     }
   }
 
@@ -475,9 +454,9 @@ export class AdbcStatement extends Closable {
    * @example
    * const schema = await stmt.executeSchema();
    */
-  async executeSchema(): Promise<Schema> {
+  async executeSchema(): Promise<T['schema']> {
     const p = this.#queued('executeSchema');
-    return this.#run(() => importSchemaFrom((out) => this.#conn.driver.callAsync('StatementExecuteSchema', p, out)));
+    return this.#schemaFrom((out) => this.#conn.driver.callAsync('StatementExecuteSchema', p, out));
   }
 
   /**
@@ -490,9 +469,13 @@ export class AdbcStatement extends Closable {
    * await stmt.prepare();
    * const params = await stmt.getParameterSchema(); // two fields
    */
-  async getParameterSchema(): Promise<Schema> {
+  async getParameterSchema(): Promise<T['schema']> {
     const p = this.#queued('getParameterSchema');
-    return this.#run(() => importSchemaFrom((out) => this.#conn.driver.callAsync('StatementGetParameterSchema', p, out)));
+    return this.#schemaFrom((out) => this.#conn.driver.callAsync('StatementGetParameterSchema', p, out));
+  }
+
+  async #schemaFrom(fill: (out: Ptr) => Promise<void>): Promise<T['schema']> {
+    return this.#conn.target.schema(await this.#run(async () => importSchemaNodeFrom(fill))) as T['schema'];
   }
 
   /**
@@ -522,10 +505,10 @@ export class AdbcStatement extends Closable {
  * (`npm run bench:service` prints what that costs a one-row query: its floor binds one array). A driver
  * that lacks `AdbcStatementBind`, or refuses it (NOT_IMPLEMENTED), gets the stream.
  */
-function bindTo(driver: Driver, p: Ptr, data: BindSource): void {
-  const single = data instanceof RecordBatch ? data : data instanceof Table && data.batches.length === 1 ? data.batches[0]! : undefined;
-  if (single !== undefined && driver.has('StatementBind')) {
-    const { schema, array } = exportRecordBatch(single);
+function bindTo(driver: Driver, target: AdbcTarget<AdbcTypes>, p: Ptr, data: unknown): void {
+  const ex = target.exports(data);
+  if (ex?.single !== undefined && driver.has('StatementBind')) {
+    const { schema, array } = ex.single();
     try {
       driver.call('StatementBind', p, array, schema);
       return;
@@ -536,9 +519,7 @@ function bindTo(driver: Driver, p: Ptr, data: BindSource): void {
       freeArrowSchema(schema);
     }
   }
-  if (data instanceof RecordBatch) data = [data];
-  const exportable = data instanceof Table || data instanceof RecordBatchReader || (typeof data === 'object' && data !== null && Symbol.iterator in data);
-  if (!exportable && isArrowExportable(data) && ArrowSymbols.stream in data) {
+  if (ex === undefined && isArrowExportable(data) && ArrowSymbols.stream in data) {
     const h = (data as ArrowStreamExportable)[ArrowSymbols.stream]();
     try {
       if (h.memory !== undefined) throw new AdbcError('bindStream', { status: AdbcStatus.INVALID_ARGUMENT, message: 'bindStream: the stream lives in a WebAssembly memory; a native driver cannot read it' });
@@ -548,13 +529,13 @@ function bindTo(driver: Driver, p: Ptr, data: BindSource): void {
     }
     return;
   }
-  if (!exportable) {
+  if (ex === undefined) {
     throw new AdbcError('bindStream', {
       status: AdbcStatus.INVALID_ARGUMENT,
-      message: `bindStream: expected a Table, RecordBatch, RecordBatchReader, an iterable or async iterable of RecordBatch, or an arrow.c_stream object; got ${data === null ? 'null' : typeof data}`,
+      message: `bindStream: expected ${target.accepts}; got ${data === null ? 'null' : typeof data}`,
     });
   }
-  const stream = exportArrayStream(data as RecordBatchSource);
+  const stream = ex.stream();
   try {
     driver.call('StatementBindStream', p, stream);
   } finally {

@@ -387,12 +387,13 @@ export class RecordBatchStreamImport<T extends StreamItem | object = ImportedRec
   #queue: Promise<unknown> = Promise.resolve();
 
   /** @internal Use `importArrayStream` / `importDeviceArrayStream`. */
-  constructor(h: StreamHandle, node: SchemaNode, plan: Plan, deviceType: number | undefined, opts: StreamImportOptions) {
+  constructor(h: StreamHandle, node: SchemaNode, plan: Plan, deviceType: number | undefined, opts: StreamImportOptions, targetSchema?: unknown) {
     this.#h = h;
     this.#plan = plan;
     this.schemaNode = node;
     // A reader of ArrayViews converts its schema only when asked (types arrow-js lacks stay possible).
-    if (!opts.view && opts.target === undefined) this.#schema = arrowjs('schema').batchSchemaOf(plan) as S;
+    if (opts.target !== undefined) this.#schema = targetSchema as S | undefined;
+    else if (!opts.view) this.#schema = arrowjs('schema').batchSchemaOf(plan) as S;
     this.deviceType = deviceType;
     this.#opts = opts;
     this.#keepAll = opts.keep ?? false;
@@ -879,13 +880,16 @@ function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: Str
     }
     const node = readStreamSchema(h, opts.onProducerError);
     let plan: Plan;
+    let schema: unknown;
     try {
       plan = planOfNode(node, opts);
-      if (!opts.view) plan.batch();
+      // The target's schema made now, as the arrow-js one: a schema the target cannot read fails the import.
+      if (opts.target !== undefined) schema = opts.target.schema(node);
+      else if (!opts.view) plan.batch();
     } catch (e) {
       throw prefixPath(e, s.path);
     }
-    return new RecordBatchStreamImport<T>(h, node, plan, deviceType, opts);
+    return new RecordBatchStreamImport<T>(h, node, plan, deviceType, opts, schema);
   } catch (e) {
     h.release('it failed');
     throw e;

@@ -346,6 +346,23 @@ describe('offsets, alignment and copies', { skip: goldSkip }, () => {
     assert.ok(checked > 0, 'a run-end encoded column was checked');
   });
 
+  test('binary and utf8 view arrays from flechette get the variadic sizes the C interface adds, as the JSON says them', () => {
+    const { json } = gold('generated_binary_view');
+    const { batches } = viewsOfTable(oracle('generated_binary_view', EXACT));
+    let checked = 0;
+    json.batches.forEach((v, b) => v.children.forEach((c, i) => {
+      const sizesOf = (x: ArrayView): bigint[] => {
+        const s = x.buffers[x.buffers.length - 1]!;
+        return [...new BigInt64Array(s.buffer.slice(s.byteOffset, s.byteOffset + s.byteLength))];
+      };
+      const ours = batches[b]!.children[i]!;
+      assert.equal(ours.buffers.length, c.buffers.length, `batch ${b} column ${i}: buffer count`);
+      assert.deepEqual(sizesOf(ours), sizesOf(c), `batch ${b} column ${i}: variadic sizes`);
+      checked += c.buffers.length - 3;
+    }));
+    assert.ok(checked > 0, 'some variadic buffers were compared');
+  });
+
   test('a view that is too short, or that says it has nulls without a bitmap, is a typed error naming the buffer', () => {
     const { view } = columnOf('generated_primitive', (n) => n.format === 'i');
     const short: ArrayView = { ...view, buffers: [view.buffers[0]!, view.buffers[1]!.subarray(0, 8)] };

@@ -1,4 +1,5 @@
 /** The interface the conformance runner drives a peer implementation through. */
+import type { Table as FlechetteTable } from '@uwdata/flechette';
 import type { ArrayView, Memory, SchemaNode } from '../../src/index.js';
 
 /** A case in our own form: a struct schema and its batches. */
@@ -7,6 +8,13 @@ export interface CaseData {
   batches: ArrayView[];
   /** The files the case was read from (a peer may read them itself). */
   files?: readonly string[];
+  /**
+   * `--target flechette`: the case as a flechette table (`schema` and
+   * `batches` are then its views, tools/conformance-flechette.ts). An
+   * import of the run gives one; `exportCase` exports it through
+   * arrow-device/flechette. A peer that builds a case from another keeps it.
+   */
+  flechette?: FlechetteTable;
 }
 
 /**
@@ -44,6 +52,13 @@ export interface Peer {
    * none (every export must come back).
    */
   heldExports?(): number;
+  /**
+   * The schema we imported from the peer's own export with what the peer is
+   * known to change in a schema undone (each change named and justified by
+   * the peer), so that `--target flechette` can compare our import of its
+   * export with the gold data in the peer-first direction. Absent: nothing.
+   */
+  undoSchemaChanges?(original: SchemaNode, imported: SchemaNode): SchemaNode;
   /** A reason to skip when the peer threw this error (its own "not supported"), or undefined: a failure. */
   skipReason?(e: unknown): string | undefined;
   /**
