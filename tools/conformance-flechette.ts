@@ -37,8 +37,9 @@ import { tableFromIPC, type Batch, type Column, type ExtractionOptions, type Tab
 import { Flag } from '../src/abi/constants.js';
 import type { ArrayView } from '../src/array/view.js';
 import {
-  exportArrayStream as exportFlechetteStream, exportTable as exportFlechetteTable, importArrayStream as importFlechetteStream,
-  importTable as importFlechetteTable, schemaNodeOfSchema, tableOfViews, viewsOfTable,
+  exportArrayStream as exportFlechetteStream, exportRecordBatch as exportFlechetteRecordBatch, exportTable as exportFlechetteTable,
+  importArrayStream as importFlechetteStream, importRecordBatch as importFlechetteRecordBatch, importTable as importFlechetteTable,
+  schemaNodeOfSchema, tableOfViews, viewsOfTable,
 } from '../src/flechette/index.js';
 import type { MemoryOption } from '../src/index.js';
 import type { TypeInfo } from '../src/schema/format.js';
@@ -70,9 +71,10 @@ export function caseOfTable(t: Table): CaseData {
 }
 
 /**
- * Imports C structs into a flechette `Table` (`importTable` for ArrowArrays,
- * `importArrayStream(...).toTable()` for a stream), at `full` validation.
- * Import consumes the structs; `free` frees their memory afterwards.
+ * Imports C structs into a flechette `Table` (`importRecordBatch` for one
+ * ArrowArray, `importTable` for others, `importArrayStream(...).toTable()`
+ * for a stream), at `full` validation. Import consumes the structs; `free`
+ * frees their memory afterwards.
  */
 export function importFlechette(ptrs: CasePtrs, free: (p: bigint) => void, opts: MemoryOption = {}): CaseData {
   const o = { ...opts, ...FLECHETTE_OPTIONS, validate: 'full' as const };
@@ -85,6 +87,7 @@ export function importFlechette(ptrs: CasePtrs, free: (p: bigint) => void, opts:
         reader.release();
       }
     }
+    if (ptrs.arrays.length === 1) return caseOfTable(importFlechetteRecordBatch(ptrs.arrays[0]!, ptrs.schema, o));
     return caseOfTable(importFlechetteTable(ptrs.arrays, ptrs.schema, o));
   } finally {
     if (ptrs.stream !== undefined) free(ptrs.stream);
@@ -95,24 +98,33 @@ export function importFlechette(ptrs: CasePtrs, free: (p: bigint) => void, opts:
   }
 }
 
-/** Exports a flechette table as C structs: `exportTable` (`--via array`) or `exportArrayStream` (`--via stream`). */
+/**
+ * Exports a flechette table as C structs: `--via array`, `exportRecordBatch`
+ * for a table of one record batch, `exportTable` for others; `--via stream`,
+ * `exportArrayStream`.
+ */
 export function exportFlechette(t: Table, opts: MemoryOption, via: string): CasePtrs {
   if (via === 'stream') return { schema: 0n, arrays: [], stream: exportFlechetteStream(t, opts) };
   if (via !== 'array') throw new Error(flechetteSkip(via));
+  if (viewsOfTable(t).batches.length === 1) {
+    const { schema, array } = exportFlechetteRecordBatch(t, opts);
+    return { schema, arrays: [array] };
+  }
   const { schema, arrays } = exportFlechetteTable(t, opts);
   return { schema, arrays };
 }
 
 /**
- * The case as flechette's own objects, for the "ours first" direction: the
- * case's IPC file read by flechette's IPC reader (`tableFromIPC`), so what is
- * exported is what a flechette user holds, not what src/flechette built.
- * The reading is checked against the gold data first; where there is no IPC
- * file, or flechette reads it differently (its own bug, said in `note`), the
+ * The case (its gold data and files) as flechette's own objects, for the
+ * "ours first" direction: the case's IPC file read by flechette's IPC reader
+ * (`tableFromIPC`), so what is exported is what a flechette user holds, not
+ * what src/flechette built. The reading is checked against the gold data
+ * first; where there is no IPC file, or flechette reads it differently (its
+ * own bug: `readerDiff`, which fails the case once both directions ran), the
  * table is built from the gold views by src/flechette (`tableOfViews`).
  */
-export function flechetteOfCase(c: CaseData, gold: CaseData): { table: Table; note: string } {
-  const file = c.files?.find((f) => f.endsWith('.arrow_file') || f.endsWith('.arrow')) ?? c.files?.find((f) => f.endsWith('.stream') || f.endsWith('.arrows'));
+export function flechetteOfCase(gold: CaseData): { table: Table; note: string; readerDiff?: string } {
+  const file = gold.files?.find((f) => f.endsWith('.arrow_file') || f.endsWith('.arrow')) ?? gold.files?.find((f) => f.endsWith('.stream') || f.endsWith('.arrows'));
   if (file) {
     let why: string | undefined;
     try {
@@ -122,7 +134,8 @@ export function flechetteOfCase(c: CaseData, gold: CaseData): { table: Table; no
     } catch (e) {
       why = (e as Error).message;
     }
-    return { table: tableOfViews(gold.schema, gold.batches, FLECHETTE_OPTIONS), note: `flechette's own IPC reader differs from the gold data (${why}): built from the gold views` };
+    const readerDiff = `flechette's own IPC reader of ${file.split('/').pop()} differs from the gold data (${why})`;
+    return { table: tableOfViews(gold.schema, gold.batches, FLECHETTE_OPTIONS), note: 'built from the gold views', readerDiff };
   }
   return { table: tableOfViews(gold.schema, gold.batches, FLECHETTE_OPTIONS), note: 'built from the gold views (no IPC file)' };
 }

@@ -14,7 +14,7 @@ import {
 import { Flag } from '../abi/constants.js';
 import { invalid, unsupported } from '../errors.js';
 import { formatOf, parseFormat, type TimeUnit as CTimeUnit, type TypeInfo } from '../schema/format.js';
-import type { SchemaNode } from '../schema/node.js';
+import { checkNode, type SchemaNode } from '../schema/node.js';
 
 /** A flechette `Type` value (`Type.Int`, `Type.Dictionary`, ...). */
 export type FlechetteTypeId = (typeof Type)[keyof typeof Type];
@@ -255,7 +255,7 @@ function nodeOfType(type: DataType, name: string | null, nullable: boolean, meta
     (fields ?? []).map((f, i) => schemaNodeOfField(f, `${path}.children[${i}]`));
   const leaf = (info: TypeInfo): SchemaNode => node(info, name, metadata, flags, [], null, path);
   const nested = (info: TypeInfo, fields: readonly Field[] | undefined): SchemaNode =>
-    checkChildren(node(info, name, metadata, flags, kids(fields), null, path), path);
+    checkNodeMade(node(info, name, metadata, flags, kids(fields), null, path), path);
   const unit = (u: number): CTimeUnit => {
     const c = fromUnit[u];
     if (c === undefined) throw invalid(`${path}.unit`, `unknown flechette time unit ${u}`);
@@ -318,42 +318,8 @@ function intInfo(t: IntType, path: string): TypeInfo {
   return { id: 'int', bitWidth, signed: t.signed !== false };
 }
 
-/**
- * The children a nested type must have (Columnar.rst, per layout; CDataInterface.rst, "Map", "Union",
- * "Run-end encoded"), checked where a node is made from a flechette type: flechette's own constructors
- * check none of it. The same rules as src/schema/node.ts `checkNode` (which is not exported).
- */
-function checkChildren(n: SchemaNode, path: string): SchemaNode {
-  const t = n.type;
-  const k = n.children.length;
-  const need = (m: number): void => {
-    if (k !== m) throw invalid(`${path}.children`, `type "${n.format}" needs ${m} child${m === 1 ? '' : 'ren'}, got ${k}`);
-  };
-  switch (t.id) {
-    case 'list': case 'large_list': case 'list_view': case 'large_list_view': case 'fixed_list':
-      need(1);
-      break;
-    case 'map': {
-      need(1);
-      const e = n.children[0]!;
-      if (e.type.id !== 'struct' || e.children.length !== 2) {
-        throw invalid(`${path}.children[0]`, `a map's child must be a struct of (key, value), got "${e.format}" with ${e.children.length} children`);
-      }
-      break;
-    }
-    case 'union':
-      if (k !== t.typeIds.length) throw invalid(`${path}.typeIds`, `union "${n.format}" declares ${t.typeIds.length} type ids but has ${k} children`);
-      break;
-    case 'run_end_encoded': {
-      need(2);
-      const e = n.children[0]!.type;
-      if (e.id !== 'int' || !e.signed || e.bitWidth === 8) {
-        throw invalid(`${path}.children[0].type`, `run ends must be int16, int32 or int64, got "${n.children[0]!.format}"`);
-      }
-      break;
-    }
-    default:
-      break;
-  }
+/** `checkNode` (src/schema/node.ts) on a node made here, returned. */
+function checkNodeMade(n: SchemaNode, path: string): SchemaNode {
+  checkNode(n, path);
   return n;
 }

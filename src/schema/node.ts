@@ -122,7 +122,12 @@ export class AddressSet {
   }
 }
 
-function checkNode(node: SchemaNode, path: string): void {
+/**
+ * The children a nested type must have (Columnar.rst, per layout; CDataInterface.rst, "Map", "Union",
+ * "Run-end encoded"): checked where a node is read from a producer, and where one is made from another
+ * library's types (src/flechette/types.ts), whose constructors check none of it.
+ */
+export function checkNode(node: SchemaNode, path: string): void {
   const t = node.type;
   const n = node.children.length;
   const expectChildren = (k: number): void => {

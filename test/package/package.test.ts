@@ -296,6 +296,8 @@ const QUICKSTART_SOURCES: Record<string, { dir: string; missing?: string }> = {
   'apache-arrow': { dir: join(modules, 'apache-arrow') },
   koffi: { dir: join(modules, 'koffi') },
   'parquet-wasm': { dir: join(modules, 'parquet-wasm') },
+  '@uwdata/flechette': { dir: join(modules, '@uwdata/flechette') },
+  arquero: { dir: join(modules, 'arquero') },
   [DUCKDB_PACKAGE]: {
     dir: duckdbDir,
     missing: existsSync(join(duckdbDir, 'package.json')) ? undefined : `${DUCKDB_PACKAGE} is not installed in .build/duckdb: run \`npm run setup:duckdb\` (Linux x64 only)`,
@@ -355,10 +357,13 @@ describe('package', { timeout: 120_000 }, () => {
     const files = new Set(info.files.map((f) => f.path));
     assert.ok(files.has('dist/index.js') && files.has('dist/index.d.ts') && files.has('src/index.ts'), 'dist and src are in the tarball');
     assert.ok(files.has('dist/adbc/index.js') && files.has('dist/adbc/index.d.ts'), 'the arrow-device/adbc subpath is in the tarball');
+    for (const entry of ['flechette/index', 'flechette/adbc']) {
+      assert.ok(files.has(`dist/${entry}.js`) && files.has(`dist/${entry}.d.ts`), `the arrow-device/${entry.replace('/index', '')} subpath is in the tarball`);
+    }
     // The JavaScript is bundled (tools/bundle.mjs): the two entries, their shared chunks and the browser build, no per-module files.
     assert.ok(files.has('dist/browser/index.js'), 'the browser build is in the tarball');
     assert.ok([...files].some((f) => /^dist\/chunks\/[^/]+\.js$/.test(f)), 'the chunks the entries share are in the tarball');
-    const js = [...files].filter((f) => f.startsWith('dist/') && f.endsWith('.js') && !/^dist\/(index|adbc\/index|browser\/index|chunks\/[^/]+)\.js$/.test(f));
+    const js = [...files].filter((f) => f.startsWith('dist/') && f.endsWith('.js') && !/^dist\/(index|adbc\/index|flechette\/index|flechette\/adbc|browser\/index|chunks\/[^/]+)\.js$/.test(f));
     assert.deepEqual(js, [], 'no JavaScript under dist/ but the bundles');
     assert.ok(![...files].some((f) => f.startsWith('test/') || f.startsWith('.build/')), 'no tests or build outputs in the tarball');
     assert.ok(files.has('native/async-ring.c'), "the native ring's source is in the tarball");
@@ -601,6 +606,81 @@ describe('package', { timeout: 120_000 }, () => {
       console.log(`quick starts run: ${ran.join(', ') || 'none'}${skipped.map(([n, why]) => `; ${n} skipped: ${why}`).join('')}`);
       assert.equal(ran.length + skipped.length, quickstarts.length, 'every quick start either ran or was skipped with a reason');
       if (skipped.length === 0) assert.ok(ran.length >= 2, `${ran.length} quick starts ran`);
+    });
+  });
+  describe('a flechette-only project: no apache-arrow installed (issue 52)', () => {
+    let fq = '';
+    const runner = typeScriptRunner();
+    const duckdb = QUICKSTART_SOURCES[DUCKDB_PACKAGE]!;
+    const flechetteBlocks = quickstarts.filter((b) => packagesOf(b.code).includes('@uwdata/flechette'));
+    /** Quick start 1's job (open, query, read a stream, release, close) through the flechette entries. */
+    const QUICK_START_1 = `import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { AdbcDatabase } from 'arrow-device/flechette/adbc';
+
+const driver = createRequire(import.meta.url).resolve('${DUCKDB_PACKAGE}/libduckdb.so');
+const db = new AdbcDatabase({ driver, entrypoint: 'duckdb_adbc_init', databaseOptions: { path: ':memory:' } });
+const conn = await db.connect();
+const table = await conn.query('SELECT range AS i, (range * range)::DOUBLE AS square FROM range(5)');
+const squares = table.getChild('square').toArray(); // a Float64Array over DuckDB's memory
+assert.deepEqual(Array.from(squares), [0, 1, 4, 9, 16]);
+table.release();
+assert.equal(squares.length, 0); // released: flechette's arrays over DuckDB's memory are detached
+let rows = 0;
+for await (const batch of await conn.queryStream('SELECT * FROM range(1000000)')) rows += batch.numRows;
+console.log(rows); // 1000000
+assert.throws(() => createRequire(import.meta.url).resolve('apache-arrow'));
+await conn.close();
+await db.close();
+`;
+
+    before(() => {
+      // Not under the other projects: Node would find their apache-arrow by walking up.
+      fq = tempDir('flechette-only');
+      const dependencies: Record<string, string> = {
+        'arrow-device': `file:${tarball}`,
+        koffi: `file:${QUICKSTART_SOURCES.koffi!.dir}`,
+        '@uwdata/flechette': `file:${QUICKSTART_SOURCES['@uwdata/flechette']!.dir}`,
+        arquero: `file:${QUICKSTART_SOURCES.arquero!.dir}`,
+        '@types/node': `file:${join(modules, '@types/node')}`,
+      };
+      if (!duckdb.missing) dependencies[DUCKDB_PACKAGE] = `file:${duckdb.dir}`;
+      writeFileSync(join(fq, 'package.json'), JSON.stringify({ name: 'flechette-only', private: true, dependencies }, null, 2));
+      sh('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--no-package-lock', '--legacy-peer-deps'], fq);
+    });
+
+    after(() => {
+      if (fq) rmSync(fq, { recursive: true, force: true });
+    });
+
+    test('apache-arrow is not installed there, and the flechette entries load', () => {
+      assert.ok(!existsSync(join(fq, 'node_modules/apache-arrow')), 'apache-arrow was installed (an optional peer must not be)');
+      writeFileSync(join(fq, 'load.mjs'), "import * as f from 'arrow-device/flechette'; import * as a from 'arrow-device/flechette/adbc'; console.log(typeof f.importArrayStream, typeof a.AdbcDatabase);");
+      const r = spawnSync(process.execPath, [...(process.versions.deno !== undefined ? ['run', '-A'] : []), 'load.mjs'], { cwd: fq, encoding: 'utf8', timeout: 60_000 });
+      assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+      assert.equal(r.stdout.trim(), 'function function');
+      // The main entry names the package it needs.
+      writeFileSync(join(fq, 'main.mjs'), "import('arrow-device').then(() => console.log('loaded'), (e) => console.log(String(e.message)));");
+      const m = spawnSync(process.execPath, [...(process.versions.deno !== undefined ? ['run', '-A'] : []), 'main.mjs'], { cwd: fq, encoding: 'utf8', timeout: 60_000 });
+      assert.match(m.stdout, /apache-arrow/, `the main entry without apache-arrow: ${m.stdout}${m.stderr}`);
+    });
+
+    const programs: [string, string][] = [['quick start 1, through arrow-device/flechette/adbc', QUICK_START_1], ...flechetteBlocks.map((b) => [`README.md line ${b.line}`, b.code] as [string, string])];
+    test('the README has a flechette quick start', () => assert.ok(flechetteBlocks.length >= 1, 'no ```ts quickstart block imports @uwdata/flechette'));
+    programs.forEach(([what, code], i) => {
+      const skip = duckdb.missing && process.env.DUCKDB_REQUIRED !== '1' ? duckdb.missing : false;
+      test(`${what} runs without apache-arrow`, { skip }, async () => {
+        let file = `flechette-${i + 1}.mts`;
+        writeFileSync(join(fq, file), code);
+        if (runner.transpile) {
+          const { transformSync } = await import('esbuild');
+          file = `flechette-${i + 1}.mjs`;
+          writeFileSync(join(fq, file), transformSync(code, { loader: 'ts', format: 'esm', target: 'node20' }).code);
+        }
+        const r = spawnSync(process.execPath, [...runner.args, file], { cwd: fq, encoding: 'utf8', timeout: 90_000 });
+        assert.equal(r.status, 0, `${what}: exited ${r.status}:\n${r.stdout}${r.stderr}`);
+        for (const claim of claimsOf(code)) assert.ok(loose(r.stdout).includes(loose(claim)), `${what}: it claims to print ${claim}; it printed:\n${r.stdout}`);
+      });
     });
   });
 });
