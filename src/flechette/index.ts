@@ -13,9 +13,9 @@
  * Every type of the spec imports as it is (flechette has run-end encoded arrays and list views), so
  * there is no `expand` here. Ownership is the main entry's: one owner per import; `release()`,
  * `using` or `releaseImport(x)` releases the producer now, and the garbage collector when nothing
- * can still reach its memory. Released means unreadable: the buffers flechette holds are detached
- * (flechette then reads `undefined` or an empty array; it has no way to throw without patching its
- * classes, which this library does not do).
+ * can still reach its memory. Released means unreadable: the tables and columns returned (subclasses
+ * of flechette's; its classes are not patched) throw a `released` error where a read starts, and every
+ * buffer flechette holds is detached (what escaped earlier reads `undefined` or an empty array).
  *
  * @module arrow-device/flechette
  */
@@ -62,9 +62,51 @@ export type FlechetteSchemaLike = Schema | Field | DataType | SchemaNode | Ptr;
  * using table = importRecordBatch(arrayPtr, schemaPtr);  // an ImportedTable
  * table.getChild('x')?.at(0);
  */
-export class ImportedTable extends Table {}
+export class ImportedTable extends Table {
+  // The reads a program starts from (arquero's `fromArrow` takes its columns here) say why they cannot read
+  // once released, as the arrow-js target's objects do: a check of the owners per call, not per value.
+  // flechette's classes are not patched: these are overrides in this subclass.
+  override getChildAt(index: number): ReturnType<Table['getChildAt']> {
+    readable(this, `table.getChildAt(${index})`);
+    return super.getChildAt(index);
+  }
+
+  override getChild(name: string): ReturnType<Table['getChild']> {
+    readable(this, `table.getChild(${JSON.stringify(name)})`);
+    return super.getChild(name);
+  }
+
+  override toArray(): ReturnType<Table['toArray']> {
+    readable(this, 'table.toArray()');
+    return super.toArray();
+  }
+
+  override toColumns(): ReturnType<Table['toColumns']> {
+    readable(this, 'table.toColumns()');
+    return super.toColumns();
+  }
+
+  override at(index: number): ReturnType<Table['at']> {
+    readable(this, `table.at(${index})`);
+    return super.at(index);
+  }
+
+  override [Symbol.iterator](): ReturnType<Table[typeof Symbol.iterator]> {
+    readable(this, 'table[Symbol.iterator]()');
+    return super[Symbol.iterator]();
+  }
+}
 export interface ImportedTable extends Releasable {}
 defineReleasable(ImportedTable.prototype);
+
+/** Throws the `released` error of the first released owner of `x` (or of the table it is a column of). */
+function readable(x: object, path: string): void {
+  const by = ownersOf(x) ?? ownersOf(columnOf.get(x) ?? x);
+  if (by !== undefined) for (const o of by) o.check(path, 'a read');
+}
+
+/** The table each column of an imported table belongs to: its owners are the column's. */
+const columnOf = new WeakMap<object, ImportedTable>();
 
 /**
  * A flechette `Column` an import returned (one array, or a list of arrays of one type): releasable.
@@ -73,7 +115,18 @@ defineReleasable(ImportedTable.prototype);
  * using column = importColumn(arrayPtr, schemaPtr);
  * column.toArray();
  */
-export class ImportedColumn<T = any> extends Column<T> {}
+export class ImportedColumn<T = any> extends Column<T> {
+  // As ImportedTable's reads: `at(i)`, a per-value read flechette sets on each column, reads `undefined` instead.
+  override toArray(): ReturnType<Column<T>['toArray']> {
+    readable(this, 'column.toArray()');
+    return super.toArray();
+  }
+
+  override [Symbol.iterator](): Iterator<T | null> {
+    readable(this, 'column[Symbol.iterator]()');
+    return super[Symbol.iterator]();
+  }
+}
 export interface ImportedColumn<T = any> extends Releasable {}
 defineReleasable(ImportedColumn.prototype);
 /* eslint-enable @typescript-eslint/no-explicit-any */
@@ -98,8 +151,12 @@ function keepAlive(batches: readonly Batch<unknown>[], record: object): void {
 }
 
 function table(t: Table, views: readonly ArrayView[]): ImportedTable {
-  const out = new ImportedTable(t.schema, t.children);
-  for (const c of t.children) keepAlive(c.data, views);
+  const columns = t.children.map((c) => new ImportedColumn(c.data as Batch<unknown>[], c.type));
+  const out = new ImportedTable(t.schema, columns);
+  for (const c of columns) {
+    keepAlive(c.data, views);
+    columnOf.set(c, out);
+  }
   return out;
 }
 
@@ -134,7 +191,14 @@ export function importSchema(ptr: Ptr | ArrowSchemaExportable, opts: MemoryOptio
   return flechetteSchema(importNode(ptr, opts, 'importSchema'));
 }
 
-/** An `ArrowSchema` into a flechette `Field` (any type, named as the schema names it). */
+/**
+ * Reads an `ArrowSchema` of any type (a pointer, released unless `keep`; or an object implementing
+ * `arrow.c_schema`) into a flechette `Field`, named as the schema names it.
+ *
+ * @example
+ * const field = importField(schemaPtr);
+ * field.type.typeId;   // flechette's Type
+ */
 export function importField(ptr: Ptr | ArrowSchemaExportable, opts: MemoryOption & { keep?: boolean } & ExchangeImportOptions = {}): Field {
   return flechetteField(importNode(ptr, opts, 'importField'));
 }
@@ -295,7 +359,7 @@ export type FlechetteStreamReader = RecordBatchStreamImport<ImportedTable, Impor
 /** The view each item of a flechette reader was built over: `toTable` builds one table over them all. */
 const viewOfItem = new WeakMap<ImportedTable, ArrayView>();
 
-/** The flechette target of a stream reader (src/stream/import.ts `StreamTarget`). */
+/** @internal The flechette target of a stream reader (src/stream/import.ts `StreamTarget`); the ADBC target's too. */
 export function flechetteStreamTarget(opts: ExtractionOptions): StreamTarget<ImportedTable, ImportedTable, Schema> {
   return {
     item(read, plan) {

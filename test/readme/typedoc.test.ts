@@ -1,6 +1,7 @@
 /**
- * The API reference is TypeDoc's site, built from the TSDoc of the package's two public entry points
- * (typedoc.json: `arrow-device` is src/index.ts, `arrow-device/adbc` is src/adbc/index.ts) by
+ * The API reference is TypeDoc's site, built from the TSDoc of the package's public entry points
+ * (typedoc.json: `arrow-device` is src/index.ts, `arrow-device/adbc` src/adbc/index.ts,
+ * `arrow-device/flechette` src/flechette/index.ts, `arrow-device/flechette/adbc` src/flechette/adbc.ts) by
  * `npm run docs`, which CI runs with warnings as errors. This test runs the same conversion and
  * validation once, with the same options (less the HTML, which `npm run docs` writes), and checks
  * what TypeDoc's own validation does not: every exported function and class carries an `@example`,
@@ -87,9 +88,9 @@ before(async () => {
   app.validate(project);
 });
 
-test('TypeDoc converts and validates both entry points with no warning and no error', () => {
+test('TypeDoc converts and validates every entry point with no warning and no error', () => {
   assert.deepEqual(logger.messages, []);
-  assert.deepEqual(project.children?.map((m) => m.name).sort(), ['arrow-device', 'arrow-device/adbc']);
+  assert.deepEqual(project.children?.map((m) => m.name).sort(), ['arrow-device', 'arrow-device/adbc', 'arrow-device/flechette', 'arrow-device/flechette/adbc']);
 });
 
 test('every exported function and class has a summary and an @example; every other exported name and member, a summary', () => {
