@@ -159,6 +159,8 @@ export const CORE = [
   'test/async/hangs.test.ts',
   'test/protocol/protocol.test.ts',
   'test/wasm/memory.test.ts',
+  'test/flechette/build.test.ts',
+  'test/flechette/entry.test.ts',
   'test/package/package.test.ts',
 ];
 

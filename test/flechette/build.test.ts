@@ -498,7 +498,11 @@ describe('schemas and typed errors', () => {
 
 // --- what a flechette-only program loads --------------------------------------------------------
 
-describe('what the flechette target loads', { skip: childSkip }, () => {
+const loadsSkip = process.versions.bun !== undefined || process.versions.deno !== undefined
+  ? "module resolve hooks (module.register) are Node.js's"
+  : childSkip;
+
+describe('what the flechette target loads', { skip: loadsSkip }, () => {
   test('converting both ways loads flechette and never apache-arrow (and the recorder sees apache-arrow where it is loaded)', () => {
     const hook = `export async function resolve(s, c, next) {
       const r = await next(s, c);
