@@ -53,6 +53,8 @@ interface Found {
 const findings: Found[] = [];
 const seen = new Set<string>();
 let cases = 0;
+/** Values the flechette reader skipped as flechette's own limits (test/fuzz/flechette.ts), summed over the children. */
+let flechetteLimits = 0;
 const start = Date.now();
 const deadline = start + seconds * 1000;
 let next = 0;
@@ -103,8 +105,9 @@ function runChild(from: number): Promise<number> {
       } else if (tag === 'F ') {
         record(JSON.parse(body) as Found);
       } else if (tag === 'D ') {
-        const d = JSON.parse(body) as { skipped?: string };
+        const d = JSON.parse(body) as { skipped?: string; flechetteLimits?: number };
         if (d.skipped) console.log(`fuzz: skipped (${d.skipped})`);
+        flechetteLimits += d.flechetteLimits ?? 0;
       }
     });
     child.on('exit', (code, signal) => {
@@ -136,6 +139,9 @@ console.log(`fuzz: ${cases} cases in ${secs.toFixed(1)} s (${(cases / secs).toFi
 if (Number.isFinite(maxCases) && cases < maxCases && Date.now() >= deadline) {
   // The time cap came first: this run judged fewer cases than asked (a slow machine), say so.
   console.log(`fuzz: the ${seconds} s cap ended the run after ${cases} of the ${maxCases} cases asked`);
+}
+if (flechetteLimits > 0) {
+  console.log(`fuzz: ${flechetteLimits} value(s) not read through flechette, which cannot (date64 or month-day-nano nanoseconds past 2^53)`);
 }
 console.log(`fuzz: ${findings.length} finding(s)${findings.length ? `: ${[...byKind].map(([k, n]) => `${k} ${n}`).join(', ')}` : ''}`);
 process.exit(findings.length ? 1 : 0);

@@ -60,16 +60,18 @@ export function fullCheck(read: ImportRead, pn: PlanNode, p: number, bytes: Byte
   const buf = (k: number, q = p): Uint8Array | null => bytes(q + BUFFERS + 2 * k);
   const path = (): string => pathAt(read, p);
   const validity = (): Uint8Array | null => (pn.layout.hasValidity && nullCount !== 0 ? buf(0) : null);
+  const id = pn.schema.type.id;
   if (f & FullCheck.Offsets) {
     const b = buf(1);
-    if (b !== null && b.byteLength > 0) checkOffsets(b, pn.layout.buffers[1]!.width === 8, offset, end, pn.layout.buffers[1]!.what, path());
+    const strings = id === 'utf8' || id === 'large_utf8';
+    if (b !== null && b.byteLength > 0) checkOffsets(b, pn.layout.buffers[1]!.width === 8, offset, end, pn.layout.buffers[1]!.what, path(), strings);
   }
   if (f & FullCheck.Views) {
     const views = buf(1);
     const nVar = nums[p + N_BUFFERS]! - 3;
     const sizes: number[] = [];
     for (let k = 0; k < nVar; k++) sizes.push(nums[p + BUFFERS + 2 * (2 + k) + 1]!);
-    if (views !== null) checkViews(views, offset, length, sizes, validity(), path());
+    if (views !== null) checkViews(views, offset, length, sizes, validity(), path(), id === 'utf8_view');
   }
   if (f & FullCheck.ListViews) {
     const o = buf(1);
@@ -100,11 +102,24 @@ export function fullCheck(read: ImportRead, pn: PlanNode, p: number, bytes: Byte
   }
 }
 
-function checkOffsets(b: Uint8Array, wide: boolean, offset: number, end: number, what: string, path: string): void {
+/**
+ * The longest string a JavaScript engine makes, in UTF-16 code units (V8's limit, 2^29 - 24; the other
+ * engines' are larger). A UTF-8 value of this many bytes or fewer decodes to no more code units, so it
+ * always reads; a longer one may not, and a read that cannot make its string throws: `full` refuses it
+ * as `unsupported`, as it refuses a number beyond 2^53 (its promise is that every value reads).
+ */
+const MAX_STRING_BYTES = 0x1fffffe8;
+
+function tooLongString(path: string, k: number, bytes: number): ArrowDeviceError {
+  return new ArrowDeviceError('unsupported', `${path}.buffers[1]`, `string ${k} is ${bytes} bytes, longer than a JavaScript string can be made from (${MAX_STRING_BYTES})`);
+}
+
+function checkOffsets(b: Uint8Array, wide: boolean, offset: number, end: number, what: string, path: string, strings: boolean): void {
   let prev = offsetAt(b, 0, wide, offset, 0, path, 1);
   for (let k = offset + 1; k <= end; k++) {
     const cur = offsetAt(b, 0, wide, k, 0, path, 1);
     if (cur < prev) throw invalid(`${path}.buffers[1]`, `${what}s are not monotone at ${k}: ${cur} after ${prev}`);
+    if (strings && cur - prev > MAX_STRING_BYTES) throw tooLongString(path, k - 1, cur - prev);
     prev = cur;
   }
 }
@@ -128,12 +143,13 @@ function checkRunEnds(b: Uint8Array | null, w: number, offset: number, length: n
 
 const isNull = (validity: Uint8Array | null, k: number): boolean => validity !== null && (validity[k >> 3]! & (1 << (k & 7))) === 0;
 
-function checkViews(views: Uint8Array, offset: number, length: number, sizes: number[], validity: Uint8Array | null, path: string): void {
+function checkViews(views: Uint8Array, offset: number, length: number, sizes: number[], validity: Uint8Array | null, path: string, strings: boolean): void {
   const dv = new DataView(views.buffer, views.byteOffset, views.byteLength);
   for (let k = offset; k < offset + length; k++) {
     if (isNull(validity, k)) continue;
     const len = dv.getInt32(k * 16, true);
     if (len < 0) throw invalid(`${path}.buffers[1]`, `view ${k} has negative length ${len}`);
+    if (strings && len > MAX_STRING_BYTES) throw tooLongString(path, k, len);
     if (len > 12) {
       const buf = dv.getInt32(k * 16 + 8, true);
       const off = dv.getInt32(k * 16 + 12, true);

@@ -18,7 +18,9 @@ import { AdbcDatabaseBase } from '../adbc/database.js';
 import type { AdbcResultReader } from '../adbc/result.js';
 import type { AdbcTarget } from '../adbc/target.js';
 import type { ConnectOptions } from '../adbc/types.js';
-import { exportArrayStream, exportRecordBatch, flechetteSchema, flechetteStreamTarget, type FlechetteStreamSource, type ImportedTable } from './index.js';
+import {
+  exportArrayStream, exportRecordBatch, flechetteSchema, flechetteStreamTarget, type ExtractionOptions, type FlechetteStreamSource, type ImportedTable,
+} from './index.js';
 import { viewsOfTable } from './view.js';
 
 /** The flechette target's types: a batch is a `Table` of one record batch; a result a `Table`; a reader `AdbcTableReader`. */
@@ -99,11 +101,22 @@ function emptyTable(schema: Schema): Table {
  * table.getChild('answer').at(0);
  */
 export class AdbcDatabase extends AdbcDatabaseBase<FlechetteAdbc> {
-  /** Finds and loads the driver, then makes and initialises its database, as `arrow-device/adbc`'s `AdbcDatabase`. */
-  constructor(options: ConnectOptions) {
-    super(options, FLECHETTE_TARGET);
+  /**
+   * Finds and loads the driver, then makes and initialises its database, as `arrow-device/adbc`'s
+   * `AdbcDatabase`. `options.extraction`: flechette's extraction options for every result of its
+   * connections (`useBigInt`, `useDate`, `useDecimalInt`, `useMap`, ...: how flechette reads values).
+   */
+  constructor(options: FlechetteConnectOptions) {
+    const { extraction, ...rest } = options;
+    super(rest as ConnectOptions, extraction === undefined ? FLECHETTE_TARGET : { ...FLECHETTE_TARGET, stream: flechetteStreamTarget(extraction) });
   }
 }
+
+/** `ConnectOptions` (arrow-device/adbc's), and how flechette reads the values of every result. */
+export type FlechetteConnectOptions = ConnectOptions & {
+  /** flechette's extraction options for every result (e.g. `{ useBigInt: true }` to read int64 beyond 2^53). */
+  extraction?: ExtractionOptions;
+};
 
 export { AdbcDatabaseBase, type DriverInfo } from '../adbc/database.js';
 export { AdbcConnection } from '../adbc/connection.js';

@@ -24,7 +24,7 @@ import {
   type Batch, type DataType, type ExtractionOptions, type Field, type OffsetArray, type TypedArray, type TypedArrayConstructor,
 } from '@uwdata/flechette';
 import type { ArrayView } from '../array/view.js';
-import { invalid } from '../errors.js';
+import { ArrowDeviceError, invalid } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
 import { Kind, layoutOf } from '../schema/layout.js';
 import type { SchemaNode } from '../schema/node.js';
@@ -165,7 +165,15 @@ function build(
       ...base,
       values: typed(dictType.indices.values, buffers[1] ?? null, start, length, `${path}.buffers[1]`),
     }) as DictionaryBatchLike;
-    batch.setDictionary(dictionaryColumn(view.dictionary, node.dictionary, dictType.dictionary, `${path}.dictionary`, b));
+    const dict = dictionaryColumn(view.dictionary, node.dictionary, dictType.dictionary, `${path}.dictionary`, b);
+    try {
+      // flechette reads every dictionary value here (batch.js: setDictionary caches the column's toArray()),
+      // so a value it cannot read fails the import, not a later read: as a typed error naming the place.
+      batch.setDictionary(dict);
+    } catch (e) {
+      if (e instanceof ArrowDeviceError) throw e;
+      throw new ArrowDeviceError('unsupported', `${path}.dictionary`, `flechette cannot read the dictionary's values: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    }
     return batch;
   }
 

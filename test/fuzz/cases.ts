@@ -47,10 +47,16 @@ export interface ADesc {
   dictNull?: boolean;
 }
 
+/** The importers a case drives: the main entry's (arrow-js), then the flechette entry's (src/flechette/index.ts). */
 export const DRIVERS = [
   'field', 'arrayView', 'data', 'recordBatch', 'table', 'deviceArray', 'deviceData', 'deviceRecordBatch', 'stream', 'deviceStream',
+  'flechetteColumn', 'flechetteTable', 'flechetteStream',
 ] as const;
 export type Driver = (typeof DRIVERS)[number];
+/** Drivers handed several record batches (the table drivers: arrays; the stream drivers: through the stream). */
+const MULTI = new Set<Driver>(['table', 'stream', 'deviceStream', 'flechetteTable', 'flechetteStream']);
+/** Drivers handed an `ArrowArrayStream` (or its device form). */
+export const STREAM_DRIVERS = new Set<Driver>(['stream', 'deviceStream', 'flechetteStream']);
 export type Level = 'minimal' | 'default' | 'full';
 
 export interface Case {
@@ -214,7 +220,7 @@ export function makeCase(corpus: readonly Seed[], seed: number, index: number): 
   const schema = clone(base.schema);
   const arrays = [clone(base.array)];
   const driver = pick(DRIVERS);
-  if (driver === 'table' || driver === 'stream' || driver === 'deviceStream') arrays.push(clone(base.array));
+  if (MULTI.has(driver)) arrays.push(clone(base.array));
   const c: Case = {
     origin: base.origin,
     mutations: [],
@@ -226,7 +232,7 @@ export function makeCase(corpus: readonly Seed[], seed: number, index: number): 
     arrays,
   };
   if (driver.startsWith('device')) c.device = { type: 1, id: '-1', syncEvent: '0', reserved: false };
-  if (driver === 'stream' || driver === 'deviceStream') c.stream = { failAt: -1, code: 0, schemaCode: 0, message: null };
+  if (STREAM_DRIVERS.has(driver)) c.stream = { failAt: -1, code: 0, schemaCode: 0, message: null };
   // A few cases stay as they are: valid input must import.
   const n = r() < 0.1 ? 0 : 1 + Math.floor(r() * 3);
   for (let m = 0; m < n; m++) mutate(c, r, pick);

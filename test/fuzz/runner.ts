@@ -5,7 +5,8 @@
  *   (a plain TypeError/RangeError, or an error with an empty path, is a finding);
  * - a case left unmutated (valid Arrow) imports, or is refused only as
  *   `unsupported` for what arrow-js cannot hold;
- * - at `full` validation, reading every value of an import through arrow-js
+ * - at `full` validation, reading every value of an import through arrow-js,
+ *   or through flechette for the flechette entry's importers (flechette.ts),
  *   does not throw (what full validation lets through is a validation bug);
  * - an import that fails has released what it was handed at once;
  * - every struct handed over is released exactly once (after a collection,
@@ -18,8 +19,10 @@ import {
   ArrowDeviceError, DeviceArray, importArrayStream, importArrayView, importData, importDeviceArray, importDeviceArrayStream,
   importDeviceData, importDeviceRecordBatch, importField, importRecordBatch, importTable,
 } from '../../src/index.js';
+import * as flechette from '../../src/flechette/index.js';
 import { collectUntil } from '../helpers/gc.js';
-import type { Case } from './cases.js';
+import { STREAM_DRIVERS, type Case } from './cases.js';
+import { readFlechette } from './flechette.js';
 import { layOut, producerLib, type Laid } from './producer.js';
 
 export type FindingKind = 'untyped' | 'no-path' | 'full-read' | 'late-release' | 'leak' | 'double-release' | 'refused-valid';
@@ -84,19 +87,32 @@ function handed(c: Case, laid: Laid): (number | null)[] {
   const ids: (number | null)[] = [laid.schemaId];
   switch (c.driver) {
     case 'field': return ids;
-    case 'table': return [...ids, ...laid.arrayIds];
+    case 'table': case 'flechetteTable': return [...ids, ...laid.arrayIds];
     // The schema and arrays reach the consumer through the stream, which releases those it did not hand out.
-    case 'stream': case 'deviceStream': return [laid.streamId, ...ids, ...laid.arrayIds];
+    case 'stream': case 'deviceStream': case 'flechetteStream': return [laid.streamId, ...ids, ...laid.arrayIds];
     default: return [...ids, laid.arrayIds[0] ?? null];
   }
 }
 
 /** Drivers whose input is a record batch (a struct array): any other root is the caller's mistake, refused as invalid. */
-const BATCH_DRIVERS = new Set<Case['driver']>(['recordBatch', 'table', 'deviceRecordBatch', 'stream', 'deviceStream']);
+const BATCH_DRIVERS = new Set<Case['driver']>(['recordBatch', 'table', 'deviceRecordBatch', 'stream', 'deviceStream', 'flechetteTable', 'flechetteStream']);
+/** The flechette entry's batch drivers: a flechette `Table` has no null rows (src/flechette/build.ts `tableOfViews` refuses a struct with nulls). */
+const FLECHETTE_BATCH = new Set<Case['driver']>(['flechetteTable', 'flechetteStream']);
 
-/** Whether `c` is valid input to its driver: unmutated, and a struct where the driver needs one. */
+/** Whether the root array of a description has a null among its rows (its validity bitmap says so). */
+function rootHasNulls(a: Case['arrays'][number]): boolean {
+  if (a.nullCount === '0' || a.buffers[0] === null || a.buffers[0] === undefined) return false;
+  const bm = Buffer.from(a.buffers[0], 'base64');
+  const from = Number(a.offset);
+  const to = from + Number(a.length);
+  for (let i = from; i < to; i++) if (((bm[i >> 3] ?? 0) & (1 << (i & 7))) === 0) return true;
+  return false;
+}
+
+/** Whether `c` is valid input to its driver: unmutated, and a struct (without null rows, for flechette) where the driver needs one. */
 function validInput(c: Case): boolean {
-  return c.mutations.length === 0 && (!BATCH_DRIVERS.has(c.driver) || c.schema.format === '+s');
+  if (c.mutations.length !== 0 || (BATCH_DRIVERS.has(c.driver) && c.schema.format !== '+s')) return false;
+  return !FLECHETTE_BATCH.has(c.driver) || !c.arrays.some(rootHasNulls);
 }
 
 /**
@@ -106,12 +122,16 @@ function validInput(c: Case): boolean {
 export function runLaid(c: Case, laid: Laid): Finding[] {
   const out: Finding[] = [];
   const opts = { validate: c.level, expand: c.expand, copy: c.copy } as const;
+  // The flechette entry has no `expand` (it holds every type); 64-bit integers, timestamps and decimals as bigints, so that
+  // reading them throws only where flechette cannot read at all (flechette.ts: date64 and month-day-nano past 2^53).
+  const fopts = { validate: c.level, copy: c.copy, useBigInt: true, useDecimalInt: true, useBigIntTimestamp: true } as const;
   const full = c.level === 'full';
   let reading = false;
-  const read = (d: Data | RecordBatch): void => {
+  const read = (d: Data | RecordBatch | flechette.ImportedTable | flechette.ImportedColumn): void => {
     reading = true;
     try {
-      readAll(d);
+      if (d instanceof Data || d instanceof RecordBatch) readAll(d);
+      else readFlechette(d, MAX_ROWS, MAX_VALUES);
     } catch (e) {
       if (full) out.push({ kind: 'full-read', message: `reading values after full validation threw ${describe(e)}` });
     } finally {
@@ -158,20 +178,32 @@ export function runLaid(c: Case, laid: Laid): Finding[] {
         }
         break;
       }
+      case 'flechetteColumn': read(flechette.importColumn(laid.arrays[0]!, laid.schema, fopts)); break;
+      case 'flechetteTable': read(flechette.importTable(laid.arrays, laid.schema, fopts)); break;
+      case 'flechetteStream': {
+        const s = flechette.importArrayStream(laid.stream, fopts);
+        try {
+          for (const t of s) read(t);
+        } finally {
+          s.release();
+        }
+        break;
+      }
     }
   } catch (e) {
     if (reading) throw e;
     if (!(e instanceof ArrowDeviceError)) out.push({ kind: 'untyped', message: `${c.driver} threw ${describe(e)}` });
     else if (e.path === '') out.push({ kind: 'no-path', message: `${c.driver} threw an error without a place: ${e.message}` });
     // A case left as it was is valid Arrow: only what arrow-js cannot hold may be refused (unsupported:
-    // a type it lacks without expand, values past 2^53 at full, the expansion cap), never as invalid.
+    // a type it lacks without expand, values past 2^53 at full, the expansion cap), never as invalid;
+    // flechette holds every type, and the same rule refuses no more there.
     else if (validInput(c) && (e.kind !== 'unsupported' || /cannot expand/.test(e.detail))) {
       out.push({ kind: 'refused-valid', message: `${c.driver} refused valid input: ${e.message}` });
     }
     // Import consumes, on failure at once (src/array/api.ts): nothing handed over may wait for a collection.
     const L = producerLib();
     const pending = handed(c, laid).filter((id) => id !== null && L.count(id) === 0);
-    if (pending.length && c.driver !== 'stream' && c.driver !== 'deviceStream') {
+    if (pending.length && !STREAM_DRIVERS.has(c.driver)) {
       out.push({ kind: 'late-release', message: `${c.driver} failed (${describe(e)}) but ${pending.length} struct(s) handed over are not released yet` });
     }
   }

@@ -3,11 +3,13 @@
  * then ends this process, not the run). Protocol, one line each on stdout:
  * `C <index>` before case <index> runs (the parent's heartbeat and, after a
  * crash, the reproducer's index), `F <json>` for a finding, `D <json>` at
- * the end with the counts. Arguments: --seed N --start I --until <epoch ms>
- * [--cases N] [--mode structs|threads] (threads: test/fuzz/threads.ts).
+ * the end with the counts (and the values read as flechette's known
+ * limits, test/fuzz/flechette.ts). Arguments: --seed N --start I --until
+ * <epoch ms> [--cases N] [--mode structs|threads] (threads: test/fuzz/threads.ts).
  */
 import { ArrowDeviceError } from '../../src/index.js';
 import { loadCorpus, makeCase, type Case } from './cases.js';
+import { flechetteLimits } from './flechette.js';
 import { layOut, producerLib, type Laid } from './producer.js';
 import { checkReleases, runLaid, type Finding } from './runner.js';
 import { makeThreadCase, runThreadCase } from './threads.js';
@@ -96,4 +98,5 @@ await settle();
 void ArrowDeviceError;
 void typed;
 void accepted;
-say(`D ${JSON.stringify({ cases: run, next: index })}`);
+// flechetteLimits: values the flechette reader read as null, flechette being unable to (test/fuzz/flechette.ts).
+say(`D ${JSON.stringify({ cases: run, next: index, flechetteLimits: flechetteLimits.values })}`);
