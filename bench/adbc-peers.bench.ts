@@ -30,6 +30,17 @@
  * reset through /proc/self/clear_refs), and the process's whole max RSS
  * (`process.resourceUsage().maxRSS`, libraries and setup included).
  *
+ * The flechette target (arrow-device/flechette/adbc, issue 52) beside
+ * arrow-js, per driver, in the same round-robin: the same fetch
+ * (`conn.query`, a flechette Table), then the sum of `f8` each library's
+ * fast way, `getChild('f8').toArray()` (one typed array: the batches copied
+ * into one where there are several) and a loop over it, and, printed too,
+ * its iterator (`for (const v of column)`). Both sums run after the fetch on
+ * the same result, each timed on its own and checked; a line's figure is
+ * the fetch plus that sum, median of the rounds: `adbc <driver> flechette vs
+ * arrow-js, fetch + sum of f8 (toArray() then a loop): flechette X ms,
+ * arrow-js Y ms, ratio R` (goal <= 1.00). No peak-memory child for it.
+ *
  * A pair whose peer or driver is missing is skipped with the reason.
  */
 import { spawnSync } from 'node:child_process';
@@ -39,7 +50,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Table } from 'apache-arrow';
-import type { AdbcConnection } from '../src/adbc/index.js';
+import type { AdbcConnection, ConnectOptions } from '../src/adbc/index.js';
+import { AdbcDatabase as FlechetteDatabase } from '../src/flechette/adbc.js';
 import { DUCKDB, FLIGHTSQL, POSTGRESQL, SQLITE, type DriverName, type DriverSpec } from '../test/adbc/drivers.js';
 import { flightSqlServerMissing, startFlightSql } from '../test/adbc/flightsql.js';
 import { postgresMissing, startPostgres } from '../test/adbc/postgres.js';
@@ -60,7 +72,7 @@ const f2 = (x: number): string => x.toFixed(2);
 /** How a child reaches the peer's copy of the table. */
 type PeerArgs = { name: 'pg'; uri: string } | { name: '@duckdb/node-api'; path: string } | { name: 'node:sqlite'; path: string };
 
-type Side = 'ours' | 'peer' | 'floor';
+type Side = 'ours' | 'flechette' | 'peer' | 'floor';
 
 interface ChildArgs {
   driver: DriverName;
@@ -70,18 +82,41 @@ interface ChildArgs {
 }
 
 interface ChildResult {
-  /** Wall times by side (time task). */
-  ms?: Partial<Record<Side, number[]>>;
+  /** Wall times by side (time task); a library side's fetch and sums under `<side>:fetch`, `<side>:toArray`, `<side>:iterator`. */
+  ms?: Partial<Record<Side | `${Side}:${SumWay | 'fetch'}`, number[]>>;
   /** Peak resident size over the size just before the run, and the process's max RSS (memory task). */
   peak?: number;
   maxRss?: number;
   exact?: boolean;
 }
 
-/** One side, opened: a run fetches everything and sums f8; `hold` keeps the result alive until `drop`. */
+/**
+ * One side, opened: a run fetches everything and sums f8; `drop` releases the result. The library
+ * sides (ours: arrow-js, and flechette) also give the fetch's own time and other ways to sum the same
+ * result (`sums`: `toArray`, `iterator`), which the child times after the run, each on its own.
+ */
 interface Opened {
-  run(): Promise<{ sum: number | undefined; drop: () => void }>;
+  run(): Promise<{ sum: number | undefined; drop: () => void; fetch?: number; sums?: Record<SumWay, () => number> }>;
   close(): Promise<void>;
+}
+
+/** The ways of summing a column the flechette lines compare: each library's `toArray()` and a loop, and its iterator. */
+type SumWay = 'toArray' | 'iterator';
+const SUM_WAYS: readonly SumWay[] = ['toArray', 'iterator'];
+
+/** The sum of a column through `toArray()` (one typed array) and a loop: arrow-js's Vector and flechette's Column alike. */
+function sumToArray(column: { toArray(): ArrayLike<unknown> }): number {
+  const v = column.toArray() as Float64Array;
+  let s = 0;
+  for (let k = 0; k < v.length; k++) s += v[k]!;
+  return s;
+}
+
+/** The sum of a column through its iterator (`for...of`). */
+function sumIterator(column: Iterable<unknown>): number {
+  let s = 0;
+  for (const x of column) s += x as number;
+  return s;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -102,8 +137,35 @@ async function openOurs(options: BenchDb): Promise<Opened> {
   const conn: AdbcConnection = await db.connect();
   return {
     run: async () => {
+      const t0 = performance.now();
       const t = await conn.query(SELECT);
-      return { sum: sumColumn(t, 'f8'), drop: () => (t as Table & { release?: () => void }).release?.() };
+      const fetch = performance.now() - t0;
+      const f8 = t.getChild('f8')!;
+      return {
+        sum: sumColumn(t, 'f8'),
+        drop: () => (t as Table & { release?: () => void }).release?.(),
+        fetch,
+        sums: { toArray: () => sumToArray(f8), iterator: () => sumIterator(f8) },
+      };
+    },
+    close: async () => {
+      await conn.close();
+      await db.close();
+    },
+  };
+}
+
+/** The flechette target: `conn.query` of arrow-device/flechette/adbc (a flechette Table), summed through `toArray()`. */
+async function openFlechette(options: BenchDb): Promise<Opened> {
+  const db = new FlechetteDatabase(options as ConnectOptions);
+  const conn = await db.connect();
+  return {
+    run: async () => {
+      const t0 = performance.now();
+      const t = await conn.query(SELECT);
+      const fetch = performance.now() - t0;
+      const f8 = t.getChild('f8');
+      return { sum: sumToArray(f8), drop: () => t.release(), fetch, sums: { toArray: () => sumToArray(f8), iterator: () => sumIterator(f8) } };
     },
     close: async () => {
       await conn.close();
@@ -181,6 +243,7 @@ async function openPeer(p: PeerArgs): Promise<Opened> {
 
 function openSide(a: ChildArgs, side: Side): Promise<Opened> {
   if (side === 'ours') return openOurs(a.ours);
+  if (side === 'flechette') return openFlechette(a.ours);
   if (side === 'floor') return openFloor(a.ours);
   return openPeer(a.peer!);
 }
@@ -206,19 +269,28 @@ async function child(a: ChildArgs): Promise<ChildResult> {
       await o.close();
     }
   }
-  const sides: Side[] = a.peer ? ['ours', 'peer', 'floor'] : ['ours', 'floor'];
+  const sides: Side[] = a.peer ? ['ours', 'flechette', 'peer', 'floor'] : ['ours', 'flechette', 'floor'];
   const opened = new Map<Side, Opened>();
   for (const s of sides) opened.set(s, await openSide(a, s));
-  const ms: Partial<Record<Side, number[]>> = {};
+  const ms: NonNullable<ChildResult['ms']> = {};
   try {
     for (let r = -1; r < REPS; r++) {
       for (const s of sides) {
         const t0 = performance.now();
-        const { sum, drop } = await opened.get(s)!.run();
+        const { sum, drop, fetch, sums } = await opened.get(s)!.run();
         const t = performance.now() - t0;
-        drop();
         check(a.driver, s, sum);
         if (r >= 0) (ms[s] ??= []).push(t);
+        // The other ways to sum the same result, off the side's own time, each timed alone and checked.
+        if (fetch !== undefined && r >= 0) (ms[`${s}:fetch`] ??= []).push(fetch);
+        for (const way of sums ? SUM_WAYS : []) {
+          const w0 = performance.now();
+          const ws = sums![way]();
+          const wt = performance.now() - w0;
+          check(a.driver, s, ws);
+          if (r >= 0) (ms[`${s}:${way}`] ??= []).push(wt);
+        }
+        drop();
       }
     }
     return { ms };
@@ -312,8 +384,29 @@ function report(driver: DriverName, peerName: string | undefined, args: Omit<Chi
     `adbc ${driver} vs its floor (the driver's stream drained by hand, nothing imported): ours ${f1(ours)} ms, floor ${f1(floor)} ms, ` +
       `ratio ${f2(ours / floor)}; peak memory over the resident size before${inexact(mOurs, mFloor)}: ours ${mib(mOurs.peak!)}, floor ${mib(mFloor.peak!)} (arrays released as read)`,
   );
+  flechetteLines(driver, times);
   const spread = (s: Side): string => (times[s] ? `${s} ${f1(Math.min(...times[s]))}/${f1(median(times[s]))}/${f1(Math.max(...times[s]))}` : '');
   console.log(`adbc ${driver} times in ms, min/median/max of ${REPS} rounds: ${(['ours', 'peer', 'floor'] as const).map(spread).filter(Boolean).join(', ')} (load average ${load()})`);
+}
+
+/**
+ * The flechette target against arrow-js (both arrow-device, the same driver and round-robin): the fetch
+ * plus each way of summing f8, medians of the rounds (a round's fetch plus its sum), and the parts.
+ */
+function flechetteLines(driver: DriverName, times: NonNullable<ChildResult['ms']>): void {
+  const m = (k: keyof typeof times): number => median(times[k]!);
+  // A round's figure: its fetch plus its sum that way; the median over the rounds.
+  const total = (side: 'ours' | 'flechette', way: SumWay): number => median(times[`${side}:fetch`]!.map((f, i) => f + times[`${side}:${way}`]![i]!));
+  const fast = [total('flechette', 'toArray'), total('ours', 'toArray')] as const;
+  const iter = [total('flechette', 'iterator'), total('ours', 'iterator')] as const;
+  const goal = fast[0] / fast[1] <= 1 ? 'met' : 'not met';
+  console.log(`adbc ${driver} flechette vs arrow-js, fetch + sum of f8 (toArray() then a loop): flechette ${f1(fast[0])} ms, arrow-js ${f1(fast[1])} ms, ratio ${f2(fast[0] / fast[1])} (goal <= 1.00: ${goal})`);
+  console.log(`adbc ${driver} flechette vs arrow-js, fetch + sum of f8 (for...of over the column): flechette ${f1(iter[0])} ms, arrow-js ${f1(iter[1])} ms, ratio ${f2(iter[0] / iter[1])}`);
+  console.log(
+    `adbc ${driver} flechette vs arrow-js, the parts (medians): fetch (conn.query) flechette ${f1(m('flechette:fetch'))} ms, arrow-js ${f1(m('ours:fetch'))} ms, ` +
+      `ratio ${f2(m('flechette:fetch') / m('ours:fetch'))}; toArray() + loop flechette ${f1(m('flechette:toArray'))} ms, arrow-js ${f1(m('ours:toArray'))} ms; ` +
+      `for...of flechette ${f1(m('flechette:iterator'))} ms, arrow-js ${f1(m('ours:iterator'))} ms`,
+  );
 }
 
 async function main(): Promise<void> {

@@ -28,7 +28,24 @@
  *   `_export_to_c(array, schema)` / `_import_from_c(array, schema)`), one
  *   line per shape: `per-batch <shape>, schema with each batch: ours <x> us,
  *   pyarrow <y> us, ratio <r>`;
- * - exportArrayStream + importArrayStream of 1-row batches (batches/s).
+ * - exportArrayStream + importArrayStream of 1-row batches (batches/s);
+ * - the flechette target (arrow-device/flechette, issue 52) beside arrow-js:
+ *   the same shapes as flechette tables (`tableFromArrays`, one batch),
+ *   export + import + release in the two forms above, each shape in a
+ *   process of its own right after arrow-js's: the array alone into one
+ *   struct with the flechette `Schema` given to `importRecordBatch` (the
+ *   entry has no array-only export of a table, so the loop calls the
+ *   function its `exportRecordBatch` writes the array with,
+ *   `exportArrayView` over `viewsOfTable`'s batch), and the schema with
+ *   every batch (`exportRecordBatch(t, { schemaInto, arrayInto })` +
+ *   `importRecordBatch(array, schema)`); one line per shape and form:
+ *   `per-batch <shape>, flechette vs arrow-js: flechette <x> us, arrow-js
+ *   <y> us, ratio <flechette/arrow-js>`. A third form reads every column's
+ *   value buffers before the release (`values`, and `valueOffsets` /
+ *   `offsets`): the arrow-js import makes a buffer's view on its first read
+ *   (lazy `Data`), flechette's makes them all at import, so the plain form
+ *   compares unequal work and this one equal work (the arrow-js child runs
+ *   it after its other loops, whose figures it leaves as they were).
  *
  * Each shape's loops run in a process of their own (`--shape KEY`, spawned
  * with this Node and its flags): in one process the JIT's code for the
@@ -59,6 +76,9 @@ import {
   freeArrowSchema, importArrayStream, importRecordBatch, importSchema,
 } from '../src/index.js';
 import { counting, countingMissing } from '../test/ownership/counting.js';
+import { tableFromArrays, utf8, type Table as FlechetteTable } from '@uwdata/flechette';
+import * as flechette from '../src/flechette/index.js';
+import { exportArrayView } from '../src/array/core.js';
 
 const quick = process.argv.includes('--quick');
 const REPS = quick ? 3 : 9;
@@ -87,6 +107,28 @@ function fourColumns(rows: number): RecordBatch {
   // One batch, or the loop would measure a batch of part of the rows.
   if (table.batches.length !== 1) throw new Error(`fourColumns(${rows}) made ${table.batches.length} batches`);
   return table.batches[0]!;
+}
+
+/** The shapes as flechette tables (one batch each), with the values of their arrow-js twins. */
+function flechetteShape(key: string): FlechetteTable {
+  const ints = (rows: number, columns: number): FlechetteTable =>
+    tableFromArrays(Object.fromEntries(Array.from({ length: columns }, (_, k) => [`c${k}`, Int32Array.from({ length: rows }, (_, i) => i + k)])));
+  const four = (rows: number): FlechetteTable =>
+    tableFromArrays(
+      {
+        i: Int32Array.from({ length: rows }, (_, i) => i),
+        f: Float64Array.from({ length: rows }, (_, i) => i * 0.5),
+        s: Array.from({ length: rows }, (_, i) => `v${i % 1000}`),
+        d: Float64Array.from({ length: rows }, (_, i) => i * 1.5),
+      },
+      // utf8, not flechette's default dictionary for strings: the arrow-js batch's type.
+      { types: { s: utf8() } },
+    );
+  const t = key === '1x1' ? ints(1, 1) : key === '1x4' ? four(1) : key === '1x100' ? ints(1, 100) : key === '1Mx4' ? four(1_000_000) : undefined;
+  if (!t) throw new Error(`bench/overhead: no flechette shape ${key}`);
+  const batches = flechette.viewsOfTable(t).batches.length;
+  if (batches !== 1) throw new Error(`flechette shape ${key} made ${batches} batches`);
+  return t;
 }
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -125,7 +167,7 @@ let sink = 0;
  * microseconds in the form of PyArrow's loop (into one struct allocated
  * once), and in ours (exportArray allocating a struct, freed after).
  */
-async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<{ into: number; alloc: number; withSchema: number }> {
+async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<Ours> {
   const schema = batch.schema;
   // The batch is released when the iteration is done with it (release(), as `using` does): the
   // deterministic path, and what PyArrow's loop does when its reference count drops to zero.
@@ -171,11 +213,72 @@ async function roundTrip(label: string, batch: RecordBatch, n: number): Promise<
     sink += b.numRows;
   }, n);
   await drain();
+  // For the flechette comparison, after the loops above (whose figures it leaves as they were): the
+  // `into` form reading every column's value buffers (`values`, `valueOffsets`), which the lazy arrow-js
+  // import makes on first read and flechette's import makes up front.
+  const slot2 = allocArrowArray();
+  const touch = await perIter(() => {
+    exportArray(batch, { into: slot2 });
+    const b = importRecordBatch(slot2, schema);
+    for (const c of b.data.children) sink += c.values.length + (c.valueOffsets?.length ?? 0);
+    b.release();
+  }, n);
+  freeArrowArray(slot2);
   console.log(
     `${label.padEnd(38)} export+import+release ${into.toFixed(2).padStart(7)} us/batch (${(1e6 / into).toFixed(0).padStart(7)}/s) into one struct,` +
       ` ${rt.toFixed(2).padStart(7)} us allocating it   released by GC ${gc.toFixed(2).padStart(7)} us   export+free ${ex.toFixed(2).padStart(7)} us`,
   );
-  return { into, alloc: rt, withSchema };
+  return { into, alloc: rt, withSchema, touch };
+}
+
+/**
+ * The flechette target's round trip of `table` (one record batch), in the two forms the arrow-js
+ * loops have: the array alone into one struct, the schema given (`into`), and the schema with every
+ * batch into a second struct (`withSchema`). Prints its line; returns microseconds per batch.
+ */
+async function flechetteRoundTrip(label: string, table: FlechetteTable, n: number): Promise<Flechette> {
+  const schema = table.schema;
+  // First, as in the arrow-js loops (whose first loop takes the JIT's warm-up too), the form that
+  // allocates the struct per export and frees it after the import.
+  const alloc = await perIter(() => {
+    const p = exportArrayView(flechette.viewsOfTable(table).batches[0]!) as bigint;
+    const b = flechette.importRecordBatch(p, schema);
+    freeArrowArray(p);
+    sink += b.numRows;
+    b.release();
+  }, n);
+  const slot = allocArrowArray();
+  // flechette's exportRecordBatch writes the array with exportArrayView over viewsOfTable's batch; here alone.
+  const into = await perIter(() => {
+    exportArrayView(flechette.viewsOfTable(table).batches[0]!, { into: slot });
+    const b = flechette.importRecordBatch(slot, schema);
+    sink += b.numRows;
+    b.release();
+  }, n);
+  const sslot = allocArrowSchema();
+  const withSchema = await perIter(() => {
+    flechette.exportRecordBatch(table, { schemaInto: sslot, arrayInto: slot });
+    const b = flechette.importRecordBatch(slot, sslot);
+    sink += b.numRows;
+    b.release();
+  }, n);
+  freeArrowSchema(sslot);
+  // The `into` form reading every column's value buffers, as the arrow-js side's `touch` (made at import here).
+  const touch = await perIter(() => {
+    exportArrayView(flechette.viewsOfTable(table).batches[0]!, { into: slot });
+    const b = flechette.importRecordBatch(slot, schema);
+    for (const c of b.children) {
+      const d = c.data[0] as unknown as { values: ArrayLike<unknown>; offsets?: ArrayLike<unknown> };
+      sink += d.values.length + (d.offsets?.length ?? 0);
+    }
+    b.release();
+  }, n);
+  freeArrowArray(slot);
+  console.log(
+    `${label.padEnd(38)} flechette export+import+release ${into.toFixed(2).padStart(7)} us/batch (${(1e6 / into).toFixed(0).padStart(7)}/s) into one struct,` +
+      ` ${alloc.toFixed(2).padStart(7)} us allocating it, ${withSchema.toFixed(2).padStart(7)} us with the schema, ${touch.toFixed(2).padStart(7)} us reading every column's buffers`,
+  );
+  return { into, alloc, withSchema, touch };
 }
 
 /**
@@ -291,7 +394,9 @@ const shapes: Shape[] = [
   { key: '1Mx4', label: '1M rows x 4 columns (i32,f64,utf8,f64)', make: () => fourColumns(1_000_000), iterations: Math.max(500, n / 4) },
 ];
 
-type Ours = { into: number; alloc: number; withSchema: number };
+type Ours = { into: number; alloc: number; withSchema: number; touch: number };
+/** The flechette target's figures of a shape (us per batch). */
+type Flechette = { into: number; alloc: number; withSchema: number; touch: number };
 const RESULT = 'overhead-result ';
 
 /**
@@ -299,6 +404,18 @@ const RESULT = 'overhead-result ';
  * its lines printed, its figures on a last line for the parent.
  */
 const shapeArg = process.argv.includes('--shape') ? process.argv[process.argv.indexOf('--shape') + 1] : undefined;
+if (shapeArg !== undefined && process.argv.includes('--flechette')) {
+  // The flechette target's loops of one shape (`--shape KEY --flechette`), in a process of their own.
+  const s = shapes.find((x) => x.key === shapeArg);
+  if (!s) throw new Error(`bench/overhead: no shape ${shapeArg}`);
+  const table = flechetteShape(s.key);
+  collectGarbage(); // the data's construction garbage (see below)
+  const r = await flechetteRoundTrip(s.label, table, s.iterations);
+  await tick();
+  console.log(`${''.padEnd(38)} accounting after: ${JSON.stringify(accounting())}`);
+  console.log(RESULT + JSON.stringify(r));
+  process.exit(0);
+}
 if (shapeArg !== undefined) {
   const s = shapes.find((x) => x.key === shapeArg);
   if (!s) throw new Error(`bench/overhead: no shape ${shapeArg}`);
@@ -323,8 +440,8 @@ if (shapeArg !== undefined) {
  * after the others and 3.62 us first; the 1-row int32 one 1.79 us first and
  * 2.19 us last). PyArrow's figures, compiled code, have no such order.
  */
-function isolated(s: Shape): Ours {
-  const args = [...process.execArgv, fileURLToPath(import.meta.url), '--shape', s.key, ...(quick ? ['--quick'] : [])];
+function isolated<R = Ours>(s: Shape, target: 'arrow-js' | 'flechette' = 'arrow-js'): R {
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), '--shape', s.key, ...(target === 'flechette' ? ['--flechette'] : []), ...(quick ? ['--quick'] : [])];
   const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
   if (r.error) throw r.error;
   if (r.status !== 0) throw new Error(`bench/overhead --shape ${s.key} exited with ${r.status}:\n${r.stderr}`);
@@ -332,7 +449,7 @@ function isolated(s: Shape): Ours {
   const last = lines.pop()!;
   if (!last.startsWith(RESULT)) throw new Error(`bench/overhead --shape ${s.key}: no result line:\n${r.stdout}\n${r.stderr}`);
   for (const l of lines) console.log(l);
-  return JSON.parse(last.slice(RESULT.length)) as Ours;
+  return JSON.parse(last.slice(RESULT.length)) as R;
 }
 
 /**
@@ -382,7 +499,12 @@ const py = runPyArrow(repoRoot(), shapes);
 if (py) console.log(`pyarrow ${py.pyarrow} (Python ${py.python}, structs allocated with ${py.allocator})`);
 
 const ours = new Map<string, Ours>();
-for (const s of shapes) ours.set(s.key, isolated(s));
+const flech = new Map<string, Flechette>();
+for (const s of shapes) {
+  ours.set(s.key, isolated(s));
+  // The flechette target right after arrow-js's, in a process of its own too: the same machine, moments apart.
+  flech.set(s.key, isolated<Flechette>(s, 'flechette'));
+}
 const together = await mixed();
 await fromC();
 // Like for like: PyArrow's loop exports into one struct allocated once, so ours does too here;
@@ -404,6 +526,28 @@ for (const s of shapes) {
   const y = py?.results[`${s.key}+schema`];
   const theirs = y === undefined ? 'pyarrow skipped' : `pyarrow ${y.toFixed(2)} us, ratio ${(withSchema / y).toFixed(2)}`;
   console.log(`per-batch ${s.label}, schema with each batch: ours ${withSchema.toFixed(2)} us, ${theirs}`);
+}
+// The flechette target against arrow-js, both through arrow-device, each shape's loops in processes of their own.
+for (const s of shapes) {
+  const a = ours.get(s.key)!;
+  const f = flech.get(s.key)!;
+  console.log(`per-batch ${s.label}, flechette vs arrow-js: flechette ${f.into.toFixed(2)} us, arrow-js ${a.into.toFixed(2)} us, ratio ${(f.into / a.into).toFixed(2)}`);
+}
+for (const s of shapes) {
+  const a = ours.get(s.key)!;
+  const f = flech.get(s.key)!;
+  console.log(
+    `per-batch ${s.label}, schema with each batch, flechette vs arrow-js: flechette ${f.withSchema.toFixed(2)} us, arrow-js ${a.withSchema.toFixed(2)} us, ` +
+      `ratio ${(f.withSchema / a.withSchema).toFixed(2)}`,
+  );
+}
+for (const s of shapes) {
+  const a = ours.get(s.key)!;
+  const f = flech.get(s.key)!;
+  console.log(
+    `per-batch ${s.label}, every column's buffers read, flechette vs arrow-js: flechette ${f.touch.toFixed(2)} us, arrow-js ${a.touch.toFixed(2)} us, ` +
+      `ratio ${(f.touch / a.touch).toFixed(2)}`,
+  );
 }
 await stream('1 row, 1 int32 column', int32Batch(1, 1), quick ? 20000 : 100000);
 await stream('1 row, 4 columns', fourColumns(1), quick ? 20000 : 50000);

@@ -3,7 +3,7 @@
  * a script, a test or a serverless function pays to run one small query,
  * against what a JavaScript user picks instead.
  *
- *   npm run bench:startup [-- --processes N] [-- --files] [-- --lib <dir>] [-- --only duckdb,postgresql,sqlite] [-- --ab <git ref>[,<git ref>]] [-- --compile-cache] [-- --bundled]
+ *   npm run bench:startup [-- --processes N] [-- --files] [-- --lib <dir>] [-- --only duckdb,postgresql,sqlite] [-- --targets arrow-js,flechette] [-- --ab <git ref>[,<git ref>]] [-- --compile-cache] [-- --bundled]
  *
  * The job is README quick start 1's: open the database, query 1,000 rows of
  * one float64 column (`range::DOUBLE * 0.5` in DuckDB's words), sum the
@@ -48,6 +48,21 @@
  * some 160). Each side's `load` is then the time from the process's start to
  * the job's first line; the load lines are not printed.
  *
+ * The flechette target (issue 52): the same job through
+ * `arrow-device/flechette/adbc` (`conn.query` gives a flechette Table; the
+ * sum is `toArray()` and a loop), against the same peers, in fresh processes
+ * too: `startup <driver> flechette vs <peer>: ...`, its phases and its first
+ * query, each line as the arrow-js one with `flechette` after the driver.
+ * Its processes load no apache-arrow: the child records every package
+ * resolved (an in-thread resolve hook, bench/startup-child.ts) and the run
+ * fails if apache-arrow is among them or @uwdata/flechette is not (bundled:
+ * the bundle's inputs are checked). Its load lines: `load @uwdata/flechette
+ * X ms, koffi Y ms, arrow-device/flechette/adbc Z ms` (each on top of those
+ * before it) and `arrow-device/flechette/adbc` first in a process, with the
+ * flechette it imports. `--targets arrow-js,flechette` picks the targets
+ * (default both); the flechette lines are left out of `--ab`, and where the
+ * build has no flechette entry.
+ *
  * `--compile-cache` runs every child with Node's compile cache on
  * (`NODE_COMPILE_CACHE`, Node 22.1+, a directory under .build/ made empty
  * first, then filled by one untimed run of each job): what an application
@@ -84,11 +99,17 @@ const DIST = !process.argv.includes('--files');
 const LIB = option('--lib');
 const COMPILE_CACHE = process.argv.includes('--compile-cache') ? join(root, '.build', 'compile-cache') : undefined;
 const BUNDLED = process.argv.includes('--bundled');
+const TARGETS = option('--targets')?.split(',') ?? ['arrow-js', 'flechette'];
+for (const t of TARGETS) if (t !== 'arrow-js' && t !== 'flechette') throw new Error(`--targets: unknown target ${t} (arrow-js, flechette)`);
+const ARROWJS = TARGETS.includes('arrow-js');
+const FLECHETTE = TARGETS.includes('flechette');
 const warmed = new Set<string>();
 /** The peers' modules (bench/startup-child.ts imports each). */
 const PEERS = ['@duckdb/node-api', 'pg', 'node:sqlite'];
 /** `--bundled`: each job's bundle, by the job's JSON. */
 const bundles = new Map<string, string>();
+/** `--bundled`: the packages each flechette job's bundle was made of (its esbuild metafile's inputs), by the job's JSON. */
+const bundleInputs = new Map<string, string[]>();
 
 const f1 = (x: number): string => x.toFixed(1);
 const f2 = (x: number): string => x.toFixed(2);
@@ -109,7 +130,21 @@ function child(job: Job, cache: string | undefined = COMPILE_CACHE): ChildResult
   if (r.status !== 0 || !line) throw new Error(`startup child ${JSON.stringify(job)} failed (status ${r.status}):\n${r.stderr}${r.stdout}`);
   const out = JSON.parse(line) as ChildResult;
   if (out.sum !== undefined && out.sum !== EXPECTED) throw new Error(`startup child ${JSON.stringify(job)}: the sum is ${out.sum}, expected ${EXPECTED}`);
+  if (flechetteJob(job)) checkNoArrow(job, bundle === undefined ? out.packages : bundleInputs.get(arg));
   return out;
+}
+
+/** A job of the flechette target: its processes must load no apache-arrow. */
+const flechetteJob = (job: Job): boolean => (job.kind === 'ours' && job.target === 'flechette') || (job.kind === 'load' && job.record === true);
+
+/**
+ * Fails unless `packages` (what a flechette job's process resolved, or its bundle was made of) has
+ * @uwdata/flechette (else the recorder saw nothing, and its silence proves nothing) and no apache-arrow.
+ */
+function checkNoArrow(job: Job, packages: string[] | undefined): void {
+  const what = `startup child ${JSON.stringify(job)}`;
+  if (!packages?.includes('@uwdata/flechette')) throw new Error(`${what}: the package recorder did not see @uwdata/flechette (it saw ${packages?.join(', ') || 'nothing'})`);
+  if (packages.includes('apache-arrow')) throw new Error(`${what}: apache-arrow was loaded (packages: ${packages.join(', ')})`);
 }
 
 /** N runs of each job, in turn, the first of each pair alternating. */
@@ -138,19 +173,56 @@ const peerPhases = (rs: ChildResult[]): string =>
     .map((p) => `${p} ${f1(phase(rs, p))}`)
     .join(', ');
 
-/** The entries of a build: `arrow-device` and `arrow-device/adbc` as file URLs. */
-function entries(build: Build | 'dist'): { index: string; adbc: string } {
+/** A build's entries as file URLs: `arrow-device`, `arrow-device/adbc`, and `arrow-device/flechette/adbc` where the build has it. */
+interface Entries {
+  index: string;
+  adbc: string;
+  flechetteAdbc?: string;
+}
+
+/** The entries of a library folder (dist/, or a build's src/). */
+function entriesIn(base: string): Entries {
+  const flechette = join(base, 'flechette', 'adbc.js');
+  return {
+    index: pathToFileURL(join(base, 'index.js')).href,
+    adbc: pathToFileURL(join(base, 'adbc', 'index.js')).href,
+    ...(existsSync(flechette) ? { flechetteAdbc: pathToFileURL(flechette).href } : {}),
+  };
+}
+
+/** The entries of a build: `arrow-device` and `arrow-device/adbc` (and `arrow-device/flechette/adbc`) as file URLs. */
+function entries(build: Build | 'dist'): Entries {
   const base = build === 'dist' ? join(root, 'dist') : join(build.run, 'src');
   const index = join(base, 'index.js');
   if (!existsSync(index)) throw new Error(`${index} is missing${build === 'dist' ? ': run `npm run build` first' : ''}`);
-  return { index: pathToFileURL(index).href, adbc: pathToFileURL(join(base, 'adbc', 'index.js')).href };
+  return entriesIn(base);
 }
 
 /** `--lib <dir>`: the entries of a library folder given by hand (another build's src/ or dist/: a before figure). */
-function libEntries(dir: string): { index: string; adbc: string } {
+function libEntries(dir: string): Entries {
   const index = join(dir, 'index.js');
   if (!existsSync(index)) throw new Error(`--lib ${dir}: no index.js there`);
-  return { index: pathToFileURL(index).href, adbc: pathToFileURL(join(dir, 'adbc', 'index.js')).href };
+  return entriesIn(dir);
+}
+
+/**
+ * The flechette target's load jobs: @uwdata/flechette, koffi (as the library loads it) and
+ * `arrow-device/flechette/adbc`, one after the other; and the entry first in a process, with the
+ * flechette it imports (koffi loads on first use). Both record what they resolve: no apache-arrow.
+ */
+function flechetteLoadJobs(entry: string): { chain: Job; first: Job } {
+  return {
+    chain: {
+      kind: 'load',
+      record: true,
+      entries: [
+        { name: '@uwdata/flechette', specifier: '@uwdata/flechette' },
+        { name: 'koffi', specifier: 'koffi', require: true },
+        { name: 'arrow-device/flechette/adbc', specifier: entry },
+      ],
+    },
+    first: { kind: 'load', record: true, entries: [{ name: 'arrow-device/flechette/adbc', specifier: entry }] },
+  };
 }
 
 function loadJobs(e: { index: string; adbc: string }): { chain: Job; alone: Job } {
@@ -192,6 +264,8 @@ interface Pair {
   /** Why it cannot run here. */
   missing: string | undefined;
   ours(entry: string): Job;
+  /** The same job through `arrow-device/flechette/adbc` (a flechette Table). */
+  flechette(entry: string): Job;
   theirs: Job;
 }
 
@@ -206,6 +280,7 @@ function pairs(uri: string | undefined, pgMissing: string | undefined): Pair[] {
       peer: '@duckdb/node-api',
       missing: existsSync(duck) ? undefined : DUCKDB.missing,
       ours: (entry) => ({ kind: 'ours', driver: 'duckdb', entry, library: duck, entrypoint: 'duckdb_adbc_init', databaseOptions: { path: ':memory:' }, sql: duckSql }),
+      flechette: (entry) => ({ kind: 'ours', target: 'flechette', driver: 'duckdb', entry, library: duck, entrypoint: 'duckdb_adbc_init', databaseOptions: { path: ':memory:' }, sql: duckSql }),
       theirs: { kind: 'peer', peer: '@duckdb/node-api', sql: duckSql },
     },
     {
@@ -213,6 +288,7 @@ function pairs(uri: string | undefined, pgMissing: string | undefined): Pair[] {
       peer: 'pg',
       missing: POSTGRESQL.missing ?? pgMissing,
       ours: (entry) => ({ kind: 'ours', driver: 'postgresql', entry, library: POSTGRESQL.library, databaseOptions: { uri: uri ?? '' }, sql: pgSql }),
+      flechette: (entry) => ({ kind: 'ours', target: 'flechette', driver: 'postgresql', entry, library: POSTGRESQL.library, databaseOptions: { uri: uri ?? '' }, sql: pgSql }),
       theirs: { kind: 'peer', peer: 'pg', uri, sql: pgSql },
     },
     {
@@ -220,6 +296,7 @@ function pairs(uri: string | undefined, pgMissing: string | undefined): Pair[] {
       peer: 'node:sqlite',
       missing: SQLITE.missing,
       ours: (entry) => ({ kind: 'ours', driver: 'sqlite', entry, library: SQLITE.library, databaseOptions: { uri: ':memory:' }, sql: sqliteSql }),
+      flechette: (entry) => ({ kind: 'ours', target: 'flechette', driver: 'sqlite', entry, library: SQLITE.library, databaseOptions: { uri: ':memory:' }, sql: sqliteSql }),
       theirs: { kind: 'peer', peer: 'node:sqlite', sql: sqliteSql },
     },
   ];
@@ -239,7 +316,7 @@ async function bundleJobs(jobs: Job[]): Promise<void> {
     if (spec === undefined) continue;
     const arg = JSON.stringify(job);
     const outfile = join(dir, `job${i}.mjs`);
-    await build({
+    const result = await build({
       stdin: {
         contents: `import * as m from ${JSON.stringify(spec)};\nimport { report, run } from ${JSON.stringify(CHILD)};\nreport(run(JSON.parse(process.argv[3]), m));\n`,
         resolveDir: root,
@@ -258,36 +335,60 @@ async function bundleJobs(jobs: Job[]): Promise<void> {
       // CommonJS inside an ESM bundle (pg, and koffi's loader) asks for `require`.
       banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
       logLevel: 'error',
+      metafile: true,
     });
     bundles.set(arg, outfile);
+    // What went into a flechette job's bundle, by package: apache-arrow must not be there.
+    if (flechetteJob(job)) {
+      const pkgs = Object.keys(result.metafile.inputs).map((f) => /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(f)?.[1]);
+      bundleInputs.set(arg, [...new Set(pkgs.filter((x): x is string => x !== undefined))].sort());
+    }
   }
 }
 
-function peers(e: { index: string; adbc: string }, list: Pair[]): void {
+function peers(e: Entries, list: Pair[]): void {
+  const flechette = FLECHETTE ? e.flechetteAdbc : undefined;
+  if (FLECHETTE && !flechette) console.log('startup flechette: skipped (this build has no flechette/adbc.js)');
   if (BUNDLED) {
     console.log('# bundled: each job one file (esbuild), its load the time from the process start to its first line');
   } else {
-    loads(e);
+    if (ARROWJS) loads(e);
+    if (flechette) flechetteLoads(flechette);
   }
+  const b = BUNDLED ? 'bundled ' : '';
   for (const p of list) {
     if (p.missing) {
       console.log(`startup ${p.driver} vs ${p.peer}: skipped (${p.missing})`);
       continue;
     }
-    const [ours, theirs] = alternate(p.ours(e.adbc), p.theirs);
-    const o = ours.map((r) => r.total);
-    const t = theirs.map((r) => r.total);
-    const b = BUNDLED ? 'bundled ' : '';
-    console.log(`${b}startup ${p.driver} vs ${p.peer}: ours ${f1(median(o))} ms, ${p.peer} ${f1(median(t))} ms, ratio ${f2(pairRatio(o, t))}`);
-    console.log(`${b}startup ${p.driver} phases (ms, medians): ours ${phases(ours)}; ${p.peer} ${peerPhases(theirs)}`);
-    const oq = ours.map((r) => r.phases.query!);
-    const tq = theirs.map((r) => r.phases.query!);
-    console.log(`${b}first query ${p.driver} vs ${p.peer}: ours ${f1(median(oq))} ms (query and import of ${ROWS.toLocaleString('en')} rows), ${p.peer} ${f1(median(tq))} ms (query), ratio ${f2(pairRatio(oq, tq))}`);
+    // `tag`: the target after the driver (`duckdb flechette`), none for arrow-js (the lines as they were before flechette).
+    const compare = (ourJob: Job, tag: string, into: string): void => {
+      const [ours, theirs] = alternate(ourJob, p.theirs);
+      const o = ours.map((r) => r.total);
+      const t = theirs.map((r) => r.total);
+      console.log(`${b}startup ${p.driver}${tag} vs ${p.peer}: ours ${f1(median(o))} ms, ${p.peer} ${f1(median(t))} ms, ratio ${f2(pairRatio(o, t))}`);
+      console.log(`${b}startup ${p.driver}${tag} phases (ms, medians): ours ${phases(ours)}; ${p.peer} ${peerPhases(theirs)}`);
+      const oq = ours.map((r) => r.phases.query!);
+      const tq = theirs.map((r) => r.phases.query!);
+      console.log(`${b}first query ${p.driver}${tag} vs ${p.peer}: ours ${f1(median(oq))} ms (query and import of ${ROWS.toLocaleString('en')} rows${into}), ${p.peer} ${f1(median(tq))} ms (query), ratio ${f2(pairRatio(oq, tq))}`);
+    };
+    if (ARROWJS) compare(p.ours(e.adbc), '', '');
+    if (flechette) compare(p.flechette(flechette), ' flechette', ' into flechette');
   }
 }
 
+/** The flechette target's load lines: each module on top of those before it, and its adbc entry first in a process. */
+function flechetteLoads(entry: string): void {
+  const jobs = flechetteLoadJobs(entry);
+  const chain = Array.from({ length: PROCESSES }, () => child(jobs.chain));
+  const first = Array.from({ length: PROCESSES }, () => child(jobs.first));
+  const m = (rs: ChildResult[], name: string): string => f1(phase(rs, name));
+  console.log(`load @uwdata/flechette ${m(chain, '@uwdata/flechette')} ms, koffi ${m(chain, 'koffi')} ms, arrow-device/flechette/adbc ${m(chain, 'arrow-device/flechette/adbc')} ms (no apache-arrow loaded)`);
+  console.log(`load arrow-device/flechette/adbc first in a process (with the @uwdata/flechette it imports; koffi loads on first use): ${m(first, 'arrow-device/flechette/adbc')} ms`);
+}
+
 /** The load lines: each module on top of those before it, and arrow-device/adbc on its own. */
-function loads(e: { index: string; adbc: string }): void {
+function loads(e: Entries): void {
   const jobs = loadJobs(e);
   const chain = Array.from({ length: PROCESSES }, () => child(jobs.chain));
   const alone = Array.from({ length: PROCESSES }, () => child(jobs.alone));
@@ -366,7 +467,14 @@ async function main(): Promise<void> {
     if (AB) ab(AB, list);
     else {
       const e = LIB ? libEntries(LIB) : entries(DIST ? 'dist' : workingTree(root));
-      if (BUNDLED) await bundleJobs(list.filter((p) => !p.missing).flatMap((p) => [p.ours(e.adbc), p.theirs]));
+      if (BUNDLED) {
+        const jobs = list.filter((p) => !p.missing).flatMap((p) => [
+          ...(ARROWJS ? [p.ours(e.adbc)] : []),
+          ...(FLECHETTE && e.flechetteAdbc ? [p.flechette(e.flechetteAdbc)] : []),
+          p.theirs,
+        ]);
+        await bundleJobs(jobs);
+      }
       peers(e, list);
     }
   } finally {

@@ -31,7 +31,8 @@ import { isDetached } from '../memory/detached.js';
 import type { ImportOwner } from './owner.js';
 import { defineReleasable, owned, ownersOf, type Releasable } from './owned.js';
 import { Form, type Plan, type PlanNode, type TypedArrayCtor } from './plan.js';
-import { planWithType } from './plan-arrowjs.js';
+import { batchSchemaOf, planWithType } from './plan-arrowjs.js';
+import { setArrowJsBuilds } from './arrowjs-builds.js';
 import { BUFFERS, childrenAt, END, ImportRead, LENGTH, N_BUFFERS, nodeBuffer, NULL_COUNT, OFFSET, pathAt } from './record.js';
 import type { ArrayView } from './view.js';
 import { viewOf } from './view.js';
@@ -710,3 +711,5 @@ export function dataFromView(view: ArrayView, type: DataType, path = 'array', ex
   return dataOf(recordOfView(view, plan, path), plan.root, 0, 0, -1, false);
 }
 
+// The target-neutral layers (device, async, device streams) build arrow-js objects through these (arrowjs-builds.ts).
+setArrowJsBuilds({ buildData, buildBatch, batchSchemaOf });

@@ -14,14 +14,18 @@
  * `release`, which dispose leaves alone).
  *
  * Also here: requested schemas (PyCapsuleInterface.rst, "Schema Requests"),
- * both the consumer's (`requestedSchema` option) and the producer's check.
+ * both the consumer's (`requestedSchema` option) and the producer's check,
+ * and the move of an import's struct into a handle that hands it on
+ * (`moveToHandle`), which every target's imports share.
  */
 import {
   ArrowSymbols, describeArrowMethods, hasArrowMethod, symbolName,
   type ArrowDeviceExportOptions, type ArrowSchemaExportable, type ArrowSymbol,
 } from '../abi/protocol.js';
 import { describeValue } from '../args.js';
+import { DeviceType } from '../abi/constants.js';
 import { ArrowDeviceError, invalid, unsupported } from '../errors.js';
+import { writeDeviceFields } from '../memory/cstruct.js';
 import { ExportHandle, disposeHandle, takeHandle } from '../memory/handle.js';
 import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
@@ -29,6 +33,7 @@ import type { WasmMemory } from '../memory/wasm.js';
 import type { SchemaNode } from '../schema/node.js';
 import type { ImportedTable } from './build.js';
 import { readSchemaPtr, type ImportCoreOptions } from './importer.js';
+import type { ImportOwner } from './owner.js';
 import type { SchemaLike } from '../schema/export.js';
 import { nodeOfSchemaLike, writeNodeCached } from '../schema/write.js';
 
@@ -241,4 +246,31 @@ export function checkDeviceExportOptions(options: unknown, path: string): void {
   if (typeof options !== 'object') throw invalid(`${path}.options`, `expected an options object, got ${describeValue(options)}`);
   const unknown = Object.keys(options).filter((k) => (options as Record<string, unknown>)[k] !== undefined);
   if (unknown.length > 0) throw unsupported(`${path}.options`, `unsupported option(s): ${unknown.join(', ')}`);
+}
+
+// --- hand-on: an import's struct moved into a handle ------------------------------------------
+
+/** The struct a handle carries: a plain array, or a device array. */
+export type ArrayHandleKind = 'ArrowArray' | 'ArrowDeviceArray';
+
+/**
+ * Moves the struct `owner` holds into a new handle of kind `want`; the
+ * owner is released (reason `moved`). A plain array asked as a device array
+ * is wrapped as a CPU one; a device array asked as a plain array gives its
+ * `ArrowArray` (the caller has checked that the CPU reads it, and synchronised).
+ */
+export function moveToHandle(owner: ImportOwner, want: ArrayHandleKind): ExportHandle {
+  const mem = owner.mem;
+  const size = want === 'ArrowDeviceArray' || owner.kind === 'ArrowDeviceArray' ? mem.layouts.ArrowDeviceArray.size : mem.layouts.ArrowArray.size;
+  const p = mem.alloc(size);
+  try {
+    // The ArrowArray of an ArrowDeviceArray is at offset 0 (CDeviceDataInterface.rst): moving a
+    // plain array to the start of a device array, or taking a device array's start as an array, is a move.
+    owner.moveTo(p);
+    if (want === 'ArrowDeviceArray' && owner.kind === 'ArrowArray') writeDeviceFields(mem, p, DeviceType.CPU, -1, 0n);
+  } catch (e) {
+    mem.free(p);
+    throw e;
+  }
+  return ExportHandle.adopt(mem, want, p);
 }

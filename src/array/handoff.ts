@@ -14,37 +14,12 @@ import type { Memory } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import type { SchemaNode } from '../schema/node.js';
 import { dataToView } from './arrowjs.js';
-import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from './exchange.js';
+import { checkDeviceExportOptions, checkRequestedSchema, moveToHandle, schemaHandle, type ArrayHandleKind } from './exchange.js';
 import { writeArrayView } from './export.js';
 import { ImportedData, ImportedRecordBatch, ImportedVector, ownersOf } from './build.js';
 import { batchNodeOf, schemaNodeOf } from '../schema/export.js';
 import type { ImportOwner } from './owner.js';
 import type { ArrayView } from './view.js';
-
-/** The struct a handle carries: a plain array, or a device array. */
-export type ArrayHandleKind = 'ArrowArray' | 'ArrowDeviceArray';
-
-/**
- * Moves the struct `owner` holds into a new handle of kind `want`; the
- * owner is released (reason `moved`). A plain array asked as a device array
- * is wrapped as a CPU one; a device array asked as a plain array gives its
- * `ArrowArray` (the caller has checked that the CPU reads it, and synchronised).
- */
-export function moveToHandle(owner: ImportOwner, want: ArrayHandleKind): ExportHandle {
-  const mem = owner.mem;
-  const size = want === 'ArrowDeviceArray' || owner.kind === 'ArrowDeviceArray' ? mem.layouts.ArrowDeviceArray.size : mem.layouts.ArrowArray.size;
-  const p = mem.alloc(size);
-  try {
-    // The ArrowArray of an ArrowDeviceArray is at offset 0 (CDeviceDataInterface.rst): moving a
-    // plain array to the start of a device array, or taking a device array's start as an array, is a move.
-    owner.moveTo(p);
-    if (want === 'ArrowDeviceArray' && owner.kind === 'ArrowArray') writeDeviceFields(mem, p, DeviceType.CPU, -1, 0n);
-  } catch (e) {
-    mem.free(p);
-    throw e;
-  }
-  return ExportHandle.adopt(mem, want, p);
-}
 
 /** `view` exported zero-copy (as `exportArray` does) into a new handle of kind `want` in `mem`. */
 function viewToHandle(mem: Memory, view: ArrayView, want: ArrayHandleKind): ExportHandle {

@@ -109,7 +109,7 @@ const REASONS: Record<ReleaseReason, string> = {
   failed: 'its import failed',
 };
 
-/** The reference an import shared between threads holds (src/share/share.ts). */
+/** The reference an import shared between threads holds (src/share/core.ts). */
 export interface SharedLink {
   /** Drops the reference; the last one, in any thread, calls the producer's release. Idempotent. */
   drop(): void;
@@ -139,7 +139,7 @@ export class ImportOwner {
   /**
    * Our copy of the struct, as a number (src/memory/raw.ts). Set again once
    * when the import is first shared with other threads: the struct then
-   * moves into process memory (src/share/share.ts).
+   * moves into process memory (src/share/core.ts).
    */
   addr: Addr;
   /**

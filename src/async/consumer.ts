@@ -28,11 +28,13 @@
  */
 import type { Schema } from 'apache-arrow';
 import { errnoName, Errno } from '../abi/constants.js';
-import { importSchemaNode } from '../array/api.js';
-import { importDeviceArrayLater, importDeviceArrayView, importDeviceRecordBatch, settleDeviceItem, type DeviceImportOptions } from '../device/api.js';
+import { arrowJsBuilds } from '../array/arrowjs-builds.js';
+import { PlanOf, readSchemaPtr } from '../array/importer.js';
+import { importDeviceArrayLater, importDeviceWith, settleDeviceWith, type DeviceImportOptions } from '../device/import.js';
 import { readsAsync } from '../device/backend.js';
 import type { ImportedRecordBatch } from '../array/build.js';
-import type { ArrayView } from '../array/view.js';
+import type { ImportRead } from '../array/record.js';
+import { viewOf, type ArrayView } from '../array/view.js';
 import { DeviceArray } from '../device/device-array.js';
 import { ArrowDeviceError, toErrno } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
@@ -42,10 +44,10 @@ import { defineCallback, HandleTable } from '../memory/registry.js';
 import { access } from '../abi/accessors.js';
 import { rawOf, readField, readFieldBig, stage, staged, writeStruct } from '../memory/raw.js';
 import { planOfNode } from '../array/plan.js';
-import { batchSchemaOf } from '../array/plan-arrowjs.js';
-import { ownersOf, releaseObject } from '../array/build.js';
+import { ownersOf, releaseObject } from '../array/owned.js';
 import { readMetadata, type Metadata } from '../schema/metadata.js';
 import type { SchemaNode } from '../schema/node.js';
+import type { StreamTarget } from '../stream/import.js';
 import { CANCEL, EXTRACT_DATA, HANDLER_RELEASE, KeepAlive, ON_ERROR, ON_NEXT_TASK, ON_SCHEMA, REQUEST, Signal } from './common.js';
 import { closeSync } from '../platform/node.js';
 import { Doorbell, type DoorbellMechanism } from './doorbell.js';
@@ -80,7 +82,7 @@ export class AsyncStreamError extends ArrowDeviceError {
 export type AsyncItem = ImportedRecordBatch | ArrayView | DeviceArray;
 
 /** A batch and the metadata its producer sent with it (what `reader.next()` and `reader.tasks()` give). */
-export interface AsyncTaskResult<T extends AsyncItem = ImportedRecordBatch | DeviceArray> {
+export interface AsyncTaskResult<T extends AsyncItem | object = ImportedRecordBatch | DeviceArray> {
   /** The batch, extracted from the producer's `ArrowAsyncTask`. */
   readonly data: T;
   /** The metadata of `on_next_task`, decoded (null: none). */
@@ -105,6 +107,11 @@ export interface AsyncConsumerOptions extends DeviceImportOptions {
    * call. See `AsyncDeviceStreamReader.nativeRing`.
    */
   nativeRing?: boolean;
+  /**
+   * @internal Another target's items (src/stream/import.ts `StreamTarget`: flechette's, src/flechette/async.ts);
+   * not with `view`. Without one, arrow-js record batches (through src/array/arrowjs-builds.ts), or `ArrayView`s.
+   */
+  target?: StreamTarget;
 }
 
 interface QueuedTask {
@@ -113,9 +120,12 @@ interface QueuedTask {
   metadata: Metadata | null;
 }
 
-const readers = new HandleTable<AsyncDeviceStreamReader<AsyncItem>>();
+/** Any reader, whatever it yields. */
+type AnyReader = AsyncDeviceStreamReader<object, unknown>;
 
-function readerOf(mem: Memory, handler: Ptr): AsyncDeviceStreamReader<AsyncItem> | undefined {
+const readers = new HandleTable<AnyReader>();
+
+function readerOf(mem: Memory, handler: Ptr): AnyReader | undefined {
   const id = readField(mem, access(mem.target).ArrowAsyncDeviceStreamHandler.private_data, handler);
   return readers.get(id);
 }
@@ -147,7 +157,7 @@ const releaseCb = defineCallback('async.handler_release', HANDLER_RELEASE, (mem,
 const MAX_RING_QUEUE = 1 << 16;
 
 /** The readers whose handler is a native ring, by the ring's address (see `readerCallbacks`). */
-const ringReaders = new Map<Ptr, AsyncDeviceStreamReader<AsyncItem>>();
+const ringReaders = new Map<Ptr, AnyReader>();
 
 /** Our four JS handler callbacks on `mem`, for a producer of ours to call directly (see `readerCallbacks`). */
 export interface HandlerCallbacks {
@@ -188,7 +198,7 @@ export function readerCallbacks(mem: Memory, handler: Ptr): HandlerCallbacks | n
  * nativeLib.start_producing(reader.handler);   // the producer takes the handler
  * for await (const batch of reader) console.log(batch.numRows);
  */
-export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch | DeviceArray> implements AsyncIterable<T> {
+export class AsyncDeviceStreamReader<T extends AsyncItem | object = ImportedRecordBatch | DeviceArray, S = Schema> implements AsyncIterable<T> {
   /** The `ArrowAsyncDeviceStreamHandler` to hand to the producer. Freed when the producer releases it. */
   readonly handler: Ptr;
   /**
@@ -232,7 +242,8 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
   private readonly changed = new Signal();
   private readonly queue: QueuedTask[] = [];
   private node: SchemaNode | null = null;
-  private arrowSchema: Schema | null = null;
+  /** The target's schema of the stream (an arrow-js `Schema` by default), made once. */
+  private targetSchema: S | null = null;
   private schemaWaiters: { resolve: (s: SchemaNode) => void; reject: (e: unknown) => void }[] = [];
   private producer: Ptr = 0n;
   /** What `next()` handed out last and was not kept: released when the reader moves on. */
@@ -260,7 +271,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     }
     this.released = new Promise((resolve) => (this.resolveClosed = resolve));
     const H = access(this.mem.target).ArrowAsyncDeviceStreamHandler;
-    this.id = readers.add(this);
+    this.id = readers.add(this as AnyReader);
     // The ring holds a queue's worth of tasks (a larger queue than MAX_RING_QUEUE uses JS callbacks).
     let missing: string | undefined;
     let ring: RingLib | null = null;
@@ -297,7 +308,7 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     this.nativeRingMissing = this.nativeRing ? undefined : missing;
     if (this.ring) {
       this.handler = ringHandler;
-      ringReaders.set(ringHandler, this);
+      ringReaders.set(ringHandler, this as AnyReader);
     } else {
       this.handler = this.mem.alloc(H.$size);
       writeStruct(this.mem, this.handler, H.$size, (dv, at) => {
@@ -352,10 +363,26 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
 
   /**
    * The stream's schema as arrow-js `Schema`, once the producer sent it
-   * (rejects with `unsupported` for types arrow-js lacks, unless `expand`).
+   * (rejects with `unsupported` for types arrow-js lacks, unless `expand`);
+   * a flechette reader's is flechette's.
    */
-  get schema(): Promise<Schema> {
-    return this.schemaNodeAsync.then((node) => (this.arrowSchema ??= batchSchemaOf(planOfNode(node, this.opts))));
+  get schema(): Promise<S> {
+    return this.schemaNodeAsync.then((node) => (this.targetSchema ??= this.schemaOf(node)));
+  }
+
+  /** The target's schema of `node`: the target's own, else arrow-js's. */
+  private schemaOf(node: SchemaNode): S {
+    const t = this.opts.target;
+    return (t !== undefined ? t.schema(node) : arrowJsBuilds('schema').batchSchemaOf(planOfNode(node, this.opts))) as S;
+  }
+
+  /** What an item is built as over its record: the target's, an `ArrayView` (`view`), or an arrow-js record batch. */
+  private build(path: string): (read: ImportRead) => object {
+    const t = this.opts.target;
+    const plan = planOfNode(this.node!, this.opts);
+    if (t !== undefined) return (read) => t.item(read, plan);
+    if (this.opts.view) return (read) => viewOf(read, plan.root, 0);
+    return arrowJsBuilds(path).buildBatch;
   }
 
   /** The stream's schema as sent (every type of the spec), once the producer sent it. */
@@ -377,11 +404,12 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
     if (this.cancelled) return Errno.ECANCELED; // the producer then only calls release
     try {
       // Import consumes the schema (moved into our hands and released); the pointer is not kept.
-      const node = importSchemaNode(schemaPtr, this.opts);
+      const node = readSchemaPtr(this.mem, schemaPtr);
       // The batches are imported against this node (planOfNode converts it once, `expand` included):
       // never against the converted arrow-js schema, which `expand` has changed. A reader of
-      // ArrayViews converts it only when asked.
-      if (!this.opts.view) this.arrowSchema = batchSchemaOf(planOfNode(node, this.opts));
+      // ArrayViews converts it only when asked; another target's schema is made now, so that a
+      // schema the target cannot read fails here.
+      if (!this.opts.view || this.opts.target !== undefined) this.targetSchema = this.schemaOf(node);
       this.node = node;
       const A = access(this.mem.target);
       this.producer = readFieldBig(this.mem, A.ArrowAsyncDeviceStreamHandler.producer, this.handler);
@@ -684,14 +712,12 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         throw new ArrowDeviceError('producer', 'extract_data', `${errnoName(rc)} (the producer reports details through on_error)`, { errno: rc });
       }
       // The one import path, against the node the producer sent (never the converted schema, which `expand` changed).
-      // A device read asynchronously (WebGPU) is taken now and checked, awaited, by `next` (settleDeviceItem).
+      // A device read asynchronously (WebGPU) is taken now and checked, awaited, by `next` (settleDeviceWith).
       const later = this.deviceType !== undefined && readsAsync(this.deviceType);
+      // An arrow-js batch refuses a type arrow-js lacks before the struct is taken (as importDeviceRecordBatch).
+      const form = this.opts.target !== undefined || this.opts.view ? PlanOf.Array : PlanOf.Batch;
       const data = (
-        later
-          ? importDeviceArrayLater(out, this.node!, this.opts)
-          : this.opts.view
-            ? importDeviceArrayView(out, this.node!, this.opts)
-            : importDeviceRecordBatch(out, this.node!, this.opts)
+        later ? importDeviceArrayLater(out, this.node!, this.opts) : importDeviceWith(out, this.node!, this.opts, form, this.build('device_array'))
       ) as T;
       if (data instanceof DeviceArray && this.deviceType !== undefined && data.deviceType !== this.deviceType) {
         data.release();
@@ -736,7 +762,9 @@ export class AsyncDeviceStreamReader<T extends AsyncItem = ImportedRecordBatch |
         // thread only after this extraction.
         if (!this.ended) this.credit(1);
         let r = this.extract(q);
-        if (r.data instanceof DeviceArray && readsAsync(r.data.deviceType)) r = { data: (await settleDeviceItem(r.data, this.opts)) as T, metadata: r.metadata };
+        if (r.data instanceof DeviceArray && readsAsync(r.data.deviceType)) {
+          r = { data: (await settleDeviceWith(r.data, this.opts, this.build('device_array'))) as T, metadata: r.metadata };
+        }
         if (!this.opts.keep) this.current = r.data;
         return r;
       }

@@ -11,16 +11,20 @@
  * one owner of every import (src/array/owner.ts) releases one that was
  * dropped without it. Exactly one of `release()`, `exportTo()` or that
  * collection ends its life.
+ *
+ * Target-neutral: its arrow-js host copies (`toHost`, `toHostRecordBatch` and
+ * their `Async` forms) are built through src/array/arrowjs-builds.ts, so a
+ * flechette program reads device arrays without loading apache-arrow (and
+ * copies them with `toHostView`).
  */
 import type { Data, RecordBatch } from 'apache-arrow';
 import { deviceTypeName, DeviceType } from '../abi/constants.js';
 import {
   ArrowSymbols, type ArrowArrayExportable, type ArrowDeviceArrayExportable, type ArrowDeviceExportOptions, type ArrowSchemaExportable,
 } from '../abi/protocol.js';
-import { checkDeviceExportOptions, checkRequestedSchema, schemaHandle } from '../array/exchange.js';
-import { moveToHandle } from '../array/handoff.js';
+import { checkDeviceExportOptions, checkRequestedSchema, moveToHandle, schemaHandle } from '../array/exchange.js';
 import { ArrayExportHandles, type ExportHandle } from '../memory/handle.js';
-import { buildBatch, buildData } from '../array/build.js';
+import { arrowJsBuilds } from '../array/arrowjs-builds.js';
 import { writeArrayView } from '../array/export.js';
 import type { ArrayView } from '../array/view.js';
 import { viewOf } from '../array/view.js';
@@ -423,6 +427,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
    * dev.release();
    */
   toHost(opts: ToHostOptions = {}): Data {
+    const { buildData } = arrowJsBuilds('device_array');
     const copy = this.#copyToHost(opts);
     return buildData(retarget(copy, planOfNode(this.schema, opts)));
   }
@@ -446,12 +451,14 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
    * dev.release();
    */
   async toHostAsync(opts: ToHostOptions = {}): Promise<Data> {
+    const { buildData } = arrowJsBuilds('device_array');
     const copy = await this.#copyToHostAsync(opts);
     return buildData(retarget(copy, planOfNode(this.schema, opts)));
   }
 
   /** `toHostRecordBatch` for every device, WebGPU included. */
   async toHostRecordBatchAsync(opts: ToHostOptions = {}): Promise<RecordBatch> {
+    const { buildBatch } = arrowJsBuilds('device_array');
     if (this.schema.type.id !== 'struct') throw invalid('schema.format', `a record batch needs a struct ("+s"), got "${this.schema.format}"`);
     const plan = planOfNode(this.schema, opts);
     plan.batch();
@@ -460,6 +467,7 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
 
   /** Copies a struct array to the host as an arrow-js `RecordBatch`. */
   toHostRecordBatch(opts: ToHostOptions = {}): RecordBatch {
+    const { buildBatch } = arrowJsBuilds('device_array');
     if (this.schema.type.id !== 'struct') throw invalid('schema.format', `a record batch needs a struct ("+s"), got "${this.schema.format}"`);
     const plan = planOfNode(this.schema, opts);
     plan.batch();
@@ -529,6 +537,11 @@ export class DeviceArray implements DeviceArrayNode, ArrowSchemaExportable, Arro
   /** @internal A host copy of `dev`'s tree, read through `plan` (the plan of its import, with the arrow-js types asked for). */
   static hostCopy(dev: DeviceArray, opts: ToHostOptions, plan: Plan): ImportRead {
     return retarget(dev.#copyToHost(opts), plan);
+  }
+
+  /** @internal `hostCopy` for every device, awaiting its reads, read through the plan of `dev`'s import (src/device/import.ts `settleDeviceWith`). */
+  static hostCopyAsync(dev: DeviceArray, opts: ToHostOptions): Promise<ImportRead> {
+    return dev.#copyToHostAsync(opts);
   }
 
   // --- the exchange protocol (PROTOCOL.md) ------------------------------------------------

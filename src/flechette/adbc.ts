@@ -20,7 +20,7 @@ import type { AdbcTarget } from '../adbc/target.js';
 import type { ConnectOptions } from '../adbc/types.js';
 import {
   exportArrayStream, exportRecordBatch, flechetteSchema, flechetteStreamTarget, type ExtractionOptions, type FlechetteStreamSource, type ImportedTable,
-} from './index.js';
+} from './core.js';
 import { viewsOfTable } from './view.js';
 
 /** The flechette target's types: a batch is a `Table` of one record batch; a result a `Table`; a reader `AdbcTableReader`. */

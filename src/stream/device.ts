@@ -5,15 +5,17 @@
  * src/device/ (what `arrow-device/adbc` reads); the device parts of a
  * stream reach that layer through what this module gives them when it
  * loads, so whoever can name a device stream function has loaded it.
+ * Target-neutral (the device layer's neutral import, src/device/import.ts):
+ * a flechette reader of a device stream loads no apache-arrow.
  */
-import { importDeviceArrayLater, importDeviceArrayView, importDeviceRecordBatch, readDeviceFields, settleDeviceItem } from '../device/api.js';
 import { readsAsync } from '../device/backend.js';
 import { DeviceArray } from '../device/device-array.js';
 import { writeDeviceFields } from '../device/export.js';
+import { importDeviceArrayLater, importDeviceWith, readDeviceFields, settleDeviceWith } from '../device/import.js';
 import { setDeviceStreamExports } from './export.js';
 import { setDeviceStreamImports } from './import.js';
 
-setDeviceStreamImports({ DeviceArray, readsAsync, importDeviceArrayLater, importDeviceArrayView, importDeviceRecordBatch, readDeviceFields, settleDeviceItem });
+setDeviceStreamImports({ DeviceArray, readsAsync, importDeviceArrayLater, importDeviceWith, readDeviceFields, settleDeviceWith });
 setDeviceStreamExports({ DeviceArray, writeDeviceFields });
 
 export { importDeviceArrayStream } from './import.js';

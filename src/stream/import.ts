@@ -31,12 +31,12 @@ import {
   type ExchangeImportOptions,
 } from '../array/exchange.js';
 import { ExportHandle } from '../memory/handle.js';
-import { importWith } from '../array/importer.js';
+import { importWith, PlanOf } from '../array/importer.js';
 import { planOfNode, type Plan } from '../array/plan.js';
 import { validationLevel } from '../array/read.js';
 import type { ImportRead } from '../array/record.js';
 import { viewOf, type ArrayView } from '../array/view.js';
-import type { DeviceImportOptions } from '../device/api.js';
+import type { DeviceImportOptions } from '../device/import.js';
 import type { DeviceArray } from '../device/device-array.js';
 import type { ImportedRecordBatch, ImportedTable } from '../array/build.js';
 import { releaseObject } from '../array/owned.js';
@@ -65,11 +65,10 @@ import {
 export interface DeviceStreamImports {
   DeviceArray: typeof import('../device/device-array.js').DeviceArray;
   readsAsync: typeof import('../device/backend.js').readsAsync;
-  importDeviceArrayLater: typeof import('../device/api.js').importDeviceArrayLater;
-  importDeviceArrayView: typeof import('../device/api.js').importDeviceArrayView;
-  importDeviceRecordBatch: typeof import('../device/api.js').importDeviceRecordBatch;
-  readDeviceFields: typeof import('../device/api.js').readDeviceFields;
-  settleDeviceItem: typeof import('../device/api.js').settleDeviceItem;
+  importDeviceArrayLater: typeof import('../device/import.js').importDeviceArrayLater;
+  importDeviceWith: typeof import('../device/import.js').importDeviceWith;
+  readDeviceFields: typeof import('../device/import.js').readDeviceFields;
+  settleDeviceWith: typeof import('../device/import.js').settleDeviceWith;
 }
 
 let deviceLayer: DeviceStreamImports | undefined;
@@ -139,7 +138,7 @@ export interface StreamImportOptions extends DeviceImportOptions {
    * batches. Ownership is the same: release one with `releaseImport(view)`.
    */
   view?: boolean;
-  /** @internal Another target's items (see `StreamTarget`); not with `view`, and plain streams only. */
+  /** @internal Another target's items (see `StreamTarget`); not with `view`. */
   target?: StreamTarget;
   /**
    * Keep every batch read: the reader then never releases a batch it
@@ -571,7 +570,7 @@ export class RecordBatchStreamImport<T extends StreamItem | object = ImportedRec
   async #settleDevice(b: DeviceArray): Promise<IteratorResult<T, undefined>> {
     let value: T;
     try {
-      value = (await device().settleDeviceItem(b, this.#opts)) as T;
+      value = (await device().settleDeviceWith(b, this.#opts, this.#build(this.#h.s.path))) as T;
     } catch (e) {
       if (this.#current === b) this.#current = null;
       this.#h.release('it failed');
@@ -687,23 +686,30 @@ export class RecordBatchStreamImport<T extends StreamItem | object = ImportedRec
     const opts = this.#opts;
     if (this.deviceType === undefined || this.deviceType === DeviceType.CPU) {
       const owner = new ImportOwner(m, out, kind);
-      const plan = this.#plan;
-      const t = opts.target;
-      const build: (read: ImportRead) => object =
-        t !== undefined ? (read) => t.item(read, plan) : opts.view ? (read) => viewOf(read, plan.root, 0) : arrowjs(path).buildBatch;
-      return importWith(owner, plan, opts, this.#level, path, build) as T;
+      return importWith(owner, this.#plan, opts, this.#level, path, this.#build(path)) as T;
     }
     try {
       const d = device();
       if (later && d.readsAsync(this.deviceType)) {
         return d.importDeviceArrayLater(out, this.schemaNode, opts) as T;
       }
-      return (opts.view ? d.importDeviceArrayView(out, this.schemaNode, opts) : d.importDeviceRecordBatch(out, this.schemaNode, opts)) as T;
+      // An arrow-js batch refuses a type arrow-js lacks before the struct is taken (as importDeviceRecordBatch).
+      const form = opts.target !== undefined || opts.view ? PlanOf.Array : PlanOf.Batch;
+      return d.importDeviceWith(out, this.schemaNode, opts, form, this.#build(path)) as T;
     } catch (e) {
       throw prefixPath(e, path);
     } finally {
       m.free(out);
     }
+  }
+
+  /** What an item is built as over its record: the target's, an `ArrayView` (`view`), or an arrow-js record batch. */
+  #build(path: string): (read: ImportRead) => object {
+    const t = this.#opts.target;
+    const plan = this.#plan;
+    if (t !== undefined) return (read) => t.item(read, plan);
+    if (this.#opts.view) return (read) => viewOf(read, plan.root, 0);
+    return arrowjs(path).buildBatch;
   }
 
   /** Leaves the iteration early: releases the stream. Called by `for...of` on `break`, `return` and throw. */
