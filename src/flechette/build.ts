@@ -106,7 +106,7 @@ export function columnOfViews(node: SchemaNode, views: readonly ArrayView[], opt
  * const table = tableOfViews(schema, arrayPtrs.map((p) => importArrayView(p, schema)));
  * table.toArray();
  */
-export function tableOfViews(schema: SchemaNode, views: readonly ArrayView[], options: ExtractionOptions = {}): Table {
+export function tableOfViews(schema: SchemaNode, views: readonly ArrayView[], options: ExtractionOptions = {}, make: TableClasses = FLECHETTE): Table {
   const fs = flechetteSchema(schema);
   const b: Build = { options, dicts: new Map() };
   const columns: Batch<unknown>[][] = fs.fields.map(() => []);
@@ -123,8 +123,16 @@ export function tableOfViews(schema: SchemaNode, views: readonly ArrayView[], op
       columns[i]!.push(build(c, schema.children[i]!, f.type, c.offset + v.offset, v.length, `${path}.children[${i}]`, b, v.offset));
     });
   });
-  return new Table(fs, columns.map((bs, i) => new Column(bs, fs.fields[i]!.type)), options.useProxy);
+  return new make.Table(fs, columns.map((bs, i) => new make.Column(bs, fs.fields[i]!.type)), options.useProxy);
 }
+
+/** The classes a table is made of: flechette's, or subclasses (the entry's releasable `ImportedTable` and `ImportedColumn`). */
+export interface TableClasses {
+  readonly Table: new (schema: Table['schema'], children: Column<unknown>[], useProxy?: boolean) => Table;
+  readonly Column: new (data: Batch<unknown>[], type: DataType) => Column<unknown>;
+}
+
+const FLECHETTE: TableClasses = { Table, Column };
 
 // --- one node ---------------------------------------------------------------------------------
 

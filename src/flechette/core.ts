@@ -16,7 +16,7 @@ import { defineReleasable, owned, ownersOf, releaseImport, type Releasable } fro
 import { ImportOwner } from '../array/owner.js';
 import { planOfNode, type Plan } from '../array/plan.js';
 import { validationLevel } from '../array/read.js';
-import { viewOf, type ArrayView } from '../array/view.js';
+import { ImportedView, viewOf, type ArrayView } from '../array/view.js';
 import { invalid } from '../errors.js';
 import { releaseStruct } from '../memory/cstruct.js';
 import { ArrayExportHandles, ExportHandle, TableExportHandles } from '../memory/handle.js';
@@ -26,7 +26,7 @@ import { exportArrayStream as exportViewStream, type StreamExportOptions } from 
 import {
   importArrayStream as importViewStream, type RecordBatchStreamImport, type StreamHandOn, type StreamImportOptions, type StreamTarget,
 } from '../stream/import.js';
-import { tableOfViews, columnOfViews } from './build.js';
+import { tableOfViews, columnOfViews, type TableClasses } from './build.js';
 import { flechetteSchema, flechetteField, schemaNodeOfField, schemaNodeOfSchema, schemaNodeOfType } from './types.js';
 import { viewOfBatch, viewsOfTable } from './view.js';
 
@@ -152,11 +152,20 @@ function keepAlive(batches: readonly Batch<unknown>[], record: object): void {
   }
 }
 
-function table(t: Table, views: readonly ArrayView[]): ImportedTable {
-  const columns = t.children.map((c) => new ImportedColumn(c.data as Batch<unknown>[], c.type));
-  const out = new ImportedTable(t.schema, columns);
-  for (const c of columns) {
-    keepAlive(c.data, views);
+/** The classes an import's table is built of. */
+const IMPORTED: TableClasses = { Table: ImportedTable, Column: ImportedColumn };
+
+/**
+ * @internal The `ImportedTable` of record batches of `node` over imported views (the caller records its
+ * owners): its columns `ImportedColumn`s that answer for the table's owners, its batches keeping the
+ * imports' records reachable where views share one buffer (wasm memory; a native view's own buffer is
+ * kept by the typed arrays over it).
+ */
+export function tableOver(node: SchemaNode, views: readonly ArrayView[], opts: ExtractionOptions): ImportedTable {
+  const out = tableOfViews(node, views, opts, IMPORTED) as ImportedTable;
+  const keep = views.some((v) => v instanceof ImportedView && v.read.owner !== null && v.read.owner.mem.viewsShareBuffer === true);
+  for (const c of out.children) {
+    if (keep) keepAlive(c.data, views);
     columnOf.set(c, out);
   }
   return out;
@@ -164,14 +173,26 @@ function table(t: Table, views: readonly ArrayView[]): ImportedTable {
 
 // --- schemas ---------------------------------------------------------------------------------------
 
+/** The nodes made of flechette schema objects (see `nodeOf`). */
+const nodesOf = new WeakMap<object, SchemaNode>();
+
 /** The node of a schema argument; a pointer is read (and released: import consumes it). */
 function nodeOf(m: Memory, schema: FlechetteSchemaLike, batch: boolean): SchemaNode {
   if (typeof schema === 'bigint') return readSchemaPtr(m, schema, false, 'schema', 'schema');
   if (isSchemaNode(schema)) return schema;
   if (typeof schema === 'object' && schema !== null) {
-    if (Array.isArray((schema as Schema).fields)) return schemaNodeOfSchema(schema as Schema);
-    if (!batch && typeof (schema as Field).name === 'string' && typeof (schema as Field).type === 'object') return schemaNodeOfField(schema as Field);
-    if (!batch && typeof (schema as DataType).typeId === 'number') return schemaNodeOfType(schema as DataType);
+    // A schema object given again (every batch of a program's loop) gives the node made the first time, and so
+    // its plan: as an arrow-js Schema finds its plan (src/array/plan-arrowjs.ts), by the object.
+    const known = nodesOf.get(schema);
+    if (known !== undefined && (!batch || known.type.id === 'struct')) return known;
+    let node: SchemaNode | undefined;
+    if (Array.isArray((schema as Schema).fields)) node = schemaNodeOfSchema(schema as Schema);
+    else if (!batch && typeof (schema as Field).name === 'string' && typeof (schema as Field).type === 'object') node = schemaNodeOfField(schema as Field);
+    else if (!batch && typeof (schema as DataType).typeId === 'number') node = schemaNodeOfType(schema as DataType);
+    if (node !== undefined) {
+      nodesOf.set(schema, node);
+      return node;
+    }
   }
   throw invalid(
     'schema',
@@ -247,7 +268,7 @@ export function importRecordBatch(source: ArrowArrayExportable, opts?: Flechette
 export function importRecordBatch(ptr: Ptr, schema: Schema | SchemaNode | Ptr, opts?: FlechetteImportOptions): ImportedTable;
 export function importRecordBatch(ptr: Ptr | ArrowArrayExportable, schema?: Schema | SchemaNode | Ptr | FlechetteImportOptions, opts: FlechetteImportOptions = {}): ImportedTable {
   if (isArrowExportable(ptr)) return viaArray(ptr, schema, 'importRecordBatch', (a, s, o) => importRecordBatch(a, s, o));
-  return importOne(ptr, schema as FlechetteSchemaLike, opts, true, (plan, view) => table(tableOfViews(plan.node, [view], opts), [view]));
+  return importOne(ptr, schema as FlechetteSchemaLike, opts, true, (plan, view) => tableOver(plan.node, [view], opts));
 }
 
 /** One array through the one import path (src/array/importer.ts), built by `build` over its view. */
@@ -329,7 +350,7 @@ export function importTable(
 function tableOfImports(node: SchemaNode, views: ArrayView[], of: readonly object[], opts: ExtractionOptions): ImportedTable {
   let t: ImportedTable;
   try {
-    t = table(tableOfViews(node, views, opts), views);
+    t = tableOver(node, views, opts);
   } catch (e) {
     for (const v of of) quietly(() => releaseImport(v));
     throw e;
@@ -366,7 +387,7 @@ export function flechetteStreamTarget(opts: ExtractionOptions): StreamTarget<Imp
   return {
     item(read, plan) {
       const view = viewOf(read, plan.root, 0);
-      const t = table(tableOfViews(plan.node, [view], opts), [view]);
+      const t = tableOver(plan.node, [view], opts);
       viewOfItem.set(t, view);
       return t;
     },

@@ -26,8 +26,8 @@ import {
   allShared, copiedFound, deviceFound, importSharedWith, isArrayView, plainView, shareWith,
   type Found, type ShareOptions, type ShareTarget, type SharedHandle, type SharedImportOptions, type SharedKind, type SharedViews,
 } from '../share/core.js';
-import { columnOfViews, tableOfViews } from './build.js';
-import { flechetteStreamTarget, ImportedColumn, ImportedTable } from './core.js';
+import { columnOfViews } from './build.js';
+import { flechetteStreamTarget, ImportedColumn, ImportedTable, tableOver } from './core.js';
 import { viewsOfColumn, viewsOfTable } from './view.js';
 
 /** Options of the flechette `importShared`: the shared import's (`validate`), and flechette's own extraction options. */
@@ -124,8 +124,7 @@ function flechetteTarget(opts: FlechetteSharedImportOptions): ShareTarget {
         views.forEach((v, i) => {
           if (v.schema?.type?.id !== 'struct') throw invalid(`handle.views[${i}]`, 'a batch must be a struct array');
         });
-        const t = tableOfViews(views[0]!.schema, views, opts);
-        return owned(new ImportedTable(t.schema, t.children), []);
+        return owned(tableOver(views[0]!.schema, views, opts), []);
       } catch (e) {
         if (e instanceof ArrowDeviceError) throw e;
         throw invalid('handle.views', `not an array: ${String(e)}`);

@@ -41,8 +41,19 @@ type DictTypes = Map<SchemaNode, DataType>;
  * flechetteType(importSchemaNode(schemaPtr)); // { typeId: Type.Timestamp, unit: TimeUnit.MICROSECOND, timezone: 'UTC', ... }
  */
 export function flechetteType(node: SchemaNode, path = 'schema'): DataType {
-  return typeOf(node, path, new Map());
+  let t = typesOf.get(node);
+  if (t === undefined) typesOf.set(node, (t = typeOf(node, path, new Map())));
+  return t;
 }
+
+/**
+ * The flechette forms made of a node, kept for its next import: a stream's schema node is one object for
+ * every batch (and equal schemas share one: src/schema/node.ts `sharedNode`), so its types are made once
+ * per stream, not per batch, and every batch of it carries the same type objects (which flechette's IPC
+ * writer needs of dictionaries). They are shared, as an arrow-js import's `Schema` is: not to be changed.
+ */
+const typesOf = new WeakMap<SchemaNode, DataType>();
+const schemasOf = new WeakMap<SchemaNode, Schema>();
 
 /**
  * The flechette `Field` of a node: its name ('' for a NULL name), type, `nullable` (the
@@ -64,6 +75,12 @@ export function flechetteField(node: SchemaNode, path = 'schema'): Field {
  * schema.fields.map((f) => f.name); // ['id', 'name']
  */
 export function flechetteSchema(node: SchemaNode, path = 'schema'): Schema {
+  let s = schemasOf.get(node);
+  if (s === undefined) schemasOf.set(node, (s = schemaOf(node, path)));
+  return s;
+}
+
+function schemaOf(node: SchemaNode, path: string): Schema {
   if (node.type.id !== 'struct') throw invalid(`${path}.format`, `a record batch's schema is a struct ("+s"), got "${node.format}"`);
   const dicts: DictTypes = new Map();
   return {
