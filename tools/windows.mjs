@@ -107,6 +107,8 @@ writeFileSync(
       dependencies: {
         'arrow-device': `file:pack/${tarball}`,
         'apache-arrow': rootPkg.devDependencies['apache-arrow'],
+        // The flechette target's tests (test/flechette, in the core selection) import it.
+        '@uwdata/flechette': rootPkg.devDependencies['@uwdata/flechette'],
         koffi: rootPkg.dependencies.koffi,
       },
     },

@@ -18,11 +18,17 @@ import type { AdbcTarget } from './target.js';
 
 /** The arrow-js target's types. */
 export interface ArrowAdbc {
+  /** A batch of a result: an arrow-js `RecordBatch` over the driver's memory, releasable. */
   batch: ImportedRecordBatch;
+  /** A result as one arrow-js `Table` over the driver's memory, releasable (`table.release()`). */
   table: ImportedTable;
+  /** A result's schema: an arrow-js `Schema`. */
   schema: Schema;
+  /** What `queryStream`, `executeQuery` and `readPartition` resolve to: an arrow-js `RecordBatchReader`. */
   reader: AdbcRecordBatchReader;
+  /** What `bind`, `ingest` and `params` take: a `Table`, `RecordBatch`, synchronous `RecordBatchReader` or iterable of batches. */
   bind: RecordBatchSource | RecordBatch;
+  /** What `ingestStream` and `bindStream` take: an async arrow-js `RecordBatchReader` or an async iterable of batches. */
   asyncBind: AsyncIterable<RecordBatch> & {
     /** The batches' schema where the source has it before the first batch (an async arrow-js reader); else the first batch's is used. */
     schema?: Schema;

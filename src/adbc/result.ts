@@ -33,8 +33,11 @@ const registry = new FinalizationRegistry<Held>(({ inner, life }) => {
 
 /** The types of a target's result: its batch, its table and its schema. */
 export interface ResultTypes {
+  /** A batch of a result, as a reader hands it out (arrow-js: a `RecordBatch`; flechette: a `Table` of one record batch). */
   batch: object;
+  /** A result as one table (`query`, `toTable`, `toTableAsync`, the metadata calls). */
   table: object;
+  /** A result's schema (`reader.schema`, `getTableSchema`, `executeSchema`). */
   schema: object;
 }
 

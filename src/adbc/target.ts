@@ -39,23 +39,43 @@ export type AsyncBatchSource<T extends AdbcTypes = ArrowAdbc> = T['asyncBind'];
 
 /** What the driver manager uses of a target's reader (both targets' readers have it: result.ts). */
 export interface ResultReaderLike {
+  /** The result's schema, in the target's type. */
   readonly schema: object;
+  /** Reads every remaining batch off the JS thread into one table (what `query` resolves to). */
   toTableAsync(): Promise<object>;
+  /** Releases the driver's stream now, then the statement if it was closed. Idempotent. */
   release(): void;
+  /** Asks the driver to cancel the query, and releases the stream. Idempotent. */
   cancel(): void;
+  /** The batches, each `get_next` on a worker thread. */
   [Symbol.asyncIterator](): AsyncIterator<object>;
 }
 
 /** Bound or ingested data as exports: one record batch (for `AdbcStatementBind`), or a stream. */
 export interface BindExports {
   /** The data as one record batch, where it is one. */
-  single?: () => { schema: Ptr; array: Ptr };
+  single?: () => {
+    /** The batch's `ArrowSchema` (a struct, `+s`). */
+    schema: Ptr;
+    /** The batch's struct `ArrowArray`. */
+    array: Ptr;
+  };
   /** The data as an `ArrowArrayStream` (zero-copy; the consumer releases it). */
   stream(): Ptr;
 }
 
+/**
+ * A target of the driver manager: how it builds the results (readers, schemas) of the Arrow library
+ * `T` names, and how it exports that library's data to bind or ingest. `AdbcDatabaseBase` takes one;
+ * the package's two (arrow-js behind `arrow-device/adbc`, flechette behind
+ * `arrow-device/flechette/adbc`) are what their `AdbcDatabase` passes. Its `stream` member (the stream
+ * reader's items) is internal to the package, so a target is the package's own.
+ */
 export interface AdbcTarget<T extends AdbcTypes = AdbcTypes> {
-  /** The items of every result reader (undefined: arrow-js batches, the stream reader's own). */
+  /**
+   * @internal The items of every result reader (undefined: arrow-js batches, the stream reader's
+   * own): the stream reader's internal target (src/stream/import.ts), not in the public API.
+   */
   readonly stream: StreamTarget<T['batch'], T['table'], T['schema']> | undefined;
   /** A result handed out: the neutral reader as the target's reader. */
   reader(r: AdbcResultReader<T>): T['reader'];

@@ -85,8 +85,14 @@ export function exportArrayView(view: ArrayView, opts: ExportOptions = {}, ours 
 
 /** Options of a record batch's or a table's export: the memory, the consumer's structs, or owned handles. */
 export interface BatchExportOptions extends MemoryOption {
+  /** Write the `ArrowSchema` into this struct (the consumer's memory) instead of allocating one. */
   schemaInto?: Ptr;
+  /** Write the struct `ArrowArray` into this struct (the consumer's memory) instead of allocating one. */
   arrayInto?: Ptr;
+  /**
+   * Return two owned handles (`ArrayExportHandles`) instead of the bare addresses: disposing the
+   * pair releases what the consumer did not take, and frees both. Not with `schemaInto` or `arrayInto`.
+   */
   handle?: boolean;
 }
 

@@ -25,11 +25,17 @@ import { viewsOfTable } from './view.js';
 
 /** The flechette target's types: a batch is a `Table` of one record batch; a result a `Table`; a reader `AdbcTableReader`. */
 export interface FlechetteAdbc {
+  /** A batch of a result: a flechette `Table` of one record batch over the driver's memory, releasable. */
   batch: ImportedTable;
+  /** A result as one flechette `Table` of every batch over the driver's memory, releasable (`table.release()`). */
   table: ImportedTable;
+  /** A result's schema: a flechette `Schema`. */
   schema: Schema;
+  /** What `queryStream`, `executeQuery` and `readPartition` resolve to: `AdbcTableReader`. */
   reader: AdbcTableReader;
+  /** What `bind`, `ingest` and `params` take: a flechette `Table`, or an iterable of tables of one schema. */
   bind: FlechetteStreamSource;
+  /** What `ingestStream` and `bindStream` take: an async iterable of tables of one schema. */
   asyncBind: AsyncIterable<Table> & {
     /** The tables' schema where the source has it before the first table; else the first table's. */
     schema?: Schema;
@@ -45,7 +51,14 @@ export interface FlechetteAdbc {
  * @example
  * for await (const batch of await conn.queryStream('SELECT * FROM events')) total += batch.numRows;
  */
-export type AdbcTableReader = AdbcResultReader<{ batch: ImportedTable; table: ImportedTable; schema: Schema }>;
+export type AdbcTableReader = AdbcResultReader<{
+  /** Each batch: a flechette `Table` of one record batch. */
+  batch: ImportedTable;
+  /** Every batch as one flechette `Table` (`toTable`, `toTableAsync`). */
+  table: ImportedTable;
+  /** The result's schema: a flechette `Schema`. */
+  schema: Schema;
+}>;
 
 async function collect(data: AsyncIterable<Table>): Promise<{ tables: Table[]; schema: Schema | undefined }> {
   const tables: Table[] = [];

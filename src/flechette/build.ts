@@ -99,7 +99,8 @@ export function columnOfViews(node: SchemaNode, views: readonly ArrayView[], opt
  * A flechette `Table` of record batches of one schema: `schema` is the batches' struct node (`+s`,
  * CDataInterface.rst, "Record batches"), each view a struct array of it; each field becomes a column
  * with a batch per record batch, so the columns' batches line up, as `Table` requires. A record
- * batch's struct has no null rows: one that says it has is refused.
+ * batch's struct has no null rows: one that says it has is refused. `make`: the classes the table
+ * and its columns are built of (flechette's `Table` and `Column` by default).
  *
  * @example
  * const schema = importSchemaNode(schemaPtr);
@@ -128,8 +129,16 @@ export function tableOfViews(schema: SchemaNode, views: readonly ArrayView[], op
 
 /** The classes a table is made of: flechette's, or subclasses (the entry's releasable `ImportedTable` and `ImportedColumn`). */
 export interface TableClasses {
-  readonly Table: new (schema: Table['schema'], children: Column<unknown>[], useProxy?: boolean) => Table;
-  readonly Column: new (data: Batch<unknown>[], type: DataType) => Column<unknown>;
+  /** The class of the table. */
+  readonly Table: {
+    /** A table of the schema, one column per field, with `useProxy` (flechette's extraction option). */
+    new (schema: Table['schema'], children: Column<unknown>[], useProxy?: boolean): Table;
+  };
+  /** The class of each column. */
+  readonly Column: {
+    /** A column of its batches (one per record batch) and its type. */
+    new (data: Batch<unknown>[], type: DataType): Column<unknown>;
+  };
 }
 
 const FLECHETTE: TableClasses = { Table, Column };

@@ -40,6 +40,11 @@ export interface FlechetteImportOptions extends MemoryOption, Omit<ImportCoreOpt
  * "Schema Requests"), here also a flechette `Schema`, `Field` or `DataType` (exported for the producer to read).
  */
 export interface FlechetteExchangeOptions extends Omit<ExchangeImportOptions, 'requestedSchema'> {
+  /**
+   * The schema to ask the producer for: an object implementing `arrow.c_schema`, a flechette `Schema`,
+   * `Field` or `DataType`, or a `SchemaNode`. The producer may ignore it: the data is always read by
+   * the schema the producer returns.
+   */
   requestedSchema?: ArrowSchemaExportable | Schema | Field | DataType | SchemaNode;
 }
 
@@ -93,6 +98,7 @@ export class ImportedTable extends Table {
     return super.at(index);
   }
 
+  /** The table's rows, as flechette's `Table` iterates them; throws the `released` error once released. */
   override [Symbol.iterator](): ReturnType<Table[typeof Symbol.iterator]> {
     readable(this, 'table[Symbol.iterator]()');
     return super[Symbol.iterator]();
@@ -124,6 +130,7 @@ export class ImportedColumn<T = any> extends Column<T> {
     return super.toArray();
   }
 
+  /** The column's values, as flechette's `Column` iterates them; throws the `released` error once released. */
   override [Symbol.iterator](): Iterator<T | null> {
     readable(this, 'column[Symbol.iterator]()');
     return super[Symbol.iterator]();
@@ -455,7 +462,12 @@ export function exportColumn(x: Column<unknown> | Batch<unknown>, opts: ExportOp
  * nativeLib.consume(schema, array);
  */
 export function exportRecordBatch(table: Table, opts: MemoryOption & { handle: true }): ArrayExportHandles;
-export function exportRecordBatch(table: Table, opts?: BatchExportOptions & { handle?: false }): { schema: Ptr; array: Ptr };
+export function exportRecordBatch(table: Table, opts?: BatchExportOptions & { handle?: false }): {
+  /** The `ArrowSchema`: a struct (`+s`) of the table's fields. */
+  schema: Ptr;
+  /** The struct `ArrowArray` of the table's one record batch. */
+  array: Ptr;
+};
 export function exportRecordBatch(table: Table, opts: BatchExportOptions = {}): { schema: Ptr; array: Ptr } | ArrayExportHandles {
   const { schema, batches } = viewsOfTable(table);
   if (batches.length !== 1) throw invalid('table', `a Table of ${batches.length} record batches is not one: export it with exportTable or exportArrayStream`);
@@ -470,7 +482,12 @@ export function exportRecordBatch(table: Table, opts: BatchExportOptions = {}): 
  * const { schema, arrays } = exportTable(table);
  */
 export function exportTable(table: Table, opts: MemoryOption & { handle: true }): TableExportHandles;
-export function exportTable(table: Table, opts?: MemoryOption & { handle?: false }): { schema: Ptr; arrays: Ptr[] };
+export function exportTable(table: Table, opts?: MemoryOption & { handle?: false }): {
+  /** The `ArrowSchema` of every record batch. */
+  schema: Ptr;
+  /** One struct `ArrowArray` per record batch, in the table's order. */
+  arrays: Ptr[];
+};
 export function exportTable(table: Table, opts: MemoryOption & { handle?: boolean } = {}): { schema: Ptr; arrays: Ptr[] } | TableExportHandles {
   const { schema, batches } = viewsOfTable(table);
   return exportTableViews(schema, batches.length, (i) => batches[i]!, false, opts);
@@ -549,7 +566,7 @@ export function arrowExportable(table: Table): ArrowSchemaExportable & ArrowStre
 // --- the rest of the public face, target-neutral ----------------------------------------------------
 
 export { flechetteSchema, flechetteField, flechetteType, schemaNodeOfSchema, schemaNodeOfField, schemaNodeOfType } from './types.js';
-export { batchOfView, columnOfViews, tableOfViews } from './build.js';
+export { batchOfView, columnOfViews, tableOfViews, type TableClasses } from './build.js';
 export { viewOfBatch, viewsOfColumn, viewsOfTable, type TableViews } from './view.js';
 export { ArrayExportHandles, ExportHandle, TableExportHandles } from '../memory/handle.js';
 export { releaseImport, isImportReleased, type Releasable } from '../array/owned.js';

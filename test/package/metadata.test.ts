@@ -32,10 +32,16 @@ import { npm12Cli, unreviewedScripts } from './npm12.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
-// Public subpaths: the package's front door (src/index.ts) and the ADBC driver
-// manager (src/adbc/index.ts). Other src/*/index.ts are internal modules that
-// src/index.ts re-exports; a new public entry point is added here and to `exports`.
-const PUBLIC_SUBPATHS: Record<string, string> = { '.': 'src/index.ts', './adbc': 'src/adbc/index.ts' };
+// Public subpaths: the package's front door (src/index.ts), the ADBC driver
+// manager (src/adbc/index.ts), and the flechette target's two (issue 52). Other
+// src/*/index.ts are internal modules that src/index.ts re-exports; a new public
+// entry point is added here and to `exports`.
+const PUBLIC_SUBPATHS: Record<string, string> = {
+  '.': 'src/index.ts',
+  './adbc': 'src/adbc/index.ts',
+  './flechette': 'src/flechette/index.ts',
+  './flechette/adbc': 'src/flechette/adbc.ts',
+};
 const CONDITIONS = ['types', 'import', 'require', 'default'];
 // arrow-device's browser build (dist/browser/index.js, bundled with src/platform/browser.ts: tools/bundle.mjs),
 // for bundlers, which pick the `browser` condition before `import`.

@@ -33,6 +33,9 @@
  * A block may import from 'arrow-device' (the names must be public: this
  * test fails on a name src/index.ts does not export), from
  * 'arrow-device/adbc' and from 'apache-arrow'; all are in scope either way.
+ * A block that imports from 'arrow-device/flechette', '.../flechette/adbc'
+ * or '@uwdata/flechette' has their names in scope too, over the arrow-js
+ * ones where both have a name (docs/flechette.md).
  * A block may also import `Worker` from 'node:worker_threads' (docs/threads.md's
  * pool); a worker file it starts is named relative to the repository root,
  * where the suite runs, and inherits the suite's `--import tsx`.
@@ -60,6 +63,9 @@ import { asyncPeer, peerMissing } from '../async/peer.js';
 import { collectUntil } from '../helpers/gc.js';
 import { counting, countingMissing } from '../ownership/counting.js';
 import * as Adbc from '../../src/adbc/index.js';
+import * as Flechette from '@uwdata/flechette';
+import * as LibFlechette from '../../src/flechette/index.js';
+import * as AdbcFlechette from '../../src/flechette/adbc.js';
 import { SQLITE } from '../adbc/drivers.js';
 import { openGpu } from '../webgpu/gpu.js';
 import { setupCuda } from '../device/cuda/sim/sim.js';
@@ -107,13 +113,24 @@ function tsBlocks(file: string, text: string): Block[] {
   return out;
 }
 
+/** What a block may import from, each module's names. */
+const MODULES: Record<string, Record<string, unknown>> = {
+  'arrow-device': Lib,
+  'apache-arrow': Arrow,
+  'arrow-device/adbc': Adbc,
+  'arrow-device/flechette': LibFlechette,
+  'arrow-device/flechette/adbc': AdbcFlechette,
+  '@uwdata/flechette': Flechette,
+  'node:worker_threads': { Worker: WorkerThreads.Worker },
+};
+
 const IMPORT = /^import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*'([^']+)';?\s*$/gm;
 
 /** Removes the import lines of a block, checking that every name it imports exists in its module. */
 function resolveImports(code: string, where: string): string {
   return code.replace(IMPORT, (_all, names: string, from: string) => {
-    const mod: Record<string, unknown> = from === 'arrow-device' ? Lib : from === 'apache-arrow' ? Arrow : from === 'arrow-device/adbc' ? Adbc : from === 'node:worker_threads' ? { Worker: WorkerThreads.Worker } : {};
-    if (from !== 'arrow-device' && from !== 'apache-arrow' && from !== 'arrow-device/adbc' && from !== 'node:worker_threads') throw new Error(`${where}: import from '${from}' is not available to examples`);
+    const mod = MODULES[from];
+    if (mod === undefined) throw new Error(`${where}: import from '${from}' is not available to examples`);
     for (const raw of names.split(',')) {
       const name = raw.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!.trim();
       if (name && !(name in mod) && !raw.trim().startsWith('type ')) {
@@ -130,7 +147,9 @@ const blocks = [...blocksOf.values()].flat();
 const skip = countingMissing ?? peerMissing;
 
 const uses = {
-  adbc: (b: Block) => b.code.includes("'arrow-device/adbc'"),
+  adbc: (b: Block) => b.code.includes("'arrow-device/adbc'") || b.code.includes("'arrow-device/flechette/adbc'"),
+  // A flechette block's names are flechette's where both libraries have one (tableFromArrays, importArrayStream, ...).
+  flechette: (b: Block) => b.code.includes("'arrow-device/flechette") || b.code.includes("'@uwdata/flechette'"),
   gpu: (b: Block) => b.code.includes('gpuDevice'),
   cuda: (b: Block) => /DeviceType\.CUDA\b/.test(b.code),
   wasmModule: (b: Block) => /\bwasmModule\b/.test(b.code),
@@ -198,6 +217,7 @@ describe('every TypeScript block of the README and the guides runs', { skip }, (
         ...Arrow,
         ...Lib,
         ...(uses.adbc(block) ? Adbc : {}),
+        ...(uses.flechette(block) ? { ...Flechette, ...LibFlechette, ...(uses.adbc(block) ? AdbcFlechette : {}) } : {}),
         Worker: WorkerThreads.Worker,
         console: { log: (...a: unknown[]) => logged.push(a), error: (...a: unknown[]) => logged.push(a) },
         // What a native producer filled.
@@ -233,7 +253,8 @@ describe('every TypeScript block of the README and the guides runs', { skip }, (
       if (block.code.includes('nativeConsumerHandler')) scope.nativeConsumerHandler = consumerHandler = p.consumer(2, -1, false);
       const code = resolveImports(block.code, name);
       const js = transformSync(code, { loader: 'ts', target: 'es2022', format: 'esm', sourcefile: `${block.file}:${block.line}` }).code;
-      const names = Object.keys(scope).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k));
+      // `default`: a CommonJS package's namespace (flechette's) has one, and it cannot name a parameter.
+      const names = Object.keys(scope).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k) && k !== 'default');
       const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (...a: string[]) => (...v: unknown[]) => Promise<void>;
       const run = new AsyncFunction(...names, js);
       try {
