@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import {
   Column, columnFromArray, columnFromValues, field, int32, Table, tableFromIPC, tableToIPC, union, utf8, UnionMode,
   type Batch, type ExtractionOptions, type Schema,
@@ -43,7 +44,7 @@ const cache = new Map<string, Gold>();
 function gold(name: string): Gold {
   let g = cache.get(name);
   if (g === undefined) {
-    const json = readIntegrationJsonFile(new URL(`${name}.json.gz`, GOLD).pathname);
+    const json = readIntegrationJsonFile(fileURLToPath(new URL(`${name}.json.gz`, GOLD)));
     cache.set(name, (g = { json, ipc: new Uint8Array(readFileSync(new URL(`${name}.arrow_file`, GOLD))) }));
   }
   return g;
