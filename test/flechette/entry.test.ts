@@ -43,6 +43,18 @@ import { GOLD, goldSkip } from '../helpers/gold.js';
 import { tempDir } from '../helpers/tools.js';
 import { counting, countingMissing } from '../ownership/counting.js';
 import { cPeer, cPeerSkip, type CPeer } from '../wasm/modules.js';
+import { ARROW_21_2 } from '../../src/schema/arrowjs.js';
+
+
+/**
+ * arrow-js's IPC bytes of a table of sliced batches (a second oracle), or undefined under arrow-js 21.0 and
+ * 21.1 (test:arrow-oldest), whose writer cannot rebase a sliced batch's 64-bit offsets (a BigInt mixed with a
+ * number in rebaseValueOffsets; 21.2 writes it). The comparison with the arrow-js source still runs.
+ */
+function slicedIpc(t: Parameters<typeof arrowJsToIPC>[0]): Uint8Array | undefined {
+  return ARROW_21_2.LargeList === undefined ? undefined : arrowJsToIPC(t);
+}
+const SLICED_IPC = 'the IPC oracle is skipped: arrow-js before 21.2 cannot write sliced batches with 64-bit offsets';
 
 const m = M.nativeMemory();
 /** flechette's options that keep every value exact (no int64 coerced to a number). */
@@ -214,14 +226,16 @@ describe('arrow-js data exported by the main entry, imported into flechette', ()
     await nothingLive();
   });
 
-  test('importTable of exportTable: a column has one batch per record batch, sliced batches read at their offsets', async () => {
+  test('importTable of exportTable: a column has one batch per record batch, sliced batches read at their offsets', async (tc) => {
     const cut = batched(source, [100, 101, 200]);
     const e = M.exportTable(cut);
     const t = F.importTable(e.arrays, e.schema, EXACT);
     freeExported(e);
     for (const c of t.children) assert.deepEqual(c.data.map((b) => b.length), cut.batches.map((b) => b.numRows));
     sameAsArrowJs(t, cut, 'importTable');
-    sameFlechette(t, tableFromIPC(arrowJsToIPC(cut), EXACT), 'against tableFromIPC');
+    const ipc = slicedIpc(cut);
+    if (ipc === undefined) tc.diagnostic(SLICED_IPC);
+    else sameFlechette(t, tableFromIPC(ipc, EXACT), 'against tableFromIPC');
     t.release();
     await nothingLive();
   });
@@ -850,14 +864,16 @@ describe('the exchange protocol, both ways', () => {
     await nothingLive();
   });
 
-  test('flechette imports the main entry\'s arrowExportable(arrow-js table) by arrow.c_stream, and its schema by arrow.c_schema', async () => {
+  test('flechette imports the main entry\'s arrowExportable(arrow-js table) by arrow.c_stream, and its schema by arrow.c_schema', async (tc) => {
     const cut = batched(source, [30]);
     const ex = M.arrowExportable(cut);
     const t = F.importTable(ex, EXACT);
     sameAsArrowJs(t, cut, 'c_stream');
     assert.deepEqual(t.getChild('i32').data.map((b) => b.length), [30, 30]);
     t.release();
-    assert.deepEqual(typesOf(F.importSchema(ex)), typesOf(tableFromIPC(arrowJsToIPC(cut), {}).schema));
+    const ipc = slicedIpc(cut);
+    if (ipc === undefined) tc.diagnostic(SLICED_IPC);
+    else assert.deepEqual(typesOf(F.importSchema(ex)), typesOf(tableFromIPC(ipc, {}).schema));
     const one = F.importRecordBatch(M.arrowExportable(source.batches[0]!), EXACT);
     sameAsArrowJs(one, source, 'c_array');
     one.release();
