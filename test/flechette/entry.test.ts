@@ -651,7 +651,10 @@ describe('ownership: one release per import, against the counting producer', { s
       assert.ok(await collectUntil(() => c().releases() === releases + 1), 'released by the collector');
     }));
 
-  test('a batch that escaped its table keeps the import alive; the collector releases once it is gone', () =>
+  // Bun's collector (JavaScriptCore's) finds pointers on the stack conservatively: the batch this test drops can
+  // stay reachable from a stale stack slot, and then its import rightly stays alive. Node's and Deno's (V8) run it.
+  const escapedSkip = process.versions.bun !== undefined ? "Bun's collector scans the stack conservatively: a dropped batch may stay reachable" : false;
+  test('a batch that escaped its table keeps the import alive; the collector releases once it is gone', { skip: escapedSkip }, () =>
     balanced(async () => {
       const releases = c().releases();
       let batch: Batch<unknown> | undefined = (() => withSchema((s) => withBatch(20, 3, (a) => F.importRecordBatch(a, s))).getChild('x').data[0])();
