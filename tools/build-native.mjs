@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Builds arrow-device's one native piece, native/async-ring.c (the async
-// handler that queues a native producer's calls; see the file), into
+// Builds arrow-device's one native library from native/async-ring.c (the async
+// handler that queues a native producer's calls; see the file) and
+// native/adbc-run.c (a small query's driver calls in one thread hop), into
 //
 //   prebuilds/<platform>-<arch>/libarrow-device-async.<so|dylib>
 //
@@ -48,7 +49,7 @@ function fail(message, skippable = true) {
   process.exit(1);
 }
 
-const source = join(root, 'native', 'async-ring.c');
+const sources = ['async-ring.c', 'adbc-run.c'].map((f) => join(root, 'native', f));
 const flags = ['-std=c11', '-D_GNU_SOURCE', '-O2', '-shared', '-fPIC', '-pthread', '-fvisibility=default', '-Wall', '-Wextra'];
 // Never unloaded once loaded (DF_1_NODELETE): a producer thread still inside the handler while the
 // process exits must not run in unmapped code. macOS's linker has no such flag; there dlclose of a
@@ -58,7 +59,7 @@ const linuxFlags = ['-Wl,-z,nodelete'];
 function upToDate(out) {
   if (!existsSync(out)) return false;
   const t = statSync(out).mtimeMs;
-  return [source, fileURLToPath(import.meta.url)].every((f) => t >= statSync(f).mtimeMs);
+  return [...sources, fileURLToPath(import.meta.url)].every((f) => t >= statSync(f).mtimeMs);
 }
 
 /** One shipped target with zig; always rebuilt (a release must not keep a library cc built). */
@@ -73,7 +74,7 @@ function buildWithZig(target, outDir) {
     fail(`cannot install zig (the cross compiler, PyPI's ziglang): ${e.message}`, false);
   }
   // -s: no debug info in the shipped library.
-  const r = spawnSync(z, ['cc', '-target', triple(target), ...flags, ...(platform === 'linux' ? linuxFlags : []), '-s', '-o', out, source], {
+  const r = spawnSync(z, ['cc', '-target', triple(target), ...flags, ...(platform === 'linux' ? linuxFlags : []), '-s', '-o', out, ...sources], {
     stdio: 'inherit',
     env: { ...process.env, ...zigEnv() },
   });
@@ -102,6 +103,6 @@ if (upToDate(out)) process.exit(0);
 const cc = ['cc', 'clang', 'gcc'].find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
 if (!cc) fail('no C compiler (cc, clang or gcc) found');
 mkdirSync(outDir, { recursive: true });
-const r = spawnSync(cc, [...flags, ...(process.platform === 'linux' ? linuxFlags : []), '-o', out, source], { stdio: 'inherit' });
+const r = spawnSync(cc, [...flags, ...(process.platform === 'linux' ? linuxFlags : []), '-o', out, ...sources], { stdio: 'inherit' });
 if (r.status !== 0) fail(`${cc} failed (exit ${r.status})`, false);
 console.log(`build-native: ${out}`);

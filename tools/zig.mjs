@@ -2,7 +2,7 @@
 // Linux x64 machine: the `ziglang` wheel of PyPI (a pinned version, nothing
 // compiled), installed into a venv under .build/zig once. Zig carries the
 // headers and the libc stubs of each target, so one compiler builds
-// native/async-ring.c for linux-x64 and linux-arm64 against an old glibc
+// native/async-ring.c and native/adbc-run.c for linux-x64 and linux-arm64 against an old glibc
 // (GLIBC below), and for macOS on x64 and arm64 against its SDK stubs
 // (MACOS below): the prebuilt then loads on any distribution from that glibc
 // on, and any macOS from that version on, whatever the packing machine runs.

@@ -45,6 +45,11 @@ const SCHEMA_CHANGING = /^(?:\s|--[^\n]*\n|\/\*[\s\S]*?\*\/|\()*(?:CREATE|ALTER|
 
 /** Default of `ConnectOptionsBase.statementCacheSize`. */
 const STATEMENT_CACHE_SIZE = 32;
+/**
+ * How many batches `query` reads in its execution's thread hop (src/adbc/run.ts): a small result (a
+ * batch and the end, or a few batches) then costs one hop in all; a larger one goes on batch by batch.
+ */
+const READ_AHEAD = 4;
 
 /** A connection of any target (the pool's and the database's internal view). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- internal: a connection whatever its target's types
@@ -422,7 +427,8 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
    * const t = await conn.query('SELECT * FROM people WHERE id = ?', tableFromArrays({ id: Int32Array.of(1) }));
    */
   async query(sql: string, params?: BindSource<T> | AsyncBatchSource<T>, options: QueryOptions = {}): Promise<T['table']> {
-    const reader = await this.queryStream(sql, params, options);
+    // The reader is this call's alone and reads everything: its first batches come in the execution's hop.
+    const reader = await this.#queryReader('query', sql, params, options, READ_AHEAD);
     try {
       return (await reader.toTableAsync()) as T['table']; // with a signal: an abort rejects it at once
     } finally {
@@ -439,11 +445,16 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
    * for await (const batch of await conn.queryStream('SELECT * FROM big')) console.log(batch.numRows);
    */
   async queryStream(sql: string, params?: BindSource<T> | AsyncBatchSource<T>, options: QueryOptions = {}): Promise<T['reader']> {
-    checkSignal('queryStream', options.signal);
-    const { stmt, key } = await this.#statementFor(sql, params, options.signal);
+    return this.#queryReader('queryStream', sql, params, options, 0);
+  }
+
+  /** `queryStream`, with up to `readAhead` batches read in the execution's hop (the caller reads them all). */
+  async #queryReader(op: string, sql: string, params: BindSource<T> | AsyncBatchSource<T> | undefined, options: QueryOptions, readAhead: number): Promise<T['reader']> {
+    checkSignal(op, options.signal);
+    const { stmt, key, sqlSet } = await this.#statementFor(sql, params, options.signal, true, false);
     let ok = false;
     try {
-      const reader = await stmt.executeQuery(options);
+      const reader = await stmt.runQuery(sqlSet ? undefined : sql, readAhead, options);
       ok = true;
       return reader;
     } finally {
@@ -462,8 +473,8 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
    * parameters bound unprepared, as before.
    */
   async #statementFor(
-    sql: string, params: BindSource<T> | AsyncBatchSource<T> | undefined, signal?: AbortSignal, cacheable = true,
-  ): Promise<{ stmt: AdbcStatement<T>; key: string | undefined }> {
+    sql: string, params: BindSource<T> | AsyncBatchSource<T> | undefined, signal?: AbortSignal, cacheable = true, setSql = true,
+  ): Promise<{ stmt: AdbcStatement<T>; key: string | undefined; sqlSet: boolean }> {
     let key: string | undefined;
     if (SCHEMA_CHANGING.test(sql)) this.#clearCache();
     else if (cacheable && this.#cacheSize > 0) {
@@ -478,7 +489,7 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
             await hit.bind(params);
           }
           throwIfAborted(signal);
-          return { stmt: hit, key };
+          return { stmt: hit, key, sqlSet: true };
         } catch (e) {
           hit.closeSync();
           throw e;
@@ -486,7 +497,9 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
       }
       if (hit !== undefined) key = undefined; // its result is still open: this call takes a statement of its own
     }
-    return { stmt: await this.#newStatementFor(sql, params, signal), key };
+    // Without parameters, the caller may leave the SQL to its execution's hop (`setSql` false).
+    const sqlSet = setSql || params !== undefined;
+    return { stmt: await this.#newStatementFor(sql, params, signal, sqlSet), key, sqlSet };
   }
 
   /** After a call on a statement of `#statementFor`: kept for the same SQL text (success, a key), else closed. */
@@ -509,11 +522,11 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
     this.#cache.clear();
   }
 
-  async #newStatementFor(sql: string, params: BindSource<T> | AsyncBatchSource<T> | undefined, signal?: AbortSignal): Promise<AdbcStatement<T>> {
+  async #newStatementFor(sql: string, params: BindSource<T> | AsyncBatchSource<T> | undefined, signal: AbortSignal | undefined, setSql: boolean): Promise<AdbcStatement<T>> {
     const stmt = await this.createStatement();
     try {
       // An abort before the execution stops between steps (they are short; the execution is what waits).
-      await stmt.setSqlQuery(sql);
+      if (setSql) await stmt.setSqlQuery(sql);
       throwIfAborted(signal);
       if (params !== undefined) {
         try {

@@ -15,6 +15,7 @@ import { NULL, type Ptr } from '../memory/memory.js';
 import { koffi, nativeMemory } from '../memory/native.js';
 import type { StreamProducerError } from '../stream/import.js';
 import { AdbcError, AdbcStatus, type AdbcErrorInit } from './error.js';
+import type { RunFunction } from './run.js';
 
 // koffi and the native memory are the library's one instance of each (src/memory/native.ts), made on
 // first use, not at load: importing arrow-device/adbc loads neither. `koffi()` raises koffi's async
@@ -316,6 +317,58 @@ export class Driver {
         }
       });
     });
+  }
+
+  /**
+   * @internal One native run (src/adbc/run.ts, native/adbc-run.c) on a worker thread: with `sql`,
+   * `AdbcStatementSetSqlQuery` first, then `AdbcStatementExecuteQuery` and the stream calls the job
+   * asks for. Rejects with the driver's `AdbcError` when either driver call fails (the call log names
+   * each, on a worker thread); resolves to where the run stopped otherwise.
+   */
+  run(run: RunFunction, job: Ptr, stmt: Ptr, sql: string | undefined): Promise<{ step: number; status: number; filled: number }> {
+    let strings: CStrings | undefined;
+    let err: Ptr;
+    try {
+      if (sql !== undefined) callLog?.('StatementSetSqlQuery', 'worker');
+      callLog?.('StatementExecuteQuery', 'worker');
+      const setSql = sql === undefined ? NULL : this.#address('StatementSetSqlQuery');
+      const execute = this.#address('StatementExecuteQuery');
+      strings = new CStrings();
+      const text = sql === undefined ? NULL : strings.str(sql);
+      err = newError();
+      mem().writePtr(job + 0n, setSql);
+      mem().writePtr(job + 8n, execute);
+      mem().writePtr(job + 16n, stmt);
+      mem().writePtr(job + 24n, text);
+      mem().writePtr(job + 32n, err);
+    } catch (e) {
+      strings?.free();
+      return Promise.reject(e);
+    }
+    return new Promise((resolve, reject) => {
+      run.async(job, (e: unknown, stepOut: number | bigint) => {
+        try {
+          const step = Number(stepOut);
+          const status = Number(mem().readI64(job + 80n));
+          if (e) reject(e instanceof Error ? e : new Error(String(e)));
+          else if (step === 1 || step === 2) {
+            const f = step === 1 ? 'StatementSetSqlQuery' : 'StatementExecuteQuery';
+            reject(new AdbcError(`Adbc${f}`, takeError(err, status & 0xff, this)));
+          } else resolve({ step, status, filled: Number(mem().readI64(job + 88n)) });
+        } catch (x) {
+          reject(x);
+        } finally {
+          mem().free(err);
+          strings!.free();
+        }
+      });
+    });
+  }
+
+  /** The address of table entry `f`; NOT_IMPLEMENTED where the driver leaves it NULL. */
+  #address(f: Called): Ptr {
+    this.#entry(f); // the checks and the error of a missing entry
+    return mem().readPtr(this.#table + driverOffset(f as DriverField));
   }
 
   /**

@@ -20,6 +20,7 @@ import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, type Serial } from './lifetime.js';
 import * as options from './options.js';
 import { AdbcResultReader } from './result.js';
+import { queryRun, runAndImport } from './run.js';
 import type { AdbcTarget, AdbcTypes, AsyncBatchSource, BindSource } from './target.js';
 import type { ArrowAdbc } from './arrowjs.js';
 import { isReleased } from '../memory/cstruct.js';
@@ -346,6 +347,16 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
    * const table = await reader.toTableAsync();
    */
   async executeQuery(options: QueryOptions = {}): Promise<T['reader']> {
+    return this.runQuery(undefined, 0, options);
+  }
+
+  /**
+   * @internal `executeQuery`, with the SQL set first when `sql` is given (a statement made for it), and
+   * up to `readAhead` batches read in the same worker-thread call (src/adbc/run.ts): for a reader nobody
+   * else holds, since those batches are read before it asks (`AdbcConnection.query` reads them all).
+   * Where the native run is missing, the same calls one hop each.
+   */
+  async runQuery(sql: string | undefined, readAhead: number, options: QueryOptions = {}): Promise<T['reader']> {
     const p = this.#queued('executeQuery');
     if (this.#result && !this.#result.released) {
       throw new AdbcError('executeQuery', { status: AdbcStatus.INVALID_STATE, message: "executeQuery: the statement's previous result is still open: read it to the end or release it first" });
@@ -360,15 +371,19 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
     const execute = async (): Promise<T['reader']> => {
       let inner: RecordBatchStreamImport<T['batch'], T['table'], T['schema']>;
       try {
-        inner = await this.#run(() =>
-          importArrayStreamFrom((out) => driver.callAsync('StatementExecuteQuery', p, out, NULL), {
-            offThread: true,
-            onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
-            ...this.#conn.queryDefaults,
-            ...importOptions,
-            target: target.stream,
-          }),
-        ) as unknown as RecordBatchStreamImport<T['batch'], T['table'], T['schema']>;
+        const opts: StreamImportOptions = {
+          offThread: true,
+          onProducerError: (s, e) => driver.errorFromArrayStream(s, e),
+          ...this.#conn.queryDefaults,
+          ...importOptions,
+          target: target.stream,
+        };
+        const run = queryRun();
+        inner = await this.#run(async () => {
+          if (run !== null) return runAndImport(run, driver, p, sql, readAhead, opts);
+          if (sql !== undefined) await driver.callAsync('StatementSetSqlQuery', p, sql);
+          return importArrayStreamFrom((out) => driver.callAsync('StatementExecuteQuery', p, out, NULL), opts);
+        }) as unknown as RecordBatchStreamImport<T['batch'], T['table'], T['schema']>;
       } catch (e) {
         stream.close();
         throw e;

@@ -24,7 +24,8 @@
  */
 import type { Ptr } from '../memory/memory.js';
 import { koffi } from '../memory/native.js';
-import { dirname, envVar, existsSync, fileURLToPath, join, runtimeName } from '../platform/node.js';
+import { envVar, runtimeName } from '../platform/node.js';
+import { findPrebuilt } from '../platform/prebuilt.js';
 import { doorbellFailure } from './doorbell.js';
 
 /** What the JS side reads of one ring event (`struct ring_event`). */
@@ -103,37 +104,6 @@ let loaded: RingLib | null | undefined;
 /** Why the ring is not used, when it is not (for tests and benchmarks to print). */
 export let asyncRingMissing: string | undefined;
 
-function libraryName(): string {
-  return `libarrow-device-async.${process.platform === 'darwin' ? 'dylib' : 'so'}`;
-}
-
-/**
- * The prebuilt library for this platform: `prebuilds/<platform>-<arch>/` of
- * the nearest folder up that has one; or why there is none.
- */
-function findLibrary(): { path: string } | { missing: string } {
-  const env = envVar('ARROW_DEVICE_ASYNC_RING');
-  if (env && env !== '1') return { path: env };
-  let dir = dirname(fileURLToPath(import.meta.url));
-  const rel = join('prebuilds', `${process.platform}-${process.arch}`, libraryName());
-  let denied: string | undefined;
-  // src/async and dist/async are two levels below the package root; a compiled copy (.build/run/src/async) four.
-  for (let i = 0; i < 6; i++) {
-    const p = join(dir, rel);
-    try {
-      if (existsSync(p)) return { path: p };
-    } catch (e) {
-      // Deno throws NotCapable for a path outside its --allow-read: look further up, and say so if nothing is found.
-      denied ??= (e as Error).message;
-    }
-    const up = dirname(dir);
-    if (up === dir) break;
-    dir = up;
-  }
-  if (denied !== undefined) return { missing: `cannot look for the prebuilt library on ${runtimeName}: ${denied}` };
-  return { missing: `no prebuilt library for ${process.platform}-${process.arch} in this package` };
-}
-
 /**
  * The ring library, loaded once; null where it is not available (then
  * `asyncRingMissing` says why). Only for the native memory: a wasm
@@ -168,7 +138,7 @@ function loadRing(): RingLib | null {
     loadMissing = WINDOWS;
     return null;
   }
-  const found = findLibrary();
+  const found = findPrebuilt();
   if ('missing' in found) {
     loadMissing = found.missing;
     return null;

@@ -241,6 +241,11 @@ export class StreamHandle {
   released = false;
   /** Why the stream is released, for the error a later use gets. */
   why = '';
+  /**
+   * `get_next` results read ahead before the import (`StreamPrefetch`), oldest first: the reader's
+   * next steps take them instead of calling the producer. Ours to release and free until taken.
+   */
+  pending: PrefetchedItem[] = [];
 
   constructor(
     readonly mem: Memory,
@@ -257,6 +262,47 @@ export class StreamHandle {
     this.why = why;
     registry.unregister(this);
     try {
+      // Batches read ahead and never handed out go back before their stream (any order is allowed).
+      for (const it of this.pending.splice(0)) {
+        try {
+          if (this.pendingLive(it)) {
+            liveCounters.liveImports--;
+            liveCounters.releasedImports++;
+            releaseStruct(this.mem, this.#itemKind(), it.out);
+          }
+        } finally {
+          this.mem.free(it.out);
+        }
+      }
+    } finally {
+      this.#releaseStream();
+    }
+  }
+
+  #itemKind(): 'ArrowDeviceArray' | 'ArrowArray' {
+    return this.s.kind === 'device' ? 'ArrowDeviceArray' : 'ArrowArray';
+  }
+
+  /** Whether a result read ahead holds a batch to release (counted in `liveImports` while it waits). */
+  pendingLive(it: PrefetchedItem): boolean {
+    return it.rc === 0 && !isReleased(this.mem, this.#itemKind(), it.out);
+  }
+
+  /** Takes the results read ahead (`StreamPrefetch`): each batch among them counts as a live import until taken or released. */
+  setPending(items: PrefetchedItem[]): void {
+    this.pending = items;
+    for (const it of items) if (this.pendingLive(it)) liveCounters.liveImports++;
+  }
+
+  /** The oldest result read ahead, no longer counted: its batch's owner counts it from here. */
+  takePending(): PrefetchedItem | undefined {
+    const it = this.pending.shift();
+    if (it !== undefined && this.pendingLive(it)) liveCounters.liveImports--;
+    return it;
+  }
+
+  #releaseStream(): void {
+    try {
       releaseStreamStruct(this.mem, this.s, this.ptr);
     } finally {
       this.mem.free(this.ptr);
@@ -272,6 +318,10 @@ export class StreamHandle {
    */
   moveTo(into: Ptr): void {
     if (this.released) throw new ArrowDeviceError('released', this.s.path, `the stream is released (${this.why})`);
+    if (this.pending.length > 0) {
+      // Never the case for a reader a user holds: only arrow-device/adbc's query() reads ahead, into a Table.
+      throw invalid(this.s.path, `${this.pending.length} batches were read ahead of this reader: read them before handing the stream on`);
+    }
     this.mem.copyIn(into, this.mem.read(this.ptr, this.s.layout(this.mem).size));
     markReleased(this.mem, this.s.name, this.ptr);
     this.released = true;
@@ -541,6 +591,8 @@ export class RecordBatchStreamImport<T extends StreamItem | object = ImportedRec
       throw invalid(this.#h.s.path, 'a get_next is running off the JS thread (offThread): await the pending next() of the async iterator first');
     }
     if (this.#endNextStep) return this.#endedByRelease();
+    const pre = this.#takePending();
+    if (pre !== undefined) return this.#finish(pre.out, pre.rc, later);
     const out = this.#begin();
     const h = this.#h;
     let rc: number;
@@ -594,6 +646,8 @@ export class RecordBatchStreamImport<T extends StreamItem | object = ImportedRec
    */
   async #nextOffThread(): Promise<IteratorResult<T, undefined>> {
     if (this.#endNextStep) return this.#endedByRelease();
+    const pre = this.#takePending();
+    if (pre !== undefined) return this.#finish(pre.out, pre.rc, true);
     const out = this.#begin();
     const h = this.#h;
     const m = h.mem;
@@ -636,6 +690,14 @@ export class RecordBatchStreamImport<T extends StreamItem | object = ImportedRec
     this.#drop('stream-advanced');
     // A fresh zeroed struct per call: on success the batch's owner adopts it as it is (no move, no copy).
     return h.mem.alloc(h.s.out(h.mem).size);
+  }
+
+  /** The start of a step served by a result read ahead (`StreamPrefetch`), if one is left: as `#begin`, without a call. */
+  #takePending(): PrefetchedItem | undefined {
+    const h = this.#h;
+    if (h.pending.length === 0 || h.released) return undefined;
+    this.#drop('stream-advanced');
+    return h.takePending();
   }
 
   /** The end of a step: what `get_next` returned (`rc`) and put in `out` becomes the next item, the end, or an error. */
@@ -862,12 +924,14 @@ function failed(h: StreamHandle, err: StreamProducerError, hook: StreamImportOpt
 }
 
 /** Moves the stream struct at `src` into our memory, checks it, reads the schema. Consumes the stream on failure. */
-function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: StreamImportOptions): RecordBatchStreamImport<T> {
+function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: StreamImportOptions, prefetch?: StreamPrefetch): RecordBatchStreamImport<T> {
   const m = opts.memory ?? nativeMemory();
   streamPtrArg(src, 'ptr', m, s === DEVICE_STREAM);
   if (src === 0n) throw invalid(s.path, 'NULL pointer');
   if (isStreamReleased(m, s, src)) throw new ArrowDeviceError('released', s.path, 'the struct is released (release is NULL)');
   const h = new StreamHandle(m, s, moveToNew(m, s.name, src));
+  if (prefetch !== undefined) h.setPending(prefetch.items);
+  let schemaSlot = prefetch?.schema;
   try {
     for (const f of ['get_schema', 'get_next'] as const) {
       if (readStreamField(m, s, h.ptr, f) === 0n) throw invalid(`${s.path}.${f}`, 'NULL callback');
@@ -884,7 +948,9 @@ function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: Str
     if (opts.onProducerError !== undefined && typeof opts.onProducerError !== 'function') {
       throw invalid('onProducerError', `expected a function, got ${typeof opts.onProducerError}`);
     }
-    const node = readStreamSchema(h, opts.onProducerError);
+    const read = schemaSlot;
+    schemaSlot = undefined; // readStreamSchema releases and frees it, whatever happens
+    const node = readStreamSchema(h, opts.onProducerError, read);
     let plan: Plan;
     let schema: unknown;
     try {
@@ -897,17 +963,50 @@ function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: Str
     }
     return new RecordBatchStreamImport<T>(h, node, plan, deviceType, opts, schema);
   } catch (e) {
+    if (schemaSlot !== undefined) {
+      try {
+        if (schemaSlot.rc === 0) releaseStruct(m, 'ArrowSchema', schemaSlot.slot);
+      } finally {
+        m.free(schemaSlot.slot);
+      }
+    }
     h.release('it failed');
     throw e;
   }
 }
 
-function readStreamSchema(h: StreamHandle, hook: StreamImportOptions['onProducerError']): SchemaNode {
+/** One `get_next` result read ahead: the status it returned, and the struct it filled (our allocation). */
+export interface PrefetchedItem {
+  readonly out: Ptr;
+  readonly rc: number;
+}
+
+/**
+ * @internal What a native run (src/adbc/run.ts) read of a stream before the stream was imported, in
+ * the order of the calls: `get_schema`'s status and the `ArrowSchema` it filled, then `get_next`'s
+ * results (the last may be the end or a failure; nothing is read after either). Every struct is our
+ * allocation; the import owns them all from the call on, whether it succeeds or not.
+ */
+export interface StreamPrefetch {
+  readonly schema: { readonly slot: Ptr; readonly rc: number };
+  readonly items: PrefetchedItem[];
+}
+
+/**
+ * @internal `importArrayStream` of a stream whose schema, and maybe first batches, were read already
+ * (`StreamPrefetch`): the reader's first steps hand those out, then it calls `get_next` itself. Only
+ * for a stream of our native memory whose reader nobody hands on (arrow-device/adbc's `query`).
+ */
+export function importArrayStreamPrefetched(ptr: Ptr, opts: StreamImportOptions, prefetch: StreamPrefetch): RecordBatchStreamImport<StreamItem> {
+  return importStream(ptr, ARRAY_STREAM, opts, prefetch);
+}
+
+function readStreamSchema(h: StreamHandle, hook: StreamImportOptions['onProducerError'], read?: StreamPrefetch['schema']): SchemaNode {
   const m = h.mem;
   const s = h.s;
-  const slot = m.alloc(m.layouts.ArrowSchema.size);
+  const slot = read?.slot ?? m.alloc(m.layouts.ArrowSchema.size);
   try {
-    const rc = m.call(readStreamField(m, s, h.ptr, 'get_schema'), GET_SCHEMA_SIG, h.ptr, slot) as number;
+    const rc = read !== undefined ? read.rc : (m.call(readStreamField(m, s, h.ptr, 'get_schema'), GET_SCHEMA_SIG, h.ptr, slot) as number);
     if (rc !== 0) throw failed(h, producerError(h, 'get_schema', rc), hook);
     if (isReleased(m, 'ArrowSchema', slot)) {
       throw invalid(`${s.path}.get_schema`, 'returned 0 but left the schema released');

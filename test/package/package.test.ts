@@ -366,7 +366,7 @@ describe('package', { timeout: 120_000 }, () => {
     const js = [...files].filter((f) => f.startsWith('dist/') && f.endsWith('.js') && !/^dist\/(index|adbc\/index|flechette\/index|flechette\/adbc|browser\/index|chunks\/[^/]+)\.js$/.test(f));
     assert.deepEqual(js, [], 'no JavaScript under dist/ but the bundles');
     assert.ok(![...files].some((f) => f.startsWith('test/') || f.startsWith('.build/')), 'no tests or build outputs in the tarball');
-    assert.ok(files.has('native/async-ring.c'), "the native ring's source is in the tarball");
+    for (const c of ['native/async-ring.c', 'native/adbc-run.c']) assert.ok(files.has(c), `the native library's source ${c} is in the tarball`);
     // Every prebuilt library there is (the host's, or with `build-native.mjs --release` linux-x64 and linux-arm64) ships.
     const prebuilds = join(root, 'prebuilds');
     for (const target of existsSync(prebuilds) ? readdirSync(prebuilds) : []) {

@@ -1,0 +1,128 @@
+/*
+ * The query run: the driver calls of one small query, made one after the
+ * other on the thread that calls adbc_run (a worker thread: koffi's async
+ * call), so that a query costs one thread hop instead of one per call.
+ *
+ * Why: arrow-device/adbc makes every driver call that can wait off the JS
+ * thread. Each such call is a hop: queued to a worker, run, and its answer
+ * queued back to the JS thread's event loop. A one-row query made
+ * AdbcStatementSetSqlQuery, AdbcStatementExecuteQuery and two get_next
+ * calls (the batch, then the end), four hops, each tens of microseconds of
+ * wake-ups on either side for a call that itself takes a few. Here one
+ * call makes them all, in adbc.h's order, and stops at the first failure,
+ * saying which step failed; JS then reads the results as if it had made
+ * the calls itself (src/adbc/run.ts).
+ *
+ * Nothing here is kept between calls and nothing is freed: every struct
+ * belongs to the caller, which allocated it zeroed, and every pointer in
+ * the job is the caller's. The driver functions are the ones the driver's
+ * table holds (adbc.h, "struct AdbcDriver"); the stream's callbacks those
+ * the driver put in the stream (CStreamInterface.rst).
+ */
+#include <stdint.h>
+
+/* The structs this file touches, as CStreamInterface.rst and CDataInterface.rst define them. */
+struct ArrowSchema;
+
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+
+struct ArrowArrayStream {
+  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+  const char* (*get_last_error)(struct ArrowArrayStream*);
+  void (*release)(struct ArrowArrayStream*);
+  void* private_data;
+};
+
+/* adbc.h's AdbcStatusCode is a uint8_t; its handles and AdbcError are opaque here. */
+typedef uint8_t (*set_sql_fn)(void* statement, const char* query, void* error);
+typedef uint8_t (*execute_fn)(void* statement, struct ArrowArrayStream* out, int64_t* rows_affected, void* error);
+
+/*
+ * One run, as JS writes and reads it (every field 8 bytes; adbc_run_job_size: 104 bytes).
+ * In: set_sql (NULL: the SQL is set already, e.g. a cached statement), execute, statement, sql, error,
+ * stream (a zeroed ArrowArrayStream for execute to fill), schema (a zeroed ArrowSchema for get_schema,
+ * or NULL: not asked), arrays (max pointers to zeroed ArrowArrays, each its own allocation of the
+ * caller's, since each becomes a batch's owner as it is) and max.
+ * Out: step (where the run stopped: RUN_DONE or the failed step), status (that step's ADBC status or
+ * errno-style return), filled (get_next calls that returned 0; the last of them may be the end) and
+ * ended (1: *arrays[filled - 1] is the end of the stream, its release NULL).
+ */
+struct adbc_run_job {
+  set_sql_fn set_sql;
+  execute_fn execute;
+  void* statement;
+  const char* sql;
+  void* error;
+  struct ArrowArrayStream* stream;
+  struct ArrowSchema* schema;
+  struct ArrowArray** arrays;
+  int64_t max;
+  int64_t step;
+  int64_t status;
+  int64_t filled;
+  int64_t ended;
+};
+
+enum { RUN_DONE = 0, RUN_SET_SQL = 1, RUN_EXECUTE = 2, RUN_GET_SCHEMA = 3, RUN_GET_NEXT = 4 };
+
+/*
+ * Runs the job: SetSqlQuery (if set_sql), ExecuteQuery, get_schema (if schema), then get_next into
+ * *arrays[0..max) until the end of the stream, a failure, or max calls. Returns job->step.
+ * After a failed SetSqlQuery or ExecuteQuery, error holds the driver's AdbcError and the stream is
+ * untouched (or released by the driver: adbc.h leaves it unfilled); after a failed stream call the
+ * stream is live, so that get_last_error can still be read (CStreamInterface.rst: until the next call).
+ */
+int64_t adbc_run(struct adbc_run_job* job) {
+  job->filled = 0;
+  job->ended = 0;
+  job->status = 0;
+  if (job->set_sql) {
+    uint8_t st = job->set_sql(job->statement, job->sql, job->error);
+    if (st != 0) {
+      job->status = st;
+      return job->step = RUN_SET_SQL;
+    }
+  }
+  uint8_t st = job->execute(job->statement, job->stream, 0, job->error);
+  if (st != 0) {
+    job->status = st;
+    return job->step = RUN_EXECUTE;
+  }
+  /* A driver that returns OK without filling the stream: JS finds release NULL and says so. */
+  if (!job->stream->release) return job->step = RUN_DONE;
+  if (job->schema) {
+    int rc = job->stream->get_schema(job->stream, job->schema);
+    if (rc != 0) {
+      job->status = rc;
+      return job->step = RUN_GET_SCHEMA;
+    }
+  }
+  for (int64_t i = 0; i < job->max; i++) {
+    int rc = job->stream->get_next(job->stream, job->arrays[i]);
+    if (rc != 0) {
+      job->status = rc;
+      return job->step = RUN_GET_NEXT;
+    }
+    job->filled = i + 1;
+    if (!job->arrays[i]->release) {
+      job->ended = 1;
+      break;
+    }
+  }
+  return job->step = RUN_DONE;
+}
+
+/* What JS checks before it uses this library's runs: the job's size (a layout change changes it). */
+int64_t adbc_run_job_size(void) { return (int64_t)sizeof(struct adbc_run_job); }

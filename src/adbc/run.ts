@@ -1,0 +1,139 @@
+/**
+ * A query's driver calls in one thread hop: `AdbcStatementSetSqlQuery`
+ * (when the SQL is new to the statement), `AdbcStatementExecuteQuery`, the
+ * stream's `get_schema` and its first `get_next` calls, made one after the
+ * other on one worker thread by the package's native library
+ * (native/adbc-run.c, `adbc_run`), where the plain path makes one hop per
+ * call (`Driver.callAsync`, the stream import's off-thread `get_next`).
+ * What the run read is handed to the stream import as if the reader had
+ * read it (`StreamPrefetch`), so the results, errors and releases are the
+ * same on both paths; test/adbc/run.test.ts holds them side by side.
+ *
+ * The library is the async ring's (src/platform/prebuilt.ts): shipped for
+ * Linux and macOS. Where it is missing (Windows, another libc), or with
+ * `ARROW_DEVICE_ADBC_RUN=0`, every call takes the plain path.
+ */
+import type { Ptr } from '../memory/memory.js';
+import { koffi, nativeMemory } from '../memory/native.js';
+import { isReleased, releaseStruct } from '../memory/cstruct.js';
+import { envVar, runtimeName } from '../platform/node.js';
+import { findPrebuilt } from '../platform/prebuilt.js';
+import { invalid } from '../errors.js';
+import { importArrayStreamPrefetched, type PrefetchedItem, type RecordBatchStreamImport, type StreamImportOptions, type StreamItem } from '../stream/import.js';
+import type { Driver } from './driver.js';
+
+/** `struct adbc_run_job` (native/adbc-run.c): every field 8 bytes, in this order. */
+const JOB = {
+  set_sql: 0n, execute: 8n, statement: 16n, sql: 24n, error: 32n, stream: 40n, schema: 48n, arrays: 56n, max: 64n,
+  step: 72n, status: 80n, filled: 88n, ended: 96n, size: 104,
+} as const;
+
+/** Where a run stopped (`job.step`). */
+export const RunStep = { Done: 0, SetSql: 1, Execute: 2, GetSchema: 3, GetNext: 4 } as const;
+
+/** `adbc_run` through koffi: `.async(job, callback)` runs it on a worker thread. */
+export type RunFunction = ((job: Ptr) => unknown) & { async: (job: Ptr, cb: (e: unknown, step: number | bigint) => void) => void };
+
+let loaded: RunFunction | null | undefined;
+let enabled = true;
+/** Why runs are not used, when they are not (for tests and benchmarks to print). */
+export let queryRunMissing: string | undefined;
+/** @internal How many runs this thread made (tests tell the two paths apart by it). */
+export const runCounters = { runs: 0 };
+
+/** The native run, loaded once; null where it is not available (`queryRunMissing` says why) or turned off. */
+export function queryRun(): RunFunction | null {
+  if (loaded === undefined) loaded = load();
+  return enabled ? loaded : null;
+}
+
+/** @internal Turns the native run off (false) or back on where it loads (true): tests compare both paths in one process. */
+export function useQueryRun(on: boolean): void {
+  enabled = on;
+}
+
+function load(): RunFunction | null {
+  if (envVar('ARROW_DEVICE_ADBC_RUN') === '0') {
+    queryRunMissing = 'turned off (ARROW_DEVICE_ADBC_RUN=0)';
+    return null;
+  }
+  if (process.platform === 'win32') {
+    queryRunMissing = 'no prebuilt library for Windows';
+    return null;
+  }
+  const found = findPrebuilt();
+  if ('missing' in found) {
+    queryRunMissing = found.missing;
+    return null;
+  }
+  try {
+    const l = koffi().load(found.path);
+    const size = Number(l.func('int64_t adbc_run_job_size(void)')() as number | bigint);
+    if (size !== JOB.size) {
+      queryRunMissing = `${found.path} has ${size}-byte runs; this package writes ${JOB.size}`;
+      return null;
+    }
+    return l.func('int64_t adbc_run(uintptr_t job)') as unknown as RunFunction;
+  } catch (e) {
+    // An older library without adbc_run, one for another libc, or a Deno without --allow-ffi.
+    queryRunMissing = `${found.path} gives no query run on ${runtimeName}: ${(e as Error).message}`;
+    return null;
+  }
+}
+
+/**
+ * Executes the statement at `stmt` in one run: its SQL set first when `sql` is given, then the
+ * execution, the schema and up to `readAhead` batches, and imports the result stream with what was
+ * read. Rejects with the driver's `AdbcError` when setting the SQL or the execution fails (nothing is
+ * left to release then); a failed `get_schema` fails the import as it would on the plain path, a failed
+ * `get_next` fails the reader's step that reaches it.
+ */
+export async function runAndImport(
+  run: RunFunction, driver: Driver, stmt: Ptr, sql: string | undefined, readAhead: number, opts: StreamImportOptions,
+): Promise<RecordBatchStreamImport<StreamItem>> {
+  const m = nativeMemory();
+  const L = m.layouts;
+  const stream = m.alloc(L.ArrowArrayStream.size);
+  const schema = m.alloc(L.ArrowSchema.size);
+  const arrays: Ptr[] = [];
+  const job = m.alloc(JOB.size);
+  const list = m.alloc(Math.max(1, readAhead) * 8);
+  let taken = 0; // arrays handed to the import (the rest are freed here)
+  let schemaTaken = false;
+  try {
+    for (let i = 0; i < readAhead; i++) {
+      const a = m.alloc(L.ArrowArray.size);
+      arrays.push(a);
+      m.writePtr(list + BigInt(i * 8), a);
+    }
+    m.writePtr(job + JOB.schema, schema);
+    m.writePtr(job + JOB.stream, stream);
+    m.writePtr(job + JOB.arrays, list);
+    m.writeI64(job + JOB.max, BigInt(readAhead));
+    runCounters.runs++;
+    const r = await driver.run(run, job, stmt, sql);
+    if (isReleased(m, 'ArrowArrayStream', stream)) {
+      throw invalid('ArrowArrayStream', 'AdbcStatementExecuteQuery returned OK but left the ArrowArrayStream unfilled (its release is NULL)');
+    }
+    const items: PrefetchedItem[] = [];
+    if (r.step === RunStep.Done || r.step === RunStep.GetNext) {
+      for (let i = 0; i < r.filled; i++) items.push({ out: arrays[i]!, rc: 0 });
+      if (r.step === RunStep.GetNext) items.push({ out: arrays[r.filled]!, rc: r.status });
+    }
+    taken = items.length;
+    schemaTaken = true;
+    // The import owns the schema and the items from here, and moves the stream out of `stream`.
+    return importArrayStreamPrefetched(stream, opts, { schema: { slot: schema, rc: r.step === RunStep.GetSchema ? r.status : 0 }, items });
+  } catch (e) {
+    // The execution failed (the driver left the stream unfilled), or the stream came unfilled: a stream
+    // the driver did fill anyway is released here, once.
+    if (!schemaTaken) releaseStruct(m, 'ArrowArrayStream', stream);
+    throw e;
+  } finally {
+    if (!schemaTaken) m.free(schema);
+    for (let i = taken; i < arrays.length; i++) m.free(arrays[i]!);
+    m.free(list);
+    m.free(job);
+    m.free(stream);
+  }
+}
