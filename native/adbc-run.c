@@ -50,14 +50,17 @@ typedef uint8_t (*set_sql_fn)(void* statement, const char* query, void* error);
 typedef uint8_t (*execute_fn)(void* statement, struct ArrowArrayStream* out, int64_t* rows_affected, void* error);
 
 /*
- * One run, as JS writes and reads it (every field 8 bytes; adbc_run_job_size: 104 bytes).
+ * One run, as JS writes and reads it (every field 8 bytes; adbc_run_job_size: 112 bytes).
  * In: set_sql (NULL: the SQL is set already, e.g. a cached statement), execute, statement, sql, error,
  * stream (a zeroed ArrowArrayStream for execute to fill), schema (a zeroed ArrowSchema for get_schema,
  * or NULL: not asked), arrays (max pointers to zeroed ArrowArrays, each its own allocation of the
  * caller's, since each becomes a batch's owner as it is) and max.
+ * stream NULL: a statement that returns no rows (DDL, DML): ExecuteQuery with no stream, and
+ * rows_affected filled; nothing else is called.
  * Out: step (where the run stopped: RUN_DONE or the failed step), status (that step's ADBC status or
- * errno-style return), filled (get_next calls that returned 0; the last of them may be the end) and
- * ended (1: *arrays[filled - 1] is the end of the stream, its release NULL).
+ * errno-style return), filled (get_next calls that returned 0; the last of them may be the end),
+ * ended (1: *arrays[filled - 1] is the end of the stream, its release NULL) and rows_affected (with no
+ * stream: the driver's count, -1 unknown).
  */
 struct adbc_run_job {
   set_sql_fn set_sql;
@@ -73,12 +76,13 @@ struct adbc_run_job {
   int64_t status;
   int64_t filled;
   int64_t ended;
+  int64_t rows_affected;
 };
 
 enum { RUN_DONE = 0, RUN_SET_SQL = 1, RUN_EXECUTE = 2, RUN_GET_SCHEMA = 3, RUN_GET_NEXT = 4 };
 
 /*
- * Runs the job: SetSqlQuery (if set_sql), ExecuteQuery, get_schema (if schema), then get_next into
+ * Runs the job: SetSqlQuery (if set_sql), ExecuteQuery, then (with a stream) get_schema (if schema) and get_next into
  * *arrays[0..max) until the end of the stream, a failure, or max calls. Returns job->step.
  * After a failed SetSqlQuery or ExecuteQuery, error holds the driver's AdbcError and the stream is
  * untouched (or released by the driver: adbc.h leaves it unfilled); after a failed stream call the
@@ -95,11 +99,13 @@ int64_t adbc_run(struct adbc_run_job* job) {
       return job->step = RUN_SET_SQL;
     }
   }
-  uint8_t st = job->execute(job->statement, job->stream, 0, job->error);
+  job->rows_affected = -1;
+  uint8_t st = job->execute(job->statement, job->stream, job->stream ? 0 : &job->rows_affected, job->error);
   if (st != 0) {
     job->status = st;
     return job->step = RUN_EXECUTE;
   }
+  if (!job->stream) return job->step = RUN_DONE;
   /* A driver that returns OK without filling the stream: JS finds release NULL and says so. */
   if (!job->stream->release) return job->step = RUN_DONE;
   if (job->schema) {

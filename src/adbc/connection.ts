@@ -554,10 +554,10 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
    */
   async execute(sql: string, params?: BindSource<T> | AsyncBatchSource<T>, options: SignalOption = {}): Promise<number> {
     checkSignal('execute', options.signal);
-    const { stmt, key } = await this.#statementFor(sql, params, options.signal);
+    const { stmt, key, sqlSet } = await this.#statementFor(sql, params, options.signal, true, false);
     let ok = false;
     try {
-      const rows = await stmt.executeUpdate(options);
+      const rows = await stmt.runUpdate(sqlSet ? undefined : sql, options);
       ok = true;
       return rows;
     } finally {

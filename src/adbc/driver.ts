@@ -509,6 +509,11 @@ export function readI64(p: Ptr): bigint {
   return mem().readI64(p);
 }
 
+/** Writes an int64 (an out-parameter's default). */
+export function writeI64(p: Ptr, v: bigint): void {
+  mem().writeI64(p, v);
+}
+
 /** Allocates `n` zeroed bytes. */
 export function allocNative(n: number): Ptr {
   return mem().alloc(n);

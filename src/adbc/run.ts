@@ -25,7 +25,7 @@ import type { Driver } from './driver.js';
 /** `struct adbc_run_job` (native/adbc-run.c): every field 8 bytes, in this order. */
 const JOB = {
   set_sql: 0n, execute: 8n, statement: 16n, sql: 24n, error: 32n, stream: 40n, schema: 48n, arrays: 56n, max: 64n,
-  step: 72n, status: 80n, filled: 88n, ended: 96n, size: 104,
+  step: 72n, status: 80n, filled: 88n, ended: 96n, rows_affected: 104n, size: 112,
 } as const;
 
 /** Where a run stopped (`job.step`). */
@@ -78,6 +78,22 @@ function load(): RunFunction | null {
     // An older library without adbc_run, one for another libc, or a Deno without --allow-ffi.
     queryRunMissing = `${found.path} gives no query run on ${runtimeName}: ${(e as Error).message}`;
     return null;
+  }
+}
+
+/**
+ * Executes the statement at `stmt`, which returns no rows, in one run: its SQL set first when `sql` is
+ * given. Resolves to the rows affected (-1: unknown); rejects with the driver's `AdbcError`.
+ */
+export async function runUpdate(run: RunFunction, driver: Driver, stmt: Ptr, sql: string | undefined): Promise<number> {
+  const m = nativeMemory();
+  const job = m.alloc(JOB.size);
+  try {
+    runCounters.runs++;
+    await driver.run(run, job, stmt, sql);
+    return Number(m.readI64(job + JOB.rows_affected));
+  } finally {
+    m.free(job);
   }
 }
 

@@ -15,12 +15,12 @@ import { NULL, type Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { freeArrowArrayStream } from '../stream/export.js';
 import type { RecordBatchStreamImport, StreamImportOptions } from '../stream/import.js';
-import { allocNative, allocPartitions, bytesIn, freeNative, readI64, takePartitions, type Driver } from './driver.js';
+import { allocNative, allocPartitions, bytesIn, freeNative, readI64, takePartitions, writeI64, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, type Serial } from './lifetime.js';
 import * as options from './options.js';
 import { AdbcResultReader } from './result.js';
-import { queryRun, runAndImport } from './run.js';
+import { queryRun, runAndImport, runUpdate } from './run.js';
 import type { AdbcTarget, AdbcTypes, AsyncBatchSource, BindSource } from './target.js';
 import type { ArrowAdbc } from './arrowjs.js';
 import { isReleased } from '../memory/cstruct.js';
@@ -401,12 +401,28 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
    * const n = await stmt.executeUpdate();
    */
   async executeUpdate(options: SignalOption = {}): Promise<number> {
+    return this.runUpdate(undefined, options);
+  }
+
+  /**
+   * @internal `executeUpdate`, with the SQL set first when `sql` is given (a statement made for it), in
+   * one worker-thread call where the native run loads (src/adbc/run.ts).
+   */
+  async runUpdate(sql: string | undefined, options: SignalOption = {}): Promise<number> {
     const p = this.#queued('executeUpdate');
     throwIfAborted(options.signal);
+    const { driver } = this.#conn;
     const execute = async (): Promise<number> => {
+      const run = queryRun();
+      if (run !== null) return this.#run(() => runUpdate(run, driver, p, sql));
       const rows = allocNative(8);
       try {
-        await this.#run(() => this.#conn.driver.callAsync('StatementExecuteQuery', p, NULL, rows));
+        // -1 (unknown) unless the driver writes the count, as the native run does.
+        writeI64(rows, -1n);
+        await this.#run(async () => {
+          if (sql !== undefined) await driver.callAsync('StatementSetSqlQuery', p, sql);
+          await driver.callAsync('StatementExecuteQuery', p, NULL, rows);
+        });
         return Number(readI64(rows));
       } finally {
         freeNative(rows);

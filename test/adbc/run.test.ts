@@ -165,6 +165,24 @@ for (const c of cases) {
       await nothingLive();
     });
 
+    test('execute (DDL, DML, a failure): the same rows affected and errors as the plain path, one run each', async () => {
+      const counts = async (table: string): Promise<(number | string)[]> => [
+        await conn.execute(`CREATE TABLE ${table} (x BIGINT)`),
+        await conn.execute(`INSERT INTO ${table} SELECT i FROM (${c.spec.series(10)}) AS s`),
+        await conn.execute(`DELETE FROM ${table} WHERE x < 4`),
+        (await errorOf(conn.execute(`INSERT INTO ${table}_missing VALUES (1)`))).message.replaceAll(table, 'T'),
+        await conn.execute(`DROP TABLE ${table}`),
+      ];
+      const plain = await onPath(false, () => counts('run_plain'));
+      const run = await onPath(true, () => counts('run_native'));
+      assert.equal(plain.runs, 0);
+      assert.equal(run.runs, 5);
+      assert.deepEqual(run.value, plain.value);
+      // What the drivers say they changed (-1: unknown), on either path.
+      assert.ok([4, -1].includes(run.value[2] as number), `DELETE affected ${String(run.value[2])}`);
+      await nothingLive();
+    });
+
     test('queryStream: the execution and the schema in one run, no batch read ahead; the same batches', async () => {
       const sql = `${c.spec.series(5_000)} ORDER BY 1`;
       const read = async () => {
