@@ -15,7 +15,7 @@ import { NULL, type Ptr } from '../memory/memory.js';
 import { koffi, nativeMemory } from '../memory/native.js';
 import type { StreamProducerError } from '../stream/import.js';
 import { AdbcError, AdbcStatus, type AdbcErrorInit } from './error.js';
-import type { RunFunction } from './run.js';
+import { JOB, RunStep, type RunFunction } from './run.js';
 
 // koffi and the native memory are the library's one instance of each (src/memory/native.ts), made on
 // first use, not at load: importing arrow-device/adbc loads neither. `koffi()` raises koffi's async
@@ -336,11 +336,11 @@ export class Driver {
       strings = new CStrings();
       const text = sql === undefined ? NULL : strings.str(sql);
       err = newError();
-      mem().writePtr(job + 0n, setSql);
-      mem().writePtr(job + 8n, execute);
-      mem().writePtr(job + 16n, stmt);
-      mem().writePtr(job + 24n, text);
-      mem().writePtr(job + 32n, err);
+      mem().writePtr(job + JOB.set_sql, setSql);
+      mem().writePtr(job + JOB.execute, execute);
+      mem().writePtr(job + JOB.statement, stmt);
+      mem().writePtr(job + JOB.sql, text);
+      mem().writePtr(job + JOB.error, err);
     } catch (e) {
       strings?.free();
       return Promise.reject(e);
@@ -349,12 +349,12 @@ export class Driver {
       run.async(job, (e: unknown, stepOut: number | bigint) => {
         try {
           const step = Number(stepOut);
-          const status = Number(mem().readI64(job + 80n));
+          const status = Number(mem().readI64(job + JOB.status));
           if (e) reject(e instanceof Error ? e : new Error(String(e)));
-          else if (step === 1 || step === 2) {
-            const f = step === 1 ? 'StatementSetSqlQuery' : 'StatementExecuteQuery';
+          else if (step === RunStep.SetSql || step === RunStep.Execute) {
+            const f = step === RunStep.SetSql ? 'StatementSetSqlQuery' : 'StatementExecuteQuery';
             reject(new AdbcError(`Adbc${f}`, takeError(err, status & 0xff, this)));
-          } else resolve({ step, status, filled: Number(mem().readI64(job + 88n)) });
+          } else resolve({ step, status, filled: Number(mem().readI64(job + JOB.filled)) });
         } catch (x) {
           reject(x);
         } finally {

@@ -23,7 +23,7 @@ import { importArrayStreamPrefetched, type PrefetchedItem, type RecordBatchStrea
 import type { Driver } from './driver.js';
 
 /** `struct adbc_run_job` (native/adbc-run.c): every field 8 bytes, in this order. */
-const JOB = {
+export const JOB = {
   set_sql: 0n, execute: 8n, statement: 16n, sql: 24n, error: 32n, stream: 40n, schema: 48n, arrays: 56n, max: 64n,
   step: 72n, status: 80n, filled: 88n, ended: 96n, rows_affected: 104n, size: 112,
 } as const;
