@@ -21,29 +21,7 @@
  */
 #include <stdint.h>
 
-/* The structs this file touches, as CStreamInterface.rst and CDataInterface.rst define them. */
-struct ArrowSchema;
-
-struct ArrowArray {
-  int64_t length;
-  int64_t null_count;
-  int64_t offset;
-  int64_t n_buffers;
-  int64_t n_children;
-  const void** buffers;
-  struct ArrowArray** children;
-  struct ArrowArray* dictionary;
-  void (*release)(struct ArrowArray*);
-  void* private_data;
-};
-
-struct ArrowArrayStream {
-  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
-  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
-  const char* (*get_last_error)(struct ArrowArrayStream*);
-  void (*release)(struct ArrowArrayStream*);
-  void* private_data;
-};
+#include "arrow-abi.h"
 
 /* adbc.h's AdbcStatusCode is a uint8_t; its handles and AdbcError are opaque here. */
 typedef uint8_t (*set_sql_fn)(void* statement, const char* query, void* error);

@@ -43,22 +43,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The structs this file touches, as CDeviceDataInterface.rst and CDataInterface.rst define them. */
-struct ArrowSchema;
+#include "arrow-abi.h"
 
-struct ArrowArray {
-  int64_t length;
-  int64_t null_count;
-  int64_t offset;
-  int64_t n_buffers;
-  int64_t n_children;
-  const void** buffers;
-  struct ArrowArray** children;
-  struct ArrowArray* dictionary;
-  void (*release)(struct ArrowArray*);
-  void* private_data;
-};
-
+/* The device structs this file touches, as CDeviceDataInterface.rst defines them (the others: arrow-abi.h). */
 struct ArrowDeviceArray {
   struct ArrowArray array;
   int64_t device_id;

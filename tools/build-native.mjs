@@ -50,6 +50,8 @@ function fail(message, skippable = true) {
 }
 
 const sources = ['async-ring.c', 'adbc-run.c'].map((f) => join(root, 'native', f));
+// What the sources include: a change to it rebuilds the library too.
+const headers = ['arrow-abi.h'].map((f) => join(root, 'native', f));
 const flags = ['-std=c11', '-D_GNU_SOURCE', '-O2', '-shared', '-fPIC', '-pthread', '-fvisibility=default', '-Wall', '-Wextra'];
 // Never unloaded once loaded (DF_1_NODELETE): a producer thread still inside the handler while the
 // process exits must not run in unmapped code. macOS's linker has no such flag; there dlclose of a
@@ -59,7 +61,7 @@ const linuxFlags = ['-Wl,-z,nodelete'];
 function upToDate(out) {
   if (!existsSync(out)) return false;
   const t = statSync(out).mtimeMs;
-  return [...sources, fileURLToPath(import.meta.url)].every((f) => t >= statSync(f).mtimeMs);
+  return [...sources, ...headers, fileURLToPath(import.meta.url)].every((f) => t >= statSync(f).mtimeMs);
 }
 
 /** One shipped target with zig; always rebuilt (a release must not keep a library cc built). */
