@@ -49,7 +49,7 @@ import type { Memory, Ptr } from '../memory/memory.js';
 import { nativeMemory } from '../memory/native.js';
 import { access } from '../abi/accessors.js';
 import { readField } from '../memory/raw.js';
-import { readSchemaNode, type SchemaNode } from '../schema/node.js';
+import { readSharedSchema, type SchemaNode } from '../schema/node.js';
 import {
   ARRAY_STREAM, DEVICE_STREAM, GET_LAST_ERROR_SIG, GET_NEXT_SIG, GET_SCHEMA_SIG, isStreamReleased, readStreamField,
   releaseStreamStruct, type StreamStruct,
@@ -1012,7 +1012,7 @@ function readStreamSchema(h: StreamHandle, hook: StreamImportOptions['onProducer
       throw invalid(`${s.path}.get_schema`, 'returned 0 but left the schema released');
     }
     try {
-      const node = readSchemaNode(m, slot, 'schema');
+      const node = readSharedSchema(m, slot, 'schema');
       if (node.type.id !== 'struct') {
         throw unsupported('schema.format', `a stream of "${node.format}" arrays is not a stream of record batches (struct "+s")`);
       }
