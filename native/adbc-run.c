@@ -84,8 +84,9 @@ int64_t adbc_run(struct adbc_run_job* job) {
     return job->step = RUN_EXECUTE;
   }
   if (!job->stream) return job->step = RUN_DONE;
-  /* A driver that returns OK without filling the stream: JS finds release NULL and says so. */
-  if (!job->stream->release) return job->step = RUN_DONE;
+  /* A driver that returns OK without filling the stream, or fills it with a NULL callback: nothing is
+     called, and JS's import refuses the stream with a typed error naming the field (foreign input). */
+  if (!job->stream->release || !job->stream->get_schema || !job->stream->get_next) return job->step = RUN_DONE;
   if (job->schema) {
     int rc = job->stream->get_schema(job->stream, job->schema);
     if (rc != 0) {

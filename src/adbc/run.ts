@@ -129,7 +129,8 @@ export async function runAndImport(
     runCounters.runs++;
     const r = await driver.run(run, job, stmt, sql);
     if (isReleased(m, 'ArrowArrayStream', stream)) {
-      throw invalid('ArrowArrayStream', 'AdbcStatementExecuteQuery returned OK but left the ArrowArrayStream unfilled (its release is NULL)');
+      // The words of the plain path's fill-and-import (src/fill/fill.ts), so that both paths say the same.
+      throw invalid('stream', 'the fill function succeeded but left the ArrowArrayStream unfilled (its release is NULL)');
     }
     const items: PrefetchedItem[] = [];
     if (r.step === RunStep.Done || r.step === RunStep.GetNext) {

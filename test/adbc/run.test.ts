@@ -13,12 +13,16 @@
  * missing driver or server a failure.
  */
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import koffi from 'koffi';
 import { after, before, describe, test } from 'node:test';
 import { tableFromArrays, type Table } from 'apache-arrow';
 import { accounting } from '../../src/index.js';
 import { AdbcDatabase, AdbcError, type AdbcConnection } from '../../src/adbc/index.js';
 import { queryRun, queryRunMissing, runCounters, useQueryRun } from '../../src/adbc/run.js';
 import { collectUntil } from '../helpers/gc.js';
+import { cCompiler, run, tempDir } from '../helpers/tools.js';
 import { DUCKDB, POSTGRESQL, SQLITE, type DriverSpec } from './drivers.js';
 import { postgresMissing, startPostgres, type PostgresServer } from './postgres.js';
 
@@ -215,3 +219,74 @@ for (const c of cases) {
     });
   });
 }
+
+/**
+ * A malformed driver (test/adbc/fake-driver.c) whose streams break the C Stream Interface's rules: the
+ * run must call nothing it should not (a NULL callback), and give what the plain path gives: the same
+ * typed error naming the place, every struct released once (the driver counts them), nothing live.
+ */
+const cc = cCompiler();
+const fakeMissing = cc === undefined ? 'no C compiler to build test/adbc/fake-driver.c' : undefined;
+describe('the query run on a malformed driver', { skip: fakeMissing ?? runMissing ?? false }, () => {
+  let db: AdbcDatabase;
+  let conn: AdbcConnection;
+  let live: () => number;
+  before(async () => {
+    const dir = tempDir('fake-adbc');
+    const lib = join(dir, 'fake-driver.so');
+    run(cc!, ['-std=c11', '-shared', '-fPIC', '-O1', '-o', lib, fileURLToPath(new URL('fake-driver.c', import.meta.url))]);
+    db = new AdbcDatabase({ driver: lib, entrypoint: 'fake_adbc_init' });
+    conn = await db.connect();
+    const f = koffi.load(lib).func('int64_t fake_live(void)');
+    live = () => Number(f() as number | bigint);
+  });
+  after(async () => {
+    await conn?.close();
+    await db?.close();
+  });
+
+  const both = async (sql: string, read: (t: Table) => unknown = (t) => shapeOf(t)): Promise<unknown[]> => {
+    const out: unknown[] = [];
+    for (const on of [false, true]) {
+      const r = await onPath(on, async () => {
+        try {
+          const t = await conn.query(sql);
+          try {
+            return read(t);
+          } finally {
+            t.release();
+          }
+        } catch (e) {
+          return { error: (e as Error).constructor.name, message: (e as Error).message };
+        }
+      });
+      assert.equal(r.runs, on ? 1 : 0);
+      await nothingLive();
+      assert.equal(live(), 0, `the driver's structs are all released (run ${on ? 'on' : 'off'})`);
+      out.push(r.value);
+    }
+    return out;
+  };
+
+  test('a good result of 7 batches (more than are read ahead): the same rows', async () => {
+    const [plain, run] = await both('ok 7');
+    assert.deepEqual(run, plain);
+    assert.equal((run as { rows: unknown[] }).rows.length, 7);
+  });
+
+  for (const [sql, what] of [
+    ['fail-next 2', /boom at 2/],
+    ['fail-next 0', /boom at 0/],
+    ['fail-schema', /get_schema.*no schema here/],
+    ['null-schema', /get_schema.*NULL callback/],
+    ['null-next', /get_next.*NULL callback/],
+    ['unfilled', /unfilled/],
+    ['fail-exec', /the execution failed/],
+  ] as const) {
+    test(`"${sql}": the same error on both paths, nothing live`, async () => {
+      const [plain, run] = await both(sql);
+      assert.deepEqual(run, plain);
+      assert.match((run as { message: string }).message, what);
+    });
+  }
+});
