@@ -302,13 +302,33 @@ export class Driver {
       strings.free();
       return Promise.reject(e);
     }
+    return this.#onWorker(strings, (err, cb) => fn.async(...argv, err, cb), (ret) => {
+      const status = ret & 0xff;
+      return status !== AdbcStatus.OK ? { failed: f, status } : { value: undefined };
+    });
+  }
+
+  /**
+   * The end of every call on a worker thread (`callAsync`, `run`): starts it with a fresh `AdbcError` of
+   * ours, and when it returns turns what it returned into the driver's `AdbcError` (`failed`: the entry
+   * whose error it is) or the value; the error and the call's strings are freed whatever happens.
+   */
+  #onWorker<R>(
+    strings: CStrings,
+    start: (err: Ptr, cb: (e: unknown, ret: number | bigint) => void) => void,
+    outcome: (ret: number) => { failed: Called; status: number } | { value: R },
+  ): Promise<R> {
     const err = newError();
-    return new Promise<void>((resolve, reject) => {
-      fn.async(...argv, err, (e: unknown, status: number) => {
+    return new Promise<R>((resolve, reject) => {
+      start(err, (e, ret) => {
         try {
-          if (e) reject(e instanceof Error ? e : new Error(String(e)));
-          else if ((status & 0xff) !== AdbcStatus.OK) reject(new AdbcError(`Adbc${f}`, takeError(err, status & 0xff, this)));
-          else resolve();
+          if (e) {
+            reject(e instanceof Error ? e : new Error(String(e)));
+            return;
+          }
+          const o = outcome(Number(ret));
+          if ('failed' in o) reject(new AdbcError(`Adbc${o.failed}`, takeError(err, o.status, this)));
+          else resolve(o.value);
         } catch (x) {
           reject(x);
         } finally {
@@ -325,43 +345,27 @@ export class Driver {
    * asks for. Rejects with the driver's `AdbcError` when either driver call fails (the call log names
    * each, on a worker thread); resolves to where the run stopped otherwise.
    */
-  run(run: RunFunction, job: Ptr, stmt: Ptr, sql: string | undefined): Promise<{ step: number; status: number; filled: number }> {
-    let strings: CStrings | undefined;
-    let err: Ptr;
+  run(run: RunFunction, job: Ptr, stmt: Ptr, sql: string | undefined): Promise<RunResult> {
+    const strings = new CStrings();
     try {
       if (sql !== undefined) callLog?.('StatementSetSqlQuery', 'worker');
       callLog?.('StatementExecuteQuery', 'worker');
-      const setSql = sql === undefined ? NULL : this.#address('StatementSetSqlQuery');
-      const execute = this.#address('StatementExecuteQuery');
-      strings = new CStrings();
-      const text = sql === undefined ? NULL : strings.str(sql);
-      err = newError();
-      mem().writePtr(job + JOB.set_sql, setSql);
-      mem().writePtr(job + JOB.execute, execute);
+      mem().writePtr(job + JOB.set_sql, sql === undefined ? NULL : this.#address('StatementSetSqlQuery'));
+      mem().writePtr(job + JOB.execute, this.#address('StatementExecuteQuery'));
       mem().writePtr(job + JOB.statement, stmt);
-      mem().writePtr(job + JOB.sql, text);
-      mem().writePtr(job + JOB.error, err);
+      mem().writePtr(job + JOB.sql, sql === undefined ? NULL : strings.str(sql));
     } catch (e) {
-      strings?.free();
+      strings.free();
       return Promise.reject(e);
     }
-    return new Promise((resolve, reject) => {
-      run.async(job, (e: unknown, stepOut: number | bigint) => {
-        try {
-          const step = Number(stepOut);
-          const status = Number(mem().readI64(job + JOB.status));
-          if (e) reject(e instanceof Error ? e : new Error(String(e)));
-          else if (step === RunStep.SetSql || step === RunStep.Execute) {
-            const f = step === RunStep.SetSql ? 'StatementSetSqlQuery' : 'StatementExecuteQuery';
-            reject(new AdbcError(`Adbc${f}`, takeError(err, status & 0xff, this)));
-          } else resolve({ step, status, filled: Number(mem().readI64(job + JOB.filled)) });
-        } catch (x) {
-          reject(x);
-        } finally {
-          mem().free(err);
-          strings!.free();
-        }
-      });
+    return this.#onWorker<RunResult>(strings, (err, cb) => {
+      mem().writePtr(job + JOB.error, err);
+      run.async(job, cb);
+    }, (step) => {
+      const status = Number(mem().readI64(job + JOB.status));
+      if (step === RunStep.SetSql) return { failed: 'StatementSetSqlQuery', status: status & 0xff };
+      if (step === RunStep.Execute) return { failed: 'StatementExecuteQuery', status: status & 0xff };
+      return { value: { step, status, filled: Number(mem().readI64(job + JOB.filled)) } };
     });
   }
 
@@ -402,6 +406,13 @@ export class Driver {
       mem().free(this.#table);
     }
   }
+}
+
+/** Where a native run stopped (`RunStep`), that step's status, and the `get_next` calls that returned 0. */
+interface RunResult {
+  readonly step: number;
+  readonly status: number;
+  readonly filled: number;
 }
 
 /** A zeroed `AdbcError` marked as ADBC 1.1.0 (so the driver may attach details). */

@@ -245,7 +245,7 @@ export class StreamHandle {
    * `get_next` results read ahead before the import (`StreamPrefetch`), oldest first: the reader's
    * next steps take them instead of calling the producer. Ours to release and free until taken.
    */
-  pending: PrefetchedItem[] = [];
+  pending: Pending[] = [];
 
   constructor(
     readonly mem: Memory,
@@ -265,7 +265,7 @@ export class StreamHandle {
       // Batches read ahead and never handed out go back before their stream (any order is allowed).
       for (const it of this.pending.splice(0)) {
         try {
-          if (this.pendingLive(it)) {
+          if (it.live) {
             liveCounters.liveImports--;
             liveCounters.releasedImports++;
             releaseStruct(this.mem, this.#itemKind(), it.out);
@@ -283,21 +283,19 @@ export class StreamHandle {
     return this.s.kind === 'device' ? 'ArrowDeviceArray' : 'ArrowArray';
   }
 
-  /** Whether a result read ahead holds a batch to release (counted in `liveImports` while it waits). */
-  pendingLive(it: PrefetchedItem): boolean {
-    return it.rc === 0 && !isReleased(this.mem, this.#itemKind(), it.out);
-  }
-
-  /** Takes the results read ahead (`StreamPrefetch`): each batch among them counts as a live import until taken or released. */
-  setPending(items: PrefetchedItem[]): void {
-    this.pending = items;
-    for (const it of items) if (this.pendingLive(it)) liveCounters.liveImports++;
+  /**
+   * Takes the results read ahead (`StreamPrefetch`): each that holds a batch (not a failure, not the
+   * end) counts as a live import until taken or released.
+   */
+  setPending(items: readonly PrefetchedItem[]): void {
+    this.pending = items.map((it) => ({ ...it, live: it.rc === 0 && !isReleased(this.mem, this.#itemKind(), it.out) }));
+    for (const it of this.pending) if (it.live) liveCounters.liveImports++;
   }
 
   /** The oldest result read ahead, no longer counted: its batch's owner counts it from here. */
   takePending(): PrefetchedItem | undefined {
     const it = this.pending.shift();
-    if (it !== undefined && this.pendingLive(it)) liveCounters.liveImports--;
+    if (it?.live) liveCounters.liveImports--;
     return it;
   }
 
@@ -979,6 +977,11 @@ function importStream<T extends StreamItem>(src: Ptr, s: StreamStruct, opts: Str
 export interface PrefetchedItem {
   readonly out: Ptr;
   readonly rc: number;
+}
+
+/** A result read ahead as the stream holds it: whether it holds a batch to release, found once. */
+interface Pending extends PrefetchedItem {
+  readonly live: boolean;
 }
 
 /**
