@@ -23,10 +23,10 @@ import {
   batchType, Column, Table,
   type Batch, type DataType, type ExtractionOptions, type Field, type OffsetArray, type TypedArray, type TypedArrayConstructor,
 } from '@uwdata/flechette';
-import type { ArrayView } from '../array/view.js';
+import { ImportedView, type ArrayView } from '../array/view.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
 import { liveCounters } from '../memory/accounting.js';
-import { Kind, layoutOf } from '../schema/layout.js';
+import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
 import type { SchemaNode } from '../schema/node.js';
 import { flechetteSchema, flechetteType } from './types.js';
 
@@ -47,6 +47,9 @@ interface BatchInit {
   /** Binary and utf8 views: the variadic data buffers. */
   data?: Uint8Array[] | undefined;
 }
+
+/** `BatchInit` with each buffer field given, `LATER` (`field`'s to make) or `PENDING` (its marker for a lazy batch's constructor). */
+type LaterInit = { [K in keyof BatchInit]: K extends BufferKey ? BatchInit[K] | typeof LATER | Pending : BatchInit[K] };
 
 /** A batch class, as `batchType` returns it (typed `any` in flechette's declarations). */
 type BatchClass = new (init: BatchInit) => Batch<unknown>;
@@ -114,8 +117,7 @@ export function tableOfViews(schema: SchemaNode, views: readonly ArrayView[], op
   views.forEach((v, k) => {
     const path = `batches[${k}]`;
     sameShape(v, schema, path);
-    const bm = v.buffers[0] ?? null;
-    if (v.nullCount !== 0 && nullsIn(v, v.offset, v.length, bm, path) > 0) {
+    if (v.nullCount !== 0 && nullsIn(v, v.offset, v.length, bufferOf(v, 0), path) > 0) {
       throw invalid(`${path}.null_count`, 'a record batch has no null rows, but its struct has nulls');
     }
     fs.fields.forEach((f: Field, i) => {
@@ -160,7 +162,8 @@ function sameShape(view: ArrayView, node: SchemaNode, path: string): void {
 /**
  * The batch of the `length` elements of `view` from physical element `start` (its offset and any
  * parent's applied). `logical` is where that is in the view's own logical elements (start - offset),
- * for the check that the range lies inside the array.
+ * for the check that the range lies inside the array. The buffer fields are made by `field` (over an
+ * import, when flechette first reads them: see "Lazy batches"); the children here, at once.
  */
 function build(
   view: ArrayView, node: SchemaNode, type: DataType, start: number, length: number, path: string, b: Build,
@@ -171,17 +174,18 @@ function build(
     throw invalid(`${path}.length`, `elements ${logical}..${logical + length} are needed, the array has ${view.length}`);
   }
   const Ctor = batchType(type, b.options) as BatchClass;
-  const buffers = view.buffers;
-  const base = { length, type };
+  const l = layoutOf(node.type);
+  const src = new FieldSource(view, node, type, l, start, length, path);
+  // Over an import, each buffer is viewed when flechette first reads it; over a plain view (the
+  // caller's own buffers), at once.
+  const lazy = view instanceof ImportedView && lazyBatches;
 
   if (node.dictionary !== null) {
     // Columnar.rst, "Dictionary-encoded Layout": validity and indices; the dictionary is not sliced.
-    const dictType = type as DataType & { readonly dictionary: DataType; readonly indices: { readonly values: TypedArrayConstructor } };
-    const batch = new Ctor({
-      ...validityOf(view, start, length, path),
-      ...base,
-      values: typed(dictType.indices.values, buffers[1] ?? null, start, length, `${path}.buffers[1]`),
-    }) as DictionaryBatchLike;
+    const dictType = type as DataType & { readonly dictionary: DataType };
+    const init = validityOf(src, lazy);
+    init.values = LATER;
+    const batch = construct(Ctor, init, src, lazy) as DictionaryBatchLike;
     const dict = dictionaryColumn(view.dictionary, node.dictionary, dictType.dictionary, `${path}.dictionary`, b);
     try {
       // flechette reads every dictionary value here (batch.js: setDictionary caches the column's toArray()),
@@ -194,66 +198,64 @@ function build(
     return batch;
   }
 
-  const l = layoutOf(node.type);
   const kids = type as DataType & { readonly children?: readonly Field[] };
-  const childType = (i: number): DataType => kids.children![i]!.type;
   switch (l.kind) {
     case Kind.Null:
-      return new Ctor({ ...base, nullCount: length });
-    case Kind.Bool:
-      return new Ctor({ ...validityOf(view, start, length, path), ...base, values: bits(buffers[1] ?? null, start, length, `${path}.buffers[1]`) });
-    case Kind.Fixed: {
-      // The typed array flechette's type names (none: bytes, for fixed-size binary and month-day-nano
-      // intervals), with as many elements per value as the layout's width holds (decimal128: two).
-      const A = (type as { readonly values?: TypedArrayConstructor }).values ?? Uint8Array;
-      const per = l.width / A.BYTES_PER_ELEMENT;
-      return new Ctor({ ...validityOf(view, start, length, path), ...base, values: typed(A, buffers[1] ?? null, start * per, length * per, `${path}.buffers[1]`) });
+      return construct(Ctor, initOf(length, type, length, undefined), src, lazy);
+    case Kind.Bool: case Kind.Fixed: {
+      const init = validityOf(src, lazy);
+      init.values = LATER;
+      return construct(Ctor, init, src, lazy);
     }
     case Kind.Binary: case Kind.LargeBinary: {
-      const offsets = offsetsOf(type, buffers[1] ?? null, start, length + 1, `${path}.buffers[1]`);
-      const data = buffers[2] ?? new Uint8Array(0);
-      const last = length === 0 ? 0 : Number(offsets[length]!);
-      if (last > data.byteLength) throw invalid(`${path}.buffers[2]`, `the last offset is ${last}, the data has ${data.byteLength} bytes`);
-      return new Ctor({ ...validityOf(view, start, length, path), ...base, offsets, values: data });
+      const init = validityOf(src, lazy);
+      init.offsets = LATER;
+      init.values = LATER;
+      return construct(Ctor, init, src, lazy);
     }
     case Kind.View: {
-      // CDataInterface.rst, "Binary view arrays": validity, views, the variadic data buffers, then
-      // their sizes (which flechette does not need: each view holds its own length).
-      const views = byteRange(buffers[1] ?? null, start * 16, length * 16, `${path}.buffers[1]`);
-      const data = buffers.slice(2, buffers.length - 1).map((d) => d ?? new Uint8Array(0));
-      return new Ctor({ ...validityOf(view, start, length, path), ...base, values: views, data });
+      const init = validityOf(src, lazy);
+      init.values = LATER;
+      init.data = LATER;
+      return construct(Ctor, init, src, lazy);
     }
     case Kind.List: case Kind.LargeList: {
       // List and map (Columnar.rst, "Variable-size List Layout", "Map"): the child whole.
       const c = view.children[0]!;
-      const offsets = offsetsOf(type, buffers[1] ?? null, start, length + 1, `${path}.buffers[1]`);
-      const last = length === 0 ? 0 : Number(offsets[length]!);
-      if (last > c.length) throw invalid(`${path}.buffers[1]`, `the last offset is ${last}, the child has ${c.length} elements`);
-      const child = build(c, node.children[0]!, childType(0), c.offset, c.length, `${path}.children[0]`, b);
-      return new Ctor({ ...validityOf(view, start, length, path), ...base, offsets, children: [child] });
+      const child = build(c, node.children[0]!, kids.children![0]!.type, c.offset, c.length, `${path}.children[0]`, b);
+      const init = validityOf(src, lazy);
+      init.offsets = LATER;
+      init.children = [child];
+      return construct(Ctor, init, src, lazy);
     }
     case Kind.ListView: {
       const c = view.children[0]!;
-      const child = build(c, node.children[0]!, childType(0), c.offset, c.length, `${path}.children[0]`, b);
-      return new Ctor({
-        ...validityOf(view, start, length, path),
-        ...base,
-        offsets: offsetsOf(type, buffers[1] ?? null, start, length, `${path}.buffers[1]`),
-        sizes: offsetsOf(type, buffers[2] ?? null, start, length, `${path}.buffers[2]`),
-        children: [child],
-      });
+      const child = build(c, node.children[0]!, kids.children![0]!.type, c.offset, c.length, `${path}.children[0]`, b);
+      const init = validityOf(src, lazy);
+      init.offsets = LATER;
+      init.sizes = LATER;
+      init.children = [child];
+      return construct(Ctor, init, src, lazy);
     }
     case Kind.FixedList: {
       // Columnar.rst, "Fixed-Size List Layout": list i is child elements i*size .. (i+1)*size.
       const c = view.children[0]!;
       const size = l.listSize;
-      const child = build(c, node.children[0]!, childType(0), c.offset + start * size, length * size, `${path}.children[0]`, b, start * size);
-      return new Ctor({ ...validityOf(view, start, length, path), ...base, children: [child] });
+      const child = build(c, node.children[0]!, kids.children![0]!.type, c.offset + start * size, length * size, `${path}.children[0]`, b, start * size);
+      const init = validityOf(src, lazy);
+      init.children = [child];
+      return construct(Ctor, init, src, lazy);
     }
     case Kind.Struct: {
-      const children = view.children.map((c, i) =>
-        build(c, node.children[i]!, childType(i), c.offset + start, length, `${path}.children[${i}]`, b, start));
-      return new Ctor({ ...validityOf(view, start, length, path), ...base, children });
+      const cs = view.children;
+      const children: Batch<unknown>[] = new Array(cs.length);
+      for (let i = 0; i < cs.length; i++) {
+        const c = cs[i]!;
+        children[i] = build(c, node.children[i]!, kids.children![i]!.type, c.offset + start, length, `${path}.children[${i}]`, b, start);
+      }
+      const init = validityOf(src, lazy);
+      init.children = children;
+      return construct(Ctor, init, src, lazy);
     }
     case Kind.SparseUnion: case Kind.DenseUnion: {
       // Columnar.rst, "Union Layout": no validity (nulls are the children's); type ids, and for a dense
@@ -261,19 +263,232 @@ function build(
       // indexed like the union.
       const dense = l.kind === Kind.DenseUnion;
       const children = view.children.map((c, i) => dense
-        ? build(c, node.children[i]!, childType(i), c.offset, c.length, `${path}.children[${i}]`, b)
-        : build(c, node.children[i]!, childType(i), c.offset + start, length, `${path}.children[${i}]`, b, start));
-      return new Ctor({
-        ...base,
-        nullCount: 0,
-        typeIds: typed(Int8Array, buffers[0] ?? null, start, length, `${path}.buffers[0]`),
-        offsets: dense ? typed(Int32Array, buffers[1] ?? null, start, length, `${path}.buffers[1]`) : undefined,
-        children,
-      });
+        ? build(c, node.children[i]!, kids.children![i]!.type, c.offset, c.length, `${path}.children[${i}]`, b)
+        : build(c, node.children[i]!, kids.children![i]!.type, c.offset + start, length, `${path}.children[${i}]`, b, start));
+      const init = initOf(length, type, 0, undefined);
+      init.typeIds = LATER;
+      if (dense) init.offsets = LATER;
+      init.children = children;
+      return construct(Ctor, init, src, lazy);
     }
-    case Kind.RunEnd:
-      return new Ctor({ ...base, nullCount: 0, children: runEndChildren(view, node, type, start, length, path, b) });
+    case Kind.RunEnd: {
+      const init = initOf(length, type, 0, undefined);
+      init.children = runEndChildren(view, node, type, start, length, path, b);
+      return construct(Ctor, init, src, lazy);
+    }
   }
+}
+
+/** What a batch's buffer fields are made of: its node's view, type and layout, its window and place. */
+class FieldSource {
+  constructor(
+    readonly view: ArrayView,
+    readonly node: SchemaNode,
+    readonly type: DataType,
+    readonly l: ArrayLayout,
+    readonly start: number,
+    readonly length: number,
+    readonly path: string,
+  ) {}
+}
+
+/**
+ * Buffer field `i` (of `BUFFER_KEYS`) of the batch of `s`, made now: the one place each field's
+ * form is decided, for a lazy batch's first read and an eager batch's construction alike.
+ */
+function field(s: FieldSource, i: number): unknown {
+  const { view, type, start, length, path } = s;
+  if (i === VALIDITY) return bits(bufferOf(view, 0), start, length, `${path}.buffers[0]`);
+  if (s.node.dictionary !== null) {
+    const A = (type as DataType & { readonly indices: { readonly values: TypedArrayConstructor } }).indices.values;
+    return typed(A, bufferOf(view, 1), start, length, `${path}.buffers[1]`);
+  }
+  const l = s.l;
+  switch (l.kind) {
+    case Kind.Bool:
+      return bits(bufferOf(view, 1), start, length, `${path}.buffers[1]`);
+    case Kind.Fixed: {
+      // The typed array flechette's type names (none: bytes, for fixed-size binary and month-day-nano
+      // intervals), with as many elements per value as the layout's width holds (decimal128: two).
+      const A = (type as { readonly values?: TypedArrayConstructor }).values ?? Uint8Array;
+      const per = l.width / A.BYTES_PER_ELEMENT;
+      return typed(A, bufferOf(view, 1), start * per, length * per, `${path}.buffers[1]`);
+    }
+    case Kind.Binary: case Kind.LargeBinary: {
+      const data = bufferOf(view, 2) ?? new Uint8Array(0);
+      if (i === VALUES) return data;
+      const o = offsetsOf(type, bufferOf(view, 1), start, length + 1, `${path}.buffers[1]`);
+      const last = length === 0 ? 0 : Number(o[length]!);
+      if (last > data.byteLength) throw invalid(`${path}.buffers[2]`, `the last offset is ${last}, the data has ${data.byteLength} bytes`);
+      return o;
+    }
+    case Kind.View:
+      // CDataInterface.rst, "Binary view arrays": validity, views, the variadic data buffers, then
+      // their sizes (which flechette does not need: each view holds its own length).
+      if (i === VALUES) return byteRange(bufferOf(view, 1), start * 16, length * 16, `${path}.buffers[1]`);
+      return view.buffers.slice(2, view.buffers.length - 1).map((d) => d ?? new Uint8Array(0));
+    case Kind.List: case Kind.LargeList: {
+      const o = offsetsOf(type, bufferOf(view, 1), start, length + 1, `${path}.buffers[1]`);
+      const last = length === 0 ? 0 : Number(o[length]!);
+      const n = view.children[0]!.length;
+      if (last > n) throw invalid(`${path}.buffers[1]`, `the last offset is ${last}, the child has ${n} elements`);
+      return o;
+    }
+    case Kind.ListView:
+      return i === OFFSETS
+        ? offsetsOf(type, bufferOf(view, 1), start, length, `${path}.buffers[1]`)
+        : offsetsOf(type, bufferOf(view, 2), start, length, `${path}.buffers[2]`);
+    case Kind.SparseUnion: case Kind.DenseUnion:
+      return i === TYPE_IDS
+        ? typed(Int8Array, bufferOf(view, 0), start, length, `${path}.buffers[0]`)
+        : typed(Int32Array, bufferOf(view, 1), start, length, `${path}.buffers[1]`);
+    default:
+      throw new Error(`arrow-device: no buffer field ${BUFFER_KEYS[i]} for ${s.node.format}`);
+  }
+}
+
+/** Buffer `i` of a view (null where NULL or past its buffers): an import's viewed alone, not with the node's others. */
+function bufferOf(view: ArrayView, i: number): Uint8Array | null {
+  return view instanceof ImportedView ? view.buffer(i) : view.buffers[i] ?? null;
+}
+
+// --- lazy batches ------------------------------------------------------------------------------
+
+/**
+ * Over an import, a batch's buffers are viewed when flechette first reads them, as the arrow-js
+ * target's `Data` are (src/array/build.ts): viewing native memory makes an external `ArrayBuffer`
+ * per buffer, the larger part of a small batch's import, and many programs read a few columns of
+ * many. flechette's batches take their buffers as fields at construction (batch.js `Batch`), and its
+ * classes are not patched: each class `batchType` gives has a subclass here whose buffer fields
+ * (`BUFFER_KEYS`) are accessors on its prototype. The constructor's own assignments land in the
+ * batch's `LazyState`; a field to be made later is assigned `PENDING`, which `DirectBatch`'s trim
+ * (`values.subarray(0, length)`) turns into a `Pending` recording the trim. The first read of the
+ * field after construction makes it (`field`, as the eager form does, its checks and typed errors
+ * included), applies what was recorded, and keeps it. Every read checks the release: a released
+ * import's batch throws the `released` error naming the field, where an eager batch's detached typed
+ * arrays read as empty. The first batch of each class is checked to hold no `Pending` outside its
+ * accessors (a class that read a buffer in its constructor some other way, as flechette's
+ * `DateBatch` wrapper does with `useDate`, copying the wrapped batch's fields): such a class is built
+ * eagerly from then on.
+ */
+let lazyBatches = true;
+
+/** @internal Whether imports build lazy batches (tests compare both forms); returns the previous setting. */
+export function useLazyBatches(on: boolean): boolean {
+  const was = lazyBatches;
+  lazyBatches = on;
+  return was;
+}
+
+const BUFFER_KEYS = ['validity', 'values', 'offsets', 'sizes', 'typeIds', 'data'] as const;
+type BufferKey = (typeof BUFFER_KEYS)[number];
+const VALIDITY = 0, VALUES = 1, OFFSETS = 2, TYPE_IDS = 4;
+
+/** In a batch's init: the field is `field`'s to make (now, or on first read). */
+const LATER = Symbol('arrow-device.later');
+
+/** A buffer field not made yet, with the `subarray` call the class's constructor made on it (and those before). */
+class Pending {
+  constructor(readonly before: Pending | null, readonly begin: number | undefined, readonly end: number | undefined) {}
+  subarray(begin?: number, end?: number): Pending {
+    return new Pending(this, begin, end);
+  }
+}
+const PENDING = new Pending(null, undefined, undefined);
+
+/** `made` with the trims `p` recorded, the first first. */
+function trimmed(made: unknown, p: Pending): unknown {
+  if (p.before === null) return made;
+  return (trimmed(made, p.before) as { subarray(b?: number, e?: number): unknown }).subarray(p.begin, p.end);
+}
+
+/** A lazy batch's fields (by `BUFFER_KEYS` index) and, once constructed, what the pending ones are made of. */
+class LazyState {
+  readonly v: unknown[] = [undefined, undefined, undefined, undefined, undefined, undefined];
+  src: FieldSource | null = null;
+}
+const STATE = Symbol('arrow-device.lazy');
+type LazyBatch = Batch<unknown> & { [STATE]?: LazyState };
+
+function accessor(i: number): PropertyDescriptor {
+  return {
+    configurable: true,
+    get(this: LazyBatch): unknown {
+      const s = this[STATE];
+      if (s === undefined) return undefined;
+      const src = s.src;
+      // Read by the class's constructor, before the state is complete: the pending value.
+      if (src === null) return s.v[i];
+      const owner = (src.view as ImportedView).read.owner;
+      if (owner !== null && owner.isReleased) owner.check(`${src.path}.${BUFFER_KEYS[i]!}`, 'a read');
+      const v = s.v[i];
+      if (!(v instanceof Pending)) return v;
+      const made = trimmed(field(src, i), v);
+      s.v[i] = made;
+      return made;
+    },
+    set(this: LazyBatch, v: unknown): void {
+      (this[STATE] ??= new LazyState()).v[i] = v;
+    },
+  };
+}
+
+/** The lazy subclass of each batch class, or null where its first batch showed it cannot be lazy. */
+const LAZY_CLASSES = new Map<BatchClass, BatchClass | null>();
+
+function lazyClassOf(Ctor: BatchClass): BatchClass | null {
+  const known = LAZY_CLASSES.get(Ctor);
+  if (known !== undefined) return known;
+  const L = class extends Ctor {};
+  Object.defineProperty(L, 'name', { value: Ctor.name });
+  for (let i = 0; i < BUFFER_KEYS.length; i++) Object.defineProperty(L.prototype, BUFFER_KEYS[i]!, accessor(i));
+  return L;
+}
+
+/** Whether `x`'s own fields (and, one level down, those of objects it holds: a wrapped batch) hold a `Pending`. */
+function holdsPending(x: object, depth: number): boolean {
+  for (const v of Object.values(x)) {
+    if (v instanceof Pending) return true;
+    if (depth > 0 && typeof v === 'object' && v !== null && !ArrayBuffer.isView(v) && !Array.isArray(v) && holdsPending(v, depth - 1)) return true;
+  }
+  return false;
+}
+
+/**
+ * The batch of `Ctor` over `init`, whose fields marked `LATER` are `field`'s: made on first read where
+ * `lazy` and the class allows it, else now.
+ */
+function construct(Ctor: BatchClass, init: LaterInit, src: FieldSource, lazy: boolean): Batch<unknown> {
+  // The fields one by one, not a loop over BUFFER_KEYS: keyed reads of the init cost more than the
+  // rest of a one-row batch's construction.
+  const f0 = init.validity === LATER, f1 = init.values === LATER, f2 = init.offsets === LATER;
+  const f3 = init.sizes === LATER, f4 = init.typeIds === LATER, f5 = init.data === LATER;
+  if (lazy && (f0 || f1 || f2 || f3 || f4 || f5)) {
+    const L = lazyClassOf(Ctor);
+    if (L !== null) {
+      if (f0) init.validity = PENDING;
+      if (f1) init.values = PENDING;
+      if (f2) init.offsets = PENDING;
+      if (f3) init.sizes = PENDING;
+      if (f4) init.typeIds = PENDING;
+      if (f5) init.data = PENDING;
+      const batch = new L(init as BatchInit) as LazyBatch;
+      const s = (batch[STATE] ??= new LazyState());
+      if (LAZY_CLASSES.has(Ctor) || !holdsPending(batch, 1)) {
+        LAZY_CLASSES.set(Ctor, L);
+        s.src = src;
+        return batch;
+      }
+      LAZY_CLASSES.set(Ctor, null);
+    }
+  }
+  if (f0) init.validity = field(src, 0) as Uint8Array;
+  if (f1) init.values = field(src, 1) as TypedArray;
+  if (f2) init.offsets = field(src, 2) as OffsetArray;
+  if (f3) init.sizes = field(src, 3) as OffsetArray;
+  if (f4) init.typeIds = field(src, 4) as Int8Array;
+  if (f5) init.data = field(src, 5) as Uint8Array[];
+  return new Ctor(init as BatchInit);
 }
 
 /**
@@ -283,11 +498,23 @@ function build(
  */
 const NO_NULLS = new Uint8Array(0);
 
-/** The validity and null count of a node with a validity bitmap (buffer 0). */
-function validityOf(view: ArrayView, start: number, length: number, path: string): { nullCount: number; validity: Uint8Array } {
-  const bm = view.buffers[0] ?? null;
+/**
+ * The init of a batch of a node with a validity bitmap (buffer 0): its null count and validity. Where
+ * nothing is null the bitmap is not read; with `lazy`, a bitmap whose null count is the array's own
+ * (the whole array) is `field`'s; a window or an uncounted array (null_count -1) is counted now.
+ */
+function validityOf(s: FieldSource, lazy: boolean): LaterInit {
+  const { view, start, length, type, path } = s;
+  if (view.nullCount === 0) return initOf(length, type, 0, NO_NULLS);
+  if (lazy && view.nullCount > 0 && start === view.offset && length === view.length) return initOf(length, type, view.nullCount, LATER);
+  const bm = bufferOf(view, 0);
   const nullCount = nullsIn(view, start, length, bm, path);
-  return { nullCount, validity: nullCount === 0 ? NO_NULLS : bits(bm, start, length, `${path}.buffers[0]`) };
+  return initOf(length, type, nullCount, nullCount === 0 ? NO_NULLS : bits(bm, start, length, `${path}.buffers[0]`));
+}
+
+/** A batch's init with its counts, type and validity, every other field unset (one shape for every case). */
+function initOf(length: number, type: DataType, nullCount: number, validity: LaterInit['validity']): LaterInit {
+  return { length, nullCount, type, validity, values: undefined, offsets: undefined, sizes: undefined, children: undefined, typeIds: undefined, data: undefined };
 }
 
 /**
@@ -420,7 +647,7 @@ function runEndChildren(view: ArrayView, node: SchemaNode, type: DataType, start
     ];
   }
   const A = (endsType as { readonly values: TypedArrayConstructor }).values;
-  const ends = typed(A, re.buffers[1] ?? null, re.offset, re.length, `${path}.children[0].buffers[1]`);
+  const ends = typed(A, bufferOf(re, 1), re.offset, re.length, `${path}.children[0].buffers[1]`);
   const end = (k: number): number => Number(ends[k]!);
   // The first run whose end is greater than `start`, and the first whose end reaches `start + length`.
   const firstRun = (row: number): number => {

@@ -109,12 +109,16 @@ defineReleasable(ImportedTable.prototype);
 
 /** Throws the `released` error of the first released owner of `x` (or of the table it is a column of). */
 function readable(x: object, path: string): void {
-  const by = ownersOf(x) ?? ownersOf(columnOf.get(x) ?? x);
+  const by = ownersOf(x) ?? ownersOf((x as { [TABLE]?: ImportedTable })[TABLE] ?? x);
   if (by !== undefined) for (const o of by) o.check(path, 'a read');
 }
 
-/** The table each column of an imported table belongs to: its owners are the column's. */
-const columnOf = new WeakMap<object, ImportedTable>();
+/**
+ * The table an imported table's column belongs to: its owners are the column's. A property of the
+ * column (our subclass), not a WeakMap: a WeakMap entry per column cost more than building the
+ * column (bench:overhead, 100 columns).
+ */
+const TABLE = Symbol('arrow-device.table');
 
 /**
  * A flechette `Column` an import returned (one array, or a list of arrays of one type): releasable.
@@ -173,7 +177,7 @@ export function tableOver(node: SchemaNode, views: readonly ArrayView[], opts: E
   const keep = views.some((v) => v instanceof ImportedView && v.read.owner !== null && v.read.owner.mem.viewsShareBuffer === true);
   for (const c of out.children) {
     if (keep) keepAlive(c.data, views);
-    columnOf.set(c, out);
+    (c as { [TABLE]?: ImportedTable })[TABLE] = out;
   }
   return out;
 }

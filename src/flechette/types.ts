@@ -223,6 +223,19 @@ export function schemaNodeOfSchema(schema: Schema, path = 'schema'): SchemaNode 
 }
 
 /**
+ * @internal `schemaNodeOfSchema`, made once per schema object: a table exported batch after batch (a
+ * program's loop, `conn.ingest`) gives the one node, and so its export plan, as the importers find
+ * theirs by the schema object (core.ts `nodeOf`). A schema is not to be changed once used, as an
+ * arrow-js `Schema` is not.
+ */
+export function schemaNodeOfSchemaObject(schema: Schema): SchemaNode {
+  let n = nodesOfSchemas.get(schema);
+  if (n === undefined) nodesOfSchemas.set(schema, (n = schemaNodeOfSchema(schema)));
+  return n;
+}
+const nodesOfSchemas = new WeakMap<Schema, SchemaNode>();
+
+/**
  * The node of a flechette `Field`: name, `ARROW_FLAG_NULLABLE` from `nullable`, metadata (an empty
  * map as none), and its type's node.
  *

@@ -15,7 +15,7 @@ import type { ArrayView } from '../array/view.js';
 import { invalid, unsupported } from '../errors.js';
 import { Kind, layoutOf } from '../schema/layout.js';
 import type { SchemaNode } from '../schema/node.js';
-import { flechetteTypeId, schemaNodeOfField, schemaNodeOfSchema, schemaNodeOfType } from './types.js';
+import { flechetteTypeId, schemaNodeOfField, schemaNodeOfSchemaObject, schemaNodeOfType } from './types.js';
 
 /**
  * What this conversion reads of a flechette batch (batch.js): the fields every batch has, and those
@@ -89,7 +89,7 @@ export interface TableViews {
  * const arrays = batches.map((b) => exportArray(b));
  */
 export function viewsOfTable(table: Table): TableViews {
-  const schema = schemaNodeOfSchema(table.schema);
+  const schema = schemaNodeOfSchemaObject(table.schema);
   const columns = table.children;
   if (columns.length !== schema.children.length) {
     throw invalid('table.children', `${columns.length} columns, the schema has ${schema.children.length} fields`);

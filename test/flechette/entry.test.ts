@@ -588,7 +588,7 @@ describe('ownership: one release per import, against the counting producer', { s
     assert.equal(c().doubleReleases(), before.dbl, 'nothing released twice');
   }
 
-  test('release(): the producer released once, now; the typed arrays flechette holds are detached (read as empty)', () =>
+  test('release(): the producer released once, now; the typed arrays flechette holds are detached (read as empty), a batch\'s buffer read throws', () =>
     balanced(() => {
       const schemas = c().schemaReleases();
       const t = withSchema((s) => withBatch(100, 7, (a) => F.importRecordBatch(a, s)));
@@ -603,7 +603,9 @@ describe('ownership: one release per import, against the counting producer', { s
       assert.equal(t.released, true);
       assert.equal(F.isImportReleased(t), true);
       assert.equal(values.length, 0, 'an escaped typed array reads as empty, never as freed memory');
-      assert.equal(batch.values.byteLength, 0, 'the batch\'s own values are detached');
+      assert.throws(() => batch.values, (e: unknown) => e instanceof F.ArrowDeviceError && e.kind === 'released' && /batches\[0\]\.children\[0\]\.values/.test(e.message),
+        'the batch\'s own buffer fields say it is released, naming the field');
+      assert.throws(() => t.getChild('x').at(0), (e: unknown) => e instanceof F.ArrowDeviceError && e.kind === 'released', 'and so does a value read through flechette');
       t.release();
       t[Symbol.dispose]();
       F.releaseImport(t);
