@@ -25,6 +25,7 @@ import {
 } from '@uwdata/flechette';
 import { ImportedView, type ArrayView } from '../array/view.js';
 import { ArrowDeviceError, invalid } from '../errors.js';
+import type { ImportOwner } from '../array/owner.js';
 import { liveCounters } from '../memory/accounting.js';
 import { Kind, layoutOf, type ArrayLayout } from '../schema/layout.js';
 import type { SchemaNode } from '../schema/node.js';
@@ -406,6 +407,8 @@ function trimmed(made: unknown, p: Pending): unknown {
 class LazyState {
   readonly v: unknown[] = [undefined, undefined, undefined, undefined, undefined, undefined];
   src: FieldSource | null = null;
+  /** The import's owner (null for a copy), kept here: the check on every read is one load from this state. */
+  owner: ImportOwner | null = null;
 }
 const STATE = Symbol('arrow-device.lazy');
 type LazyBatch = Batch<unknown> & { [STATE]?: LazyState };
@@ -416,14 +419,12 @@ function accessor(i: number): PropertyDescriptor {
     get(this: LazyBatch): unknown {
       const s = this[STATE];
       if (s === undefined) return undefined;
-      const src = s.src;
-      // Read by the class's constructor, before the state is complete: the pending value.
-      if (src === null) return s.v[i];
-      const owner = (src.view as ImportedView).read.owner;
-      if (owner !== null && owner.isReleased) owner.check(`${src.path}.${BUFFER_KEYS[i]!}`, 'a read');
+      const owner = s.owner;
+      if (owner !== null && owner.isReleased) owner.check(`${s.src!.path}.${BUFFER_KEYS[i]!}`, 'a read');
       const v = s.v[i];
-      if (!(v instanceof Pending)) return v;
-      const made = trimmed(field(src, i), v);
+      // Before the state is complete (read by the class's constructor), the pending value itself.
+      if (!(v instanceof Pending) || s.src === null) return v;
+      const made = trimmed(field(s.src, i), v);
       s.v[i] = made;
       return made;
     },
@@ -477,6 +478,7 @@ function construct(Ctor: BatchClass, init: LaterInit, src: FieldSource, lazy: bo
       if (LAZY_CLASSES.has(Ctor) || !holdsPending(batch, 1)) {
         LAZY_CLASSES.set(Ctor, L);
         s.src = src;
+        s.owner = (src.view as ImportedView).read.owner;
         return batch;
       }
       LAZY_CLASSES.set(Ctor, null);

@@ -94,15 +94,33 @@ export function viewsOfTable(table: Table): TableViews {
   if (columns.length !== schema.children.length) {
     throw invalid('table.children', `${columns.length} columns, the schema has ${schema.children.length} fields`);
   }
+  if (columns.length === 0) return { schema, batches: [] };
   const dicts: Dicts = new Map();
-  const perColumn = columns.map((c, i) => c.data.map((b, k) => viewOf(b, schema.children[i]!, `table.children[${i}].data[${k}]`, dicts)));
+  const perColumn: ArrayView[][] = new Array(columns.length);
+  for (let i = 0; i < columns.length; i++) {
+    const data = columns[i]!.data;
+    const vs: ArrayView[] = (perColumn[i] = new Array(data.length));
+    for (let k = 0; k < data.length; k++) vs[k] = viewOf(data[k]!, schema.children[i]!, `table.children[${i}].data[${k}]`, dicts);
+  }
   const struct = (children: ArrayView[], length: number): ArrayView =>
     ({ schema, length, offset: 0, nullCount: 0, buffers: [null], children, dictionary: null });
-  if (columns.length === 0) return { schema, batches: [] };
 
-  const lengths = columns[0]!.data.map((b) => b.length);
-  const aligned = columns.every((c) => c.data.length === lengths.length && c.data.every((b, k) => b.length === lengths[k]));
-  if (aligned) return { schema, batches: lengths.map((n, k) => struct(perColumn.map((vs) => vs[k]!), n)) };
+  const first = columns[0]!.data;
+  let aligned = true;
+  for (let i = 1; i < columns.length && aligned; i++) {
+    const data = columns[i]!.data;
+    if (data.length !== first.length) aligned = false;
+    for (let k = 0; k < data.length && aligned; k++) if (data[k]!.length !== first[k]!.length) aligned = false;
+  }
+  if (aligned) {
+    const batches: ArrayView[] = new Array(first.length);
+    for (let k = 0; k < first.length; k++) {
+      const children: ArrayView[] = new Array(columns.length);
+      for (let i = 0; i < columns.length; i++) children[i] = perColumn[i]![k]!;
+      batches[k] = struct(children, first[k]!.length);
+    }
+    return { schema, batches };
+  }
 
   const rows = columns[0]!.length;
   const cuts = new Set<number>([0, rows]);
@@ -147,61 +165,73 @@ function viewOf(batch: Batch<unknown>, node: SchemaNode, path: string, dicts: Di
   if (f.type.typeId !== flechetteTypeId(node)) {
     throw invalid(path, `a batch of flechette type ${f.type.typeId} for a schema of format "${node.format}"`);
   }
+  // Plain calls, no closures per batch: a table's export makes one view per column per batch.
   const length = f.length;
-  const validity = (): Uint8Array | null => {
-    // A bitmap that says nothing is left out: CDataInterface.rst, "ArrowArray.buffers", the validity
-    // may be NULL when null_count is 0 (flechette's IPC reader hands an empty one then).
-    if (f.nullCount === 0) return null;
-    return used(f.validity, (length + 7) >> 3, `${path}.validity`);
-  };
-  const children = (): ArrayView[] => {
-    const cs = f.children ?? [];
-    if (cs.length !== node.children.length) throw invalid(`${path}.children`, `${cs.length} children, the schema has ${node.children.length}`);
-    return cs.map((c, i) => viewOf(c, node.children[i]!, `${path}.children[${i}]`, dicts));
-  };
-  const out = (nullCount: number, buffers: (Uint8Array | null)[], kids: ArrayView[] = [], dictionary: ArrayView | null = null): ArrayView =>
-    ({ schema: node, length, offset: 0, nullCount, buffers, children: kids, dictionary });
-
+  const nulls = f.nullCount;
   if (node.dictionary !== null) {
     const indexBytes = (node.type as { readonly bitWidth: number }).bitWidth / 8;
-    return out(f.nullCount, [validity(), used(f.values, length * indexBytes, `${path}.values`)], [],
+    return out(node, length, nulls, [validityOf(f, path), used(f.values, length * indexBytes, path, '.values')], NO_VIEWS,
       dictionaryView(f.dictionary, node.dictionary, `${path}.dictionary`, dicts));
   }
   const l = layoutOf(node.type);
   switch (l.kind) {
     case Kind.Null:
-      return out(length, []);
+      return out(node, length, length, [], NO_VIEWS, null);
     case Kind.Bool:
-      return out(f.nullCount, [validity(), used(f.values, (length + 7) >> 3, `${path}.values`)]);
+      return out(node, length, nulls, [validityOf(f, path), used(f.values, (length + 7) >> 3, path, '.values')], NO_VIEWS, null);
     case Kind.Fixed:
-      return out(f.nullCount, [validity(), used(f.values, length * l.width, `${path}.values`)]);
+      return out(node, length, nulls, [validityOf(f, path), used(f.values, length * l.width, path, '.values')], NO_VIEWS, null);
     case Kind.Binary: case Kind.LargeBinary: {
       const offsets = f.offsets;
       const w = l.kind === Kind.Binary ? 4 : 8;
-      const offBytes = used(offsets, length === 0 ? 0 : (length + 1) * w, `${path}.offsets`);
+      const offBytes = used(offsets, length === 0 ? 0 : (length + 1) * w, path, '.offsets');
       const last = length === 0 ? 0 : Number(offsets![length]!);
-      return out(f.nullCount, [validity(), offBytes, used(f.values, last, `${path}.values`)]);
+      return out(node, length, nulls, [validityOf(f, path), offBytes, used(f.values, last, path, '.values')], NO_VIEWS, null);
     }
     case Kind.View: {
       const data = f.data ?? [];
       // The variadic sizes the C interface adds (CDataInterface.rst, "Binary view arrays").
       const sizes = BigInt64Array.from(data, (d) => BigInt(d.byteLength));
-      return out(f.nullCount, [validity(), used(f.values, length * 16, `${path}.values`), ...data, bytesOf(sizes)]);
+      return out(node, length, nulls, [validityOf(f, path), used(f.values, length * 16, path, '.values'), ...data, bytesOf(sizes)], NO_VIEWS, null);
     }
     case Kind.List: case Kind.LargeList:
-      return out(f.nullCount, [validity(), used(f.offsets, length === 0 ? 0 : (length + 1) * (l.kind === Kind.List ? 4 : 8), `${path}.offsets`)], children());
+      return out(node, length, nulls, [validityOf(f, path), used(f.offsets, length === 0 ? 0 : (length + 1) * (l.kind === Kind.List ? 4 : 8), path, '.offsets')], childViews(f, node, path, dicts), null);
     case Kind.ListView:
-      return out(f.nullCount, [validity(), used(f.offsets, length * l.width, `${path}.offsets`), used(f.sizes, length * l.width, `${path}.sizes`)], children());
+      return out(node, length, nulls, [validityOf(f, path), used(f.offsets, length * l.width, path, '.offsets'), used(f.sizes, length * l.width, path, '.sizes')], childViews(f, node, path, dicts), null);
     case Kind.FixedList: case Kind.Struct:
-      return out(f.nullCount, [validity()], children());
+      return out(node, length, nulls, [validityOf(f, path)], childViews(f, node, path, dicts), null);
     // Columnar.rst, "Union Layout", "Run-End Encoded Layout": no validity bitmap, null count 0.
     case Kind.SparseUnion:
-      return out(0, [used(f.typeIds, length, `${path}.typeIds`)], children());
+      return out(node, length, 0, [used(f.typeIds, length, path, '.typeIds')], childViews(f, node, path, dicts), null);
     case Kind.DenseUnion:
-      return out(0, [used(f.typeIds, length, `${path}.typeIds`), used(f.offsets, length * 4, `${path}.offsets`)], children());
+      return out(node, length, 0, [used(f.typeIds, length, path, '.typeIds'), used(f.offsets, length * 4, path, '.offsets')], childViews(f, node, path, dicts), null);
     case Kind.RunEnd:
-      return out(0, [], children());
+      return out(node, length, 0, [], childViews(f, node, path, dicts), null);
   }
+}
+
+const NO_VIEWS: readonly ArrayView[] = Object.freeze([]);
+
+/** A view of offset 0 (a flechette batch has none). */
+function out(node: SchemaNode, length: number, nullCount: number, buffers: (Uint8Array | null)[], children: readonly ArrayView[], dictionary: ArrayView | null): ArrayView {
+  return { schema: node, length, offset: 0, nullCount, buffers, children, dictionary };
+}
+
+/** A batch's validity bitmap as buffer 0. */
+function validityOf(f: BatchFields, path: string): Uint8Array | null {
+  // A bitmap that says nothing is left out: CDataInterface.rst, "ArrowArray.buffers", the validity
+  // may be NULL when null_count is 0 (flechette's IPC reader hands an empty one then).
+  if (f.nullCount === 0) return null;
+  return used(f.validity, (f.length + 7) >> 3, path, '.validity');
+}
+
+/** The views of a batch's children, of the schema's children. */
+function childViews(f: BatchFields, node: SchemaNode, path: string, dicts: Dicts): ArrayView[] {
+  const cs = f.children ?? [];
+  if (cs.length !== node.children.length) throw invalid(`${path}.children`, `${cs.length} children, the schema has ${node.children.length}`);
+  const views: ArrayView[] = new Array(cs.length);
+  for (let i = 0; i < cs.length; i++) views[i] = viewOf(cs[i]!, node.children[i]!, `${path}.children[${i}]`, dicts);
+  return views;
 }
 
 /** The dictionary of a dictionary batch: a C array has one dictionary array, so a column of one batch. */
@@ -224,11 +254,12 @@ function bytesOf(a: ArrayBufferView): Uint8Array {
 }
 
 /** The first `bytes` bytes of a typed array, zero-copy; one too short for them is refused. */
-function used(a: ArrayBufferView | null | undefined, bytes: number, path: string): Uint8Array {
+function used(a: ArrayBufferView | null | undefined, bytes: number, path: string, field: string): Uint8Array {
+  // The place is `path` + `field`, joined only for an error (a string per buffer per batch otherwise).
   if (a === null || a === undefined) {
     if (bytes === 0) return new Uint8Array(0);
-    throw invalid(path, `missing, but ${bytes} bytes are needed`);
+    throw invalid(path + field, `missing, but ${bytes} bytes are needed`);
   }
-  if (a.byteLength < bytes) throw invalid(path, `${a.byteLength} bytes, but ${bytes} are needed`);
+  if (a.byteLength < bytes) throw invalid(path + field, `${a.byteLength} bytes, but ${bytes} are needed`);
   return new Uint8Array(a.buffer, a.byteOffset, bytes);
 }
