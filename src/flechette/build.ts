@@ -114,7 +114,11 @@ export function columnOfViews(node: SchemaNode, views: readonly ArrayView[], opt
 export function tableOfViews(schema: SchemaNode, views: readonly ArrayView[], options: ExtractionOptions = {}, make: TableClasses = FLECHETTE): Table {
   const fs = flechetteSchema(schema);
   const b: Build = { options, dicts: new Map() };
-  const columns: Batch<unknown>[][] = fs.fields.map(() => []);
+  // Each column's list of batches made at its length and filled, not grown by push from `[]`: V8 tenured
+  // that allocation site (every batch list it made went to the old generation), and the import's whole
+  // graph with it; a loop of imports then ran twice as slow, from the full collections (bench:overhead).
+  const columns: Batch<unknown>[][] = new Array(fs.fields.length);
+  for (let i = 0; i < columns.length; i++) columns[i] = new Array<Batch<unknown>>(views.length);
   views.forEach((v, k) => {
     const path = `batches[${k}]`;
     sameShape(v, schema, path);
@@ -124,7 +128,7 @@ export function tableOfViews(schema: SchemaNode, views: readonly ArrayView[], op
     fs.fields.forEach((f: Field, i) => {
       const c = v.children[i]!;
       // Struct children are indexed like the struct, its offset included (Columnar.rst, "Struct Layout").
-      columns[i]!.push(build(c, schema.children[i]!, f.type, c.offset + v.offset, v.length, `${path}.children[${i}]`, b, v.offset));
+      columns[i]![k] = build(c, schema.children[i]!, f.type, c.offset + v.offset, v.length, `${path}.children[${i}]`, b, v.offset);
     });
   });
   return new make.Table(fs, columns.map((bs, i) => new make.Column(bs, fs.fields[i]!.type)), options.useProxy);
