@@ -387,7 +387,7 @@ export function useLazyBatches(on: boolean): boolean {
 
 const BUFFER_KEYS = ['validity', 'values', 'offsets', 'sizes', 'typeIds', 'data'] as const;
 type BufferKey = (typeof BUFFER_KEYS)[number];
-const VALIDITY = 0, VALUES = 1, OFFSETS = 2, TYPE_IDS = 4;
+const VALIDITY = 0, VALUES = 1, OFFSETS = 2, SIZES = 3, TYPE_IDS = 4, DATA = 5;
 
 /** In a batch's init: the field is `field`'s to make (now, or on first read). */
 const LATER = Symbol('arrow-device.later');
@@ -488,12 +488,12 @@ function construct(Ctor: BatchClass, init: LaterInit, src: FieldSource, lazy: bo
       LAZY_CLASSES.set(Ctor, null);
     }
   }
-  if (f0) init.validity = field(src, 0) as Uint8Array;
-  if (f1) init.values = field(src, 1) as TypedArray;
-  if (f2) init.offsets = field(src, 2) as OffsetArray;
-  if (f3) init.sizes = field(src, 3) as OffsetArray;
-  if (f4) init.typeIds = field(src, 4) as Int8Array;
-  if (f5) init.data = field(src, 5) as Uint8Array[];
+  if (f0) init.validity = field(src, VALIDITY) as Uint8Array;
+  if (f1) init.values = field(src, VALUES) as TypedArray;
+  if (f2) init.offsets = field(src, OFFSETS) as OffsetArray;
+  if (f3) init.sizes = field(src, SIZES) as OffsetArray;
+  if (f4) init.typeIds = field(src, TYPE_IDS) as Int8Array;
+  if (f5) init.data = field(src, DATA) as Uint8Array[];
   return new Ctor(init as BatchInit);
 }
 

@@ -27,7 +27,7 @@ import {
   importArrayStream as importViewStream, type RecordBatchStreamImport, type StreamHandOn, type StreamImportOptions, type StreamTarget,
 } from '../stream/import.js';
 import { tableOfViews, columnOfViews, type TableClasses } from './build.js';
-import { flechetteSchema, flechetteField, schemaNodeOfField, schemaNodeOfSchema, schemaNodeOfType } from './types.js';
+import { flechetteSchema, flechetteField, schemaNodeOfField, schemaNodeOfSchemaObject, schemaNodeOfType } from './types.js';
 import { viewOfBatch, viewsOfTable } from './view.js';
 
 export type { ExtractionOptions };
@@ -184,7 +184,7 @@ export function tableOver(node: SchemaNode, views: readonly ArrayView[], opts: E
 
 // --- schemas ---------------------------------------------------------------------------------------
 
-/** The nodes made of flechette schema objects (see `nodeOf`). */
+/** The nodes made of flechette `Field` and `DataType` objects (see `nodeOf`; a `Schema`'s: types.ts). */
 const nodesOf = new WeakMap<object, SchemaNode>();
 
 /** The node of a schema argument; a pointer is read (and released: import consumes it). */
@@ -197,7 +197,8 @@ function nodeOf(m: Memory, schema: FlechetteSchemaLike, batch: boolean): SchemaN
     const known = nodesOf.get(schema);
     if (known !== undefined && (!batch || known.type.id === 'struct')) return known;
     let node: SchemaNode | undefined;
-    if (Array.isArray((schema as Schema).fields)) node = schemaNodeOfSchema(schema as Schema);
+    // A Schema's node is the one its export makes too (types.ts keeps it per schema object).
+    if (Array.isArray((schema as Schema).fields)) return schemaNodeOfSchemaObject(schema as Schema);
     else if (!batch && typeof (schema as Field).name === 'string' && typeof (schema as Field).type === 'object') node = schemaNodeOfField(schema as Field);
     else if (!batch && typeof (schema as DataType).typeId === 'number') node = schemaNodeOfType(schema as DataType);
     if (node !== undefined) {
@@ -550,7 +551,7 @@ function* viewsOfTables(tables: Iterable<Table>): Generator<ArrayView> {
  */
 export function arrowExportable(table: Table): ArrowSchemaExportable & ArrowStreamExportable & Partial<ArrowArrayExportable> {
   if (!(table instanceof Table)) throw invalid('table', 'expected a flechette Table');
-  const node = schemaNodeOfSchema(table.schema);
+  const node = schemaNodeOfSchemaObject(table.schema);
   const out: Record<symbol, unknown> = {
     [ArrowSymbols.schema]: (): ExportHandle => exportSchemaNode(node, { handle: true }) as ExportHandle,
     [ArrowSymbols.stream]: (requested?: unknown): ExportHandle => {
