@@ -15,6 +15,7 @@ import { AdbcDatabaseBase } from './database.js';
 import { AdbcRecordBatchReader } from './reader.js';
 import type { ConnectOptions } from './types.js';
 import type { AdbcTarget } from './target.js';
+import type { SignalOption } from './statement.js';
 
 /** The arrow-js target's types. */
 export interface ArrowAdbc {
@@ -98,5 +99,19 @@ export class AdbcDatabase extends AdbcDatabaseBase<ArrowAdbc> {
    */
   constructor(options: ConnectOptions) {
     super(options, ARROW_TARGET);
+  }
+
+  /**
+   * The constructor's work with `AdbcDatabaseInit` on a worker thread, so the JS thread never waits on
+   * the driver's init (PostgreSQL's connects to the server and reads its type catalog there, tens of
+   * milliseconds; DuckDB's and SQLite's open their file). Rejects with the constructor's errors, and with
+   * the signal's reason on an abort (the database is then released when the init returns).
+   *
+   * @example
+   * import { AdbcDatabase } from 'arrow-device/adbc';
+   * await using db = await AdbcDatabase.open({ driver: 'sqlite', databaseOptions: { uri: ':memory:' } });
+   */
+  static open(options: ConnectOptions, opts?: SignalOption): Promise<AdbcDatabase> {
+    return AdbcDatabaseBase.openWith<ArrowAdbc, AdbcDatabase>(() => new AdbcDatabase(options), opts);
   }
 }

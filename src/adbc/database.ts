@@ -12,6 +12,8 @@ import type { ArrowAdbc } from './arrowjs.js';
 import type { AdbcTarget, AdbcTypes } from './target.js';
 import { AdbcPool, type PoolOptions } from './pool.js';
 import { LoadFlags, type ConnectOptions, type QueryDefaults } from './types.js';
+import { abortable, checkSignal } from './abort.js';
+import type { SignalOption } from './statement.js';
 import type { Ptr } from '../memory/memory.js';
 
 /** Where a database's driver came from (`AdbcDatabase.driverInfo`). */
@@ -40,6 +42,8 @@ export interface DriverInfo {
  * synchronously, and throws an `AdbcError` naming every place it looked
  * when the driver cannot be found. The same API as the official
  * `@apache-arrow/adbc-driver-manager`: switch by changing the import.
+ * The targets' `AdbcDatabase.open` does the same with `AdbcDatabaseInit`
+ * on a worker thread (`openWith`).
  *
  * @example
  * import { AdbcDatabase } from 'arrow-device/adbc';
@@ -68,7 +72,7 @@ export class AdbcDatabaseBase<T extends AdbcTypes = ArrowAdbc> extends Closable 
     if (size !== undefined && !(Number.isInteger(size) && size >= 0)) {
       throw new AdbcError('AdbcDatabase', { status: AdbcStatus.INVALID_ARGUMENT, message: `AdbcDatabase: options.statementCacheSize must be an integer from 0, got ${String(size)}` });
     }
-    const opened = openDatabase(options);
+    const opened = openDatabase(options, deferInit === 0);
     super(opened.life);
     this.driverInfo = opened.info;
     this.#driver = opened.driver;
@@ -199,10 +203,54 @@ export class AdbcDatabaseBase<T extends AdbcTypes = ArrowAdbc> extends Closable 
     this.#life.check('pool');
     return new AdbcPool<T>((onClose) => this.#connect(onClose), options);
   }
+
+  /**
+   * @internal What each target's `AdbcDatabase.open` runs: `make` constructs the database without
+   * `AdbcDatabaseInit` (loading the driver, `AdbcDatabaseNew` and the options stay on the JS thread: they
+   * return at once), then the init runs on a worker thread. It may do I/O: PostgreSQL's driver connects
+   * and reads the server's type catalog there, DuckDB's and SQLite's open their file. A failed init
+   * releases the database and rejects with the driver's `AdbcError`, as the constructor throws it. ADBC has
+   * no cancel for a database, so an abort rejects at once with the signal's reason and the database is
+   * released when the init returns; a signal aborted already loads nothing.
+   */
+  protected static async openWith<U extends AdbcTypes, D extends AdbcDatabaseBase<U>>(make: () => D, opts: SignalOption | undefined): Promise<D> {
+    const signal = opts?.signal;
+    checkSignal('AdbcDatabase.open', signal);
+    deferInit++;
+    let db: D;
+    try {
+      db = make();
+    } finally {
+      deferInit--;
+    }
+    // The release waits while the init runs (a close meanwhile is taken when it returns).
+    const leave = db.#life.enter();
+    const init = db.#serial
+      .run(() => db.#driver.callAsync('DatabaseInit', db.#ptr))
+      .finally(leave)
+      .then(
+        () => db,
+        (e: unknown) => {
+          db.closeSync();
+          throw e;
+        },
+      );
+    return abortable('AdbcDatabase.open', signal, () => init, () => undefined, (late) => late.closeSync());
+  }
 }
 
-/** Finds and loads the driver, and makes and initialises its database: what the constructor does before the object exists. */
-function openDatabase(options: ConnectOptions): { info: DriverInfo; driver: Driver; ptr: Ptr; life: Lifetime } {
+/**
+ * Non-zero while `openWith` constructs: the constructor then leaves `AdbcDatabaseInit` to it. A counter
+ * read in the constructor, not a constructor argument: the targets' constructors take the user's options
+ * only, and construction is synchronous, so nothing else runs between the set and the read.
+ */
+let deferInit = 0;
+
+/**
+ * Finds and loads the driver, and makes its database and initialises it (`init`; else `openWith` runs the
+ * init on a worker thread): what the constructor does before the object exists.
+ */
+function openDatabase(options: ConnectOptions, init: boolean): { info: DriverInfo; driver: Driver; ptr: Ptr; life: Lifetime } {
   {
     const { driver: name, options: dbOptions, profile } = resolveOptions(options);
     const flags = options.loadFlags ?? LoadFlags.Default;
@@ -258,7 +306,7 @@ function openDatabase(options: ConnectOptions): { info: DriverInfo; driver: Driv
         if (d.has('DatabaseSetOptionDouble')) d.call('DatabaseSetOptionDouble', p, k, v);
         else d.call('DatabaseSetOption', p, k, String(v));
       }
-      d.call('DatabaseInit', p);
+      if (init) d.call('DatabaseInit', p);
     } catch (e) {
       try {
         d.call('DatabaseRelease', p);

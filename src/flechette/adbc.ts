@@ -18,6 +18,7 @@ import { AdbcDatabaseBase } from '../adbc/database.js';
 import type { AdbcResultReader } from '../adbc/result.js';
 import type { AdbcTarget } from '../adbc/target.js';
 import type { ConnectOptions } from '../adbc/types.js';
+import type { SignalOption } from '../adbc/statement.js';
 import {
   exportArrayStream, exportRecordBatch, flechetteSchema, flechetteStreamTarget, type ExtractionOptions, type FlechetteStreamSource, type ImportedTable,
 } from './core.js';
@@ -122,6 +123,18 @@ export class AdbcDatabase extends AdbcDatabaseBase<FlechetteAdbc> {
   constructor(options: FlechetteConnectOptions) {
     const { extraction, ...rest } = options;
     super(rest as ConnectOptions, extraction === undefined ? FLECHETTE_TARGET : { ...FLECHETTE_TARGET, stream: flechetteStreamTarget(extraction) });
+  }
+
+  /**
+   * The constructor's work with `AdbcDatabaseInit` on a worker thread, as `arrow-device/adbc`'s
+   * `AdbcDatabase.open`: the JS thread never waits on the driver's init.
+   *
+   * @example
+   * import { AdbcDatabase } from 'arrow-device/flechette/adbc';
+   * await using db = await AdbcDatabase.open({ driver: 'duckdb' });
+   */
+  static open(options: FlechetteConnectOptions, opts?: SignalOption): Promise<AdbcDatabase> {
+    return AdbcDatabaseBase.openWith<FlechetteAdbc, AdbcDatabase>(() => new AdbcDatabase(options), opts);
   }
 }
 

@@ -516,9 +516,9 @@ describe('Flight SQL: an abort of a slow query on a remote server', { skip: flig
  * never run on the JS thread.
  */
 async function assertBlockingCallsOffThread(spec: DriverSpec, uri?: string): Promise<void> {
-  const db = new AdbcDatabase(spec.options(uri));
   const log: [string, CallThread][] = [];
   logDriverCalls((f, thread) => log.push([f, thread]));
+  const db = await AdbcDatabase.open(spec.options(uri));
   const conn = await db.connect();
   try {
     (await conn.query('SELECT 1 AS i UNION ALL SELECT 2')).release();
@@ -529,10 +529,10 @@ async function assertBlockingCallsOffThread(spec: DriverSpec, uri?: string): Pro
     (await conn.getInfo()).release();
     logDriverCalls(undefined);
     const names = new Set(log.map(([f]) => f));
-    for (const f of ['ConnectionInit', 'StatementSetSqlQuery', 'StatementPrepare', 'StatementExecuteQuery', 'ConnectionCommit', 'ConnectionGetInfo']) {
+    for (const f of ['DatabaseInit', 'ConnectionInit', 'StatementSetSqlQuery', 'StatementPrepare', 'StatementExecuteQuery', 'ConnectionCommit', 'ConnectionGetInfo']) {
       assert.ok(names.has(f), `${f} was called`);
     }
-    const mustBeOff = new Set(['StatementSetSqlQuery', 'StatementSetSubstraitPlan', 'StatementPrepare', 'StatementExecuteQuery', 'StatementExecutePartitions',
+    const mustBeOff = new Set(['DatabaseInit', 'StatementSetSqlQuery', 'StatementSetSubstraitPlan', 'StatementPrepare', 'StatementExecuteQuery', 'StatementExecutePartitions',
       'ConnectionInit', 'ConnectionCommit', 'ConnectionRollback', 'ConnectionReadPartition', 'ConnectionGetObjects', 'ConnectionGetInfo']);
     const onJs = log.filter(([f, thread]) => thread === 'js' && mustBeOff.has(f)).map(([f]) => f);
     assert.deepEqual(onJs, [], 'no blocking call on the JS thread');
@@ -546,6 +546,85 @@ async function assertBlockingCallsOffThread(spec: DriverSpec, uri?: string): Pro
 describe('where driver calls run (the call log)', { skip: DUCKDB.missing }, () => {
   test('DuckDB: connect, queries, a prepared query, a commit, metadata: every blocking call off the JS thread', async () => {
     await assertBlockingCallsOffThread(DUCKDB);
+  });
+});
+
+describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: DUCKDB.missing ?? SQLITE.missing }, () => {
+  test('the same database as the constructor, its init off the JS thread; the constructor keeps its init on the JS thread', async () => {
+    for (const spec of [DUCKDB, SQLITE]) {
+      const log: [string, CallThread][] = [];
+      logDriverCalls((f, thread) => log.push([f, thread]));
+      let opened: AdbcDatabase | undefined;
+      let made: AdbcDatabase | undefined;
+      try {
+        opened = await AdbcDatabase.open(spec.options());
+        const afterOpen = log.splice(0);
+        made = new AdbcDatabase(spec.options());
+        const afterNew = log.splice(0);
+        logDriverCalls(undefined);
+        assert.deepEqual(afterOpen.filter(([f]) => f === 'DatabaseInit'), [['DatabaseInit', 'worker']], `${spec.name}: open's init`);
+        assert.deepEqual(afterNew.filter(([f]) => f === 'DatabaseInit'), [['DatabaseInit', 'js']], `${spec.name}: the constructor's init`);
+        assert.deepEqual(afterOpen.map(([f]) => f), afterNew.map(([f]) => f), `${spec.name}: the same driver calls`);
+        const sums: number[] = [];
+        for (const db of [opened, made]) {
+          await using conn = await db.connect();
+          const t = await conn.query('SELECT 20 + 22 AS answer');
+          sums.push(Number(t.getChild('answer')!.get(0)));
+          t.release();
+        }
+        assert.deepEqual(sums, [42, 42]);
+        assert.equal(opened.driverInfo.library, made.driverInfo.library);
+      } finally {
+        logDriverCalls(undefined);
+        await opened?.close();
+        await made?.close();
+      }
+      assert.equal(opened.released, true);
+    }
+    await nothingLive();
+  });
+
+  test('a failed init rejects with the constructor\'s AdbcError and releases the database; an aborted signal loads nothing', async () => {
+    // SQLite's init opens its file: a directory that does not exist fails there, on both paths.
+    const options = { ...SQLITE.options(), databaseOptions: { uri: 'file:/nonexistent-dir-of-arrow-device/x.db?mode=rw' } };
+    const thrown = (() => {
+      try {
+        new AdbcDatabase(options);
+      } catch (e) {
+        return e;
+      }
+      assert.fail('the constructor should throw');
+    })();
+    const calls: string[] = [];
+    logDriverCalls((f) => calls.push(f));
+    try {
+      const rejected = await rejection(AdbcDatabase.open(options));
+      assert.ok(rejected instanceof AdbcError && thrown instanceof AdbcError, String(rejected));
+      assert.equal(rejected.status, thrown.status);
+      assert.equal(rejected.message, thrown.message);
+      assert.deepEqual(calls.filter((f) => f.startsWith('Database')), ['DatabaseNew', 'DatabaseSetOption', 'DatabaseInit', 'DatabaseRelease']);
+      calls.length = 0;
+      assert.ok(isAbort(await rejection(AdbcDatabase.open(SQLITE.options(), { signal: AbortSignal.abort() }))));
+      assert.deepEqual(calls, [], 'an aborted signal makes no driver call');
+      await assert.rejects(AdbcDatabase.open(SQLITE.options(), { signal: 'nope' as unknown as AbortSignal }), /options.signal must be an AbortSignal/);
+    } finally {
+      logDriverCalls(undefined);
+    }
+  });
+
+  test('an abort while the init runs rejects at once with the reason; the database is released when the init returns', async () => {
+    const calls: string[] = [];
+    logDriverCalls((f) => calls.push(f));
+    try {
+      const controller = new AbortController();
+      const opening = AdbcDatabase.open(DUCKDB.options(), { signal: controller.signal });
+      controller.abort();
+      assert.ok(isAbort(await rejection(opening)));
+      await collectUntil(() => calls.includes('DatabaseRelease'));
+      assert.deepEqual(calls.filter((f) => f.startsWith('Database')), ['DatabaseNew', 'DatabaseSetOption', 'DatabaseInit', 'DatabaseRelease']);
+    } finally {
+      logDriverCalls(undefined);
+    }
   });
 });
 

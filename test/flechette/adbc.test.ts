@@ -501,4 +501,19 @@ describe('arrow-device/flechette/adbc with arquero and flechette\'s read options
       await conn.close();
     }
   });
+
+  test('AdbcDatabase.open (the init on a worker thread) gives flechette results and keeps the extraction options', async () => {
+    const big = 2n ** 53n + 1n;
+    const db = await AdbcDatabase.open({ ...DUCKDB.options(), extraction: { useBigInt: true } });
+    opened.push(db);
+    const conn = await db.connect();
+    const t = await conn.query(`SELECT ${big}::BIGINT AS big`);
+    try {
+      assert.ok(t instanceof Table, 'a flechette Table');
+      assert.equal(t.getChild('big').at(0), big);
+    } finally {
+      t.release();
+      await conn.close();
+    }
+  });
 });
