@@ -205,6 +205,24 @@ export class AdbcDatabaseBase<T extends AdbcTypes = ArrowAdbc> extends Closable 
   }
 
   /**
+   * Releases the database (after its connections), `AdbcDatabaseRelease` on a worker thread: DuckDB's
+   * driver writes a file database's changes into its file there. Resolves when the release has returned;
+   * while connections are open it resolves at once and the last connection's release starts it.
+   * `closeSync()` and `using` release on the JS thread. Idempotent.
+   *
+   * @example
+   * await db.close();
+   */
+  override async close(): Promise<void> {
+    await this.closeOffThread();
+  }
+
+  /** `close()`: what the end of an `await using` scope calls. */
+  override async [Symbol.asyncDispose](): Promise<void> {
+    await this.closeOffThread();
+  }
+
+  /**
    * @internal What each target's `AdbcDatabase.open` runs: `make` constructs the database without
    * `AdbcDatabaseInit` (loading the driver, `AdbcDatabaseNew` and the options stay on the JS thread: they
    * return at once), then the init runs on a worker thread. It may do I/O: PostgreSQL's driver connects
@@ -318,13 +336,19 @@ function openDatabase(options: ConnectOptions, init: boolean): { info: DriverInf
       }
       throw e;
     }
-    const life = new Lifetime('database', driverLife, () => {
-      try {
-        d.call('DatabaseRelease', p);
-      } finally {
-        freeNative(p);
-      }
-    });
+    const life = new Lifetime(
+      'database',
+      driverLife,
+      () => {
+        try {
+          d.call('DatabaseRelease', p);
+        } finally {
+          freeNative(p);
+        }
+      },
+      // `close()`'s: DuckDB's driver checkpoints a file database into it (tens of milliseconds of writes).
+      () => d.callAsync('DatabaseRelease', p).finally(() => freeNative(p)),
+    );
     // The driver goes when its database does.
     driverLife.close();
     return { info, driver: d, ptr: p, life };

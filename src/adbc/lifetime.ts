@@ -21,6 +21,10 @@ export class Lifetime {
   #busy = 0;
   #closing = false;
   #released = false;
+  /** Whether the release was asked for by `closeAsync` (and so runs `releaseAsync` where there is one). */
+  #async = false;
+  /** The release on a worker thread, once started: settles when it returned (it never rejects). */
+  #done: Promise<void> | undefined;
   /** The error of a deferred release (it has no caller to throw to). */
   releaseError: unknown;
 
@@ -29,6 +33,11 @@ export class Lifetime {
     readonly what: string,
     readonly parent: Lifetime | null,
     readonly release: () => void,
+    /**
+     * The same release made off the JS thread, for `closeAsync` (a database's: DuckDB's writes its
+     * file there). The parent is released after it returns, not before: the order holds.
+     */
+    readonly releaseAsync?: () => Promise<void>,
   ) {
     if (parent) {
       if (!parent.open) throw new AdbcError(`new ${what}`, { status: AdbcStatus.INVALID_STATE, message: `the ${parent.what} is closed` });
@@ -71,20 +80,52 @@ export class Lifetime {
     return this.#settle();
   }
 
+  /**
+   * `close()` where the release may run on a worker thread (`releaseAsync`): resolves when it has
+   * returned, or at once while objects under it keep it (their last release starts it, as for `close`).
+   * Rejects with the release's error.
+   */
+  async closeAsync(): Promise<void> {
+    this.#closing = true;
+    if (!this.#released) this.#async = true;
+    const err = this.#settle();
+    if (err !== undefined) throw err;
+    if (this.#done !== undefined) {
+      await this.#done;
+      if (this.releaseError !== undefined) throw this.releaseError;
+    }
+  }
+
   #settle(): unknown {
     if (!this.#closing || this.#released || this.#children > 0 || this.#busy > 0) return undefined;
     this.#released = true;
+    if (this.#async && this.releaseAsync !== undefined) {
+      // Never rejects: a release started by a child's has no caller, its error stays in releaseError.
+      this.#done = this.releaseAsync().then(
+        () => this.#afterRelease(),
+        (e: unknown) => {
+          this.releaseError = e;
+          this.#afterRelease();
+        },
+      );
+      return undefined;
+    }
     let err: unknown;
     try {
       this.release();
     } catch (e) {
       err = this.releaseError = e;
     }
+    this.#afterRelease();
+    return err;
+  }
+
+  /** After the release: the parent may go. */
+  #afterRelease(): void {
     if (this.parent) {
       this.parent.#children--;
       this.parent.#settle();
     }
-    return err;
   }
 }
 
@@ -172,6 +213,12 @@ export class Closable {
     closables.unregister(this);
     const err = this.#life.close();
     if (err !== undefined) throw err;
+  }
+
+  /** `close()` through `Lifetime.closeAsync`: for an object whose release runs on a worker thread (the database's). */
+  protected async closeOffThread(): Promise<void> {
+    closables.unregister(this);
+    await this.#life.closeAsync();
   }
 
   /** `closeSync()`: what the end of a `using` scope calls. */

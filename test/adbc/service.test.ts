@@ -612,6 +612,43 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
     }
   });
 
+  test('close() releases the database on a worker thread, after its connections and before its driver; closeSync() on the JS thread', async () => {
+    // SQLite's driver has a release function (DuckDB's has none), so the driver's release is in the log.
+    const log: [string, CallThread][] = [];
+    const releases = (): [string, CallThread][] => log.filter(([f]) => f === 'DatabaseRelease' || f === 'ConnectionRelease' || f === 'release');
+    logDriverCalls((f, thread) => log.push([f, thread]));
+    try {
+      const db = await AdbcDatabase.open(SQLITE.options());
+      const conn = await db.connect();
+      // A connection open: close() resolves at once, and the connection's release starts the database's.
+      await db.close();
+      assert.deepEqual(releases(), []);
+      assert.equal(db.released, false);
+      await conn.close();
+      await collectUntil(() => log.some(([f]) => f === 'release'));
+      assert.deepEqual(releases(), [['ConnectionRelease', 'js'], ['DatabaseRelease', 'worker'], ['release', 'js']]);
+      assert.equal(db.released, true);
+      log.length = 0;
+      // Nothing under it: close() resolves once the release has returned.
+      const db2 = await AdbcDatabase.open(SQLITE.options());
+      await db2.close();
+      assert.deepEqual(releases(), [['DatabaseRelease', 'worker'], ['release', 'js']]);
+      await db2.close(); // idempotent
+      log.length = 0;
+      const db3 = await AdbcDatabase.open(SQLITE.options());
+      db3.closeSync();
+      assert.deepEqual(releases(), [['DatabaseRelease', 'js'], ['release', 'js']]);
+      log.length = 0;
+      {
+        await using db4 = await AdbcDatabase.open(SQLITE.options());
+        assert.equal(db4.released, false);
+      }
+      assert.deepEqual(releases(), [['DatabaseRelease', 'worker'], ['release', 'js']]);
+    } finally {
+      logDriverCalls(undefined);
+    }
+  });
+
   test('an abort while the init runs rejects at once with the reason; the database is released when the init returns', async () => {
     const calls: string[] = [];
     logDriverCalls((f) => calls.push(f));
