@@ -128,6 +128,9 @@ const TABLE = Symbol('arrow-device.table');
  * column.toArray();
  */
 export class ImportedColumn<T = any> extends Column<T> {
+  /** The table the column is of, set by `tableOver`: a field of every column, so setting it changes no column's shape. */
+  [TABLE]: ImportedTable | undefined = undefined;
+
   // As ImportedTable's reads: `at(i)`, a per-value read flechette sets on each column, reads `undefined` instead.
   override toArray(): ReturnType<Column<T>['toArray']> {
     readable(this, 'column.toArray()');
@@ -174,10 +177,16 @@ const IMPORTED: TableClasses = { Table: ImportedTable, Column: ImportedColumn };
  */
 export function tableOver(node: SchemaNode, views: readonly ArrayView[], opts: ExtractionOptions): ImportedTable {
   const out = tableOfViews(node, views, opts, IMPORTED) as ImportedTable;
-  const keep = views.some((v) => v instanceof ImportedView && v.read.owner !== null && v.read.owner.mem.viewsShareBuffer === true);
-  for (const c of out.children) {
+  let keep = false;
+  for (let k = 0; k < views.length && !keep; k++) {
+    const v = views[k];
+    keep = v instanceof ImportedView && v.read.owner !== null && v.read.owner.mem.viewsShareBuffer === true;
+  }
+  const columns = out.children;
+  for (let i = 0; i < columns.length; i++) {
+    const c = columns[i] as ImportedColumn;
     if (keep) keepAlive(c.data, views);
-    (c as { [TABLE]?: ImportedTable })[TABLE] = out;
+    c[TABLE] = out;
   }
   return out;
 }

@@ -100,7 +100,8 @@ export function viewsOfTable(table: Table): TableViews {
   for (let i = 0; i < columns.length; i++) {
     const data = columns[i]!.data;
     const vs: ArrayView[] = (perColumn[i] = new Array(data.length));
-    for (let k = 0; k < data.length; k++) vs[k] = viewOf(data[k]!, schema.children[i]!, `table.children[${i}].data[${k}]`, dicts);
+    const type = table.schema.fields[i]?.type;
+    for (let k = 0; k < data.length; k++) vs[k] = viewOf(data[k]!, schema.children[i]!, new ColumnPlace(i, k), dicts, type);
   }
   const struct = (children: ArrayView[], length: number): ArrayView =>
     ({ schema, length, offset: 0, nullCount: 0, buffers: [null], children, dictionary: null });
@@ -159,11 +160,27 @@ function slice(v: ArrayView, from: number, n: number): ArrayView {
 
 // --- one batch --------------------------------------------------------------------------------
 
-function viewOf(batch: Batch<unknown>, node: SchemaNode, path: string, dicts: Dicts): ArrayView {
+/** Batch `k` of a table's column `i`, as errors name it: the string made only for one (a string per column per batch cost at every export). */
+class ColumnPlace {
+  constructor(readonly column: number, readonly batch: number) {}
+  toString(): string {
+    return `table.children[${this.column}].data[${this.batch}]`;
+  }
+}
+
+/** Where a batch is: a path, or a table's column's batch (`ColumnPlace`). */
+type Where = string | ColumnPlace;
+
+/**
+ * The view of one batch of the schema `node`. `known`: the type `node` was made of, where the caller
+ * has it (a table's field's): a batch of that very type object needs no check of its type id.
+ */
+function viewOf(batch: Batch<unknown>, node: SchemaNode, where: Where, dicts: Dicts, known?: DataType): ArrayView {
   const f: BatchFields = batch;
-  if (f === null || typeof f !== 'object' || typeof f.length !== 'number' || f.type === undefined) throw invalid(path, 'not a flechette batch');
-  if (f.type.typeId !== flechetteTypeId(node)) {
-    throw invalid(path, `a batch of flechette type ${f.type.typeId} for a schema of format "${node.format}"`);
+  const path = where;
+  if (f === null || typeof f !== 'object' || typeof f.length !== 'number' || f.type === undefined) throw invalid(String(path), 'not a flechette batch');
+  if (f.type !== known && f.type.typeId !== flechetteTypeId(node)) {
+    throw invalid(String(path), `a batch of flechette type ${f.type.typeId} for a schema of format "${node.format}"`);
   }
   // Plain calls, no closures per batch: a table's export makes one view per column per batch.
   const length = f.length;
@@ -171,7 +188,7 @@ function viewOf(batch: Batch<unknown>, node: SchemaNode, path: string, dicts: Di
   if (node.dictionary !== null) {
     const indexBytes = (node.type as { readonly bitWidth: number }).bitWidth / 8;
     return out(node, length, nulls, [validityOf(f, path), used(f.values, length * indexBytes, path, '.values')], NO_VIEWS,
-      dictionaryView(f.dictionary, node.dictionary, `${path}.dictionary`, dicts));
+      dictionaryView(f.dictionary, node.dictionary, `${String(path)}.dictionary`, dicts));
   }
   const l = layoutOf(node.type);
   switch (l.kind) {
@@ -218,7 +235,7 @@ function out(node: SchemaNode, length: number, nullCount: number, buffers: (Uint
 }
 
 /** A batch's validity bitmap as buffer 0. */
-function validityOf(f: BatchFields, path: string): Uint8Array | null {
+function validityOf(f: BatchFields, path: Where): Uint8Array | null {
   // A bitmap that says nothing is left out: CDataInterface.rst, "ArrowArray.buffers", the validity
   // may be NULL when null_count is 0 (flechette's IPC reader hands an empty one then).
   if (f.nullCount === 0) return null;
@@ -226,8 +243,9 @@ function validityOf(f: BatchFields, path: string): Uint8Array | null {
 }
 
 /** The views of a batch's children, of the schema's children. */
-function childViews(f: BatchFields, node: SchemaNode, path: string, dicts: Dicts): ArrayView[] {
+function childViews(f: BatchFields, node: SchemaNode, where: Where, dicts: Dicts): ArrayView[] {
   const cs = f.children ?? [];
+  const path = String(where);
   if (cs.length !== node.children.length) throw invalid(`${path}.children`, `${cs.length} children, the schema has ${node.children.length}`);
   const views: ArrayView[] = new Array(cs.length);
   for (let i = 0; i < cs.length; i++) views[i] = viewOf(cs[i]!, node.children[i]!, `${path}.children[${i}]`, dicts);
@@ -254,12 +272,12 @@ function bytesOf(a: ArrayBufferView): Uint8Array {
 }
 
 /** The first `bytes` bytes of a typed array, zero-copy; one too short for them is refused. */
-function used(a: ArrayBufferView | null | undefined, bytes: number, path: string, field: string): Uint8Array {
+function used(a: ArrayBufferView | null | undefined, bytes: number, path: Where, field: string): Uint8Array {
   // The place is `path` + `field`, joined only for an error (a string per buffer per batch otherwise).
   if (a === null || a === undefined) {
     if (bytes === 0) return new Uint8Array(0);
-    throw invalid(path + field, `missing, but ${bytes} bytes are needed`);
+    throw invalid(String(path) + field, `missing, but ${bytes} bytes are needed`);
   }
-  if (a.byteLength < bytes) throw invalid(path + field, `${a.byteLength} bytes, but ${bytes} are needed`);
+  if (a.byteLength < bytes) throw invalid(String(path) + field, `${a.byteLength} bytes, but ${bytes} are needed`);
   return new Uint8Array(a.buffer, a.byteOffset, bytes);
 }

@@ -226,6 +226,33 @@ describe('arrow-js data exported by the main entry, imported into flechette', ()
     await nothingLive();
   });
 
+  test('a schema imported again gives its columns\' batches the same classes, per set of options (useDate: flechette makes a class per call)', async () => {
+    // A flechette Schema given with each batch, as a stream's batches are: the classes are found for its
+    // types again, not made anew per batch (batchType's `wrap` makes one per call with useDate) and kept.
+    const schema = F.importSchema(M.exportSchema(source.schema));
+    const classes = (opts: ExtractionOptions): Map<string, unknown> => {
+      const e = M.exportRecordBatch(source.batches[0]!);
+      M.freeArrowSchema(e.schema);
+      const t = F.importRecordBatch(e.array, schema, opts);
+      M.freeArrowArray(e.array);
+      const out = new Map<string, unknown>(t.names.map((n) => [String(n), t.getChild(n).data[0]!.constructor]));
+      const d = t.getChild('date').at(1);
+      t.release();
+      out.set('date value', d instanceof Date ? 'Date' : typeof d);
+      return out;
+    };
+    const withDates = { ...EXACT, useDate: true };
+    const a = classes(withDates);
+    const b = classes(withDates);
+    for (const [name, cls] of a) assert.equal(b.get(name), cls, `column ${name}: the same class for the same options`);
+    assert.equal(a.get('date value'), 'Date', 'useDate gives dates');
+    const plain = classes(EXACT);
+    assert.equal(plain.get('date value'), 'number', 'without useDate, the class of the other options: numbers');
+    assert.notEqual(plain.get('date'), a.get('date'), 'another class for other options');
+    assert.equal(classes(withDates).get('date'), a.get('date'), 'and the first again for the first options');
+    await nothingLive();
+  });
+
   test('importTable of exportTable: a column has one batch per record batch, sliced batches read at their offsets', async (tc) => {
     const cut = batched(source, [100, 101, 200]);
     const e = M.exportTable(cut);
