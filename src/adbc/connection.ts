@@ -61,7 +61,8 @@ let internals: {
   whenFree(c: AnyConnection, f: () => void): void;
   fault(c: AnyConnection): AdbcError | undefined;
   park(c: AnyConnection, parked: boolean): void;
-  closeNow(c: AnyConnection): void;
+  /** Releases the connection (not given back): `AdbcConnectionRelease` on a worker thread; resolves when it returned. */
+  closeNow(c: AnyConnection): Promise<void>;
 };
 
 /** @internal For src/adbc/pool.ts. */
@@ -120,7 +121,7 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
       },
       closeNow: (c) => {
         c.#onClose = undefined;
-        c.closeSync();
+        return c.close();
       },
     };
   }
@@ -705,6 +706,36 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
     if (first !== undefined) throw first;
   }
 
+  /**
+   * `closeSync()`, with `AdbcConnectionRelease` on a worker thread: a network driver's release talks to
+   * the server (PostgreSQL's sends Terminate and closes its socket). Resolves when the release has
+   * returned; while the connection's statements or readers are open it resolves at once and the last one's
+   * release starts it. A pooled connection is given back (`release()`). Idempotent.
+   *
+   * @example
+   * await conn.close();
+   */
+  override async close(): Promise<void> {
+    if (this.#onClose !== undefined) {
+      this.#onClose(this); // pooled: given back, not released
+      return;
+    }
+    // The cached statements first, on the JS thread (a statement's release is short where it frees memory;
+    // Flight SQL's closes the server's prepared statement, a round trip), then the connections
+    // readPartitions kept and this one, each on a worker thread.
+    this.#clearCache();
+    const closing = this.#partitionConnections.splice(0).map((c) => c.close());
+    closing.push(this.closeOffThread());
+    const results = await Promise.allSettled(closing);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+  }
+
+  /** `close()`: what the end of an `await using` scope calls. */
+  override async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
   #ingestOptions(tableName: string, options: IngestOptions, mode: string): Record<string, string> {
     const o: Record<string, string> = { 'adbc.ingest.target_table': tableName, 'adbc.ingest.mode': mode };
     if (options.catalog !== undefined) o['adbc.ingest.target_catalog'] = options.catalog;
@@ -824,13 +855,20 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
  * from the registry, never collected.
  */
 function connectionLifetime(driver: Driver, ptr: Ptr, parent: Lifetime): Lifetime {
-  return new Lifetime('connection', parent, () => {
-    try {
-      driver.call('ConnectionRelease', ptr);
-    } finally {
-      freeNative(ptr);
-    }
-  });
+  return new Lifetime(
+    'connection',
+    parent,
+    () => {
+      try {
+        driver.call('ConnectionRelease', ptr);
+      } finally {
+        freeNative(ptr);
+      }
+    },
+    // `close()`'s: a network driver's release says goodbye to the server and closes its socket (PostgreSQL's
+    // sends Terminate), a file database's may write.
+    () => driver.callAsync('ConnectionRelease', ptr).finally(() => freeNative(ptr)),
+  );
 }
 
 /** @internal `AdbcConnectionNew` + `AdbcConnectionInit` (the latter on a worker thread: it may connect over the network). */

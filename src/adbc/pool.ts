@@ -93,6 +93,8 @@ export class AdbcPool<T extends AdbcTypes = ArrowAdbc> implements AsyncDisposabl
   readonly #draining = new Set<AdbcConnection<T>>();
   readonly #waiters: Waiter[] = [];
   #opening = 0;
+  /** Connections being released (`AdbcConnectionRelease` on a worker thread): `close()` waits for them. */
+  #releasing = 0;
   #closing = false;
   #closed: Promise<void> | undefined;
   #resolveClosed: (() => void) | undefined;
@@ -353,15 +355,17 @@ export class AdbcPool<T extends AdbcTypes = ArrowAdbc> implements AsyncDisposabl
       clearTimeout(t);
       this.#idleTimers.delete(c);
     }
-    try {
-      connectionInternals().closeNow(c);
-    } catch {
+    // The release on a worker thread (close()): the pool's close resolves once every release has returned.
+    this.#releasing++;
+    connectionInternals().closeNow(c).catch(() => {
       // A release that fails has no caller to tell: the connection is gone from the pool either way.
-    }
-    this.#settleClose();
+    }).finally(() => {
+      this.#releasing--;
+      this.#settleClose();
+    });
   }
 
   #settleClose(): void {
-    if (this.#closing && this.#all.size === 0 && this.#opening === 0) this.#resolveClosed?.();
+    if (this.#closing && this.#all.size === 0 && this.#opening === 0 && this.#releasing === 0) this.#resolveClosed?.();
   }
 }

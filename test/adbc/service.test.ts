@@ -626,7 +626,7 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
       assert.equal(db.released, false);
       await conn.close();
       await collectUntil(() => log.some(([f]) => f === 'release'));
-      assert.deepEqual(releases(), [['ConnectionRelease', 'js'], ['DatabaseRelease', 'worker'], ['release', 'js']]);
+      assert.deepEqual(releases(), [['ConnectionRelease', 'worker'], ['DatabaseRelease', 'worker'], ['release', 'js']]);
       assert.equal(db.released, true);
       log.length = 0;
       // Nothing under it: close() resolves once the release has returned.
@@ -644,6 +644,56 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
         assert.equal(db4.released, false);
       }
       assert.deepEqual(releases(), [['DatabaseRelease', 'worker'], ['release', 'js']]);
+    } finally {
+      logDriverCalls(undefined);
+    }
+  });
+
+  test('a connection\'s close() releases it on a worker thread, after its statements; closeSync() and using on the JS thread; a pool\'s close waits for its releases', async () => {
+    const log: [string, CallThread][] = [];
+    const releases = (): [string, CallThread][] => log.filter(([f]) => f === 'ConnectionRelease' || f === 'StatementRelease');
+    await using db = await AdbcDatabase.open(SQLITE.options());
+    logDriverCalls((f, thread) => log.push([f, thread]));
+    try {
+      // A query leaves its statement in the connection's cache: released first, on the JS thread; the connection off it.
+      const conn = await db.connect();
+      (await conn.query('SELECT 1 AS one')).release();
+      log.length = 0;
+      await conn.close();
+      assert.deepEqual(releases(), [['StatementRelease', 'js'], ['ConnectionRelease', 'worker']]);
+      assert.equal(conn.released, true);
+      await conn.close(); // idempotent
+      assert.deepEqual(releases(), [['StatementRelease', 'js'], ['ConnectionRelease', 'worker']]);
+      // A reader open: close() resolves at once, and the reader's release starts the connection's, off the thread.
+      log.length = 0;
+      const c2 = await db.connect();
+      const reader = await c2.queryStream('SELECT 2 AS two');
+      await c2.close();
+      assert.deepEqual(releases(), []);
+      reader.release();
+      assert.ok(await collectUntil(() => releases().some(([f]) => f === 'ConnectionRelease')));
+      assert.deepEqual(releases(), [['StatementRelease', 'js'], ['ConnectionRelease', 'worker']]);
+      // closeSync() and using: on the JS thread; await using: off it.
+      log.length = 0;
+      (await db.connect()).closeSync();
+      {
+        using _c = await db.connect();
+      }
+      {
+        await using _c = await db.connect();
+      }
+      assert.deepEqual(releases(), [['ConnectionRelease', 'js'], ['ConnectionRelease', 'js'], ['ConnectionRelease', 'worker']]);
+      // A pool: a pooled connection's close() gives it back (no release); the pool's close releases each
+      // connection off the thread and resolves once every release has returned.
+      log.length = 0;
+      const pool = db.pool({ max: 2 });
+      const [a, b] = await Promise.all([pool.connect(), pool.connect()]);
+      await a.close();
+      b.release();
+      assert.deepEqual(releases(), [], 'given back, not released');
+      await pool.close();
+      assert.deepEqual(releases(), [['ConnectionRelease', 'worker'], ['ConnectionRelease', 'worker']]);
+      assert.equal(a.released && b.released, true);
     } finally {
       logDriverCalls(undefined);
     }
