@@ -268,6 +268,26 @@ describe('PostgreSQL: the pool across a server restart, aborts of running querie
   });
   after(() => server?.stop());
 
+  test('the driver\'s builtin type table (adbc.postgresql.type_resolver_mode) gives the same results as the server\'s catalog for the common types', async () => {
+    // docs/adbc.md, "Opening the database": the option a service can set to skip the catalog read at open.
+    const sql = `SELECT 1::int2 AS a, 2::int4 AS b, 3::int8 AS c, 1.5::float4 AS d, 2.5::float8 AS e, 'x'::text AS f, 'y'::varchar AS g,
+      true AS h, '2024-05-06'::date AS i, '2024-05-06 07:08:09.123456'::timestamp AS j, '2024-05-06 07:08:09+00'::timestamptz AS k,
+      '12.345'::numeric AS l, '\\x0102'::bytea AS m, '{1,2,3}'::int4[] AS n, '1 day 2 hours'::interval AS o, NULL::int4 AS p`;
+    const results: { types: string[]; rows: string }[] = [];
+    for (const mode of [undefined, 'builtin']) {
+      const base = POSTGRESQL.options(server.uri);
+      const options = (mode === undefined ? base : { ...base, databaseOptions: { ...base.databaseOptions, 'adbc.postgresql.type_resolver_mode': mode } }) as typeof base;
+      await using db = await AdbcDatabase.open(options);
+      await using conn = await db.connect();
+      const t = await conn.query(sql);
+      results.push({ types: t.schema.fields.map((f) => `${f.name}: ${f.type}`), rows: JSON.stringify(t.toArray(), (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) });
+      t.release();
+    }
+    assert.deepEqual(results[1], results[0], 'the same schema and values either way');
+    assert.equal(results[0]!.types.length, 16, String(results[0]!.types));
+    assert.match(results[0]!.rows, /"p":null/, 'a NULL read as null');
+  });
+
   test('restarted under load: the loops get typed errors, broken connections are discarded, every loop recovers', async () => {
     const db = new AdbcDatabase(POSTGRESQL.options(server.uri));
     const pool = db.pool({ max: 4 });
