@@ -48,6 +48,12 @@
  * some 160). Each side's `load` is then the time from the process's start to
  * the job's first line; the load lines are not printed.
  *
+ * PostgreSQL runs a second time as `postgresql builtin-types`: the same job with
+ * `adbc.postgresql.type_resolver_mode=builtin` (docs/adbc.md, "Opening the
+ * database"), the driver's own table of PostgreSQL's types instead of its
+ * catalog read at `AdbcDatabaseInit`; its lines say `builtin-types` after the
+ * driver, and `--ab` leaves it out.
+ *
  * The flechette target (issue 52): the same job through
  * `arrow-device/flechette/adbc` (`conn.query` gives a flechette Table; the
  * sum is `toArray()` and a loop), against the same peers, in fresh processes
@@ -260,6 +266,8 @@ function duckdbLibrary(): string {
 
 interface Pair {
   driver: DriverName;
+  /** The lines' name where it is not the driver's: a variant of a driver's job (its options). */
+  label?: string;
   peer: '@duckdb/node-api' | 'pg' | 'node:sqlite';
   /** Why it cannot run here. */
   missing: string | undefined;
@@ -268,6 +276,9 @@ interface Pair {
   flechette(entry: string): Job;
   theirs: Job;
 }
+
+/** PostgreSQL's driver maps the server's types from its own table instead of reading the catalog at init. */
+const PG_BUILTIN = { 'adbc.postgresql.type_resolver_mode': 'builtin' } as const;
 
 function pairs(uri: string | undefined, pgMissing: string | undefined): Pair[] {
   const duck = duckdbLibrary();
@@ -289,6 +300,17 @@ function pairs(uri: string | undefined, pgMissing: string | undefined): Pair[] {
       missing: POSTGRESQL.missing ?? pgMissing,
       ours: (entry) => ({ kind: 'ours', driver: 'postgresql', entry, library: POSTGRESQL.library, databaseOptions: { uri: uri ?? '' }, sql: pgSql }),
       flechette: (entry) => ({ kind: 'ours', target: 'flechette', driver: 'postgresql', entry, library: POSTGRESQL.library, databaseOptions: { uri: uri ?? '' }, sql: pgSql }),
+      theirs: { kind: 'peer', peer: 'pg', uri, sql: pgSql },
+    },
+    {
+      // The same job with the driver's builtin type table (docs/adbc.md, "Opening the database"): its init
+      // reads no catalog, what a service that opens often can choose.
+      driver: 'postgresql',
+      label: 'postgresql builtin-types',
+      peer: 'pg',
+      missing: POSTGRESQL.missing ?? pgMissing,
+      ours: (entry) => ({ kind: 'ours', driver: 'postgresql', entry, library: POSTGRESQL.library, databaseOptions: { uri: uri ?? '', ...PG_BUILTIN }, sql: pgSql }),
+      flechette: (entry) => ({ kind: 'ours', target: 'flechette', driver: 'postgresql', entry, library: POSTGRESQL.library, databaseOptions: { uri: uri ?? '', ...PG_BUILTIN }, sql: pgSql }),
       theirs: { kind: 'peer', peer: 'pg', uri, sql: pgSql },
     },
     {
@@ -358,19 +380,20 @@ function peers(e: Entries, list: Pair[]): void {
   const b = BUNDLED ? 'bundled ' : '';
   for (const p of list) {
     if (p.missing) {
-      console.log(`startup ${p.driver} vs ${p.peer}: skipped (${p.missing})`);
+      console.log(`startup ${p.label ?? p.driver} vs ${p.peer}: skipped (${p.missing})`);
       continue;
     }
+    const name = p.label ?? p.driver;
     // `tag`: the target after the driver (`duckdb flechette`), none for arrow-js (the lines as they were before flechette).
     const compare = (ourJob: Job, tag: string, into: string): void => {
       const [ours, theirs] = alternate(ourJob, p.theirs);
       const o = ours.map((r) => r.total);
       const t = theirs.map((r) => r.total);
-      console.log(`${b}startup ${p.driver}${tag} vs ${p.peer}: ours ${f1(median(o))} ms, ${p.peer} ${f1(median(t))} ms, ratio ${f2(pairRatio(o, t))}`);
-      console.log(`${b}startup ${p.driver}${tag} phases (ms, medians): ours ${phases(ours)}; ${p.peer} ${peerPhases(theirs)}`);
+      console.log(`${b}startup ${name}${tag} vs ${p.peer}: ours ${f1(median(o))} ms, ${p.peer} ${f1(median(t))} ms, ratio ${f2(pairRatio(o, t))}`);
+      console.log(`${b}startup ${name}${tag} phases (ms, medians): ours ${phases(ours)}; ${p.peer} ${peerPhases(theirs)}`);
       const oq = ours.map((r) => r.phases.query!);
       const tq = theirs.map((r) => r.phases.query!);
-      console.log(`${b}first query ${p.driver}${tag} vs ${p.peer}: ours ${f1(median(oq))} ms (query and import of ${ROWS.toLocaleString('en')} rows${into}), ${p.peer} ${f1(median(tq))} ms (query), ratio ${f2(pairRatio(oq, tq))}`);
+      console.log(`${b}first query ${name}${tag} vs ${p.peer}: ours ${f1(median(oq))} ms (query and import of ${ROWS.toLocaleString('en')} rows${into}), ${p.peer} ${f1(median(tq))} ms (query), ratio ${f2(pairRatio(oq, tq))}`);
     };
     if (ARROWJS) compare(p.ours(e.adbc), '', '');
     if (flechette) compare(p.flechette(flechette), ' flechette', ' into flechette');
@@ -464,7 +487,8 @@ async function main(): Promise<void> {
   const server = wantPg && !pgMissing && !POSTGRESQL.missing ? await startPostgres() : undefined;
   try {
     const list = pairs(server?.uri, pgMissing);
-    if (AB) ab(AB, list);
+    // --ab compares builds on each driver's own job, not its variants.
+    if (AB) ab(AB, list.filter((p) => p.label === undefined));
     else {
       const e = LIB ? libEntries(LIB) : entries(DIST ? 'dist' : workingTree(root));
       if (BUNDLED) {
