@@ -7,7 +7,7 @@
 // The internal modules of the public names used, not ../index.js: a query loads no device, async or protocol code.
 import { importArrayStreamFrom, importSchemaNodeFrom } from '../fill/fill.js';
 import { NULL, type Ptr } from '../memory/memory.js';
-import { allocNative, bytesIn, freeNative, u32Array, type Driver } from './driver.js';
+import { allocNative, bytesIn, freeNative, handleReleases, u32Array, type Driver } from './driver.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
 import * as options from './options.js';
@@ -682,6 +682,19 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
   }
 
   /**
+   * What both closes do first: a pooled connection is given back (undefined: nothing more to do); else the
+   * cached statements are released and the connections `readPartitions` kept are handed over to be closed.
+   */
+  #beginClose(): AdbcConnection<T>[] | undefined {
+    if (this.#onClose !== undefined) {
+      this.#onClose(this); // pooled: given back, not released
+      return undefined;
+    }
+    this.#clearCache();
+    return this.#partitionConnections.splice(0);
+  }
+
+  /**
    * Releases the connection (after its statements and readers), and the
    * connections `readPartitions` kept for its next call. Idempotent.
    *
@@ -689,13 +702,10 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
    * conn.closeSync();
    */
   override closeSync(): void {
-    if (this.#onClose !== undefined) {
-      this.#onClose(this); // pooled: given back, not released
-      return;
-    }
-    this.#clearCache();
+    const kept = this.#beginClose();
+    if (kept === undefined) return;
     let first: unknown;
-    for (const c of this.#partitionConnections.splice(0)) {
+    for (const c of kept) {
       try {
         c.closeSync();
       } catch (e) {
@@ -716,15 +726,12 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
    * await conn.close();
    */
   override async close(): Promise<void> {
-    if (this.#onClose !== undefined) {
-      this.#onClose(this); // pooled: given back, not released
-      return;
-    }
     // The cached statements first, on the JS thread (a statement's release is short where it frees memory;
     // Flight SQL's closes the server's prepared statement, a round trip), then the connections
     // readPartitions kept and this one, each on a worker thread.
-    this.#clearCache();
-    const closing = this.#partitionConnections.splice(0).map((c) => c.close());
+    const kept = this.#beginClose();
+    if (kept === undefined) return;
+    const closing = kept.map((c) => c.close());
     closing.push(this.closeOffThread());
     const results = await Promise.allSettled(closing);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -855,20 +862,9 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
  * from the registry, never collected.
  */
 function connectionLifetime(driver: Driver, ptr: Ptr, parent: Lifetime): Lifetime {
-  return new Lifetime(
-    'connection',
-    parent,
-    () => {
-      try {
-        driver.call('ConnectionRelease', ptr);
-      } finally {
-        freeNative(ptr);
-      }
-    },
-    // `close()`'s: a network driver's release says goodbye to the server and closes its socket (PostgreSQL's
-    // sends Terminate), a file database's may write.
-    () => driver.callAsync('ConnectionRelease', ptr).finally(() => freeNative(ptr)),
-  );
+  // `close()`'s release runs on a worker thread: a network driver's says goodbye to the server and closes its
+  // socket (PostgreSQL's sends Terminate, Flight SQL's closes its channel).
+  return new Lifetime('connection', parent, ...handleReleases(driver, 'ConnectionRelease', ptr));
 }
 
 /** @internal `AdbcConnectionNew` + `AdbcConnectionInit` (the latter on a worker thread: it may connect over the network). */

@@ -2,7 +2,7 @@
  * `AdbcDatabase`: a driver found and loaded as the ADBC driver manager does
  * (discovery.ts), and one `AdbcDatabase` of it, initialised with its options.
  */
-import { allocHandle, Driver, freeNative, loadLibrary } from './driver.js';
+import { allocHandle, Driver, freeNative, handleReleases, loadLibrary } from './driver.js';
 import { defaultEntrypoint, findDriver, resolveOptions } from './discovery.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
@@ -336,19 +336,9 @@ function openDatabase(options: ConnectOptions, init: boolean): { info: DriverInf
       }
       throw e;
     }
-    const life = new Lifetime(
-      'database',
-      driverLife,
-      () => {
-        try {
-          d.call('DatabaseRelease', p);
-        } finally {
-          freeNative(p);
-        }
-      },
-      // `close()`'s: DuckDB's driver checkpoints a file database into it (tens of milliseconds of writes).
-      () => d.callAsync('DatabaseRelease', p).finally(() => freeNative(p)),
-    );
+    // `close()`'s release runs on a worker thread: DuckDB's driver checkpoints a file database into it (tens
+    // of milliseconds of writes).
+    const life = new Lifetime('database', driverLife, ...handleReleases(d, 'DatabaseRelease', p));
     // The driver goes when its database does.
     driverLife.close();
     return { info, driver: d, ptr: p, life };

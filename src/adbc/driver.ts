@@ -478,6 +478,23 @@ export function freeNative(p: Ptr): void {
   mem().free(p);
 }
 
+/**
+ * The two releases of a database's or a connection's handle, `Lifetime`'s: on the JS thread (`closeSync()`,
+ * `using`, the garbage collector) and on a worker thread (`close()`); either frees the handle after.
+ */
+export function handleReleases(driver: Driver, f: 'DatabaseRelease' | 'ConnectionRelease', ptr: Ptr): [() => void, () => Promise<void>] {
+  return [
+    () => {
+      try {
+        driver.call(f, ptr);
+      } finally {
+        freeNative(ptr);
+      }
+    },
+    () => driver.callAsync(f, ptr).finally(() => freeNative(ptr)),
+  ];
+}
+
 /** Allocates a zeroed `struct AdbcPartitions` for `AdbcStatementExecutePartitions` to fill (`takePartitions` empties it). */
 export function allocPartitions(): Ptr {
   return mem().alloc(PARTITIONS.size);

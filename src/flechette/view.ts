@@ -175,9 +175,8 @@ type Where = string | ColumnPlace;
  * The view of one batch of the schema `node`. `known`: the type `node` was made of, where the caller
  * has it (a table's field's): a batch of that very type object needs no check of its type id.
  */
-function viewOf(batch: Batch<unknown>, node: SchemaNode, where: Where, dicts: Dicts, known?: DataType): ArrayView {
+function viewOf(batch: Batch<unknown>, node: SchemaNode, path: Where, dicts: Dicts, known?: DataType): ArrayView {
   const f: BatchFields = batch;
-  const path = where;
   if (f === null || typeof f !== 'object' || typeof f.length !== 'number' || f.type === undefined) throw invalid(String(path), 'not a flechette batch');
   if (f.type !== known && f.type.typeId !== flechetteTypeId(node)) {
     throw invalid(String(path), `a batch of flechette type ${f.type.typeId} for a schema of format "${node.format}"`);
