@@ -111,3 +111,6 @@ int64_t adbc_run(struct adbc_run_job* job) {
 
 /* What JS checks before it uses this library's runs: the job's size (a layout change changes it). */
 int64_t adbc_run_job_size(void) { return (int64_t)sizeof(struct adbc_run_job); }
+
+/* adbc_run's address, for the package's worker threads (workers.c) to call it as they call a driver. */
+uintptr_t adbc_run_fn(void) { return (uintptr_t)&adbc_run; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Builds arrow-device's one native library from native/async-ring.c (the async
-// handler that queues a native producer's calls; see the file) and
-// native/adbc-run.c (a small query's driver calls in one thread hop), into
+// handler that queues a native producer's calls; see the file),
+// native/adbc-run.c (a small query's driver calls in one thread hop) and
+// native/workers.c (the package's worker threads for calls that may wait), into
 //
 //   prebuilds/<platform>-<arch>/libarrow-device-async.<so|dylib>
 //
@@ -49,7 +50,7 @@ function fail(message, skippable = true) {
   process.exit(1);
 }
 
-const sources = ['async-ring.c', 'adbc-run.c'].map((f) => join(root, 'native', f));
+const sources = ['async-ring.c', 'adbc-run.c', 'workers.c'].map((f) => join(root, 'native', f));
 // What the sources include: a change to it rebuilds the library too.
 const headers = ['arrow-abi.h'].map((f) => join(root, 'native', f));
 const flags = ['-std=c11', '-D_GNU_SOURCE', '-O2', '-shared', '-fPIC', '-pthread', '-fvisibility=default', '-Wall', '-Wextra'];

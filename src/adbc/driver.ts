@@ -12,7 +12,7 @@
  */
 import type { LibraryHandle } from 'koffi';
 import { NULL, type Ptr } from '../memory/memory.js';
-import { koffi, nativeMemory } from '../memory/native.js';
+import { koffi, nativeMemory, nativeWorkers } from '../memory/native.js';
 import type { StreamProducerError } from '../stream/import.js';
 import { AdbcError, AdbcStatus, type AdbcErrorInit } from './error.js';
 import { JOB, RunStep, type RunFunction } from './run.js';
@@ -155,6 +155,11 @@ type CFunction = ((...args: unknown[]) => unknown) & { async: (...args: unknown[
 function cFunction(addr: Ptr, proto: Called): CFunction {
   const k = koffi();
   return k.decode(addr, (PROTOS ??= makeProtos(k))[proto]) as CFunction;
+}
+
+/** A call on the package's worker threads, answered as koffi's async form answers (`cb(error, result)`). */
+function onPool(call: Promise<number>, cb: (e: unknown, ret: number) => void): void {
+  call.then((ret) => cb(null, ret), (e: unknown) => cb(e, 0));
 }
 
 /** Libraries loaded, by the path given to the loader: loaded once, never unloaded (see the file comment). */
@@ -302,7 +307,9 @@ export class Driver {
       strings.free();
       return Promise.reject(e);
     }
-    return this.#onWorker(strings, (err, cb) => fn.async(...argv, err, cb), (ret) => {
+    const pool = nativeWorkers();
+    const addr = pool === null ? NULL : this.#address(f);
+    return this.#onWorker(strings, (err, cb) => (pool === null ? fn.async(...argv, err, cb) : onPool(pool.call(addr, [...(argv as (bigint | number)[]), err]), cb)), (ret) => {
       const status = ret & 0xff;
       return status !== AdbcStatus.OK ? { failed: f, status } : { value: undefined };
     });
@@ -360,7 +367,9 @@ export class Driver {
     }
     return this.#onWorker<RunResult>(strings, (err, cb) => {
       mem().writePtr(job + JOB.error, err);
-      run.async(job, cb);
+      const pool = run.address === undefined ? null : nativeWorkers();
+      if (pool === null) run.async(job, cb);
+      else onPool(pool.call(run.address!, [job]), cb);
     }, (step) => {
       const status = Number(mem().readI64(job + JOB.status));
       if (step === RunStep.SetSql) return { failed: 'StatementSetSqlQuery', status: status & 0xff };

@@ -32,7 +32,11 @@ export const JOB = {
 export const RunStep = { Done: 0, SetSql: 1, Execute: 2, GetSchema: 3, GetNext: 4 } as const;
 
 /** `adbc_run` through koffi: `.async(job, callback)` runs it on a worker thread. */
-export type RunFunction = ((job: Ptr) => unknown) & { async: (job: Ptr, cb: (e: unknown, step: number | bigint) => void) => void };
+export type RunFunction = ((job: Ptr) => unknown) & {
+  async: (job: Ptr, cb: (e: unknown, step: number | bigint) => void) => void;
+  /** `adbc_run`'s address, for the package's worker threads (src/memory/workers.ts); absent from an older library. */
+  address?: bigint;
+};
 
 let loaded: RunFunction | null | undefined;
 let enabled = true;
@@ -73,7 +77,13 @@ function load(): RunFunction | null {
       queryRunMissing = `${found.path} has ${size}-byte runs; this package writes ${JOB.size}`;
       return null;
     }
-    return l.func('int64_t adbc_run(uintptr_t job)') as unknown as RunFunction;
+    const f = l.func('int64_t adbc_run(uintptr_t job)') as unknown as RunFunction;
+    try {
+      f.address = BigInt(l.func('uintptr_t adbc_run_fn(void)')() as number | bigint);
+    } catch {
+      // A library from before the worker threads: its runs go through koffi's async form.
+    }
+    return f;
   } catch (e) {
     // An older library without adbc_run, one for another libc, or a Deno without --allow-ffi.
     queryRunMissing = `${found.path} gives no query run on ${runtimeName}: ${(e as Error).message}`;

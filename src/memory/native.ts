@@ -10,6 +10,7 @@ import type { CType, CValue, Memory, Ptr, Signature } from './memory.js';
 import { callbacks } from './registry.js';
 import { hex, stage, staged, type Addr, type Arena, type RawAccess } from './raw.js';
 import { SLAB_MAX, SlabHeap } from './slab.js';
+import { loadWorkers, type NativeWorkers } from './workers.js';
 
 type Koffi = typeof import('koffi');
 type KoffiType = ReturnType<Koffi['proto']>;
@@ -371,8 +372,23 @@ class NativeMemory implements Memory {
     if (typeof range === 'object' && this.pinned.length < 256) this.pinned.push(range);
   }
 
+  /** The package's worker threads (src/memory/workers.ts), loaded on the first call off the JS thread; null where they are not used. */
+  private pool: NativeWorkers | null | undefined;
+
+  workers(): NativeWorkers | null {
+    if (this.pool === undefined) this.pool = loadWorkers(this.k, this);
+    return this.pool;
+  }
+
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
     this.check(fn, 1);
+    const pool = this.workers();
+    if (pool !== null) {
+      // Every CType is an integer, so every signature goes through the pool (native/workers.c).
+      const r = sig.result;
+      if (r === 'int64' || r === 'pointer') return pool.call(fn, args as (bigint | number)[], true);
+      return r === 'void' ? pool.call(fn, args as (bigint | number)[]).then(() => undefined) : pool.call(fn, args as (bigint | number)[]);
+    }
     const f = this.asyncFn(fn, sig);
     return new Promise((resolve, reject) => {
       f.async(...args, (err: unknown, r: number | bigint | null | undefined) => {
@@ -692,4 +708,15 @@ export function nativeMemory(): Memory {
     callbacks.registerAll(native);
   }
   return native;
+}
+
+/**
+ * The package's worker threads for foreign calls that may wait, or null where koffi's async calls
+ * serve instead (`nativeWorkersMissing` says why).
+ *
+ * @internal Not a public name (src/index.ts does not export it): src/adbc and tests use it.
+ */
+export function nativeWorkers(): NativeWorkers | null {
+  nativeMemory();
+  return native!.workers();
 }

@@ -14,7 +14,9 @@
  * ADBC_REQUIRED=1 makes that a failure.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, constants as fsConstants, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { open as openAsync, readFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -24,6 +26,8 @@ import {
   AdbcDatabase, AdbcError, AdbcRecordBatchReader, AdbcStatus, type AdbcConnection,
 } from '../../src/adbc/index.js';
 import { logDriverCalls, type CallThread } from '../../src/adbc/driver.js';
+import { nativeWorkers } from '../../src/memory/native.js';
+import { nativeWorkersMissing } from '../../src/memory/workers.js';
 import { collectUntil } from '../helpers/gc.js';
 import { DUCKDB, FLIGHTSQL, POSTGRESQL, SQLITE, type DriverSpec } from './drivers.js';
 import { flightSqlServerMissing, startFlightSql, type FlightSqlServer } from './flightsql.js';
@@ -406,6 +410,37 @@ describe('PostgreSQL: the pool across a server restart, aborts of running querie
     }
     await nothingLive();
   });
+
+  test('driver calls run on the package\'s own threads, as many as the calls in flight: eight sleeping queries leave libuv\'s pool to node:fs', { skip: workersSkip() }, async () => {
+    // docs/adbc.md, "What runs where". On koffi's async form (libuv's pool, 4 threads) only four of the
+    // eight would run at once, and a file read would wait behind them.
+    const pool8 = nativeWorkers()!;
+    const db = new AdbcDatabase(POSTGRESQL.options(server.uri));
+    const pool = db.pool({ max: 8 });
+    try {
+      const leases = await Promise.all(Array.from({ length: 8 }, () => pool.connect()));
+      for (const c of leases) c.release();
+      let slept = 0;
+      const sleeps = Array.from({ length: 8 }, () => pool.query(`SELECT pg_sleep(${SLOW_S / 2}) AS s`).then((t) => {
+        t.release();
+        slept++;
+      }));
+      const busy = (): number => pool8.stats().threads - pool8.stats().idle;
+      const deadline = Date.now() + (SLOW_S * 1000) / 4;
+      while (busy() < 8 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(busy() >= 8, `eight threads in the driver at once (${busy()} busy: ${JSON.stringify(pool8.stats())})`);
+      // libuv's threads are free meanwhile: reads on them finish while every query still sleeps.
+      const files = await Promise.all(Array.from({ length: 8 }, () => readFile(new URL(import.meta.url))));
+      assert.equal(slept, 0, 'the reads finished before any sleep ended');
+      assert.ok(files.every((f) => f.byteLength > 0));
+      await Promise.all(sleeps);
+      assert.equal(slept, 8);
+    } finally {
+      await pool.close();
+      await db.close();
+    }
+    await nothingLive();
+  });
 });
 
 describe('aborts: readers, ingestion, statements, and an aborted signal starts nothing (DuckDB)', { skip: DUCKDB.missing }, () => {
@@ -562,6 +597,46 @@ async function assertBlockingCallsOffThread(spec: DriverSpec, uri?: string): Pro
     await db.close();
   }
 }
+
+/** Why the package's worker threads are not under test here, or false. */
+function workersSkip(): string | false {
+  if (process.platform === 'win32') return 'no FIFOs and no prebuilt worker threads on Windows';
+  return nativeWorkers() === null ? `the package's worker threads are not used here: ${nativeWorkersMissing()}` : false;
+}
+
+describe('the package\'s own worker threads (DuckDB)', { skip: DUCKDB.missing ?? workersSkip() }, () => {
+  test('every thread of libuv\'s pool blocked in node:fs: queries still run', async () => {
+    // Each of libuv's threads is held in open(2) of a FIFO that has no writer yet, so nothing that runs
+    // on that pool can start. Queries run on the package's threads, and so finish.
+    const dir = mkdtempSync(join(tmpdir(), 'arrow-device-fifo-'));
+    const fifo = join(dir, 'hold');
+    execFileSync('mkfifo', [fifo]);
+    const size = Number(process.env.UV_THREADPOOL_SIZE ?? 4) || 4;
+    const held = Array.from({ length: size }, () => openAsync(fifo, 'r'));
+    const db = await AdbcDatabase.open(DUCKDB.options());
+    try {
+      const calls = nativeWorkers()!.stats().calls;
+      const conn = await db.connect();
+      const results = await Promise.all(Array.from({ length: 4 }, async (_, k) => {
+        const t = await conn.query(`SELECT sum(range)::BIGINT AS s FROM range(${(k + 1) * 1000})`);
+        const v = Number(t.getChild('s')!.get(0));
+        t.release();
+        return v;
+      }));
+      assert.deepEqual(results, [1, 2, 3, 4].map((k) => (k * 1000 * (k * 1000 - 1)) / 2));
+      assert.ok(nativeWorkers()!.stats().calls > calls, 'the calls ran on the package\'s threads');
+      await conn.close();
+    } finally {
+      // A writer's open wakes every blocked reader (the FIFO then has both ends).
+      const w = openSync(fifo, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK);
+      for (const h of await Promise.all(held)) await h.close();
+      closeSync(w);
+      rmSync(dir, { recursive: true, force: true });
+      await db.close();
+    }
+    await nothingLive();
+  });
+});
 
 describe('where driver calls run (the call log)', { skip: DUCKDB.missing }, () => {
   test('DuckDB: connect, queries, a prepared query, a commit, metadata: every blocking call off the JS thread', async () => {

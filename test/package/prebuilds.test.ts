@@ -3,7 +3,7 @@
  * (tools/zig.mjs TARGETS: Linux x64 and arm64, macOS x64 and arm64), as
  * `npm pack` ships them: each is a library of its own platform and CPU
  * (ELF or Mach-O, read from its headers) and exports every function
- * src/async/ring.ts and src/adbc/run.ts load. macOS cannot run here: this is what proves its
+ * src/async/ring.ts, src/adbc/run.ts and src/memory/workers.ts load. macOS cannot run here: this is what proves its
  * libraries. Windows has none (src/async/ring.ts says why; the Windows run,
  * tools/windows.mjs, proves the JS-callback path there).
  */
@@ -19,8 +19,8 @@ import { tempDir } from '../helpers/tools.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The functions src/async/ring.ts and src/adbc/run.ts bind (`l.func('<result> name(...)')`), read from their source. */
-const loaded = [join('async', 'ring.ts'), join('adbc', 'run.ts')].flatMap((f) =>
+/** The functions src/async/ring.ts, src/adbc/run.ts and src/memory/workers.ts bind (`l.func('<result> name(...)')`), read from their source. */
+const loaded = [join('async', 'ring.ts'), join('adbc', 'run.ts'), join('memory', 'workers.ts')].flatMap((f) =>
   [...readFileSync(join(root, 'src', f), 'utf8').matchAll(/l\.func\(\s*'[^']*?\b(\w+)\(/g)].map((m) => m[1]!));
 
 const libraryName = (target: string): string => `libarrow-device-async.${target.startsWith('darwin-') ? 'dylib' : 'so'}`;
@@ -39,8 +39,8 @@ const zigSkip = process.platform === 'win32' ? 'zig is a Linux program in the Wi
 describe('prebuilt native ring libraries', () => {
   test('the loader binds the functions this test looks for', () => {
     // A regex that matched nothing would make every export check below pass vacuously.
-    assert.ok(loaded.length >= 17, `found ${loaded.length} bound functions in src/async/ring.ts and src/adbc/run.ts`);
-    for (const f of ['ring_version', 'ring_new', 'pump_new', 'pump_free', 'adbc_run', 'adbc_run_job_size']) assert.ok(loaded.includes(f), f);
+    assert.ok(loaded.length >= 17, `found ${loaded.length} bound functions in src/async/ring.ts, src/adbc/run.ts and src/memory/workers.ts`);
+    for (const f of ['ring_version', 'ring_new', 'pump_new', 'pump_free', 'adbc_run', 'adbc_run_job_size', 'adbc_run_fn', 'workers_new', 'workers_submit', 'workers_take', 'workers_job_size']) assert.ok(loaded.includes(f), f);
   });
 
   test('every shipped target builds with zig into a library of that target exporting every bound function', { skip: zigSkip, timeout: 600_000 }, () => {

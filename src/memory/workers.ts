@@ -1,0 +1,215 @@
+/**
+ * The package's own worker threads (native/workers.c) for the foreign calls
+ * that may wait: `callAsync` of the native memory and every off-thread ADBC
+ * driver call go through them where the prebuilt library loads, instead of
+ * koffi's async form, which runs on libuv's thread pool (4 threads by
+ * default, shared with `node:fs`, `node:dns` and `node:zlib`).
+ *
+ * A call is written into a job of native memory (the function, its integer
+ * arguments), queued with one plain call, and run on a thread of the pool;
+ * the pool calls a koffi callback when JS waits (koffi queues it to the JS
+ * thread, as it answers its own async calls), and JS takes the finished jobs'
+ * tags in one plain call per wake-up. One call at a time costs what koffi's
+ * async form costs; calls in flight together share wake-ups.
+ *
+ * Where the pool is not used, and why (`nativeWorkersMissing`): no prebuilt
+ * library (Windows among them) or `ARROW_DEVICE_WORKERS=0`; koffi's async
+ * calls serve there.
+ */
+import type { LibraryHandle } from 'koffi';
+import { ArrowDeviceError } from '../errors.js';
+import { envVar, runtimeName } from '../platform/node.js';
+import { findPrebuilt } from '../platform/prebuilt.js';
+
+type Koffi = typeof import('koffi');
+
+/** `struct worker_job` (native/workers.c): fn, nargs, args[9], ret, tag, next; 8 bytes each. */
+const JOB_WORDS = 14;
+const JOB_BYTES = JOB_WORDS * 8;
+const MAX_ARGS = 9;
+const RET = 11;
+const TAG = 12;
+/** Jobs per slab: a slab is allocated when every job is in flight, and never freed (see `Slab`). */
+const SLAB_JOBS = 64;
+/** The most threads of the pool, and how long one waits for a call before it ends. */
+const MAX_THREADS = 256;
+const IDLE_MS = 10_000;
+const TAKE_MAX = 64;
+
+/** What a test or benchmark reads of the pool (`workers_stat`). */
+export interface WorkerStats {
+  /** Threads running now, and idle among them. */
+  readonly threads: number;
+  readonly idle: number;
+  /** Threads ever started, calls ever run, wake-ups of the JS thread. */
+  readonly started: number;
+  readonly calls: number;
+  readonly wakeups: number;
+}
+
+export interface NativeWorkers {
+  /**
+   * Calls the function at `fn` with `args` (integers: pointers, sizes, ints) on a thread of the pool.
+   * Resolves to the low 32 bits of its result as a signed number (`wide`: all 64 bits, as a bigint).
+   */
+  call(fn: bigint, args: readonly (bigint | number)[], wide?: false): Promise<number>;
+  call(fn: bigint, args: readonly (bigint | number)[], wide: true): Promise<bigint>;
+  stats(): WorkerStats;
+}
+
+/** The process's allocator, for job memory that no JS thread frees (a thread of the pool may hold it). */
+export interface JobMemory {
+  allocProcess(size: number): bigint;
+  view(addr: bigint, byteLength: number): Uint8Array;
+}
+
+/**
+ * Jobs in native memory that lives as long as the process: a job may still be
+ * inside a driver when the JS thread that made it ends, and its thread writes
+ * the result into it afterwards.
+ */
+interface Slab {
+  readonly base: bigint;
+  readonly u64: BigUint64Array;
+  readonly i32: Int32Array;
+}
+
+interface Pending {
+  resolve: (v: never) => void;
+  reject: (e: unknown) => void;
+  wide: boolean;
+}
+
+let missing: string | undefined;
+
+/** Why the pool is not used in this thread, when it is not (for tests and benchmarks to print). */
+export function nativeWorkersMissing(): string | undefined {
+  return missing;
+}
+
+/** Loads the pool, or returns null and says why (`nativeWorkersMissing`). */
+export function loadWorkers(k: Koffi, mem: JobMemory): NativeWorkers | null {
+  if (envVar('ARROW_DEVICE_WORKERS') === '0') return none('turned off (ARROW_DEVICE_WORKERS=0)');
+  if (process.platform === 'win32') return none('no prebuilt library for Windows');
+  const found = findPrebuilt();
+  if ('missing' in found) return none(found.missing);
+  let l: LibraryHandle;
+  try {
+    l = k.load(found.path);
+    const size = Number(l.func('int64_t workers_job_size(void)')() as number | bigint);
+    if (size !== JOB_BYTES) return none(`${found.path} has ${size}-byte jobs; this package writes ${JOB_BYTES}`);
+  } catch (e) {
+    // An older library without the pool, one for another libc, or a Deno without --allow-ffi.
+    return none(`${found.path} gives no worker threads on ${runtimeName}: ${(e as Error).message}`);
+  }
+  const create = l.func('uintptr_t workers_new(int64_t max_threads, int64_t idle_ms, uintptr_t notify)');
+  const submit = l.func('int32_t workers_submit(uintptr_t w, uintptr_t job)');
+  const take = l.func('int64_t workers_take(uintptr_t w, int64_t *out, int64_t max, int32_t arm)');
+  const stat = l.func('int64_t workers_stat(uintptr_t w, int32_t which)');
+  let pool: Pool | undefined;
+  // One registration per JS thread (koffi allows 8192 in all), never unregistered: the pool outlives it.
+  const notify = BigInt(k.register(() => pool?.drain(), k.pointer(k.proto('void', []))) as unknown as number | bigint);
+  const w = BigInt(create(MAX_THREADS, IDLE_MS, notify) as number | bigint);
+  if (w === 0n) return none('workers_new failed (out of memory)');
+  pool = new Pool(mem, {
+    submit: (job) => submit(w, job) as number,
+    take: (out, arm) => Number(take(w, out, TAKE_MAX, arm ? 1 : 0) as number | bigint),
+    stat: (which) => Number(stat(w, which) as number | bigint),
+  });
+  return pool;
+}
+
+function none(why: string): null {
+  missing = why;
+  return null;
+}
+
+interface PoolLib {
+  submit(job: bigint): number;
+  take(out: BigInt64Array, arm: boolean): number;
+  stat(which: number): number;
+}
+
+class Pool implements NativeWorkers {
+  readonly #mem: JobMemory;
+  readonly #lib: PoolLib;
+  readonly #slabs: Slab[] = [];
+  /** Free job numbers (slab * SLAB_JOBS + index). */
+  readonly #free: number[] = [];
+  readonly #pending: (Pending | undefined)[] = [];
+  #inFlight = 0;
+  readonly #out = new BigInt64Array(TAKE_MAX);
+  /** Keeps the process alive while calls are in flight (koffi's callback does not): a timer that never fires. */
+  #alive: ReturnType<typeof setInterval> | undefined;
+
+  constructor(mem: JobMemory, lib: PoolLib) {
+    this.#mem = mem;
+    this.#lib = lib;
+  }
+
+  #job(): number {
+    let n = this.#free.pop();
+    if (n === undefined) {
+      const base = this.#mem.allocProcess(SLAB_JOBS * JOB_BYTES);
+      const bytes = this.#mem.view(base, SLAB_JOBS * JOB_BYTES);
+      const s = this.#slabs.length;
+      this.#slabs.push({ base, u64: new BigUint64Array(bytes.buffer, bytes.byteOffset, SLAB_JOBS * JOB_WORDS), i32: new Int32Array(bytes.buffer, bytes.byteOffset, SLAB_JOBS * JOB_WORDS * 2) });
+      for (let i = SLAB_JOBS - 1; i > 0; i--) this.#free.push(s * SLAB_JOBS + i);
+      n = s * SLAB_JOBS;
+    }
+    return n;
+  }
+
+  call(fn: bigint, args: readonly (bigint | number)[], wide?: false): Promise<number>;
+  call(fn: bigint, args: readonly (bigint | number)[], wide: true): Promise<bigint>;
+  call(fn: bigint, args: readonly (bigint | number)[], wide = false): Promise<number | bigint> {
+    if (args.length > MAX_ARGS) return Promise.reject(new ArrowDeviceError('invalid', 'worker call', `${args.length} arguments; at most ${MAX_ARGS}`));
+    const n = this.#job();
+    const slab = this.#slabs[(n / SLAB_JOBS) | 0]!;
+    const at = (n % SLAB_JOBS) * JOB_WORDS;
+    const u64 = slab.u64;
+    u64[at] = fn;
+    u64[at + 1] = BigInt(args.length);
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i]!;
+      u64[at + 2 + i] = typeof a === 'bigint' ? BigInt.asUintN(64, a) : BigInt.asUintN(64, BigInt(a));
+    }
+    u64[at + TAG] = BigInt(n);
+    return new Promise<number | bigint>((resolve, reject) => {
+      const rc = this.#lib.submit(slab.base + BigInt(at * 8));
+      if (rc !== 0) {
+        this.#free.push(n);
+        reject(new ArrowDeviceError('io', 'worker call', `no worker thread could start (errno ${rc})`));
+        return;
+      }
+      this.#pending[n] = { resolve: resolve as (v: never) => void, reject, wide };
+      if (this.#inFlight++ === 0) this.#alive = setInterval(() => {}, 1 << 30);
+    });
+  }
+
+  /** The notify callback: takes every finished call and settles its promise; arms the pool when none is left. */
+  drain(): void {
+    const out = this.#out;
+    for (;;) {
+      const got = this.#lib.take(out, true);
+      for (let i = 0; i < got; i++) {
+        const n = Number(out[i]!);
+        const p = this.#pending[n];
+        if (p === undefined) continue; // not ours: never happens while tags are our job numbers
+        this.#pending[n] = undefined;
+        const slab = this.#slabs[(n / SLAB_JOBS) | 0]!;
+        const at = (n % SLAB_JOBS) * JOB_WORDS;
+        const v = p.wide ? slab.u64[at + RET]! : slab.i32[(at + RET) * 2]!; // little-endian: the low word first
+        this.#free.push(n);
+        if (--this.#inFlight === 0) clearInterval(this.#alive);
+        (p.resolve as (v: number | bigint) => void)(v);
+      }
+      if (got < TAKE_MAX) return;
+    }
+  }
+
+  stats(): WorkerStats {
+    const s = (i: number): number => this.#lib.stat(i);
+    return { threads: s(0), idle: s(1), started: s(2), calls: s(3), wakeups: s(4) };
+  }
+}
