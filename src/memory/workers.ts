@@ -34,7 +34,8 @@ const SLAB_JOBS = 64;
 /** The most threads of the pool, and how long one waits for a call before it ends. */
 const MAX_THREADS = 256;
 const IDLE_MS = 10_000;
-const TAKE_MAX = 64;
+/** The most finished calls settled in one turn of the event loop (see `drain`). */
+const TAKE_MAX = 16;
 
 /** What a test or benchmark reads of the pool (`workers_stat`). */
 export interface WorkerStats {
@@ -119,6 +120,10 @@ export function loadWorkers(k: Koffi, mem: JobMemory): NativeWorkers | null {
   return pool;
 }
 
+/** Runs `f` at the next turn of the event loop, after its I/O (`setImmediate` where the runtime has it). */
+const later: (f: () => void) => void =
+  typeof setImmediate === 'function' ? (f) => void setImmediate(f) : (f) => void setTimeout(f, 0);
+
 function none(why: string): null {
   missing = why;
   return null;
@@ -187,25 +192,53 @@ class Pool implements NativeWorkers {
     });
   }
 
-  /** The notify callback: takes every finished call and settles its promise; arms the pool when none is left. */
+  /**
+   * The notify callback: settles finished calls, at most `TAKE_MAX` a turn of the event loop. The runtime
+   * delivers callbacks queued from other threads in a loop (Node's thread-safe functions, up to 1,000 a
+   * turn), and each settled call runs its caller's continuation (the import of a result, the next query)
+   * before the turn ends: calls answered as they finished, all of them in one turn, kept timers from
+   * running for hundreds of milliseconds under sixteen loops of queries. So with calls still in flight,
+   * or more finished than one take, the rest waits for the next turn (`#later`), where the pool is armed
+   * again. With nothing else in flight the pool is armed at once: one call's latency is koffi's.
+   */
   drain(): void {
+    if (this.#settle(false) < TAKE_MAX && this.#inFlight === 0) this.#settle(true);
+    else this.#defer();
+  }
+
+  #deferred = false;
+  #defer(): void {
+    if (this.#deferred) return;
+    this.#deferred = true;
+    later(this.#rearm);
+  }
+
+  readonly #rearm = (): void => {
+    this.#deferred = false;
+    // A full take leaves the pool unarmed (more may be waiting): the next turn takes again.
+    if (this.#settle(true) === TAKE_MAX) this.#defer();
+  };
+
+  /**
+   * Takes up to `TAKE_MAX` finished calls and settles their promises; with `arm`, and fewer taken, the
+   * next call to finish notifies. Returns how many were taken.
+   */
+  #settle(arm: boolean): number {
     const out = this.#out;
-    for (;;) {
-      const got = this.#lib.take(out, true);
-      for (let i = 0; i < got; i++) {
-        const n = Number(out[i]!);
-        const p = this.#pending[n];
-        if (p === undefined) continue; // not ours: never happens while tags are our job numbers
-        this.#pending[n] = undefined;
-        const slab = this.#slabs[(n / SLAB_JOBS) | 0]!;
-        const at = (n % SLAB_JOBS) * JOB_WORDS;
-        const v = p.wide ? slab.u64[at + RET]! : slab.i32[(at + RET) * 2]!; // little-endian: the low word first
-        this.#free.push(n);
-        if (--this.#inFlight === 0) clearInterval(this.#alive);
-        (p.resolve as (v: number | bigint) => void)(v);
-      }
-      if (got < TAKE_MAX) return;
+    const got = this.#lib.take(out, arm);
+    for (let i = 0; i < got; i++) {
+      const n = Number(out[i]!);
+      const p = this.#pending[n];
+      if (p === undefined) continue; // not ours: never happens while tags are our job numbers
+      this.#pending[n] = undefined;
+      const slab = this.#slabs[(n / SLAB_JOBS) | 0]!;
+      const at = (n % SLAB_JOBS) * JOB_WORDS;
+      const v = p.wide ? slab.u64[at + RET]! : slab.i32[(at + RET) * 2]!; // little-endian: the low word first
+      this.#free.push(n);
+      if (--this.#inFlight === 0) clearInterval(this.#alive);
+      (p.resolve as (v: number | bigint) => void)(v);
     }
+    return got;
   }
 
   stats(): WorkerStats {
