@@ -268,6 +268,15 @@ int peer_released(void* handle) {
   return r;
 }
 
+/* How many tasks the producer has pushed so far (a plain call: it never waits). */
+int64_t peer_produced(void* handle) {
+  struct producer* p = handle;
+  pthread_mutex_lock(&p->mu);
+  int64_t n = p->produced;
+  pthread_mutex_unlock(&p->mu);
+  return n;
+}
+
 /*
  * (peer_produce's error_at, above.)
  */

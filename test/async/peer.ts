@@ -20,6 +20,8 @@ export interface AsyncPeer {
   go(p: bigint): void;
   /** Whether the producer has called the handler's release. */
   released(p: bigint): boolean;
+  /** How many tasks the producer has pushed so far. */
+  produced(p: bigint): number;
   /** Joins the producer thread: produced, extracted, extracted_null, requests, max_credit, cancelled, schema_rc, next_rc. */
   produceWait(p: bigint): Promise<ProducerStats>;
   /** misbehave: see peer.c. failAt: on_next_task refuses that task (extracts it with NULL, returns EIO); hold: keeps every batch until after the release. */
@@ -101,10 +103,12 @@ export function asyncPeer(): AsyncPeer {
   const live = lib.func('int64_t peer_live_batches(void)');
   const go = lib.func('void peer_go(void *p)');
   const releasedFn = lib.func('int peer_released(void *p)');
+  const producedFn = lib.func('int64_t peer_produced(void *p)');
   peer = {
     produce: (h, n, rows, errorAt) => BigInt(produce(h, n, rows, errorAt) as bigint),
     go: (p) => void go(p),
     released: (p) => (releasedFn(p) as number) !== 0,
+    produced: (p) => Number(producedFn(p) as number | bigint),
     async produceWait(p) {
       const s = new BigInt64Array(9);
       await callAsync(produceWait, p, s);

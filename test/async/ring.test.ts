@@ -90,7 +90,11 @@ describe('the native ring', () => {
     // it (one hop per task, each queued as it comes). With the ring it pushes all 16 and rings once,
     // at the first push; the end needs one more request (the peer takes a credit for it), and the end
     // and the release may ring once each.
-    busyWait(300);
+    // Waited for by the producer's own count, not a fixed time: a loaded machine may not run the
+    // producer thread at once. The JS thread still does not yield until then.
+    const deadline = performance.now() + 10_000;
+    while (peer.produced(p) < 16 && performance.now() < deadline) busyWait(1);
+    assert.equal(peer.produced(p), 16, 'the producer pushed its whole window while the JS thread was busy');
     let n = 0;
     let sum = 0;
     for await (const b of reader) {
@@ -154,7 +158,9 @@ describe('the native ring', () => {
       for (const r of readers) r.dispose(); // a reader left alive keeps the process alive
     }
     // The descriptors close on the loop's next turns (a socket's close, Bun's cancelled read).
-    for (let turn = 0; turn < 100 && openPipes() !== pipes; turn++) await new Promise((r) => setImmediate(r));
+    // Waited for with a deadline, not a count of turns: Bun settles a cancelled read on its own time.
+    const deadline = performance.now() + 10_000;
+    while (openPipes() !== pipes && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     assert.equal(openPipes(), pipes, 'every pipe closed');
     assert.equal(accounting().liveExports, exportsBefore);
   });
