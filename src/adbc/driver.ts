@@ -222,6 +222,8 @@ export class Driver {
   readonly label: string;
   readonly #table: Ptr;
   readonly #fns = new Map<DriverField, CFunction | null>();
+  /** Entry addresses for calls on the package's worker threads (read from the table once each). */
+  readonly #addrs = new Map<Called, Ptr>();
   #released = false;
 
   private constructor(table: Ptr, version: number, label: string) {
@@ -291,25 +293,27 @@ export class Driver {
   }
 
   /**
-   * Calls entry `f` on a koffi worker thread: the JS thread stays free (and
+   * Calls entry `f` on a worker thread (the package's, else koffi's): the JS thread stays free (and
    * callbacks the driver makes into JS meanwhile, such as a bound stream's
    * `get_next`, can run). Rejects with an `AdbcError` unless it returns OK.
    */
   callAsync(f: Called, ...a: CArg[]): Promise<void> {
     callLog?.(f, 'worker');
-    let fn: CFunction;
+    const pool = nativeWorkers();
+    // The pool needs the entry's address only, koffi's async form the bound function.
+    let fn: CFunction | undefined;
+    let addr = NULL;
     const strings = new CStrings();
     let argv: unknown[];
     try {
-      fn = this.#entry(f);
+      if (pool === null) fn = this.#entry(f);
+      else addr = this.#address(f);
       argv = args(strings, a);
     } catch (e) {
       strings.free();
       return Promise.reject(e);
     }
-    const pool = nativeWorkers();
-    const addr = pool === null ? NULL : this.#address(f);
-    return this.#onWorker(strings, (err, cb) => (pool === null ? fn.async(...argv, err, cb) : onPool(pool.call(addr, [...(argv as (bigint | number)[]), err]), cb)), (ret) => {
+    return this.#onWorker(strings, (err, cb) => (pool === null ? fn!.async(...argv, err, cb) : onPool(pool.call(addr, [...(argv as (bigint | number)[]), err]), cb)), (ret) => {
       const status = ret & 0xff;
       return status !== AdbcStatus.OK ? { failed: f, status } : { value: undefined };
     });
@@ -380,8 +384,13 @@ export class Driver {
 
   /** The address of table entry `f`; NOT_IMPLEMENTED where the driver leaves it NULL. */
   #address(f: Called): Ptr {
-    this.#entry(f); // the checks and the error of a missing entry
-    return mem().readPtr(this.#table + driverOffset(f as DriverField));
+    let addr = this.#addrs.get(f);
+    if (addr === undefined || this.#released) {
+      this.#entry(f); // the checks and the error of a missing entry (and of a released driver)
+      addr = mem().readPtr(this.#table + driverOffset(f as DriverField));
+      this.#addrs.set(f, addr);
+    }
+    return addr;
   }
 
   /**
