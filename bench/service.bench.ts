@@ -492,9 +492,9 @@ async function main(): Promise<void> {
   console.log(
     `service bench: node ${process.version}, table of ${TABLE_ROWS.toLocaleString('en')} rows (index on id); latency: medians of ${REPS} after ${WARMUP}, sides round-robin in one process per database, ` +
       `ratio ours / other; load: ${SECONDS} s per point after a warm-up, C = ${CONCURRENCY.join(', ')}, ${LOAD_ROWS.toLocaleString('en')}-row parameterised queries, a fresh process per side and point, ratio ours / peer in req/s; ` +
-      `ours under load: ${oursMode(usePool)}${libraryHasPool() ? '' : ' (the library has no db.pool yet)'}; UV_THREADPOOL_SIZE ${process.env.UV_THREADPOOL_SIZE ?? 'unset (4)'}; ` +
+      `ours under load: ${oursMode(usePool)}${libraryHasPool() ? '' : ' (the library has no db.pool yet)'}; ` +
       `a query's driver calls: ${queryRun() !== null ? 'one native run per query (src/adbc/run.ts)' : `one hop each (${queryRunMissing})`}, ` +
-      `on ${nativeWorkers() !== null ? "the package's worker threads (src/memory/workers.ts)" : `koffi's async form on libuv's pool (${nativeWorkersMissing()})`}; load average ${load()}`,
+      `on ${nativeWorkers() !== null ? "the package's worker threads (src/memory/workers.ts)" : `koffi's async form on libuv's pool (${nativeWorkersMissing()}; UV_THREADPOOL_SIZE ${process.env.UV_THREADPOOL_SIZE ?? 'unset (4)'})`}; load average ${load()}`,
   );
   const dir = mkdtempSync(join(tmpdir(), 'arrow-device-bench-service-'));
   try {
