@@ -128,22 +128,23 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
 
   /** @internal Use `AdbcDatabase.connect()`. */
   constructor(
-    driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection<T>>, target: AdbcTarget<T>, queryDefaults: QueryDefaults = {},
-    onClose?: (c: AdbcConnection<T>) => void, statementCacheSize = STATEMENT_CACHE_SIZE,
+    driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection<T>>, target: AdbcTarget<T>, defaults: ConnectionDefaults = {},
+    onClose?: (c: AdbcConnection<T>) => void,
   ) {
     const life = connectionLifetime(driver, ptr, parent);
     super(life);
     this.#ptr = ptr;
     this.#sibling = sibling;
     this.#onClose = onClose;
-    this.#cacheSize = statementCacheSize;
+    this.#cacheSize = defaults.statementCacheSize ?? STATEMENT_CACHE_SIZE;
     this.#core = {
       driver,
       serial: new Serial((e) => {
         if (this.#fault === undefined && isConnectionFault(e)) this.#fault = e as AdbcError;
       }),
       life,
-      queryDefaults,
+      queryDefaults: defaults.queryDefaults ?? {},
+      statementOptions: defaults.statementOptions ?? [],
       target: target as unknown as AdbcTarget<AdbcTypes>,
       resultOpened: () => {
         this.#openResults++;
@@ -867,10 +868,17 @@ function connectionLifetime(driver: Driver, ptr: Ptr, parent: Lifetime): Lifetim
   return new Lifetime('connection', parent, ...handleReleases(driver, 'ConnectionRelease', ptr));
 }
 
+/** @internal What a database gives each of its connections (its `ConnectOptionsBase` parts). */
+export interface ConnectionDefaults {
+  readonly queryDefaults?: QueryDefaults;
+  readonly statementCacheSize?: number;
+  readonly statementOptions?: readonly (readonly [string, string])[];
+}
+
 /** @internal `AdbcConnectionNew` + `AdbcConnectionInit` (the latter on a worker thread: it may connect over the network). */
 export async function openConnection<T extends AdbcTypes>(
-  driver: Driver, db: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection<T>>, target: AdbcTarget<T>, queryDefaults: QueryDefaults = {},
-  onClose?: (c: AdbcConnection<T>) => void, statementCacheSize?: number,
+  driver: Driver, db: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection<T>>, target: AdbcTarget<T>, defaults: ConnectionDefaults = {},
+  onClose?: (c: AdbcConnection<T>) => void,
 ): Promise<AdbcConnection<T>> {
   const p = allocNative(16);
   try {
@@ -883,7 +891,7 @@ export async function openConnection<T extends AdbcTypes>(
   const leave = parent.enter();
   try {
     await driver.callAsync('ConnectionInit', p, db);
-    return new AdbcConnection<T>(driver, p, parent, sibling, target, queryDefaults, onClose, statementCacheSize);
+    return new AdbcConnection<T>(driver, p, parent, sibling, target, defaults, onClose);
   } catch (e) {
     try {
       driver.call('ConnectionRelease', p);

@@ -7,11 +7,11 @@ import { defaultEntrypoint, findDriver, resolveOptions } from './discovery.js';
 import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, Serial } from './lifetime.js';
 import * as options from './options.js';
-import { openConnection, type AdbcConnection } from './connection.js';
+import { openConnection, type AdbcConnection, type ConnectionDefaults } from './connection.js';
 import type { ArrowAdbc } from './arrowjs.js';
 import type { AdbcTarget, AdbcTypes } from './target.js';
 import { AdbcPool, type PoolOptions } from './pool.js';
-import { LoadFlags, type ConnectOptions, type QueryDefaults } from './types.js';
+import { LoadFlags, type ConnectOptions } from './types.js';
 import { abortable, checkSignal } from './abort.js';
 import type { SignalOption } from './statement.js';
 import type { Ptr } from '../memory/memory.js';
@@ -58,8 +58,7 @@ export class AdbcDatabaseBase<T extends AdbcTypes = ArrowAdbc> extends Closable 
   readonly #ptr: Ptr;
   readonly #life: Lifetime;
   readonly #serial = new Serial();
-  readonly #queryDefaults: QueryDefaults;
-  readonly #statementCacheSize: number | undefined;
+  readonly #defaults: ConnectionDefaults;
   readonly #target: AdbcTarget<T>;
 
   /**
@@ -72,15 +71,20 @@ export class AdbcDatabaseBase<T extends AdbcTypes = ArrowAdbc> extends Closable 
     if (size !== undefined && !(Number.isInteger(size) && size >= 0)) {
       throw new AdbcError('AdbcDatabase', { status: AdbcStatus.INVALID_ARGUMENT, message: `AdbcDatabase: options.statementCacheSize must be an integer from 0, got ${String(size)}` });
     }
+    const statementOptions = Object.entries(options.statementOptions ?? {});
+    for (const [key, value] of statementOptions) {
+      if (typeof value !== 'string') {
+        throw new AdbcError('AdbcDatabase', { status: AdbcStatus.INVALID_ARGUMENT, message: `AdbcDatabase: options.statementOptions[${JSON.stringify(key)}] must be a string, got ${typeof value}` });
+      }
+    }
     const opened = openDatabase(options, deferInit === 0);
     super(opened.life);
     this.driverInfo = opened.info;
     this.#driver = opened.driver;
     this.#ptr = opened.ptr;
     this.#life = opened.life;
-    this.#queryDefaults = { ...options.queryOptions };
     this.#target = target;
-    this.#statementCacheSize = options.statementCacheSize;
+    this.#defaults = { queryDefaults: { ...options.queryOptions }, statementCacheSize: size, statementOptions };
   }
 
   /** The database for a synchronous call: open, and no connection being opened (`AdbcConnectionInit` reads it). */
@@ -186,7 +190,7 @@ export class AdbcDatabaseBase<T extends AdbcTypes = ArrowAdbc> extends Closable 
   #connect(onClose: ((c: AdbcConnection<T>) => void) | undefined): Promise<AdbcConnection<T>> {
     this.#life.check('connect');
     return this.#serial.run(() =>
-      openConnection(this.#driver, this.#ptr, this.#life, () => this.connect(), this.#target, this.#queryDefaults, onClose, this.#statementCacheSize),
+      openConnection(this.#driver, this.#ptr, this.#life, () => this.connect(), this.#target, this.#defaults, onClose),
     );
   }
 

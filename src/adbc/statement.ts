@@ -82,6 +82,8 @@ export interface ConnectionCore {
   readonly life: Lifetime;
   /** The database's `queryOptions`: what every reader of the connection starts from. */
   readonly queryDefaults: QueryDefaults;
+  /** The database's `statementOptions`: set on every statement of the connection as it is made. */
+  readonly statementOptions: readonly (readonly [string, string])[];
   /** What results are built with and bound data exported by (the database's). */
   readonly target: AdbcTarget<AdbcTypes>;
   /** A result stream of the connection opens (a reader's); the returned function is called once when it is released. */
@@ -134,7 +136,14 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
       freeNative(p);
       throw e;
     }
-    return new AdbcStatement<T>(conn, p);
+    const stmt = new AdbcStatement<T>(conn, p);
+    try {
+      for (const [key, value] of conn.statementOptions) conn.driver.call('StatementSetOption', p, key, value);
+    } catch (e) {
+      stmt.closeSync();
+      throw e;
+    }
+    return stmt;
   }
 
   /** @internal Whether a result of this statement is still open (a cached statement is reused only when not). */

@@ -164,6 +164,17 @@ export interface ConnectOptionsBase {
    * dropped): turn the cache off where that matters.
    */
   statementCacheSize?: number;
+  /**
+   * Options set on every statement this database's connections make (`AdbcStatementSetOption`, once, as
+   * the statement is made: `createStatement`, `query`, `queryStream`, `execute`, `ingest`, ...); a cached
+   * statement keeps them. A driver that refuses one fails the call that made the statement, with its
+   * `AdbcError`. For example PostgreSQL's `adbc.postgresql.use_copy: 'false'` reads results without `COPY`:
+   * faster for one-row lookups, slower for large results (docs/adbc.md, the services section, has the figures).
+   *
+   * @example
+   * new AdbcDatabase({ driver: 'postgresql', uri, statementOptions: { 'adbc.postgresql.use_copy': 'false' } });
+   */
+  statementOptions?: Record<string, string>;
 }
 
 /** `ConnectOptionsBase.queryOptions`: what `QueryOptions` a database's readers start from (a signal is per call). */

@@ -292,6 +292,30 @@ describe('PostgreSQL: the pool across a server restart, aborts of running querie
     assert.match(results[0]!.rows, /"p":null/, 'a NULL read as null');
   });
 
+  test('statementOptions: adbc.postgresql.use_copy false on every statement, set once as it is made, the same results as with COPY', async () => {
+    const sql = `SELECT 1::int2 AS a, 3::int8 AS c, 2.5::float8 AS e, 'x'::text AS f, true AS h, '2024-05-06'::date AS i,
+      '2024-05-06 07:08:09.123456'::timestamp AS j, '12.345'::numeric AS l, '{1,2,3}'::int4[] AS n, NULL::int4 AS p`;
+    const results: string[] = [];
+    for (const statementOptions of [undefined, { 'adbc.postgresql.use_copy': 'false' }]) {
+      await using db = await AdbcDatabase.open({ ...POSTGRESQL.options(server.uri), statementOptions });
+      await using conn = await db.connect();
+      const calls: string[] = [];
+      logDriverCalls((f) => calls.push(f));
+      try {
+        for (let i = 0; i < 2; i++) {
+          const t = await conn.query(sql);
+          results.push(JSON.stringify([t.schema.fields.map(String), t.toArray()], (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)));
+          t.release();
+        }
+      } finally {
+        logDriverCalls(undefined);
+      }
+      // Once per statement made: the second query reuses the cached statement, options and all.
+      assert.equal(calls.filter((f) => f === 'StatementSetOption').length, statementOptions ? 1 : 0, calls.join(' '));
+    }
+    assert.equal(new Set(results).size, 1, 'the same schema and values with and without COPY');
+  });
+
   test('restarted under load: the loops get typed errors, broken connections are discarded, every loop recovers', async () => {
     const db = new AdbcDatabase(POSTGRESQL.options(server.uri));
     const pool = db.pool({ max: 4 });
@@ -931,6 +955,7 @@ describe('the statement cache (DuckDB, SQLite)', { skip: DUCKDB.missing ?? SQLIT
       const after = await callsOf(async () => assert.deepEqual(await cols(), ['a', 'b']));
       assert.ok(after.includes('StatementNew') && after.includes('StatementSetSqlQuery'), 'prepared anew after the DDL');
       assert.throws(() => new AdbcDatabase({ ...DUCKDB.options(), statementCacheSize: -1 }), /statementCacheSize must be an integer from 0/);
+      assert.throws(() => new AdbcDatabase({ ...DUCKDB.options(), statementOptions: { k: 1 as unknown as string } }), /statementOptions\["k"\] must be a string, got number/);
     } finally {
       await conn.close();
       await db.close();
@@ -960,6 +985,19 @@ describe('the statement cache (DuckDB, SQLite)', { skip: DUCKDB.missing ?? SQLIT
       await conn.close();
       await db.close();
     }
+    await nothingLive();
+  });
+});
+
+describe('statementOptions a driver refuses (SQLite)', { skip: SQLITE.missing }, () => {
+  test('the call that made the statement rejects with the driver\'s AdbcError for that option, and nothing is left live', async () => {
+    await using db = await AdbcDatabase.open({ ...SQLITE.options(), statementOptions: { 'adbc.no_such_option': 'x' } });
+    await using conn = await db.connect();
+    for (const call of [() => conn.query('SELECT 1 AS s'), () => conn.createStatement(), () => conn.execute('CREATE TABLE t (x INTEGER)')]) {
+      await assert.rejects(call(), (e: unknown) => e instanceof AdbcError && e.status === AdbcStatus.NOT_IMPLEMENTED && /adbc\.no_such_option/.test(e.message));
+    }
+    await conn.close();
+    await db.close();
     await nothingLive();
   });
 });
