@@ -172,7 +172,7 @@ export interface ConnectOptionsBase {
    * faster for one-row lookups, slower for large results (docs/adbc.md, the services section, has the figures).
    *
    * @example
-   * new AdbcDatabase({ driver: 'postgresql', uri, statementOptions: { 'adbc.postgresql.use_copy': 'false' } });
+   * new AdbcDatabase({ driver: 'postgresql', databaseOptions: { uri: 'postgresql://localhost/app' }, statementOptions: { 'adbc.postgresql.use_copy': 'false' } });
    */
   statementOptions?: Record<string, string>;
 }
