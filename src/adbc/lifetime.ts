@@ -18,6 +18,8 @@ import { AdbcError, AdbcStatus } from './error.js';
 
 export class Lifetime {
   #children = 0;
+  /** Of `#children`, those whose release has started on a worker thread (closed: nothing of theirs is open). */
+  #releasing = 0;
   #busy = 0;
   #closing = false;
   #released = false;
@@ -25,6 +27,10 @@ export class Lifetime {
   #async = false;
   /** The release on a worker thread, once started: settles when it returned (it never rejects). */
   #done: Promise<void> | undefined;
+  /** The release `closeAsync` was given: one made at close time (a statement's runs in its connection's order). */
+  #releaseOffThread: (() => Promise<void>) | undefined;
+  /** Settles after the release and the parent's count (made when a `closeAsync` waits for children's releases). */
+  #finished: { promise: Promise<void>; resolve: () => void } | undefined;
   /** The error of a deferred release (it has no caller to throw to). */
   releaseError: unknown;
 
@@ -85,11 +91,30 @@ export class Lifetime {
    * returned, or at once while objects under it keep it (their last release starts it, as for `close`).
    * Rejects with the release's error.
    */
-  async closeAsync(): Promise<void> {
+  async closeAsync(releaseAsync?: () => Promise<void>): Promise<void> {
     this.#closing = true;
-    if (!this.#released) this.#async = true;
+    if (!this.#released) {
+      this.#async = true;
+      // Given here, not at construction: a closure kept from the start would hold what it captures (a
+      // connection's call order, and through it the connection) for as long as the registry holds this.
+      if (releaseAsync !== undefined) this.#releaseOffThread = releaseAsync;
+    }
     const err = this.#settle();
     if (err !== undefined) throw err;
+    if (!this.#released && this.#busy === 0 && this.#children === this.#releasing) {
+      // Nothing under it is open, only releases on worker threads: this one follows them, and the caller
+      // waits for it (an `await conn.close()` must not resolve before its statements' releases have run).
+      if (this.#finished === undefined) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((r) => {
+          resolve = r;
+        });
+        this.#finished = { promise, resolve };
+      }
+      await this.#finished.promise;
+      if (this.releaseError !== undefined) throw this.releaseError;
+      return;
+    }
     if (this.#done !== undefined) {
       await this.#done;
       if (this.releaseError !== undefined) throw this.releaseError;
@@ -99,9 +124,12 @@ export class Lifetime {
   #settle(): unknown {
     if (!this.#closing || this.#released || this.#children > 0 || this.#busy > 0) return undefined;
     this.#released = true;
-    if (this.#async && this.releaseAsync !== undefined) {
+    const offThread = this.#releaseOffThread ?? this.releaseAsync;
+    this.#releaseOffThread = undefined;
+    if (this.#async && offThread !== undefined) {
+      if (this.parent) this.parent.#releasing++;
       // Never rejects: a release started by a child's has no caller, its error stays in releaseError.
-      this.#done = this.releaseAsync().then(
+      this.#done = offThread().then(
         () => this.#afterRelease(),
         (e: unknown) => {
           this.releaseError = e;
@@ -124,8 +152,10 @@ export class Lifetime {
   #afterRelease(): void {
     if (this.parent) {
       this.parent.#children--;
+      if (this.#done !== undefined) this.parent.#releasing--;
       this.parent.#settle();
     }
+    this.#finished?.resolve();
   }
 }
 
@@ -215,10 +245,13 @@ export class Closable {
     if (err !== undefined) throw err;
   }
 
-  /** `close()` through `Lifetime.closeAsync`: for an object whose release runs on a worker thread (the database's). */
-  protected async closeOffThread(): Promise<void> {
+  /**
+   * `close()` through `Lifetime.closeAsync`: for an object whose release runs on a worker thread (a
+   * database's, a connection's; a statement's, in its connection's order, is `releaseAsync`).
+   */
+  protected async closeOffThread(releaseAsync?: () => Promise<void>): Promise<void> {
     closables.unregister(this);
-    await this.#life.closeAsync();
+    await this.#life.closeAsync(releaseAsync);
   }
 
   /** `closeSync()`: what the end of a `using` scope calls. */

@@ -146,6 +146,26 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
     return stmt;
   }
 
+  /**
+   * Releases the statement (`AdbcStatementRelease`) on a worker thread, in its connection's order of
+   * calls: Flight SQL's driver closes the server's prepared statement there, a round trip. While its
+   * reader is open it resolves at once and the reader's release starts it. `closeSync()`, `using` and the
+   * garbage collector release on the JS thread. Idempotent.
+   *
+   * @example
+   * await stmt.close();
+   */
+  override async close(): Promise<void> {
+    const { driver, serial } = this.#conn;
+    const ptr = this.#ptr;
+    await this.closeOffThread(() => serial.run(() => driver.callAsync('StatementRelease', ptr)).finally(() => freeNative(ptr)));
+  }
+
+  /** `close()`: what the end of an `await using` scope calls. */
+  override async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
   /** @internal Whether a result of this statement is still open (a cached statement is reused only when not). */
   get resultOpen(): boolean {
     return this.#result !== undefined && !this.#result.released;

@@ -426,9 +426,9 @@ for (const spec of DRIVERS) {
         table.release();
       }
       assert.equal(reader.released, true);
-      assert.equal(stmt.released, true, 'released once its stream was');
-      assert.equal(conn.released, true, 'its release started (close() makes it on a worker thread)');
-      // The database goes once the connection's release has returned.
+      assert.equal(stmt.released, true, 'its release started once its stream was released (close() makes it on a worker thread)');
+      // The connection goes once the statement's release has returned, the database once the connection's has.
+      assert.ok(await collectUntil(() => conn.released), 'the connection released after its statement');
       assert.ok(await collectUntil(() => db.released), 'the database released after its connection');
       await assert.rejects(conn.query('SELECT 1'), (e: unknown) => e instanceof AdbcError && e.status === AdbcStatus.INVALID_STATE && /closed/.test(e.message));
       await assert.rejects(db.connect(), (e: unknown) => e instanceof AdbcError && e.status === AdbcStatus.INVALID_STATE);

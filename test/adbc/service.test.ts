@@ -23,7 +23,7 @@ import { after, before, describe, test } from 'node:test';
 import { RecordBatchReader, tableFromArrays, type RecordBatch } from 'apache-arrow';
 import { accounting } from '../../src/index.js';
 import {
-  AdbcDatabase, AdbcError, AdbcRecordBatchReader, AdbcStatus, type AdbcConnection,
+  AdbcDatabase, AdbcError, AdbcRecordBatchReader, AdbcStatus, IngestMode, type AdbcConnection,
 } from '../../src/adbc/index.js';
 import { logDriverCalls, type CallThread } from '../../src/adbc/driver.js';
 import { nativeWorkers } from '../../src/memory/native.js';
@@ -731,6 +731,63 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
     }
   });
 
+  test('a statement\'s close() and await using release it on a worker thread, after the call its connection runs; closeSync(), using and a query\'s statement not kept on the JS thread', async () => {
+    const log: [string, CallThread][] = [];
+    const releases = (): [string, CallThread][] => log.filter(([f]) => f === 'StatementRelease');
+    await using db = await AdbcDatabase.open({ ...SQLITE.options(), statementCacheSize: 0 });
+    await using conn = await db.connect();
+    logDriverCalls((f, thread) => log.push([f, thread]));
+    try {
+      const s1 = await conn.createStatement();
+      await s1.close();
+      assert.equal(s1.released, true);
+      {
+        await using _s2 = await conn.createStatement();
+      }
+      (await conn.createStatement()).closeSync();
+      {
+        using _s4 = await conn.createStatement();
+      }
+      assert.deepEqual(releases(), [['StatementRelease', 'worker'], ['StatementRelease', 'worker'], ['StatementRelease', 'js'], ['StatementRelease', 'js']]);
+      // The release waits for the call its connection runs (ADBC connections are not thread-safe): SQLite's
+      // driver steps this aggregate to its one row inside ExecuteQuery.
+      const other = await conn.createStatement();
+      const slow = await conn.createStatement();
+      await slow.setSqlQuery('WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT sum(x) AS s FROM c');
+      const order: string[] = [];
+      const executing = slow.executeQuery().then((r) => {
+        order.push('executeQuery');
+        return r;
+      });
+      assert.ok(await collectUntil(() => log.some(([f]) => f === 'StatementExecuteQuery')), 'the execution started');
+      await other.close().then(() => order.push('release'));
+      assert.deepEqual(order, ['executeQuery', 'release']);
+      const reader = await executing;
+      assert.equal((await reader.toTableAsync()).getChild('s')?.get(0), 4500001500000n);
+      reader.release();
+      await slow.close();
+      // Without the cache: a query's statement is released on the JS thread before the call resolves (every
+      // small query's path: a release off the thread would cost a wake-up of the JS thread), an
+      // ingestion's and a partitioned execution's off it.
+      log.length = 0;
+      (await conn.query('SELECT 1 AS one')).release();
+      await conn.execute('CREATE TABLE released_off (x INTEGER)');
+      assert.deepEqual(releases(), [['StatementRelease', 'js'], ['StatementRelease', 'js']]);
+      log.length = 0;
+      assert.equal(await conn.ingest('released_off', tableFromArrays({ x: Int32Array.of(1, 2) }), { mode: IngestMode.Append }), 2);
+      assert.deepEqual(releases(), [['StatementRelease', 'worker']]);
+      // A database's close() waits for a connection's release that is running.
+      const db2 = await AdbcDatabase.open(SQLITE.options());
+      const c2 = await db2.connect();
+      const closingC2 = c2.close();
+      await db2.close();
+      assert.equal(db2.released, true, 'released after its connection\'s release returned');
+      await closingC2;
+    } finally {
+      logDriverCalls(undefined);
+    }
+  });
+
   test('close() releases the database on a worker thread, after its connections and before its driver; closeSync() on the JS thread', async () => {
     // SQLite's driver has a release function (DuckDB's has none), so the driver's release is in the log.
     const log: [string, CallThread][] = [];
@@ -768,21 +825,21 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
     }
   });
 
-  test('a connection\'s close() releases it on a worker thread, after its statements; closeSync() and using on the JS thread; a pool\'s close waits for its releases', async () => {
+  test('a connection\'s close() releases it and its cached statements on a worker thread, the statements first; closeSync() and using on the JS thread; a pool\'s close waits for its releases', async () => {
     const log: [string, CallThread][] = [];
     const releases = (): [string, CallThread][] => log.filter(([f]) => f === 'ConnectionRelease' || f === 'StatementRelease');
     await using db = await AdbcDatabase.open(SQLITE.options());
     logDriverCalls((f, thread) => log.push([f, thread]));
     try {
-      // A query leaves its statement in the connection's cache: released first, on the JS thread; the connection off it.
+      // A query leaves its statement in the connection's cache: released first, then the connection, both off the thread.
       const conn = await db.connect();
       (await conn.query('SELECT 1 AS one')).release();
       log.length = 0;
       await conn.close();
-      assert.deepEqual(releases(), [['StatementRelease', 'js'], ['ConnectionRelease', 'worker']]);
+      assert.deepEqual(releases(), [['StatementRelease', 'worker'], ['ConnectionRelease', 'worker']]);
       assert.equal(conn.released, true);
       await conn.close(); // idempotent
-      assert.deepEqual(releases(), [['StatementRelease', 'js'], ['ConnectionRelease', 'worker']]);
+      assert.deepEqual(releases(), [['StatementRelease', 'worker'], ['ConnectionRelease', 'worker']]);
       // A reader open: close() resolves at once, and the reader's release starts the connection's, off the thread.
       log.length = 0;
       const c2 = await db.connect();
@@ -791,7 +848,17 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
       assert.deepEqual(releases(), []);
       reader.release();
       assert.ok(await collectUntil(() => releases().some(([f]) => f === 'ConnectionRelease')));
-      assert.deepEqual(releases(), [['StatementRelease', 'js'], ['ConnectionRelease', 'worker']]);
+      assert.deepEqual(releases(), [['StatementRelease', 'worker'], ['ConnectionRelease', 'worker']]);
+      // closeSync() while a statement's release runs off the thread: the connection's follows it.
+      log.length = 0;
+      const c3 = await db.connect();
+      const s3 = await c3.createStatement();
+      const closingS3 = s3.close();
+      c3.closeSync();
+      assert.equal(c3.released, false, 'kept by its statement\'s release');
+      await closingS3;
+      assert.equal(c3.released, true);
+      assert.deepEqual(releases(), [['StatementRelease', 'worker'], ['ConnectionRelease', 'js']]);
       // closeSync() and using: on the JS thread; await using: off it.
       log.length = 0;
       (await db.connect()).closeSync();
