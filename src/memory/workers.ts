@@ -14,7 +14,11 @@
  *
  * Where the pool is not used, and why (`nativeWorkersMissing`): no prebuilt
  * library (Windows among them) or `ARROW_DEVICE_WORKERS=0`; koffi's async
- * calls serve there.
+ * calls serve there. `ARROW_DEVICE_WORKERS=<n>` caps the threads at n (the
+ * default, 256, lets them follow the calls in flight): on a machine of few
+ * cores that also runs the database, fewer threads at once leave the JS
+ * thread more CPU (docs/performance.md), at the price of calls waiting for a
+ * thread while n others wait on a server.
  */
 import type { LibraryHandle } from 'koffi';
 import { ArrowDeviceError } from '../errors.js';
@@ -31,7 +35,7 @@ const RET = 11;
 const TAG = 12;
 /** Jobs per slab: a slab is allocated when every job is in flight, and never freed (see `Slab`). */
 const SLAB_JOBS = 64;
-/** The most threads of the pool, and how long one waits for a call before it ends. */
+/** The most threads of the pool unless `ARROW_DEVICE_WORKERS` says fewer, and how long one waits for a call before it ends. */
 const MAX_THREADS = 256;
 const IDLE_MS = 10_000;
 /** The most finished calls settled in one turn of the event loop (see `drain`). */
@@ -90,7 +94,8 @@ export function nativeWorkersMissing(): string | undefined {
 
 /** Loads the pool, or returns null and says why (`nativeWorkersMissing`). */
 export function loadWorkers(k: Koffi, mem: JobMemory): NativeWorkers | null {
-  if (envVar('ARROW_DEVICE_WORKERS') === '0') return none('turned off (ARROW_DEVICE_WORKERS=0)');
+  const maxThreads = workersSetting(envVar('ARROW_DEVICE_WORKERS'));
+  if (maxThreads === 0) return none('turned off (ARROW_DEVICE_WORKERS=0)');
   if (process.platform === 'win32') return none('no prebuilt library for Windows');
   const found = findPrebuilt();
   if ('missing' in found) return none(found.missing);
@@ -110,7 +115,7 @@ export function loadWorkers(k: Koffi, mem: JobMemory): NativeWorkers | null {
   let pool: Pool | undefined;
   // One registration per JS thread (koffi allows 8192 in all), never unregistered: the pool outlives it.
   const notify = BigInt(k.register(() => pool?.drain(), k.pointer(k.proto('void', []))) as unknown as number | bigint);
-  const w = BigInt(create(MAX_THREADS, IDLE_MS, notify) as number | bigint);
+  const w = BigInt(create(maxThreads, IDLE_MS, notify) as number | bigint);
   if (w === 0n) return none('workers_new failed (out of memory)');
   pool = new Pool(mem, {
     submit: (job) => submit(w, job) as number,
@@ -123,6 +128,20 @@ export function loadWorkers(k: Koffi, mem: JobMemory): NativeWorkers | null {
 /** Runs `f` at the next turn of the event loop, after its I/O (`setImmediate` where the runtime has it). */
 const later: (f: () => void) => void =
   typeof setImmediate === 'function' ? (f) => void setImmediate(f) : (f) => void setTimeout(f, 0);
+
+/**
+ * `ARROW_DEVICE_WORKERS`: unset or empty, the default cap; `0`, no pool; a whole number from 1 to 256,
+ * that cap. Anything else is an error that names the variable (a typo must not pass for the default).
+ */
+export function workersSetting(value: string | undefined): number {
+  if (value === undefined || value.trim() === '') return MAX_THREADS;
+  const t = value.trim();
+  const n = /^\d+$/.test(t) ? Number(t) : NaN;
+  if (!(n >= 0 && n <= MAX_THREADS)) {
+    throw new ArrowDeviceError('invalid', 'ARROW_DEVICE_WORKERS', `${JSON.stringify(value)}: expected 0 (no worker threads: koffi's async calls on libuv's pool) or the most threads, 1 to ${MAX_THREADS}`);
+  }
+  return n;
+}
 
 function none(why: string): null {
   missing = why;

@@ -10,8 +10,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import koffi from 'koffi';
 import { nativeMemory, nativeWorkers } from '../../src/memory/native.js';
-import { nativeWorkersMissing } from '../../src/memory/workers.js';
+import { nativeWorkersMissing, workersSetting } from '../../src/memory/workers.js';
 import type { Signature } from '../../src/memory/memory.js';
+import { ArrowDeviceError } from '../../src/errors.js';
+import { childSkip, runChild } from '../helpers/child.js';
 
 const pool = process.platform === 'win32' ? null : nativeWorkers();
 const skip = pool === null ? `the package's worker threads are not used here: ${nativeWorkersMissing() ?? 'Windows'}` : false;
@@ -25,6 +27,46 @@ function libcAddress(name: string): bigint {
   assert.notEqual(at, 0n, name);
   return at;
 }
+
+test('ARROW_DEVICE_WORKERS: unset or empty the default cap, 0 off, 1 to 256 a cap; anything else an error naming it', () => {
+  assert.deepEqual([undefined, '', '0', '1', ' 8 ', '256'].map(workersSetting), [256, 256, 0, 1, 8, 256]);
+  for (const bad of ['257', 'abc', '-1', '1.5', '4 threads', '0x10']) {
+    assert.throws(() => workersSetting(bad), (e: unknown) => e instanceof ArrowDeviceError && e.kind === 'invalid' && e.message.startsWith('ARROW_DEVICE_WORKERS: ') && e.message.includes(JSON.stringify(bad)), bad);
+  }
+});
+
+/**
+ * The threads a child started for `n` calls of libc's `usleep(100 ms)` in flight at once (every result
+ * checked): the pool starts a thread for a call that finds none idle, up to its cap. `setting`: the
+ * child's ARROW_DEVICE_WORKERS ('' the default, whatever this process has).
+ */
+function peakThreads(setting: string, n: number): { threads: number; started: number } {
+  const r = runChild(`
+    import { koffi, nativeMemory, nativeWorkers } from '@/src/memory/native.js';
+    (async () => {
+    const libc = koffi().load(process.platform === 'darwin' ? 'libSystem.dylib' : 'libc.so.6');
+    const dlsym = libc.func('uintptr_t dlsym(uintptr_t, const char*)');
+    const dlopen = libc.func('uintptr_t dlopen(const char*, int)');
+    const usleep = BigInt(dlsym(dlopen(null, 2), 'usleep'));
+    const m = nativeMemory();
+    const results = await Promise.all(Array.from({ length: ${n} }, () => m.callAsync(usleep, { name: 'usleep', result: 'int32', params: ['int32'] }, 100000)));
+    if (results.some((x) => x !== 0)) throw new Error('usleep: ' + results.join(','));
+    const s = nativeWorkers().stats();
+    console.log(JSON.stringify({ threads: s.threads, started: s.started }));
+    })().catch((e) => { console.error(e); process.exit(1); });
+  `, 60_000, { ARROW_DEVICE_WORKERS: setting });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout.trim().split('\n').pop()!) as { threads: number; started: number };
+}
+
+describe('ARROW_DEVICE_WORKERS caps the threads', { skip: skip || childSkip }, () => {
+  test('eight sleeping calls at once: eight threads by default, two with ARROW_DEVICE_WORKERS=2 (each call still answered)', () => {
+    const free = peakThreads('', 8);
+    assert.equal(free.started, 8, JSON.stringify(free));
+    const capped = peakThreads('2', 8);
+    assert.equal(capped.started, 2, JSON.stringify(capped));
+  });
+});
 
 describe('the package\'s worker threads', { skip }, () => {
   test('callAsync on the pool: 100 calls in flight, each with its own argument and result', async () => {
