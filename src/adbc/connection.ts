@@ -188,17 +188,18 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
     return p;
   }
 
-  /** Runs `f` on the connection's queue, the connection marked busy (its release waits). */
-  #run<T>(op: string, f: (p: Ptr) => Promise<T> | T): Promise<T> {
+  /**
+   * Runs `f` on the connection's queue, the connection marked busy from now (its release waits for the
+   * call, queued or running: a release between the two would free what the queued call then uses).
+   */
+  async #run<T>(op: string, f: (p: Ptr) => Promise<T> | T): Promise<T> {
     const p = this.#core.ptr(op);
-    return this.#core.serial.run(async () => {
-      const leave = this.#core.life.enter();
-      try {
-        return await f(p);
-      } finally {
-        leave();
-      }
-    });
+    const leave = this.#core.life.enter();
+    try {
+      return await this.#core.serial.run(() => f(p));
+    } finally {
+      leave();
+    }
   }
 
   /**

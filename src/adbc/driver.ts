@@ -299,13 +299,14 @@ export class Driver {
    */
   callAsync(f: Called, ...a: CArg[]): Promise<void> {
     callLog?.(f, 'worker');
-    const pool = nativeWorkers();
     // The pool needs the entry's address only, koffi's async form the bound function.
+    let pool: ReturnType<typeof nativeWorkers>;
     let fn: CFunction | undefined;
     let addr = NULL;
     const strings = new CStrings();
     let argv: unknown[];
     try {
+      pool = nativeWorkers(); // throws where ARROW_DEVICE_WORKERS is not a setting: a rejection, not a throw
       if (pool === null) fn = this.#entry(f);
       else addr = this.#address(f);
       argv = args(strings, a);

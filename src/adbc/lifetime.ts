@@ -29,6 +29,8 @@ export class Lifetime {
   #done: Promise<void> | undefined;
   /** The release `closeAsync` was given: one made at close time (a statement's runs in its connection's order). */
   #releaseOffThread: (() => Promise<void>) | undefined;
+  /** `closeAsync` is settling this node now (not a child's release or a call's end, later). */
+  #settlingInClose = false;
   /** Settles after the release and the parent's count (made when a `closeAsync` waits for children's releases). */
   #finished: { promise: Promise<void>; resolve: () => void } | undefined;
   /** The error of a deferred release (it has no caller to throw to). */
@@ -99,7 +101,13 @@ export class Lifetime {
       // connection's call order, and through it the connection) for as long as the registry holds this.
       if (releaseAsync !== undefined) this.#releaseOffThread = releaseAsync;
     }
-    const err = this.#settle();
+    this.#settlingInClose = true;
+    let err: unknown;
+    try {
+      err = this.#settle();
+    } finally {
+      this.#settlingInClose = false;
+    }
     if (err !== undefined) throw err;
     if (!this.#released && this.#busy === 0 && this.#children === this.#releasing) {
       // Nothing under it is open, only releases on worker threads: this one follows them, and the caller
@@ -124,12 +132,32 @@ export class Lifetime {
   #settle(): unknown {
     if (!this.#closing || this.#released || this.#children > 0 || this.#busy > 0) return undefined;
     this.#released = true;
-    const offThread = this.#releaseOffThread ?? this.releaseAsync;
+    // A release given at close time runs in the parent's order of calls (a statement's in its connection's
+    // Serial), which makes the parent's synchronous calls refuse to run beside it. Started by the close, the
+    // caller awaits it; started later (the last reader released, a call ended) while the parent is open,
+    // nobody has a promise to await before such a call: that release runs here, on the JS thread, as before.
+    const given = this.#releaseOffThread;
     this.#releaseOffThread = undefined;
+    const offThread = given !== undefined && (this.#settlingInClose || this.parent === null || !this.parent.open) ? given : this.releaseAsync;
     if (this.#async && offThread !== undefined) {
       if (this.parent) this.parent.#releasing++;
+      let started: Promise<void>;
+      try {
+        started = offThread();
+      } catch {
+        // Never under way (no worker thread could be had: ARROW_DEVICE_WORKERS unreadable): nothing runs on
+        // it, so it is released here, on the JS thread, rather than not at all.
+        started = new Promise<void>((resolve, reject) => {
+          try {
+            this.release();
+            resolve();
+          } catch (e) {
+            reject(e);
+          }
+        });
+      }
       // Never rejects: a release started by a child's has no caller, its error stays in releaseError.
-      this.#done = offThread().then(
+      this.#done = started.then(
         () => this.#afterRelease(),
         (e: unknown) => {
           this.releaseError = e;

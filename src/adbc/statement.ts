@@ -354,15 +354,17 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
     await this.#conn.serial.run(() => bindTo(this.#conn.driver, target, p, data));
   }
 
+  /**
+   * `f` on the connection's queue, the statement busy from now (not from when `f` starts): a close while
+   * the call waits its turn must wait for it, or the release would free what the queued call then uses.
+   */
   async #run<T>(f: () => Promise<T>): Promise<T> {
-    return this.#conn.serial.run(async () => {
-      const leave = this.#life.enter();
-      try {
-        return await f();
-      } finally {
-        leave();
-      }
-    });
+    const leave = this.#life.enter();
+    try {
+      return await this.#conn.serial.run(f);
+    } finally {
+      leave();
+    }
   }
 
   /**

@@ -382,7 +382,12 @@ class NativeMemory implements Memory {
 
   callAsync(fn: Ptr, sig: Signature, ...args: CValue[]): Promise<CValue | undefined> {
     this.check(fn, 1);
-    const pool = this.workers();
+    let pool: NativeWorkers | null;
+    try {
+      pool = this.workers();
+    } catch (e) {
+      return Promise.reject(e); // ARROW_DEVICE_WORKERS unreadable: a rejection, as every failure of the call
+    }
     if (pool !== null) {
       // Every CType is an integer, so every signature goes through the pool (native/workers.c).
       const r = sig.result;

@@ -788,6 +788,44 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
     }
   });
 
+  test('a statement closed before its reader, its connection open: released on the JS thread when the reader is, so a synchronous call right after runs; a close while a call waits its turn waits for that call', async () => {
+    const log: [string, CallThread][] = [];
+    const releases = (): [string, CallThread][] => log.filter(([f]) => f === 'StatementRelease' || f === 'ConnectionRelease');
+    await using db = await AdbcDatabase.open(SQLITE.options());
+    const conn = await db.connect();
+    logDriverCalls((f, thread) => log.push([f, thread]));
+    try {
+      const stmt = await conn.createStatement();
+      await stmt.setSqlQuery('SELECT 1 AS one');
+      const reader = await stmt.executeQuery();
+      await stmt.close(); // resolves at once: the reader keeps it
+      assert.equal(stmt.released, false);
+      reader.release();
+      assert.equal(stmt.released, true);
+      conn.setAutoCommit(true); // a synchronous call: nothing of this connection runs on a worker thread
+      assert.deepEqual(releases(), [['StatementRelease', 'js']]);
+      // Queued, not yet running: the close waits for the call (the release must not free what it uses).
+      log.length = 0;
+      const s2 = await conn.createStatement();
+      await s2.setSqlQuery('CREATE TABLE queued_close (x INTEGER)');
+      const updating = s2.executeUpdate();
+      s2.closeSync();
+      assert.equal(s2.released, false, 'waits for the queued call');
+      await updating;
+      assert.equal(s2.released, true);
+      conn.setAutoCommit(false);
+      const committing = conn.commit();
+      const closing = conn.close();
+      await committing;
+      await closing;
+      assert.equal(conn.released, true);
+      assert.deepEqual(log.filter(([f]) => f === 'StatementExecuteQuery' || f === 'ConnectionCommit' || f === 'StatementRelease' || f === 'ConnectionRelease').map(([f]) => f),
+        ['StatementExecuteQuery', 'StatementRelease', 'ConnectionCommit', 'ConnectionRelease']);
+    } finally {
+      logDriverCalls(undefined);
+    }
+  });
+
   test('close() releases the database on a worker thread, after its connections and before its driver; closeSync() on the JS thread', async () => {
     // SQLite's driver has a release function (DuckDB's has none), so the driver's release is in the log.
     const log: [string, CallThread][] = [];

@@ -59,6 +59,33 @@ function peakThreads(setting: string, n: number): { threads: number; started: nu
   return JSON.parse(r.stdout.trim().split('\n').pop()!) as { threads: number; started: number };
 }
 
+test('ARROW_DEVICE_WORKERS unreadable: an off-thread call rejects with the error naming it (no throw), every time', { skip: process.platform === 'win32' ? 'no prebuilt worker threads on Windows' : childSkip }, () => {
+  const r = runChild(`
+    import { koffi, nativeMemory } from '@/src/memory/native.js';
+    (async () => {
+    const libc = koffi().load(process.platform === 'darwin' ? 'libSystem.dylib' : 'libc.so.6');
+    const getpid = BigInt(libc.func('uintptr_t dlsym(uintptr_t, const char*)')(libc.func('uintptr_t dlopen(const char*, int)')(null, 2), 'getpid'));
+    const m = nativeMemory();
+    const out = [];
+    for (let i = 0; i < 2; i++) {
+      let p;
+      try {
+        p = m.callAsync(getpid, { name: 'getpid', result: 'int32', params: [] });
+      } catch (e) {
+        out.push('threw: ' + e.message);
+        continue;
+      }
+      out.push(await p.then(() => 'resolved', (e) => 'rejected: ' + e.message));
+    }
+    console.log(JSON.stringify(out));
+    })().catch((e) => { console.error(e); process.exit(1); });
+  `, 60_000, { ARROW_DEVICE_WORKERS: 'four' });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as string[];
+  assert.equal(out.length, 2);
+  for (const line of out) assert.match(line, /^rejected: ARROW_DEVICE_WORKERS: "four": expected 0/);
+});
+
 describe('ARROW_DEVICE_WORKERS caps the threads', { skip: skip || childSkip }, () => {
   test('eight sleeping calls at once: eight threads by default, two with ARROW_DEVICE_WORKERS=2 (each call still answered)', () => {
     const free = peakThreads('', 8);
