@@ -15,6 +15,8 @@ import { LoadFlags, type ConnectOptions } from './types.js';
 import { abortable, checkSignal } from './abort.js';
 import type { SignalOption } from './statement.js';
 import type { Ptr } from '../memory/memory.js';
+import { workersSetting } from '../memory/workers.js';
+import { envVar } from '../platform/node.js';
 
 /** Where a database's driver came from (`AdbcDatabase.driverInfo`). */
 export interface DriverInfo {
@@ -70,6 +72,13 @@ export class AdbcDatabaseBase<T extends AdbcTypes = ArrowAdbc> extends Closable 
     const size = options.statementCacheSize;
     if (size !== undefined && !(Number.isInteger(size) && size >= 0)) {
       throw new AdbcError('AdbcDatabase', { status: AdbcStatus.INVALID_ARGUMENT, message: `AdbcDatabase: options.statementCacheSize must be an integer from 0, got ${String(size)}` });
+    }
+    try {
+      // Read before any handle exists: with the setting unreadable every off-thread call rejects, and a
+      // database made anyway could not be released off the thread (its `close()`).
+      workersSetting(envVar('ARROW_DEVICE_WORKERS'));
+    } catch (e) {
+      throw new AdbcError('AdbcDatabase', { status: AdbcStatus.INVALID_ARGUMENT, message: `AdbcDatabase: ${(e as Error).message}` }, { cause: e });
     }
     const statementOptions = Object.entries(options.statementOptions ?? {});
     for (const [key, value] of statementOptions) {

@@ -308,7 +308,7 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
    */
   async setOptions(options: Record<string, string>): Promise<void> {
     const p = this.#queued('setOptions');
-    await this.#conn.serial.run(() => {
+    await this.#run(() => {
       for (const [k, v] of Object.entries(options)) this.#conn.driver.call('StatementSetOption', p, k, v);
     });
   }
@@ -351,14 +351,14 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
     const target = this.#conn.target;
     if (target.isAsync(data)) return this.bindStream((await target.collect(data)) as BindSource<T>);
     const p = this.#queued('bindStream');
-    await this.#conn.serial.run(() => bindTo(this.#conn.driver, target, p, data));
+    await this.#run(() => bindTo(this.#conn.driver, target, p, data));
   }
 
   /**
    * `f` on the connection's queue, the statement busy from now (not from when `f` starts): a close while
    * the call waits its turn must wait for it, or the release would free what the queued call then uses.
    */
-  async #run<T>(f: () => Promise<T>): Promise<T> {
+  async #run<T>(f: () => Promise<T> | T): Promise<T> {
     const leave = this.#life.enter();
     try {
       return await this.#conn.serial.run(f);

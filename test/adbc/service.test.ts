@@ -29,6 +29,7 @@ import { logDriverCalls, type CallThread } from '../../src/adbc/driver.js';
 import { nativeWorkers } from '../../src/memory/native.js';
 import { nativeWorkersMissing } from '../../src/memory/workers.js';
 import { collectUntil } from '../helpers/gc.js';
+import { childSkip, runChild } from '../helpers/child.js';
 import { DUCKDB, FLIGHTSQL, POSTGRESQL, SQLITE, type DriverSpec } from './drivers.js';
 import { flightSqlServerMissing, startFlightSql, type FlightSqlServer } from './flightsql.js';
 import { postgresMissing, startPostgres, type PostgresServer } from './postgres.js';
@@ -813,17 +814,46 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
       assert.equal(s2.released, false, 'waits for the queued call');
       await updating;
       assert.equal(s2.released, true);
+      const s3 = await conn.createStatement();
+      const setting = s3.setOptions({ 'adbc.sqlite.query.batch_rows': '10' });
+      s3.closeSync();
+      assert.equal(s3.released, false, 'waits for the queued option');
+      await setting;
+      assert.equal(s3.released, true);
       conn.setAutoCommit(false);
       const committing = conn.commit();
       const closing = conn.close();
       await committing;
       await closing;
       assert.equal(conn.released, true);
-      assert.deepEqual(log.filter(([f]) => f === 'StatementExecuteQuery' || f === 'ConnectionCommit' || f === 'StatementRelease' || f === 'ConnectionRelease').map(([f]) => f),
-        ['StatementExecuteQuery', 'StatementRelease', 'ConnectionCommit', 'ConnectionRelease']);
+      assert.deepEqual(log.filter(([f]) => f === 'StatementExecuteQuery' || f === 'StatementSetOption' || f === 'ConnectionCommit' || f === 'StatementRelease' || f === 'ConnectionRelease').map(([f]) => f),
+        ['StatementExecuteQuery', 'StatementRelease', 'StatementSetOption', 'StatementRelease', 'ConnectionCommit', 'ConnectionRelease']);
     } finally {
       logDriverCalls(undefined);
+      conn.closeSync();
     }
+  });
+
+  test('ARROW_DEVICE_WORKERS unreadable: the database is refused before any handle exists (INVALID_ARGUMENT naming it)', { skip: childSkip }, () => {
+    const r = runChild(`
+      import { AdbcDatabase } from '@/src/adbc/index.js';
+      import { SQLITE } from '@/test/adbc/drivers.js';
+      (async () => {
+      const out = [];
+      try {
+        new AdbcDatabase(SQLITE.options());
+        out.push('made');
+      } catch (e) {
+        out.push(e.name + ' ' + e.status + ' ' + e.message);
+      }
+      out.push(await AdbcDatabase.open(SQLITE.options()).then(() => 'opened', (e) => e.name + ' ' + e.status + ' ' + e.message));
+      console.log(JSON.stringify(out));
+      })().catch((e) => { console.error(e); process.exit(1); });
+    `, 60_000, { ARROW_DEVICE_WORKERS: 'four' });
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as string[];
+    assert.equal(out.length, 2);
+    for (const line of out) assert.match(line, new RegExp(`^AdbcError ${AdbcStatus.INVALID_ARGUMENT} AdbcDatabase: ARROW_DEVICE_WORKERS: "four": expected 0`));
   });
 
   test('close() releases the database on a worker thread, after its connections and before its driver; closeSync() on the JS thread', async () => {
