@@ -29,7 +29,7 @@ import { logDriverCalls, type CallThread } from '../../src/adbc/driver.js';
 import { nativeWorkers } from '../../src/memory/native.js';
 import { nativeWorkersMissing } from '../../src/memory/workers.js';
 import { collectUntil } from '../helpers/gc.js';
-import { childSkip, runChild } from '../helpers/child.js';
+import { childSkip, childValue } from '../helpers/child.js';
 import { DUCKDB, FLIGHTSQL, POSTGRESQL, SQLITE, type DriverSpec } from './drivers.js';
 import { flightSqlServerMissing, startFlightSql, type FlightSqlServer } from './flightsql.js';
 import { postgresMissing, startPostgres, type PostgresServer } from './postgres.js';
@@ -835,10 +835,10 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
   });
 
   test('ARROW_DEVICE_WORKERS unreadable: the database is refused before any handle exists (INVALID_ARGUMENT naming it)', { skip: childSkip }, () => {
-    const r = runChild(`
+    const out = childValue<string[]>(`
       import { AdbcDatabase } from '@/src/adbc/index.js';
       import { SQLITE } from '@/test/adbc/drivers.js';
-      (async () => {
+    `, `
       const out = [];
       try {
         new AdbcDatabase(SQLITE.options());
@@ -847,11 +847,8 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
         out.push(e.name + ' ' + e.status + ' ' + e.message);
       }
       out.push(await AdbcDatabase.open(SQLITE.options()).then(() => 'opened', (e) => e.name + ' ' + e.status + ' ' + e.message));
-      console.log(JSON.stringify(out));
-      })().catch((e) => { console.error(e); process.exit(1); });
+      return out;
     `, 60_000, { ARROW_DEVICE_WORKERS: 'four' });
-    assert.equal(r.status, 0, r.stderr);
-    const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as string[];
     assert.equal(out.length, 2);
     for (const line of out) assert.match(line, new RegExp(`^AdbcError ${AdbcStatus.INVALID_ARGUMENT} AdbcDatabase: ARROW_DEVICE_WORKERS: "four": expected 0`));
   });

@@ -71,3 +71,22 @@ export function runChild(code: string, timeoutMs = 30_000, env: Record<string, s
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * `runChild` of `imports` and an async `body` whose returned value the child prints as JSON: the value,
+ * after a clean exit (an error naming the child's stderr otherwise). The body runs in an async function,
+ * not at the module's top level: a child outside the repository may be compiled as CommonJS, where a
+ * top-level `await` does not parse.
+ */
+export function childValue<T>(imports: string, body: string, timeoutMs = 30_000, env: Record<string, string> = {}): T {
+  const r = runChild(`${imports}
+(async () => {
+${body}
+})().then((value) => console.log(JSON.stringify(value)), (e) => {
+  console.error(e);
+  process.exit(1);
+});
+`, timeoutMs, env);
+  if (r.status !== 0) throw new Error(`the child exited with ${r.status ?? r.signal}: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop()!) as T;
+}

@@ -13,7 +13,7 @@ import { nativeMemory, nativeWorkers } from '../../src/memory/native.js';
 import { nativeWorkersMissing, workersSetting } from '../../src/memory/workers.js';
 import type { Signature } from '../../src/memory/memory.js';
 import { ArrowDeviceError } from '../../src/errors.js';
-import { childSkip, runChild } from '../helpers/child.js';
+import { childSkip, childValue } from '../helpers/child.js';
 
 const pool = process.platform === 'win32' ? null : nativeWorkers();
 const skip = pool === null ? `the package's worker threads are not used here: ${nativeWorkersMissing() ?? 'Windows'}` : false;
@@ -41,9 +41,9 @@ test('ARROW_DEVICE_WORKERS: unset or empty the default cap, 0 off, 1 to 256 a ca
  * child's ARROW_DEVICE_WORKERS ('' the default, whatever this process has).
  */
 function peakThreads(setting: string, n: number): { threads: number; started: number } {
-  const r = runChild(`
+  return childValue<{ threads: number; started: number }>(`
     import { koffi, nativeMemory, nativeWorkers } from '@/src/memory/native.js';
-    (async () => {
+  `, `
     const libc = koffi().load(process.platform === 'darwin' ? 'libSystem.dylib' : 'libc.so.6');
     const dlsym = libc.func('uintptr_t dlsym(uintptr_t, const char*)');
     const dlopen = libc.func('uintptr_t dlopen(const char*, int)');
@@ -52,17 +52,14 @@ function peakThreads(setting: string, n: number): { threads: number; started: nu
     const results = await Promise.all(Array.from({ length: ${n} }, () => m.callAsync(usleep, { name: 'usleep', result: 'int32', params: ['int32'] }, 100000)));
     if (results.some((x) => x !== 0)) throw new Error('usleep: ' + results.join(','));
     const s = nativeWorkers().stats();
-    console.log(JSON.stringify({ threads: s.threads, started: s.started }));
-    })().catch((e) => { console.error(e); process.exit(1); });
+    return { threads: s.threads, started: s.started };
   `, 60_000, { ARROW_DEVICE_WORKERS: setting });
-  assert.equal(r.status, 0, r.stderr);
-  return JSON.parse(r.stdout.trim().split('\n').pop()!) as { threads: number; started: number };
 }
 
 test('ARROW_DEVICE_WORKERS unreadable: an off-thread call rejects with the error naming it (no throw), every time', { skip: process.platform === 'win32' ? 'no prebuilt worker threads on Windows' : childSkip }, () => {
-  const r = runChild(`
+  const out = childValue<string[]>(`
     import { koffi, nativeMemory } from '@/src/memory/native.js';
-    (async () => {
+  `, `
     const libc = koffi().load(process.platform === 'darwin' ? 'libSystem.dylib' : 'libc.so.6');
     const getpid = BigInt(libc.func('uintptr_t dlsym(uintptr_t, const char*)')(libc.func('uintptr_t dlopen(const char*, int)')(null, 2), 'getpid'));
     const m = nativeMemory();
@@ -77,11 +74,8 @@ test('ARROW_DEVICE_WORKERS unreadable: an off-thread call rejects with the error
       }
       out.push(await p.then(() => 'resolved', (e) => 'rejected: ' + e.message));
     }
-    console.log(JSON.stringify(out));
-    })().catch((e) => { console.error(e); process.exit(1); });
+    return out;
   `, 60_000, { ARROW_DEVICE_WORKERS: 'four' });
-  assert.equal(r.status, 0, r.stderr);
-  const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as string[];
   assert.equal(out.length, 2);
   for (const line of out) assert.match(line, /^rejected: ARROW_DEVICE_WORKERS: "four": expected 0/);
 });
