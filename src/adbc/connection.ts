@@ -508,10 +508,10 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
   /**
    * After a call on a statement of `#statementFor`: kept for the same SQL text (success, a key), else
    * closed; so is the statement the cache pushes out. Released on the JS thread, on purpose: this is every
-   * query's path, and a release on a worker thread costs a wake-up of the JS thread (a one-row SQLite query
-   * without the cache took 0.82-0.89 ms with it there, 0.53-0.60 ms without), where the local drivers'
-   * releases free memory in microseconds. A service on a driver whose release talks to a server (Flight
-   * SQL's) keeps its statements cached, and `close()` releases those off the thread.
+   * query's path, and what holds here is that a query costs no thread hop beyond its calls' own (a release
+   * on a worker thread would add a wake-up of the JS thread to each, where the local drivers' releases only
+   * free memory; the CHANGELOG has the figures). A service on a driver whose release talks to a server
+   * (Flight SQL's) keeps its statements cached, and `close()` releases those off the thread.
    */
   #done(stmt: AdbcStatement<T>, key: string | undefined, ok: boolean): void {
     if (!ok || key === undefined || !this.#core.life.open || this.#cache.has(key)) {
