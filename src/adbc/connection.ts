@@ -89,8 +89,12 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
   readonly #sibling: () => Promise<AdbcConnection<T>>;
   /** Connections `readPartitions` opened and finished with cleanly: the next one reuses them; closed with this one. */
   readonly #partitionConnections: AdbcConnection<T>[] = [];
-  /** The first failure of a call that said the connection itself is gone (`isConnectionFault`). */
-  #fault: AdbcError | undefined;
+  /**
+   * The first failure of a call that said the connection itself is gone (`isConnectionFault`). A box, not
+   * a field: the order of calls records into it, and a statement's release holds that order, so the
+   * recorder must not hold the connection (the statement's collector entry would keep it alive).
+   */
+  readonly #fault: { first: AdbcError | undefined } = { first: undefined };
   /** Given back to its pool: every call refuses until the pool hands it out again. */
   #parked = false;
   /** What `close()` does: a pooled connection's gives it back (`AdbcPool`), a plain one's releases it. */
@@ -115,7 +119,7 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
         if (c.#openResults === 0) f();
         else c.#onFree = f;
       },
-      fault: (c) => c.#fault,
+      fault: (c) => c.#fault.first,
       park: (c, parked) => {
         c.#parked = parked;
       },
@@ -137,11 +141,10 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
     this.#sibling = sibling;
     this.#onClose = onClose;
     this.#cacheSize = defaults.statementCacheSize ?? STATEMENT_CACHE_SIZE;
+    const fault = this.#fault;
     this.#core = {
       driver,
-      serial: new Serial((e) => {
-        if (this.#fault === undefined && isConnectionFault(e)) this.#fault = e as AdbcError;
-      }),
+      serial: new Serial(faultRecorder(fault)),
       life,
       queryDefaults: defaults.queryDefaults ?? {},
       statementOptions: defaults.statementOptions ?? [],
@@ -900,6 +903,13 @@ function closeStatement(stmt: AdbcStatement<AdbcTypes>, offThread: boolean): Pro
  * share its scope with the closures there that use `this`, which would keep the connection reachable
  * from the registry, never collected.
  */
+/** What a connection's order of calls does with each failure: keeps the first that says the connection is gone. */
+function faultRecorder(fault: { first: AdbcError | undefined }): (e: unknown) => void {
+  return (e) => {
+    if (fault.first === undefined && isConnectionFault(e)) fault.first = e as AdbcError;
+  };
+}
+
 function connectionLifetime(driver: Driver, ptr: Ptr, parent: Lifetime): Lifetime {
   // `close()`'s release runs on a worker thread: a network driver's says goodbye to the server and closes its
   // socket (PostgreSQL's sends Terminate, Flight SQL's closes its channel).

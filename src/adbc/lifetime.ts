@@ -40,7 +40,11 @@ export class Lifetime {
     /** What it is, for messages: `connection`, `statement`, ... */
     readonly what: string,
     readonly parent: Lifetime | null,
-    readonly release: () => void,
+    /**
+     * The release. It may return a promise instead: the release was deferred (a statement's, until the
+     * call running on its connection returns), and the parent waits for it as for one off the thread.
+     */
+    readonly release: () => void | Promise<void>,
     /**
      * The same release made off the JS thread, for `closeAsync` (a database's: DuckDB's writes its
      * file there). The parent is released after it returns, not before: the order holds.
@@ -140,7 +144,6 @@ export class Lifetime {
     this.#releaseOffThread = undefined;
     const offThread = given !== undefined && (this.#settlingInClose || this.parent === null || !this.parent.open) ? given : this.releaseAsync;
     if (this.#async && offThread !== undefined) {
-      if (this.parent) this.parent.#releasing++;
       let started: Promise<void>;
       try {
         started = offThread();
@@ -149,31 +152,41 @@ export class Lifetime {
         // it, so it is released here, on the JS thread, rather than not at all.
         started = new Promise<void>((resolve, reject) => {
           try {
-            this.release();
-            resolve();
+            resolve(this.release());
           } catch (e) {
             reject(e);
           }
         });
       }
-      // Never rejects: a release started by a child's has no caller, its error stays in releaseError.
-      this.#done = started.then(
-        () => this.#afterRelease(),
-        (e: unknown) => {
-          this.releaseError = e;
-          this.#afterRelease();
-        },
-      );
+      this.#awaitRelease(started);
       return undefined;
     }
     let err: unknown;
+    let deferred: void | Promise<void> = undefined;
     try {
-      this.release();
+      deferred = this.release();
     } catch (e) {
       err = this.releaseError = e;
     }
+    if (deferred !== undefined) {
+      this.#awaitRelease(deferred);
+      return undefined;
+    }
     this.#afterRelease();
     return err;
+  }
+
+  /** A release under way: the parent counts it until it has returned. */
+  #awaitRelease(started: Promise<void>): void {
+    if (this.parent) this.parent.#releasing++;
+    // Never rejects: a release started by a child's has no caller, its error stays in releaseError.
+    this.#done = started.then(
+      () => this.#afterRelease(),
+      (e: unknown) => {
+        this.releaseError = e;
+        this.#afterRelease();
+      },
+    );
   }
 
   /** After the release: the parent may go. */

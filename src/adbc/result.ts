@@ -67,6 +67,8 @@ export class AdbcResultReader<R extends ResultTypes> implements IterableIterator
   /** The query's `AbortSignal`, until the stream is released. */
   #signal: AbortSignal | undefined;
   #onAbort: (() => void) | undefined;
+  /** `release()` came while a call ran on the connection: the stream's release waits for it in the connection's order. */
+  #releaseQueued = false;
 
   /** @internal Made by `AdbcStatement.executeQuery` and the connection's readers. */
   constructor(inner: RecordBatchStreamImport<R['batch'], R['table'], R['schema']>, life: Lifetime, serial: Serial, cancel: () => void, signal?: AbortSignal) {
@@ -238,6 +240,19 @@ export class AdbcResultReader<R extends ResultTypes> implements IterableIterator
    */
   release(): void {
     this.#closed = true;
+    if (this.#releaseQueued) return;
+    if (this.#serial.busy && !this.#inner.released) {
+      // A connection is not thread-safe (adbc.h): while a call of its runs on a worker thread (another
+      // statement's, or this stream's own get_next), the stream is released after it, in its order of calls.
+      // Its error, if it has one, has no caller here: the connection's order of calls sees it (onError).
+      this.#releaseQueued = true;
+      this.#serial.run(() => this.#releaseNow()).catch(() => undefined);
+      return;
+    }
+    this.#releaseNow();
+  }
+
+  #releaseNow(): void {
     try {
       this.#inner.release();
     } finally {

@@ -112,14 +112,17 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
 
   /** @internal Use `AdbcConnection.createStatement()`. */
   constructor(conn: ConnectionCore, ptr: Ptr) {
-    const { driver } = conn;
-    const life = new Lifetime('statement', conn.life, () => {
+    const { driver, serial } = conn;
+    const release = (): void => {
       try {
         driver.call('StatementRelease', ptr);
       } finally {
         freeNative(ptr);
       }
-    });
+    };
+    // A connection is not thread-safe (adbc.h): while a call of its runs on a worker thread (another
+    // statement's execution, a reader's get_next), the release waits in its order of calls, then runs here.
+    const life = new Lifetime('statement', conn.life, () => (serial.busy ? serial.run(release) : release()));
     super(life);
     this.#conn = conn;
     this.#ptr = ptr;

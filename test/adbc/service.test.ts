@@ -834,6 +834,45 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
     }
   });
 
+  test('closeSync(), a reader\'s release() and a query\'s statement while another call of the connection runs on a worker thread: released after that call returns, in the connection\'s order, on the JS thread', async () => {
+    // SQLite's connections are not thread-safe: a statement finalized beside another one's step is a data race.
+    const log: [string, CallThread][] = [];
+    const releases = (): [string, CallThread][] => log.filter(([f]) => f === 'StatementRelease');
+    await using db = await AdbcDatabase.open({ ...SQLITE.options(), statementCacheSize: 0 });
+    await using conn = await db.connect();
+    const idle = await conn.createStatement();
+    const open = await conn.createStatement();
+    await open.setSqlQuery('SELECT 1 AS one');
+    const reader = await open.executeQuery();
+    open.closeSync(); // kept by its reader
+    logDriverCalls((f, thread) => log.push([f, thread]));
+    try {
+      let returned = false;
+      const slow = conn.query('WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000) SELECT sum(x) AS s FROM c').then((t) => {
+        returned = true;
+        return t;
+      });
+      assert.ok(await collectUntil(() => log.some(([f]) => f === 'StatementExecuteQuery')), 'the execution started');
+      idle.closeSync();
+      reader.release();
+      assert.equal(returned, false, 'the slow query still runs');
+      assert.deepEqual(releases(), [], 'nothing released beside the running call');
+      assert.equal(reader.released, false, 'the stream waits too');
+      const t = await slow;
+      assert.equal(t.getChild('s')?.get(0), 50000005000000n);
+      t.release();
+      assert.equal(idle.released, true);
+      assert.equal(reader.released, true);
+      assert.equal(open.released, true);
+      // The two waiting statements after the slow one's execution, then the slow query's own statement.
+      assert.deepEqual(releases(), [['StatementRelease', 'js'], ['StatementRelease', 'js'], ['StatementRelease', 'js']]);
+      const order = log.map(([f]) => f).filter((f) => f === 'StatementExecuteQuery' || f === 'StatementRelease');
+      assert.deepEqual(order, ['StatementExecuteQuery', 'StatementRelease', 'StatementRelease', 'StatementRelease']);
+    } finally {
+      logDriverCalls(undefined);
+    }
+  });
+
   test('ARROW_DEVICE_WORKERS unreadable: the database is refused before any handle exists (INVALID_ARGUMENT naming it)', { skip: childSkip }, () => {
     const out = childValue<string[]>(`
       import { AdbcDatabase } from '@/src/adbc/index.js';
