@@ -897,12 +897,6 @@ function closeStatement(stmt: AdbcStatement<AdbcTypes>, offThread: boolean): Pro
   return stmt.close();
 }
 
-/**
- * The connection's place in the release order. Made outside the constructor on purpose: the garbage
- * collector's registry holds the `Lifetime` strongly, and a release closure made in the constructor would
- * share its scope with the closures there that use `this`, which would keep the connection reachable
- * from the registry, never collected.
- */
 /** What a connection's order of calls does with each failure: keeps the first that says the connection is gone. */
 function faultRecorder(fault: { first: AdbcError | undefined }): (e: unknown) => void {
   return (e) => {
@@ -910,6 +904,12 @@ function faultRecorder(fault: { first: AdbcError | undefined }): (e: unknown) =>
   };
 }
 
+/**
+ * The connection's place in the release order. Made outside the constructor on purpose: the garbage
+ * collector's registry holds the `Lifetime` strongly, and a release closure made in the constructor would
+ * share its scope with the closures there that use `this`, which would keep the connection reachable
+ * from the registry, never collected.
+ */
 function connectionLifetime(driver: Driver, ptr: Ptr, parent: Lifetime): Lifetime {
   // `close()`'s release runs on a worker thread: a network driver's says goodbye to the server and closes its
   // socket (PostgreSQL's sends Terminate, Flight SQL's closes its channel).

@@ -21,14 +21,21 @@ import type { Lifetime, Serial } from './lifetime.js';
 interface Held {
   inner: RecordBatchStreamImport<object, unknown, unknown>;
   life: Lifetime;
+  /** The connection's order of calls (it holds nothing of the connection's). */
+  serial: Serial;
 }
 
-const registry = new FinalizationRegistry<Held>(({ inner, life }) => {
-  try {
-    inner.release();
-  } finally {
-    if (inner.released) life.close();
-  }
+const registry = new FinalizationRegistry<Held>(({ inner, life, serial }) => {
+  const release = (): void => {
+    try {
+      inner.release();
+    } finally {
+      if (inner.released) life.close();
+    }
+  };
+  // As `release()`: never beside a call the connection runs on a worker thread.
+  if (serial.busy) serial.run(release).catch(() => undefined);
+  else release();
 });
 
 /** The types of a target's result: its batch, its table and its schema. */
@@ -76,7 +83,7 @@ export class AdbcResultReader<R extends ResultTypes> implements IterableIterator
     this.#life = life;
     this.#serial = serial;
     this.#cancel = cancel;
-    registry.register(this, { inner: inner as RecordBatchStreamImport<object, unknown, unknown>, life }, this);
+    registry.register(this, { inner: inner as RecordBatchStreamImport<object, unknown, unknown>, life, serial }, this);
     if (signal !== undefined && !inner.released) {
       // The listener holds the reader weakly: a signal that lives long (a server's) must not keep
       // readers from the collector. An abort cancels the query and releases the stream.
@@ -244,9 +251,17 @@ export class AdbcResultReader<R extends ResultTypes> implements IterableIterator
     if (this.#serial.busy && !this.#inner.released) {
       // A connection is not thread-safe (adbc.h): while a call of its runs on a worker thread (another
       // statement's, or this stream's own get_next), the stream is released after it, in its order of calls.
-      // Its error, if it has one, has no caller here: the connection's order of calls sees it (onError).
+      // The result counts as released from now on: whatever comes after it on this connection (the
+      // statement's next execution or its release, a pool's next lease) is queued behind that release in
+      // the same order, so it still runs first. Its error, if it has one, has no caller to go to (as with
+      // the collector's release).
       this.#releaseQueued = true;
-      this.#serial.run(() => this.#releaseNow()).catch(() => undefined);
+      registry.unregister(this);
+      if (this.#onAbort) this.#signal!.removeEventListener('abort', this.#onAbort);
+      this.#onAbort = undefined;
+      const inner = this.#inner;
+      this.#serial.run(() => inner.release()).catch(() => undefined);
+      this.#life.close();
       return;
     }
     this.#releaseNow();

@@ -834,7 +834,7 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
     }
   });
 
-  test('closeSync(), a reader\'s release() and a query\'s statement while another call of the connection runs on a worker thread: released after that call returns, in the connection\'s order, on the JS thread', async () => {
+  test('closeSync(), a reader\'s release() and a query\'s statement while another call of the connection runs on a worker thread: released after that call returns, in the connection\'s order, on the JS thread; a released result lets its statement execute again at once', async () => {
     // SQLite's connections are not thread-safe: a statement finalized beside another one's step is a data race.
     const log: [string, CallThread][] = [];
     const releases = (): [string, CallThread][] => log.filter(([f]) => f === 'StatementRelease');
@@ -845,6 +845,9 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
     await open.setSqlQuery('SELECT 1 AS one');
     const reader = await open.executeQuery();
     open.closeSync(); // kept by its reader
+    const again = await conn.createStatement();
+    await again.setSqlQuery('SELECT 2 AS two');
+    const first = await again.executeQuery();
     logDriverCalls((f, thread) => log.push([f, thread]));
     try {
       let returned = false;
@@ -855,19 +858,26 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
       assert.ok(await collectUntil(() => log.some(([f]) => f === 'StatementExecuteQuery')), 'the execution started');
       idle.closeSync();
       reader.release();
+      // The result counts as released at once: the statement executes again, after the stream's release.
+      first.release();
+      const rerun = again.executeQuery();
       assert.equal(returned, false, 'the slow query still runs');
       assert.deepEqual(releases(), [], 'nothing released beside the running call');
       assert.equal(reader.released, false, 'the stream waits too');
       const t = await slow;
       assert.equal(t.getChild('s')?.get(0), 50000005000000n);
       t.release();
-      assert.equal(idle.released, true);
+      const second = await rerun;
+      assert.equal((await second.toTableAsync()).getChild('two')?.get(0), 2n);
+      second.release();
+      again.closeSync();
       assert.equal(reader.released, true);
-      assert.equal(open.released, true);
-      // The two waiting statements after the slow one's execution, then the slow query's own statement.
-      assert.deepEqual(releases(), [['StatementRelease', 'js'], ['StatementRelease', 'js'], ['StatementRelease', 'js']]);
+      assert.equal(first.released, true);
+      // The two waiting statements after the slow one's execution, then the execution queued behind them;
+      // the slow query's own statement and the last one closed: four releases, all on the JS thread.
+      assert.deepEqual(releases(), Array(4).fill(['StatementRelease', 'js']));
       const order = log.map(([f]) => f).filter((f) => f === 'StatementExecuteQuery' || f === 'StatementRelease');
-      assert.deepEqual(order, ['StatementExecuteQuery', 'StatementRelease', 'StatementRelease', 'StatementRelease']);
+      assert.deepEqual(order.slice(0, 4), ['StatementExecuteQuery', 'StatementRelease', 'StatementRelease', 'StatementExecuteQuery']);
     } finally {
       logDriverCalls(undefined);
     }
