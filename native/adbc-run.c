@@ -13,7 +13,10 @@
  * saying which step failed; JS then reads the results as if it had made
  * the calls itself (src/adbc/run.ts).
  *
- * Nothing here is kept between calls and nothing is freed: every struct
+ * A run may first release statements the connection let go (AdbcStatementRelease), so that those
+ * releases leave the JS thread without a hop of their own.
+ *
+ * Nothing here is kept between calls and nothing is freed but by those releases: every struct
  * belongs to the caller, which allocated it zeroed, and every pointer in
  * the job is the caller's. The driver functions are the ones the driver's
  * table holds (adbc.h, "struct AdbcDriver"); the stream's callbacks those
@@ -23,18 +26,33 @@
 
 #include "arrow-abi.h"
 
-/* adbc.h's AdbcStatusCode is a uint8_t; its handles and AdbcError are opaque here. */
+/* adbc.h's AdbcStatusCode is a uint8_t; its handles are opaque here. */
 typedef uint8_t (*set_sql_fn)(void* statement, const char* query, void* error);
 typedef uint8_t (*execute_fn)(void* statement, struct ArrowArrayStream* out, int64_t* rows_affected, void* error);
+typedef uint8_t (*release_fn)(void* statement, void* error);
+
+/* adbc.h's struct AdbcError, as far as a release's error is read here: to give it back (its release). */
+struct run_error {
+  char* message;
+  int32_t vendor_code;
+  char sqlstate[5];
+  void (*release)(struct run_error* error);
+  void* private_data;
+  void* private_driver;
+};
 
 /*
- * One run, as JS writes and reads it (every field 8 bytes; adbc_run_job_size: 112 bytes).
+ * One run, as JS writes and reads it (every field 8 bytes; adbc_run_job_size: 152 bytes).
  * In: set_sql (NULL: the SQL is set already, e.g. a cached statement), execute, statement, sql, error,
  * stream (a zeroed ArrowArrayStream for execute to fill), schema (a zeroed ArrowSchema for get_schema,
  * or NULL: not asked), arrays (max pointers to zeroed ArrowArrays, each its own allocation of the
  * caller's, since each becomes a batch's owner as it is) and max.
  * stream NULL: a statement that returns no rows (DDL, DML): ExecuteQuery with no stream, and
  * rows_affected filled; nothing else is called.
+ * releases: nreleases statements of the same connection that JS let go (AdbcStatementRelease through
+ * release, each first, before anything else of the run: the connection is not thread-safe, and this is
+ * its turn), each one's status written to release_status[i], its error (release_error, a zeroed
+ * ADBC 1.0 AdbcError of the caller's) given back and zeroed again; releases_done counts those made.
  * Out: step (where the run stopped: RUN_DONE or the failed step), status (that step's ADBC status or
  * errno-style return), filled (get_next calls that returned 0; the last of them may be the end),
  * ended (1: *arrays[filled - 1] is the end of the stream, its release NULL) and rows_affected (with no
@@ -55,12 +73,18 @@ struct adbc_run_job {
   int64_t filled;
   int64_t ended;
   int64_t rows_affected;
+  release_fn release;
+  void** releases;
+  int64_t* release_status;
+  int64_t nreleases;
+  struct run_error* release_error;
+  int64_t releases_done;
 };
 
 enum { RUN_DONE = 0, RUN_SET_SQL = 1, RUN_EXECUTE = 2, RUN_GET_SCHEMA = 3, RUN_GET_NEXT = 4 };
 
 /*
- * Runs the job: SetSqlQuery (if set_sql), ExecuteQuery, then (with a stream) get_schema (if schema) and get_next into
+ * Runs the job: the releases JS let go, then SetSqlQuery (if set_sql), ExecuteQuery, then (with a stream) get_schema (if schema) and get_next into
  * *arrays[0..max) until the end of the stream, a failure, or max calls. Returns job->step.
  * After a failed SetSqlQuery or ExecuteQuery, error holds the driver's AdbcError and the stream is
  * untouched (or released by the driver: adbc.h leaves it unfilled); after a failed stream call the
@@ -70,6 +94,14 @@ int64_t adbc_run(struct adbc_run_job* job) {
   job->filled = 0;
   job->ended = 0;
   job->status = 0;
+  job->releases_done = 0;
+  for (int64_t i = 0; job->release && i < job->nreleases; i++) {
+    struct run_error* e = job->release_error;
+    job->release_status[i] = job->release(job->releases[i], e);
+    if (e->release) e->release(e);
+    *e = (struct run_error){0};
+    job->releases_done = i + 1;
+  }
   if (job->set_sql) {
     uint8_t st = job->set_sql(job->statement, job->sql, job->error);
     if (st != 0) {

@@ -15,6 +15,7 @@ import type { QueryDefaults } from './types.js';
 import { AdbcPartitionReader, type ReadPartitionsOptions } from './partitions.js';
 import { AdbcResultReader } from './result.js';
 import { AdbcStatement, type ConnectionCore, type PartitionedResult, type QueryOptions, type SignalOption } from './statement.js';
+import { LetGo, queryRun } from './run.js';
 import type { AdbcTarget, AdbcTypes, AsyncBatchSource, BindSource } from './target.js';
 import type { ArrowAdbc } from './arrowjs.js';
 import type { RecordBatchStreamImport } from '../stream/import.js';
@@ -94,7 +95,7 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
    * a field: the order of calls records into it, and a statement's release holds that order, so the
    * recorder must not hold the connection (the statement's collector entry would keep it alive).
    */
-  readonly #fault: { first: AdbcError | undefined } = { first: undefined };
+  readonly #fault: { first: AdbcError | undefined };
   /** Given back to its pool: every call refuses until the pool hands it out again. */
   #parked = false;
   /** What `close()` does: a pooled connection's gives it back (`AdbcPool`), a plain one's releases it. */
@@ -135,16 +136,20 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
     driver: Driver, ptr: Ptr, parent: Lifetime, sibling: () => Promise<AdbcConnection<T>>, target: AdbcTarget<T>, defaults: ConnectionDefaults = {},
     onClose?: (c: AdbcConnection<T>) => void,
   ) {
-    const life = connectionLifetime(driver, ptr, parent);
+    const fault0: { first: AdbcError | undefined } = { first: undefined };
+    const serial = new Serial(faultRecorder(fault0));
+    const letGo = new LetGo(driver, serial);
+    const life = connectionLifetime(driver, ptr, parent, letGo);
     super(life);
     this.#ptr = ptr;
     this.#sibling = sibling;
     this.#onClose = onClose;
     this.#cacheSize = defaults.statementCacheSize ?? STATEMENT_CACHE_SIZE;
-    const fault = this.#fault;
+    this.#fault = fault0;
     this.#core = {
       driver,
-      serial: new Serial(faultRecorder(fault)),
+      serial,
+      letGo,
       life,
       queryDefaults: defaults.queryDefaults ?? {},
       statementOptions: defaults.statementOptions ?? [],
@@ -482,7 +487,7 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
     sql: string, params: BindSource<T> | AsyncBatchSource<T> | undefined, signal?: AbortSignal, cacheable = true, setSql = true,
   ): Promise<{ stmt: AdbcStatement<T>; key: string | undefined; sqlSet: boolean }> {
     let key: string | undefined;
-    if (SCHEMA_CHANGING.test(sql)) this.#clearCache();
+    if (SCHEMA_CHANGING.test(sql)) this.#clearCache('letGo');
     else if (cacheable && this.#cacheSize > 0) {
       // Prepared (with parameters) and plain statements of one text are different statements.
       key = `${params === undefined ? 'q' : 'p'}:${sql}`;
@@ -510,33 +515,43 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
 
   /**
    * After a call on a statement of `#statementFor`: kept for the same SQL text (success, a key), else
-   * closed; so is the statement the cache pushes out. Released on the JS thread, on purpose: this is every
-   * query's path, and what holds here is that a query costs no thread hop beyond its calls' own (a release
-   * on a worker thread would add a wake-up of the JS thread to each, where the local drivers' releases only
-   * free memory; the CHANGELOG has the figures). A service on a driver whose release talks to a server
-   * (Flight SQL's) keeps its statements cached, and `close()` releases those off the thread.
+   * let go; so is the statement the cache pushes out.
    */
   #done(stmt: AdbcStatement<T>, key: string | undefined, ok: boolean): void {
     if (!ok || key === undefined || !this.#core.life.open || this.#cache.has(key)) {
-      stmt.closeSync();
+      this.#letGo(stmt);
       return;
     }
     this.#cache.set(key, stmt);
     if (this.#cache.size > this.#cacheSize) {
       const [oldest, s] = this.#cache.entries().next().value as [string, AdbcStatement<T>];
       this.#cache.delete(oldest);
-      s.closeSync();
+      this.#letGo(s);
     }
   }
 
   /**
-   * Closes every cached statement (each released after its open result, if it has one); `offThread`: on a
-   * worker thread, in the connection's order of calls (the promises reject with a release's error).
+   * A statement a query let go: released by the connection's next run, before that run's query, on its
+   * worker thread (src/adbc/run.ts, `LetGo`): this is every query's path, and a release of its own on a
+   * worker thread would add a wake-up of the JS thread to each (the CHANGELOG has the figures), while on
+   * the JS thread Flight SQL's driver would close a prepared statement on the server there. Where there
+   * are no runs (no native library), or the connection closes, it is released now, on the JS thread.
    */
-  #clearCache(offThread = false): Promise<void>[] {
+  #letGo(stmt: AdbcStatement<T>): void {
+    if (this.#core.life.open && queryRun() !== null) stmt.letGo();
+    else stmt.closeSync();
+  }
+
+  /**
+   * Closes every cached statement (each released after its open result, if it has one): `now` on the JS
+   * thread, `offThread` each on a worker thread in the connection's order of calls (the promises reject
+   * with a release's error), `letGo` by the next run (a DDL statement's own).
+   */
+  #clearCache(how: 'now' | 'offThread' | 'letGo'): Promise<void>[] {
     const closing: Promise<void>[] = [];
     for (const s of this.#cache.values()) {
-      if (offThread) closing.push(s.close());
+      if (how === 'offThread') closing.push(s.close());
+      else if (how === 'letGo') this.#letGo(s);
       else s.closeSync();
     }
     this.#cache.clear();
@@ -716,7 +731,10 @@ export class AdbcConnection<T extends AdbcTypes = ArrowAdbc> extends Closable {
       this.#onClose(this); // pooled: given back, not released
       return undefined;
     }
-    const closing = this.#clearCache(offThread);
+    const closing = this.#clearCache(offThread ? 'offThread' : 'now');
+    // The statements let go that no run took: on a worker thread here, each in its turn (the rest, with a
+    // synchronous close or the collector's, when the connection's Lifetime closes: connectionLifetime).
+    if (offThread) closing.push(...this.#core.letGo.closeOffThread());
     return { kept: this.#partitionConnections.splice(0), closing };
   }
 
@@ -910,10 +928,14 @@ function faultRecorder(fault: { first: AdbcError | undefined }): (e: unknown) =>
  * share its scope with the closures there that use `this`, which would keep the connection reachable
  * from the registry, never collected.
  */
-function connectionLifetime(driver: Driver, ptr: Ptr, parent: Lifetime): Lifetime {
+function connectionLifetime(driver: Driver, ptr: Ptr, parent: Lifetime, letGo: LetGo): Lifetime {
   // `close()`'s release runs on a worker thread: a network driver's says goodbye to the server and closes its
   // socket (PostgreSQL's sends Terminate, Flight SQL's closes its channel).
-  return new Lifetime('connection', parent, ...handleReleases(driver, 'ConnectionRelease', ptr));
+  const life = new Lifetime('connection', parent, ...handleReleases(driver, 'ConnectionRelease', ptr));
+  // Closed with statements let go that no run took (closeSync(), the collector): released then; the
+  // connection's release waits for them.
+  life.onClose = () => letGo.closeNow();
+  return life;
 }
 
 /** @internal What a database gives each of its connections (its `ConnectOptionsBase` parts). */

@@ -30,7 +30,7 @@ export const ADBC_VERSION_1_1_0 = 1_001_000;
 const VENDOR_CODE_PRIVATE_DATA = -0x8000_0000;
 
 /** `struct AdbcError { char* message; int32_t vendor_code; char sqlstate[5]; void (*release)(struct AdbcError*); void* private_data; struct AdbcDriver* private_driver; }` */
-const ERROR = { message: 0n, vendor_code: 8n, sqlstate: 12n, release: 24n, private_data: 32n, size: 48 } as const;
+export const ERROR = { message: 0n, vendor_code: 8n, sqlstate: 12n, release: 24n, private_data: 32n, size: 48 } as const;
 /**
  * `struct AdbcPartitions { size_t num_partitions; const uint8_t** partitions; const size_t* partition_lengths;
  * void* private_data; void (*release)(struct AdbcPartitions*); }` (adbc.h, "Partitioned Results").
@@ -381,6 +381,16 @@ export class Driver {
       if (step === RunStep.Execute) return { failed: 'StatementExecuteQuery', status: status & 0xff };
       return { value: { step, status, filled: Number(mem().readI64(job + JOB.filled)) } };
     });
+  }
+
+  /**
+   * @internal `AdbcStatementRelease`'s address, for a run that releases `count` statements before its
+   * query (src/adbc/run.ts): the call log names each release, on a worker thread.
+   */
+  releaseAddress(count: number): Ptr {
+    const addr = this.#address('StatementRelease');
+    for (let i = 0; i < count; i++) callLog?.('StatementRelease', 'worker');
+    return addr;
   }
 
   /** The address of table entry `f`; NOT_IMPLEMENTED where the driver leaves it NULL. */

@@ -31,10 +31,17 @@ export class Lifetime {
   #releaseOffThread: (() => Promise<void>) | undefined;
   /** `closeAsync` is settling this node now (not a child's release or a call's end, later). */
   #settlingInClose = false;
+  /** The release `closeQueued` was given: it queues the release, and says when it has returned. */
+  #queuedRelease: ((done: (e?: unknown) => void) => void) | undefined;
   /** Settles after the release and the parent's count (made when a `closeAsync` waits for children's releases). */
   #finished: { promise: Promise<void>; resolve: () => void } | undefined;
   /** The error of a deferred release (it has no caller to throw to). */
   releaseError: unknown;
+  /**
+   * What the first close asks of the node before its release waits for what is under it (a connection's:
+   * the statements it let go that no run took, released then). Called once.
+   */
+  onClose: (() => void) | undefined;
 
   constructor(
     /** What it is, for messages: `connection`, `statement`, ... */
@@ -88,8 +95,28 @@ export class Lifetime {
    * failed; later releases keep theirs in `releaseError`.
    */
   close(): unknown {
-    this.#closing = true;
+    this.#beginClosing();
     return this.#settle();
+  }
+
+  #beginClosing(): void {
+    // Before closing: what it releases now must not settle this node from inside (its error would be lost).
+    const f = this.onClose;
+    this.onClose = undefined;
+    f?.();
+    this.#closing = true;
+  }
+
+  /**
+   * `close()` whose release `queue` hands to someone else to make (a statement its connection let go: the
+   * connection's next run releases it), now or, while objects under it keep it, when the last is released;
+   * `queue` calls its `done` when the release has returned (with its error, if it failed), and the parent
+   * waits till then.
+   */
+  closeQueued(queue: (done: (e?: unknown) => void) => void): void {
+    if (!this.#released) this.#queuedRelease = queue;
+    this.#beginClosing();
+    this.#settle();
   }
 
   /**
@@ -98,7 +125,7 @@ export class Lifetime {
    * Rejects with the release's error.
    */
   async closeAsync(releaseAsync?: () => Promise<void>): Promise<void> {
-    this.#closing = true;
+    this.#beginClosing();
     if (!this.#released) {
       this.#async = true;
       // Given here, not at construction: a closure kept from the start would hold what it captures (a
@@ -136,6 +163,13 @@ export class Lifetime {
   #settle(): unknown {
     if (!this.#closing || this.#released || this.#children > 0 || this.#busy > 0) return undefined;
     this.#released = true;
+    const queue = this.#queuedRelease;
+    if (queue !== undefined) {
+      this.#queuedRelease = undefined;
+      this.#releaseOffThread = undefined;
+      queue(this.#releaseStarted());
+      return undefined;
+    }
     // A release given at close time runs in the parent's order of calls (a statement's in its connection's
     // Serial), which makes the parent's synchronous calls refuse to run beside it. Started by the close, the
     // caller awaits it; started later (the last reader released, a call ended) while the parent is open,
@@ -178,15 +212,29 @@ export class Lifetime {
 
   /** A release under way: the parent counts it until it has returned. */
   #awaitRelease(started: Promise<void>): void {
-    if (this.parent) this.parent.#releasing++;
-    // Never rejects: a release started by a child's has no caller, its error stays in releaseError.
-    this.#done = started.then(
-      () => this.#afterRelease(),
-      (e: unknown) => {
-        this.releaseError = e;
-        this.#afterRelease();
-      },
+    const done = this.#releaseStarted();
+    started.then(
+      () => done(),
+      (e: unknown) => done(e ?? new Error('the release failed')),
     );
+  }
+
+  /** Starts a release made elsewhere: the parent counts it until the returned `done` is called (once). */
+  #releaseStarted(): (e?: unknown) => void {
+    if (this.parent) this.parent.#releasing++;
+    let resolve!: () => void;
+    // Never rejects: a release started by a child's has no caller, its error stays in releaseError.
+    this.#done = new Promise<void>((r) => {
+      resolve = r;
+    });
+    let called = false;
+    return (e?: unknown) => {
+      if (called) return;
+      called = true;
+      if (e !== undefined) this.releaseError = e;
+      this.#afterRelease();
+      resolve();
+    };
   }
 
   /** After the release: the parent may go. */
@@ -293,6 +341,12 @@ export class Closable {
   protected async closeOffThread(releaseAsync?: () => Promise<void>): Promise<void> {
     closables.unregister(this);
     await this.#life.closeAsync(releaseAsync);
+  }
+
+  /** `close()` through `Lifetime.closeQueued`: the release made by someone else, now or later. */
+  protected closeQueued(queue: (done: (e?: unknown) => void) => void): void {
+    closables.unregister(this);
+    this.#life.closeQueued(queue);
   }
 
   /** `closeSync()`: what the end of a `using` scope calls. */

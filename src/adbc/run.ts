@@ -20,13 +20,107 @@ import { envVar, runtimeName } from '../platform/node.js';
 import { findPrebuilt } from '../platform/prebuilt.js';
 import { invalid } from '../errors.js';
 import { importArrayStreamPrefetched, type PrefetchedItem, type RecordBatchStreamImport, type StreamImportOptions, type StreamItem } from '../stream/import.js';
-import type { Driver } from './driver.js';
+import { ERROR, freeNative, type Driver } from './driver.js';
+import type { Serial } from './lifetime.js';
+import { AdbcError, AdbcStatus } from './error.js';
 
 /** `struct adbc_run_job` (native/adbc-run.c): every field 8 bytes, in this order. */
 export const JOB = {
   set_sql: 0n, execute: 8n, statement: 16n, sql: 24n, error: 32n, stream: 40n, schema: 48n, arrays: 56n, max: 64n,
-  step: 72n, status: 80n, filled: 88n, ended: 96n, rows_affected: 104n, size: 112,
+  step: 72n, status: 80n, filled: 88n, ended: 96n, rows_affected: 104n,
+  release: 112n, releases: 120n, release_status: 128n, nreleases: 136n, release_error: 144n, releases_done: 152n, size: 160,
 } as const;
+
+/** A statement let go, waiting for its connection's next run to release it. */
+export interface LetGoItem {
+  readonly ptr: Ptr;
+  /** Called when the release has returned: no argument when it returned OK, else the error. */
+  readonly done: (e?: unknown) => void;
+}
+
+/**
+ * The statements a connection let go after a query (`query`, `execute`: one the cache does not keep, one
+ * it pushes out, the cache emptied before a DDL statement), released at the start of the connection's
+ * next run, on its worker thread and in its turn (native/adbc-run.c): off the JS thread, where Flight
+ * SQL's driver closes a prepared statement on the server, and without a thread hop of their own. What no
+ * run takes is released when the connection closes (or is collected), and so is what comes after that
+ * (a statement whose call was still running). Holds nothing of the connection.
+ */
+export class LetGo {
+  #items: LetGoItem[] = [];
+  #closed = false;
+
+  constructor(
+    readonly driver: Driver,
+    readonly serial: Serial,
+  ) {}
+
+  get size(): number {
+    return this.#items.length;
+  }
+
+  /** Queues the statement at `ptr`; `done` is called when it has been released (with the release's error). */
+  add(ptr: Ptr, done: (e?: unknown) => void): void {
+    if (this.#closed) this.#settleOffThread({ ptr, done }).catch(() => undefined);
+    else this.#items.push({ ptr, done });
+  }
+
+  /** Every statement queued, for a run to release; `putBack` returns those it did not. */
+  take(): LetGoItem[] {
+    return this.#items.splice(0);
+  }
+
+  putBack(items: readonly LetGoItem[]): void {
+    if (!this.#closed) this.#items.unshift(...items);
+    else for (const it of items) this.#settleOffThread(it).catch(() => undefined);
+  }
+
+  /** The connection's `close()`: each queued statement released on a worker thread in its turn (and any that comes later). */
+  closeOffThread(): Promise<void>[] {
+    this.#closed = true;
+    return this.take().map((it) => this.#settleOffThread(it));
+  }
+
+  /**
+   * A synchronous close of the connection, or the collector's: each queued statement released on the JS
+   * thread, after the call the connection runs if one does (the connection's release waits for them).
+   */
+  closeNow(): void {
+    this.#closed = true;
+    const items = this.take();
+    if (items.length === 0) return;
+    const { driver } = this;
+    const now = (): void => {
+      for (const it of items) {
+        try {
+          driver.call('StatementRelease', it.ptr);
+          it.done();
+        } catch (e) {
+          it.done(e);
+        } finally {
+          freeNative(it.ptr);
+        }
+      }
+    };
+    if (this.serial.busy) this.serial.run(now).catch(() => undefined);
+    else now();
+  }
+
+  #offThread(ptr: Ptr): Promise<void> {
+    const { driver } = this;
+    return this.serial.run(() => driver.callAsync('StatementRelease', ptr)).finally(() => freeNative(ptr));
+  }
+
+  #settleOffThread(it: LetGoItem): Promise<void> {
+    return this.#offThread(it.ptr).then(
+      () => it.done(),
+      (e: unknown) => {
+        it.done(e);
+        throw e;
+      },
+    );
+  }
+}
 
 /** Where a run stopped (`job.step`). */
 export const RunStep = { Done: 0, SetSql: 1, Execute: 2, GetSchema: 3, GetNext: 4 } as const;
@@ -95,16 +189,61 @@ function load(): RunFunction | null {
  * Executes the statement at `stmt`, which returns no rows, in one run: its SQL set first when `sql` is
  * given. Resolves to the rows affected (-1: unknown); rejects with the driver's `AdbcError`.
  */
-export async function runUpdate(run: RunFunction, driver: Driver, stmt: Ptr, sql: string | undefined): Promise<number> {
+export async function runUpdate(run: RunFunction, driver: Driver, stmt: Ptr, sql: string | undefined, letGo?: LetGo): Promise<number> {
   const m = nativeMemory();
   const job = m.alloc(JOB.size);
+  const releases = withReleases(driver, job, letGo);
   try {
     runCounters.runs++;
     await driver.run(run, job, stmt, sql);
     return Number(m.readI64(job + JOB.rows_affected));
   } finally {
+    releases.settle();
     m.free(job);
   }
+}
+
+/**
+ * Hands the statements `letGo` holds to the run at `job` (AdbcStatementRelease of each, first); `settle()`,
+ * once the run has returned (or failed to start), settles each released one, frees its handle, and puts
+ * back the rest for the next run.
+ */
+function withReleases(driver: Driver, job: Ptr, letGo: LetGo | undefined): { settle(): void } {
+  const items = letGo === undefined || letGo.size === 0 ? [] : letGo.take();
+  if (items.length === 0) return { settle() {} };
+  const m = nativeMemory();
+  const list = m.alloc(items.length * 16); // the handles, then a status each
+  const statuses = list + BigInt(items.length * 8);
+  const error = m.alloc(ERROR.size); // zeroed: an ADBC 1.0 error, no details
+  try {
+    items.forEach((it, i) => m.writePtr(list + BigInt(i * 8), it.ptr));
+    m.writePtr(job + JOB.release, driver.releaseAddress(items.length));
+    m.writePtr(job + JOB.releases, list);
+    m.writePtr(job + JOB.release_status, statuses);
+    m.writeI64(job + JOB.nreleases, BigInt(items.length));
+    m.writePtr(job + JOB.release_error, error);
+  } catch (e) {
+    m.free(list);
+    m.free(error);
+    letGo!.putBack(items);
+    throw e;
+  }
+  return {
+    settle() {
+      try {
+        const done = Number(m.readI64(job + JOB.releases_done));
+        for (let i = 0; i < done; i++) {
+          const status = Number(m.readI64(statuses + BigInt(i * 8))) & 0xff;
+          freeNative(items[i]!.ptr);
+          items[i]!.done(status === AdbcStatus.OK ? undefined : new AdbcError('AdbcStatementRelease', { status, message: `AdbcStatementRelease: status ${status}` }));
+        }
+        letGo!.putBack(items.slice(done));
+      } finally {
+        m.free(list);
+        m.free(error);
+      }
+    },
+  };
 }
 
 /**
@@ -115,7 +254,7 @@ export async function runUpdate(run: RunFunction, driver: Driver, stmt: Ptr, sql
  * `get_next` fails the reader's step that reaches it.
  */
 export async function runAndImport(
-  run: RunFunction, driver: Driver, stmt: Ptr, sql: string | undefined, readAhead: number, opts: StreamImportOptions,
+  run: RunFunction, driver: Driver, stmt: Ptr, sql: string | undefined, readAhead: number, opts: StreamImportOptions, letGo?: LetGo,
 ): Promise<RecordBatchStreamImport<StreamItem>> {
   const m = nativeMemory();
   const L = m.layouts;
@@ -126,7 +265,9 @@ export async function runAndImport(
   const list = m.alloc(Math.max(1, readAhead) * 8);
   let taken = 0; // arrays handed to the import (the rest are freed here)
   let schemaTaken = false;
+  let releases: { settle(): void } | undefined;
   try {
+    releases = withReleases(driver, job, letGo);
     for (let i = 0; i < readAhead; i++) {
       const a = m.alloc(L.ArrowArray.size);
       arrays.push(a);
@@ -157,6 +298,7 @@ export async function runAndImport(
     if (!schemaTaken) releaseStruct(m, 'ArrowArrayStream', stream);
     throw e;
   } finally {
+    releases?.settle();
     if (!schemaTaken) m.free(schema);
     for (let i = taken; i < arrays.length; i++) m.free(arrays[i]!);
     m.free(list);

@@ -20,7 +20,7 @@ import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, type Serial } from './lifetime.js';
 import * as options from './options.js';
 import { AdbcResultReader } from './result.js';
-import { queryRun, runAndImport, runUpdate } from './run.js';
+import { queryRun, runAndImport, runUpdate, type LetGo } from './run.js';
 import type { AdbcTarget, AdbcTypes, AsyncBatchSource, BindSource } from './target.js';
 import type { ArrowAdbc } from './arrowjs.js';
 import { isReleased } from '../memory/cstruct.js';
@@ -86,6 +86,8 @@ export interface ConnectionCore {
   readonly statementOptions: readonly (readonly [string, string])[];
   /** What results are built with and bound data exported by (the database's). */
   readonly target: AdbcTarget<AdbcTypes>;
+  /** Statements the connection let go, released by its next run (src/adbc/run.ts). */
+  readonly letGo: LetGo;
   /** A result stream of the connection opens (a reader's); the returned function is called once when it is released. */
   resultOpened(): () => void;
   ptr(op: string): Ptr;
@@ -167,6 +169,17 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
   /** `close()`: what the end of an `await using` scope calls. */
   override async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+
+  /**
+   * @internal Closed by its connection after a query: released by the connection's next run, on its
+   * worker thread before that run's query (src/adbc/run.ts, `LetGo`), or when the connection closes; while
+   * its reader is open, queued so when the reader is released. Its error has no caller.
+   */
+  letGo(): void {
+    const ptr = this.#ptr;
+    const { letGo } = this.#conn;
+    this.closeQueued((done) => letGo.add(ptr, done));
   }
 
   /** @internal Whether a result of this statement is still open (a cached statement is reused only when not). */
@@ -414,7 +427,7 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
         };
         const run = queryRun();
         inner = await this.#run(async () => {
-          if (run !== null) return runAndImport(run, driver, p, sql, readAhead, opts);
+          if (run !== null) return runAndImport(run, driver, p, sql, readAhead, opts, this.#conn.letGo);
           if (sql !== undefined) await driver.callAsync('StatementSetSqlQuery', p, sql);
           return importArrayStreamFrom((out) => driver.callAsync('StatementExecuteQuery', p, out, NULL), opts);
         }) as unknown as RecordBatchStreamImport<T['batch'], T['table'], T['schema']>;
@@ -448,7 +461,7 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
     const { driver } = this.#conn;
     const execute = async (): Promise<number> => {
       const run = queryRun();
-      if (run !== null) return this.#run(() => runUpdate(run, driver, p, sql));
+      if (run !== null) return this.#run(() => runUpdate(run, driver, p, sql, this.#conn.letGo));
       const rows = allocNative(8);
       try {
         // -1 (unknown) unless the driver writes the count, as the native run does.

@@ -11,6 +11,8 @@
  *   "null-next"     the stream's get_next is NULL
  *   "unfilled"      ExecuteQuery returns OK and leaves the stream as it was (release NULL)
  *   "fail-exec"     ExecuteQuery returns INVALID_ARGUMENT (status 5) with a message
+ *   "fail-release"  an empty result; the statement's release then returns IO (status 10) with an error
+ *                   (counted in fake_live until the caller gives it back)
  */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include <errno.h>
@@ -155,10 +157,20 @@ static void release_stream(struct ArrowArrayStream* s) {
 static uint8_t ok2(void* a, void* e) { (void)a; (void)e; return 0; }
 static uint8_t ok3(void* a, void* b, void* e) { (void)a; (void)b; (void)e; return 0; }
 static uint8_t ok4(void* a, void* b, void* c, void* e) { (void)a; (void)b; (void)c; (void)e; return 0; }
-static uint8_t statement_release(struct Handle* s, void* e) {
-  (void)e;
+static void release_counted_error(struct AdbcError* e) {
+  release_error(e);
+  live--;
+}
+static uint8_t statement_release(struct Handle* s, struct AdbcError* e) {
+  int failing = s->private_data && strcmp(s->private_data, "fail-release") == 0;
   free(s->private_data);
   s->private_data = NULL;
+  if (failing && e) {
+    fail(e, 10, "fake: the release failed");
+    e->release = release_counted_error;
+    live++;
+    return 10;
+  }
   return 0;
 }
 static uint8_t set_sql(struct Handle* s, const char* q, void* e) {

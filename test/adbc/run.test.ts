@@ -21,6 +21,7 @@ import { tableFromArrays, type Table } from 'apache-arrow';
 import { accounting } from '../../src/index.js';
 import { AdbcDatabase, AdbcError, type AdbcConnection } from '../../src/adbc/index.js';
 import { queryRun, queryRunMissing, runCounters, useQueryRun } from '../../src/adbc/run.js';
+import { logDriverCalls } from '../../src/adbc/driver.js';
 import { collectUntil } from '../helpers/gc.js';
 import { cCompiler, run, tempDir } from '../helpers/tools.js';
 import { DUCKDB, POSTGRESQL, SQLITE, type DriverSpec } from './drivers.js';
@@ -272,6 +273,31 @@ describe('the query run on a malformed driver', { skip: fakeMissing ?? runMissin
     const [plain, run] = await both('ok 7');
     assert.deepEqual(run, plain);
     assert.equal((run as { rows: unknown[] }).rows.length, 7);
+  });
+
+  test('a statement let go whose release fails: the run that releases it gives the driver\'s error back and runs its own query', async () => {
+    await using uncached = new AdbcDatabase({ driver: db.driverInfo.library, entrypoint: 'fake_adbc_init', statementCacheSize: 0 });
+    await using c = await uncached.connect();
+    const calls: string[] = [];
+    logDriverCalls((f, thread) => calls.push(`${f} ${thread}`));
+    try {
+      const r = await onPath(true, async () => {
+        (await c.query('fail-release')).release();
+        const t = await c.query('ok 1');
+        try {
+          return shapeOf(t);
+        } finally {
+          t.release();
+        }
+      });
+      assert.equal(r.runs, 2);
+      assert.equal((r.value as { rows: unknown[] }).rows.length, 1);
+      assert.deepEqual(calls.filter((f) => f.startsWith('StatementRelease')), ['StatementRelease worker'], 'released by the second query\'s run');
+    } finally {
+      logDriverCalls(undefined);
+    }
+    await nothingLive();
+    assert.equal(live(), 0, 'the release\'s error was given back');
   });
 
   for (const [sql, what] of [

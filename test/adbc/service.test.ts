@@ -26,6 +26,7 @@ import {
   AdbcDatabase, AdbcError, AdbcRecordBatchReader, AdbcStatus, IngestMode, type AdbcConnection,
 } from '../../src/adbc/index.js';
 import { logDriverCalls, type CallThread } from '../../src/adbc/driver.js';
+import { queryRun, queryRunMissing } from '../../src/adbc/run.js';
 import { nativeWorkers } from '../../src/memory/native.js';
 import { nativeWorkersMissing } from '../../src/memory/workers.js';
 import { collectUntil } from '../helpers/gc.js';
@@ -767,16 +768,23 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
       assert.equal((await reader.toTableAsync()).getChild('s')?.get(0), 4500001500000n);
       reader.release();
       await slow.close();
-      // Without the cache: a query's statement is released on the JS thread before the call resolves (every
-      // small query's path: a release off the thread would cost a wake-up of the JS thread), an
-      // ingestion's and a partitioned execution's off it.
+      // Without the cache: a query's statement is let go, and released by the connection's next run on its
+      // worker thread, before that run's query (every small query's path: a release of its own off the
+      // thread would cost a wake-up of the JS thread); an ingestion's and a partitioned execution's off it.
       log.length = 0;
       (await conn.query('SELECT 1 AS one')).release();
+      // Where there are no runs (no native library, ARROW_DEVICE_ADBC_RUN=0), on the JS thread at once.
+      const viaRun = queryRun() !== null;
+      assert.deepEqual(releases(), viaRun ? [] : [['StatementRelease', 'js']], 'let go, not released yet');
       await conn.execute('CREATE TABLE released_off (x INTEGER)');
-      assert.deepEqual(releases(), [['StatementRelease', 'js'], ['StatementRelease', 'js']]);
+      const calls = (): string[] => log.map(([f, thread]) => `${f} ${thread}`).filter((f) => /^Statement(Release|ExecuteQuery)/.test(f));
+      assert.deepEqual(calls(), viaRun
+        ? ['StatementExecuteQuery worker', 'StatementRelease worker', 'StatementExecuteQuery worker']
+        : ['StatementExecuteQuery worker', 'StatementRelease js', 'StatementExecuteQuery worker', 'StatementRelease js']);
       log.length = 0;
       assert.equal(await conn.ingest('released_off', tableFromArrays({ x: Int32Array.of(1, 2) }), { mode: IngestMode.Append }), 2);
-      assert.deepEqual(releases(), [['StatementRelease', 'worker']]);
+      assert.deepEqual(releases(), viaRun ? [['StatementRelease', 'worker'], ['StatementRelease', 'worker']] : [['StatementRelease', 'worker']],
+        'the CREATE TABLE\'s (by the ingestion\'s run), then the ingestion\'s own');
       // A database's close() waits for a connection's release that is running.
       const db2 = await AdbcDatabase.open(SQLITE.options());
       const c2 = await db2.connect();
@@ -834,7 +842,7 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
     }
   });
 
-  test('closeSync(), a reader\'s release() and a query\'s statement while another call of the connection runs on a worker thread: released after that call returns, in the connection\'s order, on the JS thread; a released result lets its statement execute again at once', async () => {
+  test('closeSync(), a reader\'s release() and a query\'s statement while another call of the connection runs on a worker thread: released after that call returns, in the connection\'s order; a released result lets its statement execute again at once', async () => {
     // SQLite's connections are not thread-safe: a statement finalized beside another one's step is a data race.
     const log: [string, CallThread][] = [];
     const releases = (): [string, CallThread][] => log.filter(([f]) => f === 'StatementRelease');
@@ -873,11 +881,17 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
       again.closeSync();
       assert.equal(reader.released, true);
       assert.equal(first.released, true);
-      // The two waiting statements after the slow one's execution, then the execution queued behind them;
-      // the slow query's own statement and the last one closed: four releases, all on the JS thread.
-      assert.deepEqual(releases(), Array(4).fill(['StatementRelease', 'js']));
+      // The two waiting statements after the slow one's execution, then the execution queued behind them,
+      // then the last one closed: on the JS thread. The slow query's own statement was let go: the next
+      // query's run releases it, on its worker thread (or, without runs, it went on the JS thread too).
+      const viaRun = queryRun() !== null;
+      assert.deepEqual(releases(), Array(viaRun ? 3 : 4).fill(['StatementRelease', 'js']));
       const order = log.map(([f]) => f).filter((f) => f === 'StatementExecuteQuery' || f === 'StatementRelease');
       assert.deepEqual(order.slice(0, 4), ['StatementExecuteQuery', 'StatementRelease', 'StatementRelease', 'StatementExecuteQuery']);
+      if (viaRun) {
+        (await conn.query('SELECT 3 AS three')).release();
+        assert.deepEqual(releases().at(-1), ['StatementRelease', 'worker']);
+      }
     } finally {
       logDriverCalls(undefined);
     }
@@ -1140,6 +1154,57 @@ describe('the statement cache (DuckDB, SQLite)', { skip: DUCKDB.missing ?? SQLIT
     } finally {
       await conn.close();
       await db.close();
+    }
+    await nothingLive();
+  });
+
+  test('statements a query lets go (the cache full, emptied before a DDL statement, a failed call) are released by the connection\'s next run on its worker thread, before its query; what no run took by close(), or on the JS thread by closeSync() and the collector', { skip: queryRun() === null ? `no native runs here: ${queryRunMissing}` : false }, async () => {
+    const log: [string, CallThread][] = [];
+    const calls = (): string[] => log.map(([f, thread]) => `${f} ${thread}`).filter((f) => /^Statement(Release|ExecuteQuery)/.test(f));
+    for (const spec of [DUCKDB, SQLITE]) {
+      const db = await AdbcDatabase.open({ ...spec.options(), statementCacheSize: 2 });
+      const conn = await db.connect();
+      logDriverCalls((f, thread) => log.push([f, thread]));
+      try {
+        for (const n of [1, 2]) (await conn.query(`SELECT ${n} AS n`)).release();
+        assert.deepEqual(calls(), ['StatementExecuteQuery worker', 'StatementExecuteQuery worker'], `${spec.name}: both kept`);
+        // A third text pushes the first out; the fourth query's run releases it, first.
+        log.length = 0;
+        (await conn.query('SELECT 3 AS n')).release();
+        (await conn.query('SELECT 4 AS n')).release();
+        assert.deepEqual(calls(), ['StatementExecuteQuery worker', 'StatementRelease worker', 'StatementExecuteQuery worker'], `${spec.name}: the one pushed out, by the next run`);
+        // The fourth pushed the second out. A DDL statement empties the cache (3 and 4) and is not kept itself:
+        // its own run releases the three; the next run, the DDL's statement. A failed query's goes the same way.
+        log.length = 0;
+        await conn.execute('CREATE TABLE let_go (x INTEGER)');
+        assert.deepEqual(calls(), [...Array(3).fill('StatementRelease worker'), 'StatementExecuteQuery worker'], `${spec.name}: the cache, by the DDL's own run`);
+        log.length = 0;
+        await assert.rejects(conn.query('SELECT * FROM no_such_table_here'), AdbcError);
+        assert.deepEqual(calls(), ['StatementRelease worker', 'StatementExecuteQuery worker'], `${spec.name}: the DDL's statement, by the failed query's run`);
+        // Nothing runs after: close() releases the failed query's statement on a worker thread, before the connection.
+        log.length = 0;
+        await conn.close();
+        assert.deepEqual(log.filter(([f]) => /Release$/.test(f)), [['StatementRelease', 'worker'], ['ConnectionRelease', 'worker']], `${spec.name}: close()`);
+        // closeSync(): on the JS thread, before the connection.
+        const c2 = await db.connect();
+        await c2.execute('CREATE TABLE let_go_2 (x INTEGER)');
+        log.length = 0;
+        c2.closeSync();
+        assert.deepEqual(log.filter(([f]) => /Release$/.test(f)), [['StatementRelease', 'js'], ['ConnectionRelease', 'js']], `${spec.name}: closeSync()`);
+        // The collector: a connection dropped with a statement let go is released, the statement first.
+        log.length = 0;
+        await (async () => {
+          const c3 = await db.connect();
+          await c3.execute('CREATE TABLE let_go_3 (x INTEGER)');
+        })();
+        assert.ok(await collectUntil(() => log.some(([f]) => f === 'ConnectionRelease')), `${spec.name}: collected`);
+        assert.deepEqual(log.filter(([f]) => /Release$/.test(f)).map(([f]) => f), ['StatementRelease', 'ConnectionRelease'], `${spec.name}: the collector`);
+      } finally {
+        logDriverCalls(undefined);
+        log.length = 0;
+        conn.closeSync();
+        await db.close();
+      }
     }
     await nothingLive();
   });
