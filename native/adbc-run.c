@@ -22,6 +22,8 @@
  * table holds (adbc.h, "struct AdbcDriver"); the stream's callbacks those
  * the driver put in the stream (CStreamInterface.rst).
  */
+#include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arrow-abi.h"
@@ -55,8 +57,9 @@ struct run_error {
  * ADBC 1.0 AdbcError of the caller's) given back and zeroed again; releases_done counts those made.
  * Out: step (where the run stopped: RUN_DONE or the failed step), status (that step's ADBC status or
  * errno-style return), filled (get_next calls that returned 0; the last of them may be the end),
- * ended (1: *arrays[filled - 1] is the end of the stream, its release NULL) and rows_affected (with no
- * stream: the driver's count, -1 unknown).
+ * ended (1: *arrays[filled - 1] is the end of the stream, its release NULL; the driver's stream is then
+ * released and an ended stream of this library's is in its place) and rows_affected (with no stream:
+ * the driver's count, -1 unknown).
  */
 struct adbc_run_job {
   set_sql_fn set_sql;
@@ -90,6 +93,28 @@ enum { RUN_DONE = 0, RUN_SET_SQL = 1, RUN_EXECUTE = 2, RUN_GET_SCHEMA = 3, RUN_G
  * untouched (or released by the driver: adbc.h leaves it unfilled); after a failed stream call the
  * stream is live, so that get_last_error can still be read (CStreamInterface.rst: until the next call).
  */
+/*
+ * What a run leaves in place of a stream it read to the end and released: a stream that has ended
+ * (CStreamInterface.rst: get_next gives the released array that marks the end), has no schema to give,
+ * and whose release only marks it released. So the consumer's own end-of-stream release, on its thread,
+ * costs a call into this library instead of the driver's release (which may talk to a server).
+ */
+static int ended_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
+  (void)s;
+  (void)out;
+  return EINVAL;
+}
+static int ended_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
+  (void)s;
+  *out = (struct ArrowArray){0};
+  return 0;
+}
+static const char* ended_get_last_error(struct ArrowArrayStream* s) {
+  (void)s;
+  return NULL;
+}
+static void ended_release(struct ArrowArrayStream* s) { s->release = NULL; }
+
 int64_t adbc_run(struct adbc_run_job* job) {
   job->filled = 0;
   job->ended = 0;
@@ -137,6 +162,15 @@ int64_t adbc_run(struct adbc_run_job* job) {
       job->ended = 1;
       break;
     }
+  }
+  if (job->ended) {
+    /* Read to the end: the driver's stream is released here, on this worker thread, in the connection's
+       turn (Flight SQL's driver ends its call to the server there), and the ended stream takes its place. */
+    struct ArrowArrayStream* st = job->stream;
+    st->release(st);
+    *st = (struct ArrowArrayStream){
+        .get_schema = ended_get_schema, .get_next = ended_get_next, .get_last_error = ended_get_last_error,
+        .release = ended_release, .private_data = NULL};
   }
   return job->step = RUN_DONE;
 }

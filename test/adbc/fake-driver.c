@@ -16,6 +16,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,10 +148,17 @@ static const char* get_last_error(struct ArrowArrayStream* s) {
   struct stream_state* st = s->private_data;
   return st->error[0] ? st->error : NULL;
 }
+/* The thread the driver was loaded on (the JS thread) and where the last stream was released. */
+static pthread_t init_thread;
+static int last_stream_release_on_init = -1;
+/* 1: the last stream released was released on the thread that loaded the driver; 0: on another; -1: none. */
+int fake_stream_released_on_init_thread(void) { return last_stream_release_on_init; }
+
 static void release_stream(struct ArrowArrayStream* s) {
   free(s->private_data);
   s->release = NULL;
   live--;
+  last_stream_release_on_init = pthread_equal(pthread_self(), init_thread) ? 1 : 0;
 }
 
 /* --- the driver's entries --- */
@@ -211,6 +219,7 @@ enum {
 
 uint8_t fake_adbc_init(int version, void** table, struct AdbcError* e) {
   if (version != 1000000) return fail(e, 2, "fake: ADBC 1.0.0 only");
+  init_thread = pthread_self();
   memset(table, 0, SLOTS * sizeof(void*));
   table[DatabaseInit] = (void*)ok2;
   table[DatabaseNew] = (void*)ok2;

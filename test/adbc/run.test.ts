@@ -269,6 +269,25 @@ describe('the query run on a malformed driver', { skip: fakeMissing ?? runMissin
     return out;
   };
 
+  test('a result read to its end in the run: the driver\'s stream is released there, on the worker thread (the plain path releases it on the JS thread)', async () => {
+    const lib = db.driverInfo.library;
+    const where = koffi.load(lib).func('int fake_stream_released_on_init_thread(void)');
+    const released = (): number => Number(where() as number | bigint);
+    for (const on of [false, true]) {
+      const r = await onPath(on, async () => {
+        const t = await conn.query('ok 2');
+        try {
+          return { rows: t.numRows, onJsThread: released() };
+        } finally {
+          t.release();
+        }
+      });
+      assert.deepEqual(r.value, { rows: 2, onJsThread: on ? 0 : 1 }, `run ${on ? 'on' : 'off'}`);
+      await nothingLive();
+      assert.equal(live(), 0);
+    }
+  });
+
   test('a good result of 7 batches (more than are read ahead): the same rows', async () => {
     const [plain, run] = await both('ok 7');
     assert.deepEqual(run, plain);
