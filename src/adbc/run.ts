@@ -28,7 +28,8 @@ import { AdbcError, AdbcStatus } from './error.js';
 export const JOB = {
   set_sql: 0n, execute: 8n, statement: 16n, sql: 24n, error: 32n, stream: 40n, schema: 48n, arrays: 56n, max: 64n,
   step: 72n, status: 80n, filled: 88n, ended: 96n, rows_affected: 104n,
-  release: 112n, releases: 120n, release_status: 128n, nreleases: 136n, release_error: 144n, releases_done: 152n, size: 160,
+  release: 112n, releases: 120n, release_status: 128n, nreleases: 136n, release_error: 144n, releases_done: 152n,
+  schemas: 160n, nschemas: 168n, size: 176,
 } as const;
 
 /** A statement let go, waiting for its connection's next run to release it. */
@@ -48,6 +49,8 @@ export interface LetGoItem {
  */
 export class LetGo {
   #items: LetGoItem[] = [];
+  /** Result schemas read and let go (`ArrowSchema`s in our memory, each freed once released). */
+  #schemas: Ptr[] = [];
   #closed = false;
 
   constructor(
@@ -56,7 +59,26 @@ export class LetGo {
   ) {}
 
   get size(): number {
-    return this.#items.length;
+    return this.#items.length + this.#schemas.length;
+  }
+
+  /**
+   * Queues a result's schema, read already, for the next run to release (any thread may,
+   * CDataInterface.rst; Flight SQL's release is a call into Go): the slot is this queue's to free.
+   */
+  addSchema(slot: Ptr): void {
+    if (this.#closed) releaseSchemas([slot]);
+    else this.#schemas.push(slot);
+  }
+
+  /** Every schema queued, for a run to release; `putBackSchemas` returns them if it did not. */
+  takeSchemas(): Ptr[] {
+    return this.#schemas.splice(0);
+  }
+
+  putBackSchemas(slots: readonly Ptr[]): void {
+    if (!this.#closed) this.#schemas.unshift(...slots);
+    else releaseSchemas(slots);
   }
 
   /** Queues the statement at `ptr`; `done` is called when it has been released (with the release's error). */
@@ -78,6 +100,7 @@ export class LetGo {
   /** The connection's `close()`: each queued statement released on a worker thread in its turn (and any that comes later). */
   closeOffThread(): Promise<void>[] {
     this.#closed = true;
+    releaseSchemas(this.takeSchemas());
     return this.take().map((it) => this.#settleOffThread(it));
   }
 
@@ -87,6 +110,7 @@ export class LetGo {
    */
   closeNow(): void {
     this.#closed = true;
+    releaseSchemas(this.takeSchemas());
     const items = this.take();
     if (items.length === 0) return;
     const { driver } = this;
@@ -119,6 +143,18 @@ export class LetGo {
         throw e;
       },
     );
+  }
+}
+
+/** Releases and frees schemas a `LetGo` held, on this thread (a schema is no call on the connection). */
+function releaseSchemas(slots: readonly Ptr[]): void {
+  const m = nativeMemory();
+  for (const slot of slots) {
+    try {
+      releaseStruct(m, 'ArrowSchema', slot);
+    } finally {
+      m.free(slot);
+    }
   }
 }
 
@@ -204,40 +240,50 @@ export async function runUpdate(run: RunFunction, driver: Driver, stmt: Ptr, sql
 }
 
 /**
- * Hands the statements `letGo` holds to the run at `job` (AdbcStatementRelease of each, first); `settle()`,
- * once the run has returned (or failed to start), settles each released one, frees its handle, and puts
- * back the rest for the next run.
+ * Hands what `letGo` holds to the run at `job` (each schema's release, then AdbcStatementRelease of each
+ * statement, first); `settle()`, once the run has returned (or failed to start), settles each statement
+ * released, frees its handle and each schema's slot, and puts back the rest for the next run.
  */
 function withReleases(driver: Driver, job: Ptr, letGo: LetGo | undefined): { settle(): void } {
-  const items = letGo === undefined || letGo.size === 0 ? [] : letGo.take();
-  if (items.length === 0) return { settle() {} };
+  if (letGo === undefined || letGo.size === 0) return { settle() {} };
+  const items = letGo.take();
+  const schemas = letGo.takeSchemas();
   const m = nativeMemory();
-  const list = m.alloc(items.length * 16); // the handles, then a status each
+  // The handles, a status each, then the schemas.
+  const list = m.alloc(Math.max(1, items.length * 16 + schemas.length * 8));
   const statuses = list + BigInt(items.length * 8);
+  const schemaList = list + BigInt(items.length * 16);
   const error = m.alloc(ERROR.size); // zeroed: an ADBC 1.0 error, no details
   try {
     items.forEach((it, i) => m.writePtr(list + BigInt(i * 8), it.ptr));
-    m.writePtr(job + JOB.release, driver.releaseAddress(items.length));
+    schemas.forEach((slot, i) => m.writePtr(schemaList + BigInt(i * 8), slot));
+    if (items.length > 0) m.writePtr(job + JOB.release, driver.releaseAddress(items.length));
     m.writePtr(job + JOB.releases, list);
     m.writePtr(job + JOB.release_status, statuses);
     m.writeI64(job + JOB.nreleases, BigInt(items.length));
     m.writePtr(job + JOB.release_error, error);
+    m.writePtr(job + JOB.schemas, schemaList);
+    m.writeI64(job + JOB.nschemas, BigInt(schemas.length));
   } catch (e) {
     m.free(list);
     m.free(error);
-    letGo!.putBack(items);
+    letGo.putBack(items);
+    letGo.putBackSchemas(schemas);
     throw e;
   }
   return {
     settle() {
       try {
+        // The run sets nschemas to 0 once it has released them (it did not run if it is still set).
+        if (m.readI64(job + JOB.nschemas) === 0n) for (const slot of schemas) m.free(slot);
+        else letGo.putBackSchemas(schemas);
         const done = Number(m.readI64(job + JOB.releases_done));
         for (let i = 0; i < done; i++) {
           const status = Number(m.readI64(statuses + BigInt(i * 8))) & 0xff;
           freeNative(items[i]!.ptr);
           items[i]!.done(status === AdbcStatus.OK ? undefined : new AdbcError('AdbcStatementRelease', { status, message: `AdbcStatementRelease: status ${status}` }));
         }
-        letGo!.putBack(items.slice(done));
+        letGo.putBack(items.slice(done));
       } finally {
         m.free(list);
         m.free(error);
@@ -291,7 +337,8 @@ export async function runAndImport(
     taken = items.length;
     schemaTaken = true;
     // The import owns the schema and the items from here, and moves the stream out of `stream`.
-    return importArrayStreamPrefetched(stream, opts, { schema: { slot: schema, rc: r.step === RunStep.GetSchema ? r.status : 0 }, items });
+    const handOff = letGo === undefined ? undefined : (slot: Ptr): void => letGo.addSchema(slot);
+    return importArrayStreamPrefetched(stream, opts, { schema: { slot: schema, rc: r.step === RunStep.GetSchema ? r.status : 0, handOff }, items });
   } catch (e) {
     // The execution failed (the driver left the stream unfilled), or the stream came unfilled: a stream
     // the driver did fill anyway is released here, once.

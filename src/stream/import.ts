@@ -991,7 +991,12 @@ interface Pending extends PrefetchedItem {
  * allocation; the import owns them all from the call on, whether it succeeds or not.
  */
 export interface StreamPrefetch {
-  readonly schema: { readonly slot: Ptr; readonly rc: number };
+  /**
+   * The schema `get_schema` wrote (`rc` 0) into `slot`, which the import then owns; `handOff`, if given,
+   * takes the slot once the schema has been read, to release it later (arrow-device/adbc releases it in
+   * its connection's next native run, off the JS thread), instead of the import releasing it then.
+   */
+  readonly schema: { readonly slot: Ptr; readonly rc: number; readonly handOff?: (slot: Ptr) => void };
   readonly items: PrefetchedItem[];
 }
 
@@ -1024,9 +1029,13 @@ function readStreamSchema(h: StreamHandle, hook: StreamImportOptions['onProducer
       throw prefixPath(e, s.path);
     }
   } finally {
-    // A conforming release sets release to NULL itself; releaseStruct makes sure of it, so never twice.
-    releaseStruct(m, 'ArrowSchema', slot);
-    m.free(slot);
+    if (read?.handOff !== undefined && !isReleased(m, 'ArrowSchema', slot)) {
+      read.handOff(slot);
+    } else {
+      // A conforming release sets release to NULL itself; releaseStruct makes sure of it, so never twice.
+      releaseStruct(m, 'ArrowSchema', slot);
+      m.free(slot);
+    }
   }
 }
 
