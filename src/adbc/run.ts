@@ -13,7 +13,7 @@
  * Linux and macOS. Where it is missing (Windows, another libc), or with
  * `ARROW_DEVICE_ADBC_RUN=0`, every call takes the plain path.
  */
-import type { Ptr } from '../memory/memory.js';
+import { NULL, type Ptr } from '../memory/memory.js';
 import { koffi, nativeMemory } from '../memory/native.js';
 import { isReleased, releaseStruct } from '../memory/cstruct.js';
 import { envVar, runtimeName } from '../platform/node.js';
@@ -228,13 +228,14 @@ function load(): RunFunction | null {
 export async function runUpdate(run: RunFunction, driver: Driver, stmt: Ptr, sql: string | undefined, letGo?: LetGo): Promise<number> {
   const m = nativeMemory();
   const job = m.alloc(JOB.size);
-  const releases = withReleases(driver, job, letGo);
+  let releases: { settle(): void } | undefined;
   try {
+    releases = withReleases(driver, job, letGo);
     runCounters.runs++;
     await driver.run(run, job, stmt, sql);
     return Number(m.readI64(job + JOB.rows_affected));
   } finally {
-    releases.settle();
+    releases?.settle();
     m.free(job);
   }
 }
@@ -253,7 +254,7 @@ function withReleases(driver: Driver, job: Ptr, letGo: LetGo | undefined): { set
   const list = m.alloc(Math.max(1, items.length * 16 + schemas.length * 8));
   const statuses = list + BigInt(items.length * 8);
   const schemaList = list + BigInt(items.length * 16);
-  const error = m.alloc(ERROR.size); // zeroed: an ADBC 1.0 error, no details
+  const error = items.length > 0 ? m.alloc(ERROR.size) : NULL; // zeroed: an ADBC 1.0 error, no details
   try {
     items.forEach((it, i) => m.writePtr(list + BigInt(i * 8), it.ptr));
     schemas.forEach((slot, i) => m.writePtr(schemaList + BigInt(i * 8), slot));
@@ -278,12 +279,16 @@ function withReleases(driver: Driver, job: Ptr, letGo: LetGo | undefined): { set
         if (m.readI64(job + JOB.nschemas) === 0n) for (const slot of schemas) m.free(slot);
         else letGo.putBackSchemas(schemas);
         const done = Number(m.readI64(job + JOB.releases_done));
+        letGo.putBack(items.slice(done));
         for (let i = 0; i < done; i++) {
           const status = Number(m.readI64(statuses + BigInt(i * 8))) & 0xff;
-          freeNative(items[i]!.ptr);
-          items[i]!.done(status === AdbcStatus.OK ? undefined : new AdbcError('AdbcStatementRelease', { status, message: `AdbcStatementRelease: status ${status}` }));
+          try {
+            freeNative(items[i]!.ptr);
+          } finally {
+            // The driver's message was given back in the run: the status is what is left to say.
+            items[i]!.done(status === AdbcStatus.OK ? undefined : new AdbcError('AdbcStatementRelease', { status, message: `AdbcStatementRelease: status ${status}` }));
+          }
         }
-        letGo.putBack(items.slice(done));
       } finally {
         m.free(list);
         m.free(error);

@@ -178,8 +178,13 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
    */
   letGo(): void {
     const ptr = this.#ptr;
-    const { letGo } = this.#conn;
-    this.closeQueued((done) => letGo.add(ptr, done));
+    const { letGo, serial } = this.#conn;
+    // Queued in the connection's order when a call of it waits or runs: a reader's stream release queued
+    // there (its result counts as released at once) must run before a run can take the statement.
+    this.closeQueued((done) => {
+      if (serial.busy) serial.run(() => letGo.add(ptr, done)).catch(() => undefined);
+      else letGo.add(ptr, done);
+    });
   }
 
   /** @internal Whether a result of this statement is still open (a cached statement is reused only when not). */

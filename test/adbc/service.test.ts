@@ -897,6 +897,35 @@ describe('AdbcDatabase.open: the database\'s init on a worker thread', { skip: D
     }
   });
 
+  test('a statement let go behind its reader is released after the reader\'s stream, even with a run queued before that release (found in review)', async () => {
+    await using db = await AdbcDatabase.open(SQLITE.options());
+    await using conn = await db.connect();
+    (await conn.query('SELECT 2 AS b')).release(); // cached: its next query queues its run at once
+    const first = await conn.queryStream('SELECT 1 AS a'); // cached, its result open
+    const second = await conn.queryStream('SELECT 1 AS a'); // a statement of its own, let go behind its reader
+    const log: string[] = [];
+    let streamReleasedFirst = true;
+    logDriverCalls((f) => {
+      log.push(f);
+      if (f === 'StatementRelease' && !second.released) streamReleasedFirst = false;
+    });
+    try {
+      const slow = conn.query('WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT sum(x) AS s FROM c');
+      assert.ok(await collectUntil(() => log.includes('StatementExecuteQuery')), 'the slow execution started');
+      const queued = conn.query('SELECT 2 AS b'); // its run waits behind the slow one
+      await new Promise((resolve) => setImmediate(resolve)); // long enough for it to be queued
+      second.release(); // the stream's release waits behind that run
+      (await slow).release();
+      (await queued).release();
+      first.release();
+      (await conn.query('SELECT 3 AS c')).release(); // a later run takes what was let go
+      assert.equal(second.released, true);
+      assert.equal(streamReleasedFirst, true, 'no statement released while the reader\'s stream was live');
+    } finally {
+      logDriverCalls(undefined);
+    }
+  });
+
   test('ARROW_DEVICE_WORKERS unreadable: the database is refused before any handle exists (INVALID_ARGUMENT naming it)', { skip: childSkip }, () => {
     const out = childValue<string[]>(`
       import { AdbcDatabase } from '@/src/adbc/index.js';
