@@ -44,7 +44,7 @@ struct run_error {
 };
 
 /*
- * One run, as JS writes and reads it (every field 8 bytes; adbc_run_job_size: 176 bytes).
+ * One run, as JS writes and reads it (every field 8 bytes; adbc_run_job_size: 160 bytes).
  * In: set_sql (NULL: the SQL is set already, e.g. a cached statement), execute, statement, sql, error,
  * stream (a zeroed ArrowArrayStream for execute to fill), schema (a zeroed ArrowSchema for get_schema,
  * or NULL: not asked), arrays (max pointers to zeroed ArrowArrays, each its own allocation of the
@@ -55,8 +55,6 @@ struct run_error {
  * release, each first, before anything else of the run: the connection is not thread-safe, and this is
  * its turn), each one's status written to release_status[i], its error (release_error, a zeroed
  * ADBC 1.0 AdbcError of the caller's) given back and zeroed again; releases_done counts those made.
- * schemas: nschemas ArrowSchemas JS read and let go (a result's schema), each released with its own
- * release (CDataInterface.rst: any thread may), before the statements; nschemas is then set to 0.
  * Out: step (where the run stopped: RUN_DONE or the failed step), status (that step's ADBC status or
  * errno-style return), filled (get_next calls that returned 0; the last of them may be the end),
  * ended (1: *arrays[filled - 1] is the end of the stream, its release NULL; the driver's stream is then
@@ -84,8 +82,6 @@ struct adbc_run_job {
   int64_t nreleases;
   struct run_error* release_error;
   int64_t releases_done;
-  struct ArrowSchema** schemas;
-  int64_t nschemas;
 };
 
 enum { RUN_DONE = 0, RUN_SET_SQL = 1, RUN_EXECUTE = 2, RUN_GET_SCHEMA = 3, RUN_GET_NEXT = 4 };
@@ -124,11 +120,6 @@ int64_t adbc_run(struct adbc_run_job* job) {
   job->ended = 0;
   job->status = 0;
   job->releases_done = 0;
-  for (int64_t i = 0; i < job->nschemas; i++) {
-    struct ArrowSchema* sc = job->schemas[i];
-    if (sc->release) sc->release(sc);
-  }
-  job->nschemas = 0;
   for (int64_t i = 0; job->release && i < job->nreleases; i++) {
     struct run_error* e = job->release_error;
     job->release_status[i] = job->release(job->releases[i], e);

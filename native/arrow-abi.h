@@ -2,7 +2,7 @@
  * The structs of the C Data and C Stream interfaces that arrow-device's
  * native library touches, written from CDataInterface.rst ("The
  * ArrowArray structure") and CStreamInterface.rst ("The ArrowArrayStream
- * structure", "The ArrowSchema structure").
+ * structure"); ArrowSchema stays opaque (only pointers to it pass here).
  * Shared by native/async-ring.c and native/adbc-run.c.
  */
 #ifndef ARROW_DEVICE_ARROW_ABI_H
@@ -10,17 +10,7 @@
 
 #include <stdint.h>
 
-struct ArrowSchema {
-  const char* format;
-  const char* name;
-  const char* metadata;
-  int64_t flags;
-  int64_t n_children;
-  struct ArrowSchema** children;
-  struct ArrowSchema* dictionary;
-  void (*release)(struct ArrowSchema*);
-  void* private_data;
-};
+struct ArrowSchema;
 
 struct ArrowArray {
   int64_t length;

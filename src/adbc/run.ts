@@ -13,7 +13,7 @@
  * Linux and macOS. Where it is missing (Windows, another libc), or with
  * `ARROW_DEVICE_ADBC_RUN=0`, every call takes the plain path.
  */
-import { NULL, type Ptr } from '../memory/memory.js';
+import type { Ptr } from '../memory/memory.js';
 import { koffi, nativeMemory } from '../memory/native.js';
 import { isReleased, releaseStruct } from '../memory/cstruct.js';
 import { envVar, runtimeName } from '../platform/node.js';
@@ -28,8 +28,7 @@ import { AdbcError, AdbcStatus } from './error.js';
 export const JOB = {
   set_sql: 0n, execute: 8n, statement: 16n, sql: 24n, error: 32n, stream: 40n, schema: 48n, arrays: 56n, max: 64n,
   step: 72n, status: 80n, filled: 88n, ended: 96n, rows_affected: 104n,
-  release: 112n, releases: 120n, release_status: 128n, nreleases: 136n, release_error: 144n, releases_done: 152n,
-  schemas: 160n, nschemas: 168n, size: 176,
+  release: 112n, releases: 120n, release_status: 128n, nreleases: 136n, release_error: 144n, releases_done: 152n, size: 160,
 } as const;
 
 /** A statement let go, waiting for its connection's next run to release it. */
@@ -49,8 +48,6 @@ export interface LetGoItem {
  */
 export class LetGo {
   #items: LetGoItem[] = [];
-  /** Result schemas read and let go (`ArrowSchema`s in our memory, each freed once released). */
-  #schemas: Ptr[] = [];
   #closed = false;
 
   constructor(
@@ -59,26 +56,7 @@ export class LetGo {
   ) {}
 
   get size(): number {
-    return this.#items.length + this.#schemas.length;
-  }
-
-  /**
-   * Queues a result's schema, read already, for the next run to release (any thread may,
-   * CDataInterface.rst; Flight SQL's release is a call into Go): the slot is this queue's to free.
-   */
-  addSchema(slot: Ptr): void {
-    if (this.#closed) releaseSchemas([slot]);
-    else this.#schemas.push(slot);
-  }
-
-  /** Every schema queued, for a run to release; `putBackSchemas` returns them if it did not. */
-  takeSchemas(): Ptr[] {
-    return this.#schemas.splice(0);
-  }
-
-  putBackSchemas(slots: readonly Ptr[]): void {
-    if (!this.#closed) this.#schemas.unshift(...slots);
-    else releaseSchemas(slots);
+    return this.#items.length;
   }
 
   /** Queues the statement at `ptr`; `done` is called when it has been released (with the release's error). */
@@ -100,7 +78,6 @@ export class LetGo {
   /** The connection's `close()`: each queued statement released on a worker thread in its turn (and any that comes later). */
   closeOffThread(): Promise<void>[] {
     this.#closed = true;
-    releaseSchemas(this.takeSchemas());
     return this.take().map((it) => this.#settleOffThread(it));
   }
 
@@ -110,7 +87,6 @@ export class LetGo {
    */
   closeNow(): void {
     this.#closed = true;
-    releaseSchemas(this.takeSchemas());
     const items = this.take();
     if (items.length === 0) return;
     const { driver } = this;
@@ -143,18 +119,6 @@ export class LetGo {
         throw e;
       },
     );
-  }
-}
-
-/** Releases and frees schemas a `LetGo` held, on this thread (a schema is no call on the connection). */
-function releaseSchemas(slots: readonly Ptr[]): void {
-  const m = nativeMemory();
-  for (const slot of slots) {
-    try {
-      releaseStruct(m, 'ArrowSchema', slot);
-    } finally {
-      m.free(slot);
-    }
   }
 }
 
@@ -241,45 +205,35 @@ export async function runUpdate(run: RunFunction, driver: Driver, stmt: Ptr, sql
 }
 
 /**
- * Hands what `letGo` holds to the run at `job` (each schema's release, then AdbcStatementRelease of each
- * statement, first); `settle()`, once the run has returned (or failed to start), settles each statement
- * released, frees its handle and each schema's slot, and puts back the rest for the next run.
+ * Hands the statements `letGo` holds to the run at `job` (AdbcStatementRelease of each, first); `settle()`,
+ * once the run has returned (or failed to start), settles each released one, frees its handle, and puts
+ * back the rest for the next run.
  */
 function withReleases(driver: Driver, job: Ptr, letGo: LetGo | undefined): { settle(): void } {
-  if (letGo === undefined || letGo.size === 0) return { settle() {} };
-  const items = letGo.take();
-  const schemas = letGo.takeSchemas();
+  const items = letGo === undefined || letGo.size === 0 ? [] : letGo.take();
+  if (items.length === 0) return { settle() {} };
   const m = nativeMemory();
-  // The handles, a status each, then the schemas.
-  const list = m.alloc(Math.max(1, items.length * 16 + schemas.length * 8));
+  const list = m.alloc(items.length * 16); // the handles, then a status each
   const statuses = list + BigInt(items.length * 8);
-  const schemaList = list + BigInt(items.length * 16);
-  const error = items.length > 0 ? m.alloc(ERROR.size) : NULL; // zeroed: an ADBC 1.0 error, no details
+  const error = m.alloc(ERROR.size); // zeroed: an ADBC 1.0 error, no details
   try {
     items.forEach((it, i) => m.writePtr(list + BigInt(i * 8), it.ptr));
-    schemas.forEach((slot, i) => m.writePtr(schemaList + BigInt(i * 8), slot));
-    if (items.length > 0) m.writePtr(job + JOB.release, driver.releaseAddress(items.length));
+    m.writePtr(job + JOB.release, driver.releaseAddress(items.length));
     m.writePtr(job + JOB.releases, list);
     m.writePtr(job + JOB.release_status, statuses);
     m.writeI64(job + JOB.nreleases, BigInt(items.length));
     m.writePtr(job + JOB.release_error, error);
-    m.writePtr(job + JOB.schemas, schemaList);
-    m.writeI64(job + JOB.nschemas, BigInt(schemas.length));
   } catch (e) {
     m.free(list);
     m.free(error);
-    letGo.putBack(items);
-    letGo.putBackSchemas(schemas);
+    letGo!.putBack(items);
     throw e;
   }
   return {
     settle() {
       try {
-        // The run sets nschemas to 0 once it has released them (it did not run if it is still set).
-        if (m.readI64(job + JOB.nschemas) === 0n) for (const slot of schemas) m.free(slot);
-        else letGo.putBackSchemas(schemas);
         const done = Number(m.readI64(job + JOB.releases_done));
-        letGo.putBack(items.slice(done));
+        letGo!.putBack(items.slice(done));
         for (let i = 0; i < done; i++) {
           const status = Number(m.readI64(statuses + BigInt(i * 8))) & 0xff;
           try {
@@ -342,8 +296,7 @@ export async function runAndImport(
     taken = items.length;
     schemaTaken = true;
     // The import owns the schema and the items from here, and moves the stream out of `stream`.
-    const handOff = letGo === undefined ? undefined : (slot: Ptr): void => letGo.addSchema(slot);
-    return importArrayStreamPrefetched(stream, opts, { schema: { slot: schema, rc: r.step === RunStep.GetSchema ? r.status : 0, handOff }, items });
+    return importArrayStreamPrefetched(stream, opts, { schema: { slot: schema, rc: r.step === RunStep.GetSchema ? r.status : 0 }, items });
   } catch (e) {
     // The execution failed (the driver left the stream unfilled), or the stream came unfilled: a stream
     // the driver did fill anyway is released here, once.

@@ -991,12 +991,7 @@ interface Pending extends PrefetchedItem {
  * allocation; the import owns them all from the call on, whether it succeeds or not.
  */
 export interface StreamPrefetch {
-  /**
-   * The schema `get_schema` wrote (`rc` 0) into `slot`, which the import then owns; `handOff`, if given,
-   * takes the slot once the schema has been read, to release it later (arrow-device/adbc releases it in
-   * its connection's next native run, off the JS thread), instead of the import releasing it then.
-   */
-  readonly schema: { readonly slot: Ptr; readonly rc: number; readonly handOff?: (slot: Ptr) => void };
+  readonly schema: { readonly slot: Ptr; readonly rc: number };
   readonly items: PrefetchedItem[];
 }
 
@@ -1029,13 +1024,9 @@ function readStreamSchema(h: StreamHandle, hook: StreamImportOptions['onProducer
       throw prefixPath(e, s.path);
     }
   } finally {
-    if (read?.handOff !== undefined && !isReleased(m, 'ArrowSchema', slot)) {
-      read.handOff(slot);
-    } else {
-      // A conforming release sets release to NULL itself; releaseStruct makes sure of it, so never twice.
-      releaseStruct(m, 'ArrowSchema', slot);
-      m.free(slot);
-    }
+    // A conforming release sets release to NULL itself; releaseStruct makes sure of it, so never twice.
+    releaseStruct(m, 'ArrowSchema', slot);
+    m.free(slot);
   }
 }
 
