@@ -31,7 +31,10 @@
  * setup:arrow-cpp` and bench/setup-adbc-python.sh), in its own process
  * right after, with the same reps; skipped, with the reason, where it is
  * not installed. Ratio = ours / the other side's median (below 1: ours is
- * faster). Then, for the 1-row shapes, where ours' time goes (its statement
+ * faster). Then, for every shape, the JS thread's time per query on each
+ * side (`performance.eventLoopUtilization`: what was not idle in the event
+ * loop while the query ran, the thread a service's other requests share;
+ * a synchronous peer holds it for the whole query). Then, for the 1-row shapes, where ours' time goes (its statement
  * API step by step) and the floor's (each driver call's wall time, and how
  * much of it held the JS thread: all of a synchronous call, the
  * marshalling of an async one until it returns; and the JS thread's CPU
@@ -66,7 +69,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance as perf } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { AdbcDatabase, defaultEntrypoint, type AdbcConnection } from '../src/adbc/index.js';
@@ -176,6 +179,8 @@ interface LatencyArgs {
 interface LatencyResult {
   /** By shape key, by side: the median in ms. */
   ms: Record<string, Partial<Record<LatencySide, number>>>;
+  /** By shape key, by side: the median of the JS thread's active time per query in ms (`eventLoopUtilization`). */
+  held: Record<string, Partial<Record<LatencySide, number>>>;
   /** By 1-row shape key: ours' statement API steps, medians in µs. */
   steps: Record<string, Record<string, number>>;
   /** By 1-row shape key: the floor's driver calls, medians in µs (wall, JS thread held, its CPU), and calls per query. */
@@ -251,24 +256,32 @@ async function latencyChild(a: LatencyArgs): Promise<LatencyResult> {
   if (a.peer) clients.push(['peer', await openPeer(a.peer)]);
   const floor = await openFloor(a.ours, a.driver, false);
   clients.push(['floor', floor], ['floor-sync', await openFloor(a.ours, a.driver, true)]);
-  const result: LatencyResult = { ms: {}, steps: {}, calls: {} };
+  const result: LatencyResult = { ms: {}, held: {}, steps: {}, calls: {} };
   try {
     for (const shape of SHAPES) {
       const times: Partial<Record<LatencySide, number[]>> = {};
+      const held: Partial<Record<LatencySide, number[]>> = {};
       for (let r = 0; r < a.warmup + a.reps; r++) {
         const lo = startOf(r, shape.rows);
         const q = queryOf(spec, shape, lo);
         const want = expected(lo, shape.rows);
         for (let k = 0; k < clients.length; k++) {
           const [side, client] = clients[(r + k) % clients.length]!;
+          const e0 = perf.eventLoopUtilization();
           const t0 = performance.now();
           const got = await client.run(q);
           const dt = performance.now() - t0;
+          // The JS thread's time not idle in the event loop while this query ran (one query at a time here).
+          const active = perf.eventLoopUtilization(e0).active;
           check(`${a.driver} ${shapeKey(shape)} ${side}`, q, got, want);
-          if (r >= a.warmup) (times[side] ??= []).push(dt);
+          if (r >= a.warmup) {
+            (times[side] ??= []).push(dt);
+            (held[side] ??= []).push(active);
+          }
         }
       }
       result.ms[shapeKey(shape)] = Object.fromEntries(Object.entries(times).map(([s, xs]) => [s, median(xs)]));
+      result.held[shapeKey(shape)] = Object.fromEntries(Object.entries(held).map(([s, xs]) => [s, median(xs)]));
     }
     // Where the time goes, for one row: ours step by step, then the floor call by call (alternating).
     for (const shape of SHAPES.filter((s) => s.rows === 1)) {
@@ -440,6 +453,13 @@ function printLatency(driver: DriverName, peerName: string | undefined, res: Lat
     vs(key, 'floor', res.ms[key]!.floor);
     vs(key, 'floor-sync', res.ms[key]!['floor-sync']);
     if (typeof py !== 'string') vs(key, PYTHON_PEER, py.ms[key]);
+  }
+  for (const shape of SHAPES) {
+    const key = shapeKey(shape);
+    const h = res.held[key]!;
+    const sides = (['ours', 'peer', 'floor', 'floor-sync'] as const).filter((x) => h[x] !== undefined);
+    const label = (x: LatencySide): string => (x === 'peer' ? peerName ?? 'peer' : x);
+    console.log(`service ${driver} ${key}, the JS thread per query (not idle in the event loop, medians, ms): ${sides.map((x) => `${label(x)} ${ms(h[x]!)}`).join(', ')}`);
   }
   if (typeof py === 'string') skipped(`service ${driver} vs ${PYTHON_PEER}`, py);
   else console.log(`service ${driver} ${PYTHON_PEER}: Python ${py.python}, adbc_driver_manager ${py.adbc_driver_manager}, pyarrow ${py.pyarrow}, its own process after the Node sides`);
