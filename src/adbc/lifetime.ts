@@ -279,6 +279,17 @@ export class Serial {
     return p;
   }
 
+  /**
+   * Runs `f` on the JS thread now when no call of this order waits or runs, else after them (never beside
+   * a call on a worker thread: ADBC connections are not thread-safe). Returns the promise of a deferred
+   * `f`, undefined when it ran now (and threw, if it threw).
+   */
+  whenIdle(f: () => void): Promise<void> | undefined {
+    if (this.#running > 0) return this.run(f);
+    f();
+    return undefined;
+  }
+
   /** Throws INVALID_STATE when an async call runs: a synchronous call must not run beside it. */
   checkIdle(op: string, what: string): void {
     if (this.#running > 0) {

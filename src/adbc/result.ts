@@ -34,8 +34,7 @@ const registry = new FinalizationRegistry<Held>(({ inner, life, serial }) => {
     }
   };
   // As `release()`: never beside a call the connection runs on a worker thread.
-  if (serial.busy) serial.run(release).catch(() => undefined);
-  else release();
+  serial.whenIdle(release)?.catch(() => undefined);
 });
 
 /** The types of a target's result: its batch, its table and its schema. */
@@ -117,12 +116,15 @@ export class AdbcResultReader<R extends ResultTypes> implements IterableIterator
 
   /** After every step: a stream that is released releases its place in the order (and its statement, if that was closed). */
   #after(): void {
-    if (this.#inner.released) {
-      registry.unregister(this);
-      if (this.#onAbort) this.#signal!.removeEventListener('abort', this.#onAbort);
-      this.#onAbort = undefined;
-      this.#life.close();
-    }
+    if (this.#inner.released) this.#detach();
+  }
+
+  /** The result is released (or its release queued): no collector entry, no abort listener, its place in the order closed. */
+  #detach(): void {
+    registry.unregister(this);
+    if (this.#onAbort) this.#signal!.removeEventListener('abort', this.#onAbort);
+    this.#onAbort = undefined;
+    this.#life.close();
   }
 
   /** The reader is its own iterator: `for (const batch of reader)` calls `next()`. */
@@ -256,12 +258,9 @@ export class AdbcResultReader<R extends ResultTypes> implements IterableIterator
       // the same order, so it still runs first. Its error, if it has one, has no caller to go to (as with
       // the collector's release).
       this.#releaseQueued = true;
-      registry.unregister(this);
-      if (this.#onAbort) this.#signal!.removeEventListener('abort', this.#onAbort);
-      this.#onAbort = undefined;
       const inner = this.#inner;
       this.#serial.run(() => inner.release()).catch(() => undefined);
-      this.#life.close();
+      this.#detach();
       return;
     }
     this.#releaseNow();

@@ -102,17 +102,11 @@ export class LetGo {
         }
       }
     };
-    if (this.serial.busy) this.serial.run(now).catch(() => undefined);
-    else now();
-  }
-
-  #offThread(ptr: Ptr): Promise<void> {
-    const { driver } = this;
-    return this.serial.run(() => driver.callAsync('StatementRelease', ptr)).finally(() => freeNative(ptr));
+    this.serial.whenIdle(now)?.catch(() => undefined);
   }
 
   #settleOffThread(it: LetGoItem): Promise<void> {
-    return this.#offThread(it.ptr).then(
+    return releaseStatementInTurn(this.driver, this.serial, it.ptr).then(
       () => it.done(),
       (e: unknown) => {
         it.done(e);
@@ -120,6 +114,11 @@ export class LetGo {
       },
     );
   }
+}
+
+/** `AdbcStatementRelease` of the statement at `ptr` on a worker thread in its connection's order of calls, then its handle freed. */
+export function releaseStatementInTurn(driver: Driver, serial: Serial, ptr: Ptr): Promise<void> {
+  return serial.run(() => driver.callAsync('StatementRelease', ptr)).finally(() => freeNative(ptr));
 }
 
 /** Where a run stopped (`job.step`). */

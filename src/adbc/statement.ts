@@ -20,7 +20,7 @@ import { AdbcError, AdbcStatus } from './error.js';
 import { Closable, Lifetime, type Serial } from './lifetime.js';
 import * as options from './options.js';
 import { AdbcResultReader } from './result.js';
-import { queryRun, runAndImport, runUpdate, type LetGo } from './run.js';
+import { queryRun, releaseStatementInTurn, runAndImport, runUpdate, type LetGo } from './run.js';
 import type { AdbcTarget, AdbcTypes, AsyncBatchSource, BindSource } from './target.js';
 import type { ArrowAdbc } from './arrowjs.js';
 import { isReleased } from '../memory/cstruct.js';
@@ -124,7 +124,7 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
     };
     // A connection is not thread-safe (adbc.h): while a call of its runs on a worker thread (another
     // statement's execution, a reader's get_next), the release waits in its order of calls, then runs here.
-    const life = new Lifetime('statement', conn.life, () => (serial.busy ? serial.run(release) : release()));
+    const life = new Lifetime('statement', conn.life, () => serial.whenIdle(release));
     super(life);
     this.#conn = conn;
     this.#ptr = ptr;
@@ -163,7 +163,7 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
   override async close(): Promise<void> {
     const { driver, serial } = this.#conn;
     const ptr = this.#ptr;
-    await this.closeOffThread(() => serial.run(() => driver.callAsync('StatementRelease', ptr)).finally(() => freeNative(ptr)));
+    await this.closeOffThread(() => releaseStatementInTurn(driver, serial, ptr));
   }
 
   /** `close()`: what the end of an `await using` scope calls. */
@@ -181,10 +181,7 @@ export class AdbcStatement<T extends AdbcTypes = ArrowAdbc> extends Closable {
     const { letGo, serial } = this.#conn;
     // Queued in the connection's order when a call of it waits or runs: a reader's stream release queued
     // there (its result counts as released at once) must run before a run can take the statement.
-    this.closeQueued((done) => {
-      if (serial.busy) serial.run(() => letGo.add(ptr, done)).catch(() => undefined);
-      else letGo.add(ptr, done);
-    });
+    this.closeQueued((done) => void serial.whenIdle(() => letGo.add(ptr, done))?.catch(() => undefined));
   }
 
   /** @internal Whether a result of this statement is still open (a cached statement is reused only when not). */
